@@ -1,0 +1,113 @@
+"""Configuration of a Siamese (bi-encoder) model.
+
+This file is copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), so it
+must import nothing from ``hfsiamese``: a checkpoint has to load where only ``transformers`` is
+installed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PretrainedConfig
+
+ENCODER_TYPES = ("lstm", "transformer")
+LSTM_POOLINGS = ("mean", "max", "last")
+TRANSFORMER_POOLINGS = ("mean", "cls")
+
+
+class SiameseConfig(PretrainedConfig):
+    r"""
+    Configuration of [`SiameseModel`]: one encoder shared by both texts of a pair, whose pooled,
+    L2-normalised outputs are compared by cosine similarity.
+
+    Args:
+        encoder_type (`str`, *optional*, defaults to `"lstm"`):
+            `"lstm"` (embedding → LSTM on packed sequences → pooling) or `"transformer"` (any
+            `AutoModel` architecture described by `encoder_config`).
+        vocab_size (`int`, *optional*, defaults to 20000):
+            Size of the LSTM's word vocabulary (the trained tokenizer's size). Unused for transformers.
+        embedding_dim (`int`, *optional*, defaults to 128):
+            Width of the LSTM's word embeddings.
+        hidden_size (`int`, *optional*, defaults to 128):
+            Hidden units of each LSTM direction.
+        num_layers (`int`, *optional*, defaults to 1):
+            Stacked LSTM layers.
+        bidirectional (`bool`, *optional*, defaults to `False`):
+            Run the LSTM in both directions and concatenate them.
+        dropout (`float`, *optional*, defaults to 0.0):
+            Dropout on the embeddings and between LSTM layers.
+        pooling (`str`, *optional*, defaults to `"mean"`):
+            How token states become one vector. LSTM: `"mean"`, `"max"` or `"last"` (final hidden
+            state of each direction); transformer: `"mean"` or `"cls"`. Padding never takes part.
+        projection_dim (`int`, *optional*):
+            If set, a linear layer maps the pooled vector to this size before normalisation.
+        encoder_config (`dict`, *optional*):
+            The full config (`to_dict()`) of the transformer encoder, so that a saved checkpoint
+            rebuilds its encoder without the base model's folder.
+        threshold (`float`, *optional*):
+            Cosine similarity at or above which a pair is called a duplicate; calibrated on
+            validation data by the trainer.
+        initializer_range (`float`, *optional*, defaults to 0.02):
+            Standard deviation of the normal initialisation of embeddings and linear layers.
+        pad_token_id (`int`, *optional*, defaults to 0):
+            Id of the padding token of the LSTM vocabulary (its embedding is kept at zero).
+    """
+
+    model_type = "siamese"
+
+    def __init__(
+        self,
+        encoder_type: str = "lstm",
+        vocab_size: int = 20000,
+        embedding_dim: int = 128,
+        hidden_size: int = 128,
+        num_layers: int = 1,
+        bidirectional: bool = False,
+        dropout: float = 0.0,
+        pooling: str = "mean",
+        projection_dim: int | None = None,
+        encoder_config: dict[str, Any] | None = None,
+        threshold: float | None = None,
+        initializer_range: float = 0.02,
+        pad_token_id: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        if encoder_type not in ENCODER_TYPES:
+            raise ValueError(f"encoder_type must be one of {ENCODER_TYPES}, got {encoder_type!r}")
+        poolings = LSTM_POOLINGS if encoder_type == "lstm" else TRANSFORMER_POOLINGS
+        if pooling not in poolings:
+            raise ValueError(f"pooling {pooling!r} is not available for encoder_type={encoder_type!r}; choose from {poolings}")
+        if encoder_type == "transformer" and encoder_config is None:
+            # A transformer Siamese model without its encoder's config could not be rebuilt.
+            raise ValueError(
+                "encoder_type='transformer' needs encoder_config (the base model's config.to_dict()); "
+                "use SiameseModel.from_encoder_pretrained(name_or_path) to build one from a checkpoint"
+            )
+        if threshold is not None and not -1.0 <= float(threshold) <= 1.0:
+            raise ValueError(f"threshold is a cosine similarity and must lie in [-1, 1], got {threshold}")
+        self.encoder_type = encoder_type
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bidirectional = bidirectional
+        self.dropout = dropout
+        self.pooling = pooling
+        self.projection_dim = projection_dim
+        self.encoder_config = encoder_config
+        self.threshold = threshold
+        self.initializer_range = initializer_range
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+
+    @property
+    def sentence_embedding_dim(self) -> int:
+        """Size of the vector each text is mapped to."""
+        if self.projection_dim:
+            return self.projection_dim
+        if self.encoder_type == "lstm":
+            return self.hidden_size * (2 if self.bidirectional else 1)
+        return self.encoder_config["hidden_size"]
+
+
+__all__ = ["SiameseConfig"]

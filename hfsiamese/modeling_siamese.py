@@ -1,0 +1,301 @@
+"""Siamese (bi-encoder) model: one shared encoder, L2-normalised embeddings, cosine similarity.
+
+This file is copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), so it
+imports only torch, transformers and its sibling ``configuration_siamese``: a checkpoint loads with
+``AutoModel.from_pretrained(folder, trust_remote_code=True)`` where hfsiamese is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .configuration_siamese import SiameseConfig
+
+
+@dataclass
+class SiameseModelOutput(ModelOutput):
+    """
+    Output of [`SiameseModel.forward`].
+
+    Args:
+        similarity (`torch.FloatTensor` of shape `(batch_size,)`):
+            Cosine similarity of each pair, in [-1, 1].
+        embeddings_a (`torch.FloatTensor` of shape `(batch_size, dim)`):
+            L2-normalised embeddings of the first texts.
+        embeddings_b (`torch.FloatTensor` of shape `(batch_size, dim)`):
+            L2-normalised embeddings of the second texts.
+    """
+
+    similarity: torch.FloatTensor | None = None
+    embeddings_a: torch.FloatTensor | None = None
+    embeddings_b: torch.FloatTensor | None = None
+
+
+def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Token counts per row; refuses masks that are not ``1…1 0…0`` (packing needs right padding)."""
+    lengths = attention_mask.sum(dim=1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    if not torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1)):
+        raise ValueError(
+            "the LSTM encoder needs right-padded inputs (attention_mask of the form 1…1 0…0); "
+            "set tokenizer.padding_side = 'right'"
+        )
+    return lengths
+
+
+def masked_mean(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``states`` over the positions where ``attention_mask`` is 1 (padding excluded)."""
+    mask = attention_mask.unsqueeze(-1).to(states.dtype)
+    return (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+class LSTMEncoder(nn.Module):
+    """Embedding → (bi)LSTM on packed sequences → pooling over real tokens only.
+
+    Packing keeps padding out of the recurrence entirely (no compute on it, and no pad state fed
+    into the "last" pooling), which plain ``nn.LSTM`` over a padded batch would not.
+    """
+
+    def __init__(self, config: SiameseConfig) -> None:
+        super().__init__()
+        self.pooling = config.pooling
+        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id)
+        self.dropout = nn.Dropout(config.dropout)
+        self.lstm = nn.LSTM(
+            config.embedding_dim,
+            config.hidden_size,
+            num_layers=config.num_layers,
+            bidirectional=config.bidirectional,
+            dropout=config.dropout if config.num_layers > 1 else 0.0,
+            batch_first=True,
+        )
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        lengths = _lengths_of_right_padded(attention_mask)
+        # An empty text still needs one step for packing; its lone (pad) token has a zero embedding.
+        safe_lengths = lengths.clamp(min=1)
+        embedded = self.dropout(self.embeddings(input_ids))
+        packed = pack_padded_sequence(embedded, safe_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_out, (h_n, _) = self.lstm(packed)
+        if self.pooling == "last":
+            # h_n holds, per direction, the state after each row's own last real token.
+            directions = 2 if self.lstm.bidirectional else 1
+            return torch.cat([h_n[-d] for d in range(directions, 0, -1)], dim=-1)
+        states, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=input_ids.shape[1])
+        mask = torch.arange(states.shape[1], device=states.device).unsqueeze(0) < safe_lengths.unsqueeze(1)
+        if self.pooling == "max":
+            return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
+        return masked_mean(states, mask)
+
+
+class SiamesePreTrainedModel(PreTrainedModel):
+    config_class = SiameseConfig
+    base_model_prefix = "siamese"
+    main_input_name = "input_ids_a"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+
+class SiameseModel(SiamesePreTrainedModel):
+    r"""
+    A Siamese network: ONE encoder embeds both texts of a pair (shared weights), each embedding is
+    pooled and L2-normalised, and the pair's score is their cosine similarity. A calibrated
+    `config.threshold` turns the score into duplicate / not duplicate.
+
+    Example:
+
+    ```python
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> model = AutoModel.from_pretrained("outputs/lstm_qqp", trust_remote_code=True)
+    >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
+    ```
+    """
+
+    def __init__(self, config: SiameseConfig) -> None:
+        super().__init__(config)
+        if config.encoder_type == "lstm":
+            self.encoder = LSTMEncoder(config)
+            pooled_dim = config.hidden_size * (2 if config.bidirectional else 1)
+        else:
+            encoder_config = AutoConfig.for_model(**config.encoder_config)
+            self.encoder = AutoModel.from_config(encoder_config)
+            pooled_dim = encoder_config.hidden_size
+        self.projection = nn.Linear(pooled_dim, config.projection_dim) if config.projection_dim else None
+        self._tokenizer = None
+        self.post_init()
+
+    # ----------------------------------------------------------------------------------------
+    # Construction helpers
+    # ----------------------------------------------------------------------------------------
+    @classmethod
+    def from_encoder_pretrained(
+        cls, encoder_name_or_path: str, *, pooling: str = "mean", projection_dim: int | None = None, **config_kwargs: Any
+    ) -> SiameseModel:
+        """Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder."""
+        encoder = AutoModel.from_pretrained(encoder_name_or_path, **config_kwargs.pop("encoder_kwargs", {}))
+        config = SiameseConfig(
+            encoder_type="transformer",
+            encoder_config=encoder.config.to_dict(),
+            pooling=pooling,
+            projection_dim=projection_dim,
+            **config_kwargs,
+        )
+        model = cls(config)
+        model.encoder = encoder
+        model.config.encoder_config = encoder.config.to_dict()
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        if self.config.encoder_type == "lstm":
+            return self.encoder.embeddings
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        if self.config.encoder_type == "lstm":
+            self.encoder.embeddings = value
+        else:
+            self.encoder.set_input_embeddings(value)
+
+    # ----------------------------------------------------------------------------------------
+    # Forward
+    # ----------------------------------------------------------------------------------------
+    def embed(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Embed one side: pooled, projected and L2-normalised vectors of shape `(batch, dim)`."""
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        if self.config.encoder_type == "lstm":
+            pooled = self.encoder(input_ids, attention_mask)
+        else:
+            extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+            states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+            pooled = states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
+        if self.projection is not None:
+            pooled = self.projection(pooled)
+        return F.normalize(pooled.float(), p=2, dim=-1)
+
+    def forward(
+        self,
+        input_ids_a: torch.Tensor,
+        attention_mask_a: torch.Tensor | None = None,
+        input_ids_b: torch.Tensor | None = None,
+        attention_mask_b: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        token_type_ids_a: torch.Tensor | None = None,
+        token_type_ids_b: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs: Any,
+    ) -> SiameseModelOutput | tuple:
+        r"""
+        Embed both sides with the shared encoder and score each pair.
+
+        `labels` are accepted so the Trainer can pass them through; losses live in
+        `hfsiamese.losses` because the in-batch losses need the whole batch of embeddings.
+        """
+        if input_ids_b is None:
+            raise ValueError("SiameseModel.forward needs both input_ids_a and input_ids_b")
+        embeddings_a = self.embed(input_ids_a, attention_mask_a, token_type_ids_a)
+        embeddings_b = self.embed(input_ids_b, attention_mask_b, token_type_ids_b)
+        similarity = (embeddings_a * embeddings_b).sum(dim=-1)
+        output = SiameseModelOutput(similarity=similarity, embeddings_a=embeddings_a, embeddings_b=embeddings_b)
+        return output if return_dict is not False else output.to_tuple()
+
+    # ----------------------------------------------------------------------------------------
+    # Inference helpers
+    # ----------------------------------------------------------------------------------------
+    def _resolve_tokenizer(self, tokenizer: Any | None) -> Any:
+        if tokenizer is not None:
+            return tokenizer
+        if self._tokenizer is None:
+            if not self.name_or_path:
+                raise ValueError("pass tokenizer=...: this model was not loaded from a folder that holds one")
+            self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path)
+        return self._tokenizer
+
+    @torch.inference_mode()
+    def encode(
+        self,
+        texts: Sequence[str] | dict[str, torch.Tensor],
+        tokenizer: Any | None = None,
+        *,
+        batch_size: int = 64,
+        max_length: int | None = None,
+        show_progress_bar: bool = False,
+    ) -> torch.Tensor:
+        """
+        Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside
+        the model) or an already tokenised batch (`input_ids`, `attention_mask`). Texts are sorted by
+        length so that batches carry little padding; the result is in input order, on CPU, float32.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            if isinstance(texts, str):
+                raise TypeError("encode expects a list of texts, not a single string")
+            if isinstance(texts, dict) or hasattr(texts, "keys"):
+                batch = {k: v.to(self.device) for k, v in texts.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+                return self.embed(**batch).cpu()
+            texts = list(texts)
+            if not texts:
+                return torch.empty(0, self.config.sentence_embedding_dim)
+            tokenizer = self._resolve_tokenizer(tokenizer)
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+            starts = range(0, len(texts), batch_size)
+            if show_progress_bar:
+                from tqdm.auto import tqdm
+
+                starts = tqdm(starts, desc="Encoding", unit="batch")
+            chunks = []
+            for start in starts:
+                chunk = [texts[i] for i in order[start : start + batch_size]]
+                features = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                features = {k: v.to(self.device) for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+                chunks.append(self.embed(**features).cpu())
+            embeddings = torch.cat(chunks)
+            result = torch.empty_like(embeddings)
+            result[torch.tensor(order)] = embeddings
+            return result
+        finally:
+            self.train(was_training)
+
+    def similarity(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """Cosine similarity of each pair `(texts_a[i], texts_b[i])`."""
+        if len(texts_a) != len(texts_b):
+            raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
+        a = self.encode(texts_a, tokenizer, **encode_kwargs)
+        b = self.encode(texts_b, tokenizer, **encode_kwargs)
+        return (a * b).sum(dim=-1)
+
+    def predict(
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        tokenizer: Any | None = None,
+        *,
+        threshold: float | None = None,
+        **encode_kwargs: Any,
+    ) -> dict[str, torch.Tensor]:
+        """Scores and duplicate decisions (`score >= threshold`, by default the calibrated `config.threshold`)."""
+        threshold = self.config.threshold if threshold is None else threshold
+        if threshold is None:
+            raise ValueError("no threshold: calibrate one (SiameseTrainer.evaluate) or pass threshold=...")
+        scores = self.similarity(texts_a, texts_b, tokenizer, **encode_kwargs)
+        return {"scores": scores, "is_duplicate": scores >= threshold}
+
+
+__all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder"]

@@ -1,0 +1,173 @@
+"""`SiameseTrainer`: the transformers Trainer with in-batch losses, group-aware batches and calibration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+import numpy as np
+import torch
+from torch import nn
+from transformers import EvalPrediction, Trainer
+from transformers.utils import logging
+
+from ..data.collator import SiamesePairCollator
+from ..data.sampler import NoDuplicateGroupSampler
+from ..losses import get_loss
+from ..metrics import pair_classification_metrics
+from .siamese_config import SiameseTrainingArguments
+
+logger = logging.get_logger(__name__)
+
+REQUIRED_COLUMNS = ("input_ids_a", "attention_mask_a", "input_ids_b", "attention_mask_b")
+BATCH_ONLY_KEYS = ("labels", "group_ids")
+
+
+class SiameseTrainer(Trainer):
+    """
+    Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
+
+    Overrides only what the Siamese setting changes:
+    - `compute_loss`: embeds both sides and applies the loss of `args.loss` to the whole batch;
+    - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
+      in-batch negatives are real negatives;
+    - evaluation: scores labelled pairs (duplicates and non-duplicates) by cosine similarity and
+      reports accuracy/precision/recall/F1 at the calibrated threshold, average precision and
+      ROC-AUC; the threshold is stored in `model.config.threshold`.
+    """
+
+    args: SiameseTrainingArguments
+
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        args: SiameseTrainingArguments | None = None,
+        data_collator: Any | None = None,
+        train_dataset: datasets.Dataset | None = None,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
+        processing_class: Any | None = None,
+        loss: nn.Module | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if args is None:
+            args = SiameseTrainingArguments(output_dir="outputs/siamese")
+        if not isinstance(args, SiameseTrainingArguments):
+            raise TypeError("SiameseTrainer needs SiameseTrainingArguments (it adds the loss and calibration options)")
+        if data_collator is None:
+            if processing_class is None:
+                raise ValueError("pass processing_class=tokenizer (used to pad pairs) or a data_collator")
+            data_collator = SiamesePairCollator(processing_class)
+        for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
+            _check_pair_columns(name, dataset)
+        if train_dataset is not None and "labels" in train_dataset.column_names:
+            labels = np.asarray(train_dataset.with_format("numpy")["labels"])
+            if (labels != 1).any():
+                raise ValueError(
+                    f"{args.loss} trains on duplicate pairs only, but train_dataset holds {(labels != 1).sum()} "
+                    "non-duplicate pairs: keep label 1 (dataset.filter(lambda x: x['labels'] == 1))"
+                )
+            if len(labels) == 0:
+                raise ValueError("train_dataset holds no duplicate pairs to train on")
+        kwargs.setdefault("compute_metrics", self._compute_pair_metrics)
+        super().__init__(
+            model=model,
+            args=args,
+            data_collator=data_collator,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            **kwargs,
+        )
+        self.loss_fn = loss if loss is not None else get_loss(
+            args.loss,
+            margin=args.margin,
+            use_mean_negative=args.use_mean_negative,
+            use_closest_negative=args.use_closest_negative,
+        )
+        # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
+        self.loss_is_scaled_for_ga = False
+
+    # ------------------------------------------------------------------------------------------
+    # Training
+    # ------------------------------------------------------------------------------------------
+    def _get_train_sampler(self, train_dataset: datasets.Dataset | None = None) -> torch.utils.data.Sampler | None:
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        if not self.args.no_duplicate_batches:
+            return super()._get_train_sampler(train_dataset)
+        if "group_id" not in dataset.column_names:
+            logger.warning(
+                "train_dataset has no `group_id` column: batches may hold duplicates of one another, which the "
+                "loss then counts as negatives. Add groups with hfsiamese.data.assign_duplicate_groups."
+            )
+            return super()._get_train_sampler(train_dataset)
+        return NoDuplicateGroupSampler(
+            dataset.with_format("numpy")["group_id"], batch_size=self._train_batch_size, seed=self.args.seed
+        )
+
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        group_ids = inputs.get("group_ids")
+        outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+        loss = self.loss_fn(outputs.embeddings_a, outputs.embeddings_b, group_ids=group_ids)
+        return (loss, outputs) if return_outputs else loss
+
+    # ------------------------------------------------------------------------------------------
+    # Evaluation
+    # ------------------------------------------------------------------------------------------
+    def prediction_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        prediction_loss_only: bool,
+        ignore_keys: list[str] | None = None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """Score the labelled pairs; the in-batch training loss is undefined on non-duplicates."""
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+        return None, outputs.similarity.detach().float(), inputs.get("labels")
+
+    def _compute_pair_metrics(self, eval_pred: EvalPrediction) -> dict[str, float]:
+        if eval_pred.label_ids is None:
+            raise ValueError("evaluation pairs need a `labels` (or `label`) column of 0/1")
+        scores = np.asarray(eval_pred.predictions, dtype=np.float64).reshape(-1)
+        labels = np.asarray(eval_pred.label_ids).reshape(-1)
+        threshold = None if self.args.calibrate_threshold else self._stored_threshold()
+        return pair_classification_metrics(scores, labels, threshold=threshold, calibrate_for=self.args.calibrate_for)
+
+    def _stored_threshold(self) -> float:
+        threshold = self.accelerator.unwrap_model(self.model).config.threshold
+        if threshold is None:
+            raise ValueError("calibrate_threshold=False needs a model whose config.threshold is set")
+        return threshold
+
+    def evaluate(
+        self,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "eval",
+    ) -> dict[str, float]:
+        metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        threshold = metrics.get(f"{metric_key_prefix}_threshold")
+        if self.args.calibrate_threshold and threshold is not None:
+            self.accelerator.unwrap_model(self.model).config.threshold = float(threshold)
+        return metrics
+
+
+def _check_pair_columns(name: str, dataset: Any) -> None:
+    if dataset is None:
+        return
+    for dataset in dataset.values() if isinstance(dataset, dict) else [dataset]:
+        columns = getattr(dataset, "column_names", None)
+        if columns is None:
+            continue
+        missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+        if missing:
+            raise ValueError(
+                f"{name} lacks {missing} (has {columns}); tokenise it with hfsiamese.data.tokenize_pairs"
+            )
