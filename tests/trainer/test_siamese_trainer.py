@@ -1,0 +1,116 @@
+import datasets
+import numpy as np
+import pytest
+import torch
+
+from hfsiamese.data import tokenize_pairs
+from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from tests.conftest import TEXTS
+
+
+def _pairs(n_groups=12, label=1):
+    rng = np.random.default_rng(0)
+    q1, q2, groups = [], [], []
+    for g in range(n_groups):
+        for k in range(1 + g % 3):  # groups of 1..3 pairs
+            q1.append(f"{TEXTS[g % len(TEXTS)]} {g} {k}")
+            q2.append(f"{TEXTS[(g + 1) % len(TEXTS)]} {g} {k + 1}")
+            groups.append(g)
+    order = rng.permutation(len(q1))
+    return datasets.Dataset.from_dict(
+        {
+            "question1": [q1[i] for i in order],
+            "question2": [q2[i] for i in order],
+            "label": [label] * len(q1),
+            "group_id": [groups[i] for i in order],
+        }
+    )
+
+
+def _eval_pairs():
+    return datasets.Dataset.from_dict(
+        {"question1": TEXTS[0::2] * 2, "question2": TEXTS[1::2] + TEXTS[1::2][::-1], "label": [1, 1, 1, 0, 0, 0, 1, 0]}
+    )
+
+
+def _args(tmp_path, **overrides):
+    values = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        max_steps=6,
+        learning_rate=1e-2,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    values.update(overrides)
+    return SiameseTrainingArguments(**values)
+
+
+class RecordingTrainer(SiameseTrainer):
+    """Records the group ids of every training batch."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        self.seen_groups = getattr(self, "seen_groups", []) + [inputs["group_ids"].tolist()]
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+
+def test_trains_with_group_free_batches_and_calibrates(tiny_lstm, word_tokenizer, tmp_path):
+    train = tokenize_pairs(_pairs(), word_tokenizer)
+    trainer = RecordingTrainer(
+        model=tiny_lstm,
+        args=_args(tmp_path),
+        train_dataset=train,
+        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
+        processing_class=word_tokenizer,
+    )
+    before = {k: v.clone() for k, v in tiny_lstm.state_dict().items()}
+    trainer.train()
+    assert len(trainer.seen_groups) == 6
+    for groups in trainer.seen_groups:
+        assert len(groups) == len(set(groups)) == 4
+    assert any(not torch.equal(before[k], v) for k, v in tiny_lstm.state_dict().items())
+    metrics = trainer.evaluate()
+    for key in ("accuracy", "f1", "precision", "recall", "average_precision", "roc_auc", "threshold"):
+        assert f"eval_{key}" in metrics
+    assert metrics["eval_num_pairs"] == 8
+    assert tiny_lstm.config.threshold == pytest.approx(metrics["eval_threshold"])
+
+
+def test_uncalibrated_evaluation_uses_stored_threshold(tiny_lstm, word_tokenizer, tmp_path):
+    tiny_lstm.config.threshold = 0.99
+    trainer = SiameseTrainer(
+        model=tiny_lstm,
+        args=_args(tmp_path, calibrate_threshold=False),
+        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
+        processing_class=word_tokenizer,
+    )
+    assert trainer.evaluate()["eval_threshold"] == pytest.approx(0.99)
+    assert tiny_lstm.config.threshold == 0.99
+
+
+def test_refuses_non_duplicates_in_training(tiny_lstm, word_tokenizer, tmp_path):
+    train = tokenize_pairs(_pairs(label=0), word_tokenizer)
+    with pytest.raises(ValueError, match="duplicate pairs only"):
+        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), train_dataset=train, processing_class=word_tokenizer)
+
+
+def test_names_untokenised_datasets(tiny_lstm, word_tokenizer, tmp_path):
+    with pytest.raises(ValueError, match="tokenize_pairs"):
+        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), train_dataset=_pairs(), processing_class=word_tokenizer)
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (dict(per_device_train_batch_size=1), "at least 2 pairs"),
+        (dict(loss="arcface"), "unknown loss"),
+        (dict(calibrate_for="auc"), "calibrate_for"),
+        (dict(margin=-0.1), "margin"),
+    ],
+)
+def test_bad_arguments(tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        _args(tmp_path, **overrides)
