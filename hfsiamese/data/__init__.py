@@ -1,0 +1,21 @@
+"""
+Data: loading pair files into one shape, duplicate groups, leak-free splits, batch sampling,
+tokenisation and collation.
+"""
+
+from .collator import SiamesePairCollator
+from .groups import assign_duplicate_groups, split_by_group
+from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
+from .preprocessing import tokenize_pairs
+from .sampler import NoDuplicateGroupSampler
+
+__all__ = [
+    "PAIR_FORMATS",
+    "HubUnreachableError",
+    "NoDuplicateGroupSampler",
+    "SiamesePairCollator",
+    "assign_duplicate_groups",
+    "load_pairs",
+    "split_by_group",
+    "tokenize_pairs",
+]

@@ -1,0 +1,203 @@
+"""
+A sampler that keeps duplicates of one another out of the same batch.
+
+In-batch-negative losses (multiple negatives ranking, contrastive with in-batch negatives) treat
+every other pair of the batch as a negative. If two pairs of one duplicate group share a batch,
+a true duplicate is pushed away as a negative. `NoDuplicateGroupSampler` orders the data so that
+each batch holds at most one pair per group. PyTorch and transformers offer group-*aware*
+samplers (e.g. length grouping) but none that spreads a group *across* batches, hence this one.
+
+It is a plain index sampler: the DataLoader chunks its flat output into batches of
+`batch_size`, so the batch structure lives in the order of the indices.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+
+import datasets
+import numpy as np
+import torch
+
+from .arrow_columns import column_arrow
+
+__all__ = ["NoDuplicateGroupSampler"]
+
+
+class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
+    """
+    Yield dataset indices whose consecutive chunks of `batch_size` hold at most one pair per group.
+
+    Guarantees, for every epoch: each index at most once; all batches full except possibly the
+    last; a last batch of one pair is dropped (in-batch negatives need two), and with `drop_last`
+    any incomplete last batch; `len(self)` is the number of indices yielded, the same every
+    epoch. The order is shuffled per epoch from `seed + epoch` (call `set_epoch`, as the
+    Trainer/accelerate do). Nothing depends on the process rank: accelerate shards whole batches.
+
+    When no such batching holds every pair (a group with more pairs than there are batches), each
+    epoch uses a random subset of the largest feasible size of every oversized group, with a
+    warning; over epochs all pairs are used.
+    """
+
+    def __init__(
+        self,
+        group_ids: Sequence[int] | np.ndarray,
+        batch_size: int,
+        *,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        if int(batch_size) != batch_size or batch_size < 2:
+            raise ValueError(
+                f"batch_size must be an integer >= 2 (in-batch negatives need two pairs), got {batch_size}"
+            )
+        groups = _as_int_array(group_ids)
+        if groups.ndim != 1:
+            raise ValueError(f"group_ids must be one-dimensional, got shape {groups.shape}")
+        if len(groups) == 0:
+            raise ValueError("group_ids is empty: nothing to sample")
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.epoch = 0
+        self.num_samples = len(groups)
+        self._group_values, self._group_index = np.unique(groups, return_inverse=True)
+        self._group_sizes = np.bincount(self._group_index)
+        self.max_pairs_per_group = _largest_feasible_cap(self._group_sizes, self.batch_size)
+        if self.max_pairs_per_group is not None:
+            # A group with more pairs than an epoch has batches cannot be spread over the epoch:
+            # each epoch then uses a fresh random subset of its pairs (all of them over epochs).
+            self._kept_sizes = np.minimum(self._group_sizes, self.max_pairs_per_group)
+            largest = int(np.argmax(self._group_sizes))
+            warnings.warn(
+                f"duplicate group {self._group_values[largest].item()!r} has {int(self._group_sizes[largest])} pairs, more "
+                f"than fit in one epoch of batch_size={self.batch_size} without a group twice in a batch: each epoch uses "
+                f"a random {self.max_pairs_per_group} pairs of every such group "
+                f"({int((self._group_sizes > self.max_pairs_per_group).sum())} groups)",
+                UserWarning,
+                stacklevel=2,
+            )
+        else:
+            self._kept_sizes = self._group_sizes
+        self.num_kept = int(self._kept_sizes.sum())
+        self.num_batches = math.ceil(self.num_kept / self.batch_size)
+
+    # ----------------------------------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """Use the order of `epoch` on the next iteration (reproducible: seeded by seed + epoch)."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        full, rest = divmod(self.num_kept, self.batch_size)
+        keep_rest = rest if (rest >= 2 and not self.drop_last) else 0
+        return full * self.batch_size + keep_rest
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._epoch_order(self.epoch).tolist())
+
+    # ----------------------------------------------------------------------------------------
+    def _epoch_order(self, epoch: int) -> np.ndarray:
+        """
+        The construction (all vectorised numpy):
+
+        1. Concatenate the groups, largest first (ties in random order), pairs in random order
+           inside each group. A group therefore fills consecutive positions of the sequence.
+        2. Deal the sequence into `nb = ceil(n / B)` batches column-wise, as if filling a grid
+           of B rows (positions in a batch) by nb columns (batches) row by row; the last batch
+           has only `rest` cells, so rows `rest..B-1` have nb - 1 cells. Two cells of one batch
+           are then at least nb - 1 positions apart in the sequence (nb in full rows), so a group
+           of <= nb - 1 pairs never meets itself, and one of exactly nb pairs does not either when
+           it starts in a full row: putting the largest groups first puts them there (and
+           `_largest_feasible_cap` has made sure there are enough full rows for them).
+        3. Shuffle the order of the full batches and the order inside each batch; the incomplete
+           batch, if kept, comes last so that the DataLoader's chunks are exactly our batches.
+        """
+        rng = np.random.default_rng(self.seed + epoch)
+        n, nb, size = self.num_kept, self.num_batches, self.batch_size
+        kept = self._kept_indices(rng)
+        gid = self._group_index[kept]
+        group_key = rng.random(len(self._group_sizes))
+        sequence = kept[np.lexsort((rng.random(n), group_key[gid], -self._kept_sizes[gid]))]
+
+        rest = n - (nb - 1) * size  # cells of the last batch, 1..size
+        full_rows = rest if rest < size else size
+        position = np.arange(n)
+        in_full_rows = position < full_rows * nb
+        batch = np.empty(n, dtype=np.int64)
+        batch[in_full_rows] = position[in_full_rows] % nb
+        if nb > 1:  # with one batch every row is full
+            tail = position[~in_full_rows] - full_rows * nb
+            batch[~in_full_rows] = tail % (nb - 1)
+
+        has_partial = rest < size
+        n_full = nb - 1 if has_partial else nb
+        batch_rank = np.empty(nb, dtype=np.int64)
+        batch_rank[:n_full] = rng.permutation(n_full)
+        if has_partial:
+            batch_rank[nb - 1] = nb - 1  # the short batch goes last
+        order = np.lexsort((rng.random(n), batch_rank[batch]))
+        return sequence[order][: len(self)]
+
+    def _kept_indices(self, rng: np.random.Generator) -> np.ndarray:
+        """All indices, or, when groups are capped, a random `max_pairs_per_group` of each group."""
+        if self.max_pairs_per_group is None:
+            return np.arange(self.num_samples)
+        shuffled = rng.permutation(self.num_samples)
+        by_group = shuffled[np.argsort(self._group_index[shuffled], kind="stable")]
+        sorted_groups = self._group_index[by_group]
+        starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+        rank_in_group = np.arange(self.num_samples) - np.repeat(starts, np.diff(np.r_[starts, self.num_samples]))
+        return np.sort(by_group[rank_in_group < self.max_pairs_per_group])
+
+
+def _largest_feasible_cap(sizes: np.ndarray, batch_size: int) -> int | None:
+    """None when every pair fits in one epoch; else the largest per-group cap for which it does."""
+
+    def feasible(cap: int) -> bool:
+        kept = np.minimum(sizes, cap)
+        largest = int(kept.max())
+        return _infeasibility(largest, int(np.count_nonzero(kept == largest)), int(kept.sum()), batch_size) is None
+
+    largest = int(sizes.max())
+    if feasible(largest):
+        return None
+    # Shrinking the cap also shrinks the number of batches, so feasibility need not be monotone:
+    # search downwards. cap = 1 always works (one pair per group cannot meet itself).
+    return next(cap for cap in range(largest - 1, 0, -1) if feasible(cap))
+
+
+def _infeasibility(largest: int, n_largest: int, n: int, batch_size: int) -> str | None:
+    """Why no batching with at most one pair per group per batch exists, or None if one does."""
+    nb = math.ceil(n / batch_size)
+    if largest > nb:
+        return f"a group may hold at most {nb} pairs (one per batch)"
+    rest = n - (nb - 1) * batch_size
+    if rest < batch_size and largest == nb and n_largest > rest:
+        # A group of nb pairs needs one cell in every batch, the short last one included.
+        return (
+            f"{n_largest} groups hold {nb} pairs (one in every batch) but the last, "
+            f"incomplete batch has room for only {rest}"
+        )
+    return None
+
+
+def _as_int_array(group_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+    if isinstance(group_ids, torch.Tensor):
+        array = group_ids.detach().cpu().numpy()
+    elif isinstance(group_ids, np.ndarray):
+        array = group_ids
+    elif isinstance(getattr(group_ids, "source", None), datasets.Dataset) and hasattr(group_ids, "column_name"):
+        # A `datasets` Column (`dataset["group_id"]`): read it as one Arrow column; np.asarray
+        # would iterate it row by row (seconds per 100k rows).
+        array = column_arrow(group_ids.source, group_ids.column_name).to_numpy()
+    else:
+        try:
+            values = group_ids[:]  # type: ignore[index]  # one read for sliceable containers
+        except TypeError:
+            values = list(group_ids)
+        array = np.asarray(values)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"group_ids must be integers, got dtype {array.dtype}")
+    return array

@@ -1,0 +1,167 @@
+"""assign_duplicate_groups and split_by_group: closure, identity rules, leak-free splits."""
+
+from __future__ import annotations
+
+import datasets
+import numpy as np
+import pytest
+
+from hfsiamese.data import assign_duplicate_groups, split_by_group
+
+
+def pairs(rows, **extra) -> datasets.Dataset:
+    q1, q2, label = zip(*rows)
+    return datasets.Dataset.from_dict({"question1": list(q1), "question2": list(q2), "label": list(label), **extra})
+
+
+def reference_groups(rows) -> list[int]:
+    """Slow, obviously correct union-find over normalised texts, for comparison."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    norm = [(" ".join(a.split()).lower(), " ".join(b.split()).lower(), y) for a, b, y in rows]
+    for a, b, y in norm:
+        find(a), find(b)
+        if y == 1:
+            parent[find(a)] = find(b)
+    return [find(a) for a, _, _ in norm]
+
+
+def random_rows(seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n_questions, n_pairs)
+    b = rng.integers(0, n_questions, n_pairs)
+    y = (rng.random(n_pairs) < p_dup).astype(int)
+    return [(f"question {i}", f"Question  {j} ", int(v)) for i, j, v in zip(a, b, y)]
+
+
+# --------------------------------------------------------------------------------------------
+# assign_duplicate_groups
+# --------------------------------------------------------------------------------------------
+def test_transitive_closure_and_non_duplicates():
+    ds = assign_duplicate_groups(pairs([("a", "b", 1), ("b", "c", 1), ("d", "e", 0), ("a", "d", 0), ("c", "f", 1)]))
+    g = ds["group_id"][:]
+    assert ds.features["group_id"] == datasets.Value("int64")
+    assert g[0] == g[1] == g[4]  # a~b~c~f through the closure
+    assert g[2] != g[0]  # d only meets a through a non-duplicate
+    assert g[3] == g[0]  # a pair takes its question1's group
+    assert sorted(set(g)) == list(range(len(set(g))))  # ids 0..G-1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_matches_union_find_reference(seed):
+    rows = random_rows(seed)
+    got = assign_duplicate_groups(pairs(rows))["group_id"][:]
+    expected = reference_groups(rows)
+    # Same partition: the mapping between reference roots and group ids is a bijection.
+    assert len(set(zip(got, expected))) == len(set(got)) == len(set(expected))
+    assert sorted(set(got)) == list(range(len(set(got))))
+
+
+def test_qid_identity_beats_text():
+    rows = [("same text", "x", 1), ("same text", "y", 1), ("other", "z", 1)]
+    ds = pairs(rows, qid1=["1", "2", "3"], qid2=["10", "20", "1"])
+    g = assign_duplicate_groups(ds)["group_id"][:]
+    assert g[0] != g[1]  # equal texts, different ids: different questions
+    assert g[2] == g[0]  # different texts, qid 1 on both: same question
+    g_text = assign_duplicate_groups(pairs(rows))["group_id"][:]
+    assert g_text[0] == g_text[1] and g_text[2] != g_text[0]
+
+
+def test_integer_qids_work():
+    ds = pairs([("a", "b", 1), ("c", "d", 1)], qid1=[1, 3], qid2=[2, 1])
+    g = assign_duplicate_groups(ds)["group_id"][:]
+    assert g[0] == g[1]
+
+
+def test_normalised_text_identity():
+    rows = [("How are you?", "hello", 1), ("  how   ARE\tyou? ", "greetings", 1)]
+    assert len(set(assign_duplicate_groups(pairs(rows))["group_id"][:])) == 1
+    assert len(set(assign_duplicate_groups(pairs(rows), normalize=False)["group_id"][:])) == 2
+
+
+def test_existing_group_id_is_replaced():
+    ds = pairs([("a", "b", 1), ("c", "d", 0)], group_id=[7, 7])
+    out = assign_duplicate_groups(ds)
+    assert out.column_names.count("group_id") == 1
+    assert out["group_id"][:] == [0, 1]
+
+
+def test_works_after_select():
+    ds = pairs([("a", "b", 1), ("x", "y", 0), ("b", "c", 1)]).select([2, 0])
+    assert assign_duplicate_groups(ds)["group_id"][:] == [0, 0]
+
+
+# --------------------------------------------------------------------------------------------
+# split_by_group
+# --------------------------------------------------------------------------------------------
+def identities(ds: datasets.Dataset, use_ids: bool) -> set[str]:
+    if use_ids:
+        return set(ds["qid1"][:]) | set(ds["qid2"][:])
+    return {" ".join(t.split()).lower() for t in ds["question1"][:] + ds["question2"][:]}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("use_ids", [False, True])
+def test_no_question_on_both_sides(seed, use_ids):
+    rng = np.random.default_rng(seed)
+    n, n_questions = 2000, 6000  # sparse (mean degree < 1): many small components, like QQP
+    a, b = rng.integers(0, n_questions, n), rng.integers(0, n_questions, n)
+    labels = (rng.random(n) < 0.4).astype(int).tolist()
+    if use_ids:
+        # Texts collide across ids on purpose: identity must follow the ids.
+        ds = pairs(
+            [(f"text {i % 50}", f"text {j % 50}", y) for i, j, y in zip(a, b, labels)],
+            qid1=[str(i) for i in a], qid2=[str(j) for j in b],
+        )  # fmt: skip
+    else:
+        ds = pairs([(f"Q {i}", f" q  {j}", y) for i, j, y in zip(a, b, labels)])
+    split = split_by_group(assign_duplicate_groups(ds), validation_fraction=0.2, seed=seed)
+    train, val = split["train"], split["validation"]
+    assert len(train) + len(val) == n
+    assert not identities(train, use_ids) & identities(val, use_ids)
+    assert 0.15 <= len(val) / n <= 0.25
+    assert "group_id" in train.column_names and "group_id" in val.column_names
+
+
+def test_split_is_deterministic_under_seed():
+    ds = pairs(random_rows(5, n_pairs=500, n_questions=2000))
+    one = split_by_group(ds, validation_fraction=0.3, seed=11)
+    two = split_by_group(ds, validation_fraction=0.3, seed=11)
+    other = split_by_group(ds, validation_fraction=0.3, seed=12)
+    assert one["validation"]["question1"][:] == two["validation"]["question1"][:]
+    assert one["train"]["question1"][:] == two["train"]["question1"][:]
+    assert one["validation"]["question1"][:] != other["validation"]["question1"][:]
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 0.0, 1.0, -0.1, 1.5])
+def test_fraction_outside_open_interval_is_an_error(fraction):
+    with pytest.raises(ValueError, match="validation_fraction"):
+        split_by_group(pairs([("a", "b", 1), ("c", "d", 0)]), validation_fraction=fraction)
+
+
+def test_giant_component_stays_in_train():
+    # 90 pairs chained into one component plus 110 separate pairs: the 20% validation share
+    # must come from the small components, not be swallowed by (or swallow) the giant one.
+    giant = [(f"g{i}", f"g{i + 1}", i % 2) for i in range(90)]
+    small = [(f"s{i}", f"t{i}", 1) for i in range(110)]
+    for seed in range(5):
+        split = split_by_group(pairs(giant + small), validation_fraction=0.2, seed=seed)
+        assert len(split["validation"]) == 40
+        assert all(q.startswith("s") for q in split["validation"]["question1"][:])
+
+
+def test_two_pairs_split_one_each():
+    split = split_by_group(pairs([("a", "b", 1), ("c", "d", 0)]), validation_fraction=0.1)
+    assert (len(split["train"]), len(split["validation"])) == (1, 1)
+
+
+def test_one_component_cannot_be_split():
+    chain = pairs([("a", "b", 1), ("b", "c", 0), ("c", "d", 1)])
+    with pytest.raises(ValueError, match="one side would be empty"):
+        split_by_group(chain, validation_fraction=0.5)

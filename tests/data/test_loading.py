@@ -1,0 +1,338 @@
+"""load_pairs: every supported format, label variants, and each kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hfsiamese.data import PAIR_FORMATS, HubUnreachableError, load_pairs
+from hfsiamese.data import loading as loading_module
+
+BASE = ["question1", "question2", "label"]
+WITH_IDS = BASE + ["qid1", "qid2"]
+
+
+def write(path, text: str, *, newline: str = "\n", bom: bool = False):
+    data = text.replace("\n", newline).encode("utf-8")
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
+    return str(path)
+
+
+def load(path, tmp_path, **kwargs) -> datasets.Dataset:
+    return load_pairs(path, cache_dir=str(tmp_path / "hf_cache"), **kwargs)
+
+
+def check_schema(ds: datasets.Dataset, columns: list[str]) -> None:
+    assert ds.column_names == columns
+    assert ds.features["label"] == datasets.Value("int64")
+    for name in columns:
+        if name != "label":
+            assert ds.features[name] == datasets.Value("string"), name
+
+
+# --------------------------------------------------------------------------------------------
+# Formats
+# --------------------------------------------------------------------------------------------
+def test_bimpm_tsv_with_quotes(tmp_path):
+    path = write(
+        tmp_path / "qqp.tsv",
+        '1\tWhat is a "quote ?\tWhat does " mean ?\t17\n'
+        '0\t"Quoted" at the start ?\t" unbalanced at the start ?\t18\n'
+        "1\t  Spaces around  \tspaces around\t19\n",
+    )
+    ds = load(path, tmp_path)
+    check_schema(ds, BASE)
+    assert ds["question1"][:] == ['What is a "quote ?', '"Quoted" at the start ?', "Spaces around"]
+    assert ds["question2"][:2] == ['What does " mean ?', '" unbalanced at the start ?']
+    assert ds["label"][:] == [1, 0, 1]
+
+
+def test_quora_kaggle_csv_with_qids(tmp_path):
+    path = write(
+        tmp_path / "train.csv",
+        '"id","qid1","qid2","question1","question2","is_duplicate"\n'
+        '"0","1","2","What is ""love"", really?","Define love, please?","1"\n'
+        '"1","3","4","A question with\na newline?","Another one?","0"\n',
+    )
+    ds = load(path, tmp_path)
+    check_schema(ds, WITH_IDS)
+    assert ds["question1"][:] == ['What is "love", really?', "A question with\na newline?"]
+    assert ds["qid1"][:] == ["1", "3"] and ds["qid2"][:] == ["2", "4"]
+    assert ds["label"][:] == [1, 0]
+
+
+def test_glue_qqp_tsv(tmp_path):
+    path = write(
+        tmp_path / "dev.tsv",
+        "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+        '5\t10\t11\tIs "this" a quote?\tIs this quoted?\t0\n'
+        "6\t12\t13\tHow old is Earth?\tWhat is the age of Earth?\t1\n",
+    )
+    ds = load(path, tmp_path)
+    check_schema(ds, WITH_IDS)
+    assert ds["question1"][0] == 'Is "this" a quote?'
+    assert ds["qid1"][:] == ["10", "12"]
+    assert ds["label"][:] == [0, 1]
+
+
+def test_mrpc_with_bom_and_crlf(tmp_path):
+    path = write(
+        tmp_path / "msr-para-train.tsv",
+        "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+        '1\t702876\t702977\tAmrozi accused his brother, whom he called "the witness".\t'
+        'Referring to him as "the witness".\n'
+        "0\t2108705\t2108831\tYucaipa owned Dominick's.\tYucaipa bought Dominick's in 1995.\n",
+        newline="\r\n",
+        bom=True,
+    )
+    ds = load(path, tmp_path)
+    check_schema(ds, WITH_IDS)
+    assert ds["label"][:] == [1, 0]
+    assert ds["qid1"][:] == ["702876", "2108705"]
+    assert ds["question2"][:] == ['Referring to him as "the witness".', "Yucaipa bought Dominick's in 1995."]
+
+
+def test_generic_csv_sentence_columns(tmp_path):
+    path = write(
+        tmp_path / "pairs.csv",
+        "idx,sentence1,sentence2,label,source\n0,A cat sat.,A cat was sitting.,1,x\n1,Dogs bark.,Fish swim.,0,y\n",
+    )
+    ds = load(path, tmp_path)
+    check_schema(ds, BASE)
+    assert ds["question1"][:] == ["A cat sat.", "Dogs bark."]
+    assert ds["label"][:] == [1, 0]
+
+
+def test_generic_tsv_with_column_flags(tmp_path):
+    path = write(
+        tmp_path / "mine.tsv",
+        "left\tright\tsame\tleft_id\tright_id\nfirst q\tsecond q\tyes\t7\t8\nthird q\tfourth q\tno\t9\t10\n",
+    )
+    ds = load(
+        path, tmp_path,
+        question1_column="left", question2_column="right", label_column="same",
+        id1_column="left_id", id2_column="right_id",
+    )  # fmt: skip
+    check_schema(ds, WITH_IDS)
+    assert ds[1] == {"question1": "third q", "question2": "fourth q", "label": 0, "qid1": "9", "qid2": "10"}
+
+
+def test_jsonl_with_int_ids_and_bool_labels(tmp_path):
+    rows = [
+        {"qid1": 1, "qid2": 2, "question1": "Is it json?", "question2": "Is this JSON?", "is_duplicate": True},
+        {"qid1": 3, "qid2": 4, "question1": "Why?", "question2": "How?", "is_duplicate": False},
+    ]
+    path = write(tmp_path / "pairs.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    ds = load(path, tmp_path)
+    check_schema(ds, WITH_IDS)
+    assert ds["label"][:] == [1, 0]
+    assert ds["qid1"][:] == ["1", "3"]
+
+
+def test_parquet_with_float_labels(tmp_path):
+    table = pa.table({"text1": ["one", "two", "three"], "text2": ["uno", "dos", "tres"], "label": [1.0, 0.0, 1.0]})
+    path = tmp_path / "pairs.parquet"
+    pq.write_table(table, path)
+    ds = load(str(path), tmp_path)
+    check_schema(ds, BASE)
+    assert ds["label"][:] == [1, 0, 1]
+    assert ds["question2"][:] == ["uno", "dos", "tres"]
+
+
+def test_explicit_format_overrides_detection(tmp_path):
+    # Pair ids that are not integers defeat BiMPM sniffing; format= says what it is.
+    path = write(tmp_path / "odd.csv", "1\tfirst question\tsecond question\tp-1\n0\tthird\tfourth\tp-2\n")
+    with pytest.raises(ValueError):
+        load(path, tmp_path)
+    ds = load(path, tmp_path, format="bimpm")
+    check_schema(ds, BASE)
+    assert ds["label"][:] == [1, 0]
+    # An extension that says nothing: the format flag decides.
+    other = write(tmp_path / "pairs.data", "sentence1,sentence2,label\na,b,1\nc,d,0\n")
+    assert load(other, tmp_path, format="csv")["question2"][:] == ["b", "d"]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["yes", "No", " YES ", "no"], [1, 0, 1, 0]),
+        (["True", "false", "TRUE", "False"], [1, 0, 1, 0]),
+        (["duplicate", "not_duplicate", "Duplicate", "NOT_DUPLICATE"], [1, 0, 1, 0]),
+        (["1.0", "0.0", "1", "0"], [1, 0, 1, 0]),
+    ],
+)
+def test_label_variants_in_csv(tmp_path, values, expected):
+    body = "".join(f"q{i},p{i},{v}\n" for i, v in enumerate(values))
+    ds = load(write(tmp_path / "labels.csv", "question1,question2,is_duplicate\n" + body), tmp_path)
+    assert ds["label"][:] == expected
+
+
+def test_label_variants_in_json(tmp_path):
+    rows = [{"sentence1": f"a{i}", "sentence2": f"b{i}", "label": v} for i, v in enumerate([True, False, True])]
+    path = write(tmp_path / "bools.json", json.dumps(rows))  # a JSON array, not JSON lines
+    assert load(path, tmp_path)["label"][:] == [1, 0, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input
+# --------------------------------------------------------------------------------------------
+def test_missing_file(tmp_path):
+    missing = str(tmp_path / "nope.tsv")
+    with pytest.raises(FileNotFoundError, match="nope.tsv"):
+        load(missing, tmp_path)
+    with pytest.raises(FileNotFoundError):
+        load("data/not-here.csv", tmp_path)  # looks like a path, never a Hub id
+
+
+def test_unknown_format_and_extension(tmp_path):
+    path = write(tmp_path / "pairs.tsv", "question1\tquestion2\tis_duplicate\na\tb\t1\n")
+    with pytest.raises(ValueError, match="unknown pair format 'xlsx'") as info:
+        load(path, tmp_path, format="xlsx")
+    assert all(name in str(info.value) for name in PAIR_FORMATS)
+    odd = write(tmp_path / "pairs.xlsx", "whatever")
+    with pytest.raises(ValueError, match="cannot detect") as info:
+        load(odd, tmp_path)
+    assert "pairs.xlsx" in str(info.value) and "parquet" in str(info.value)
+
+
+def test_missing_columns_names_them(tmp_path):
+    path = write(tmp_path / "cols.csv", "first,second,target\na,b,1\n")
+    with pytest.raises(ValueError) as info:
+        load(path, tmp_path)
+    message = str(info.value)
+    assert "cols.csv" in message and "question1" in message and "'first'" in message and "question1_column" in message
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['nope'\]"):
+        load(path, tmp_path, question1_column="first", question2_column="second", label_column="nope")
+
+
+@pytest.mark.parametrize("bad", ["2", "maybe"])
+def test_bad_label_names_row_and_value(tmp_path, bad):
+    path = write(tmp_path / "bad.csv", f"question1,question2,is_duplicate\na,b,1\nc,d,0\ne,f,{bad}\ng,h,1\n")
+    with pytest.raises(ValueError, match=rf"bad\.csv.*'{bad}'.*row 3"):
+        load(path, tmp_path)
+
+
+def test_bad_label_row_counts_dropped_rows_too(tmp_path):
+    # The row number is the file's data row, even when an earlier row has an empty question.
+    rows = ["1\t\tx\t1", "0\ta\tb\t2", "5\tc\td\t3"]
+    path = write(tmp_path / "bimpm.tsv", "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match="row 3"):
+        load(path, tmp_path, format="bimpm")
+
+
+def test_binary_files_are_rejected(tmp_path):
+    blob = bytes(range(256)) * 4
+    path = tmp_path / "blob.csv"
+    path.write_bytes(blob)
+    with pytest.raises(ValueError, match=r"blob\.csv.*not a text file"):
+        load(str(path), tmp_path)
+    empty = write(tmp_path / "empty.tsv", "")
+    with pytest.raises(ValueError, match=r"empty\.tsv is empty"):
+        load(empty, tmp_path)
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"this is not parquet at all")
+    with pytest.raises(ValueError, match=r"fake\.parquet"):
+        load(str(fake), tmp_path)
+
+
+@pytest.mark.parametrize("bad_line", [1, 2])
+def test_rows_with_extra_fields_are_an_error(tmp_path, bad_line):
+    rows = ["a\tb\t1", "c\td\t0"]
+    rows[bad_line - 1] += "\textra"
+    path = write(tmp_path / "ragged.tsv", "question1\tquestion2\tis_duplicate\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=r"cannot parse .*ragged\.tsv"):
+        load(path, tmp_path)
+
+
+def test_numeric_text_column_is_rejected(tmp_path):
+    header = "id,qid1,qid2,question1,question2,is_duplicate\n"
+    path = write(tmp_path / "ids.csv", header + "0,11,12,a?,b?,1\n1,13,14,c?,d?,0\n")
+    with pytest.raises(ValueError, match="'qid1'.*numbers"):
+        load(path, tmp_path, question1_column="qid1")
+    rows = [{"question1": 5, "question2": "text", "label": 1}]
+    json_path = write(tmp_path / "num.jsonl", json.dumps(rows[0]) + "\n")
+    with pytest.raises(ValueError, match="'question1'.*numbers"):
+        load(json_path, tmp_path)
+
+
+def test_empty_questions_dropped_with_warning(tmp_path):
+    path = write(
+        tmp_path / "holes.csv",
+        'question1,question2,is_duplicate\nok one,ok two,1\n,empty first,0\n"   ",blank first,1\n'
+        "fine,   ,0\nlast,pair,0\n",
+    )
+    with pytest.warns(UserWarning, match=r"dropped 3 of 5 row\(s\) from .*holes\.csv"):
+        ds = load(path, tmp_path)
+    assert ds["question1"][:] == ["ok one", "last"]
+    rows = [{"question1": None, "question2": "x", "label": 1}, {"question1": "y", "question2": "z", "label": 0}]
+    json_path = write(tmp_path / "nulls.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(UserWarning, match="dropped 1 of 2"):
+        assert len(load(json_path, tmp_path)) == 1
+
+
+def test_no_warning_when_nothing_dropped(tmp_path):
+    path = write(tmp_path / "clean.csv", "question1,question2,is_duplicate\na,b,1\nNA,null,0\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load(path, tmp_path)
+    assert not [w for w in caught if "dropped" in str(w.message)]
+    assert ds["question1"][:] == ["a", "NA"]  # "NA"/"null" are text, not missing values
+
+
+def test_empty_question_id_is_an_error(tmp_path):
+    path = write(tmp_path / "noid.csv", "qid1,qid2,question1,question2,is_duplicate\n1,2,a,b,1\n,4,c,d,0\n")
+    with pytest.raises(ValueError, match="'qid1' has 1 empty"):
+        load(path, tmp_path)
+
+
+def test_all_rows_empty_is_an_error(tmp_path):
+    path = write(tmp_path / "void.csv", 'question1,question2,is_duplicate\n,x,1\n"  ",y,0\n')
+    with pytest.raises(ValueError, match=r"void\.csv.*no pairs left"):
+        load(path, tmp_path)
+
+
+# --------------------------------------------------------------------------------------------
+# Hub
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variable", ["HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"])
+def test_hub_name_offline_fails_fast(tmp_path, monkeypatch, variable):
+    monkeypatch.setenv(variable, "1")
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="offline") as info:
+        load("someone/some-pairs", tmp_path)
+    assert time.monotonic() - start < 5
+    assert isinstance(info.value, ConnectionError) and "local file" in str(info.value)
+
+
+def test_hub_loading_resolves_columns(tmp_path, monkeypatch):
+    hub = datasets.Dataset.from_dict(
+        {"question1": ["a", "b"], "question2": ["c", "d"], "label": [0, 1], "idx": [0, 1]}
+    )
+    calls = []
+
+    def fake_load_dataset(name, config=None, *, split, cache_dir):
+        calls.append((name, config, split))
+        return hub
+
+    monkeypatch.setattr(loading_module, "_hub_offline", lambda: False)
+    monkeypatch.setattr(loading_module.datasets, "load_dataset", fake_load_dataset)
+    ds = load("nyu-mll/glue:qqp", tmp_path, split="validation")
+    check_schema(ds, BASE)
+    assert calls == [("nyu-mll/glue", "qqp", "validation")]
+    assert ds["label"][:] == [0, 1]
+
+
+def test_hub_connection_error_is_reported(tmp_path, monkeypatch):
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Failed to resolve 'huggingface.co'")
+
+    monkeypatch.setattr(loading_module, "_hub_offline", lambda: False)
+    monkeypatch.setattr(loading_module.datasets, "load_dataset", unreachable)
+    with pytest.raises(HubUnreachableError, match="unreachable"):
+        load("some-dataset", tmp_path)

@@ -1,0 +1,195 @@
+"""NoDuplicateGroupSampler: batch invariants, lengths, epochs, errors, and the DataLoader chunking."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+from hfsiamese.data import NoDuplicateGroupSampler
+
+
+def random_groups(seed: int) -> tuple[np.ndarray, int]:
+    """A random group structure (many singletons, some large groups) and a batch size it allows."""
+    rng = np.random.default_rng(seed)
+    batch_size = int(rng.integers(2, 33))
+    n = int(rng.integers(batch_size, 600))
+    sizes = []
+    limit = max(1, math.ceil(n / batch_size) - 1)  # any group up to nb - 1 pairs always fits
+    while sum(sizes) < n:
+        sizes.append(int(min(rng.geometric(0.35), limit, n - sum(sizes))))
+    groups = np.repeat(rng.permutation(len(sizes)) * 7 + 3, sizes)  # arbitrary, non-contiguous ids
+    return rng.permutation(groups), batch_size
+
+
+def check_epoch(sampler: NoDuplicateGroupSampler, groups: np.ndarray) -> list[int]:
+    order = list(sampler)
+    size = sampler.batch_size
+    assert len(order) == len(sampler)
+    assert len(set(order)) == len(order), "an index repeats"
+    assert all(0 <= i < len(groups) for i in order)
+    batches = [order[k : k + size] for k in range(0, len(order), size)]
+    assert all(len(b) == size for b in batches[:-1])
+    assert not batches or len(batches[-1]) >= 2
+    for batch in batches:
+        batch_groups = groups[batch]
+        assert len(set(batch_groups.tolist())) == len(batch), f"a group twice in batch {batch_groups}"
+    return order
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_group_structures(seed):
+    groups, batch_size = random_groups(seed)
+    sampler = NoDuplicateGroupSampler(groups, batch_size, seed=seed)
+    lengths = set()
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        check_epoch(sampler, groups)
+        lengths.add(len(sampler))
+    assert len(lengths) == 1
+
+
+def test_lengths_and_tails():
+    groups = np.arange(10)
+    assert len(NoDuplicateGroupSampler(groups, 4)) == 10  # 4 + 4 + 2
+    assert len(NoDuplicateGroupSampler(groups, 4, drop_last=True)) == 8
+    assert len(NoDuplicateGroupSampler(groups, 5)) == 10
+    assert len(NoDuplicateGroupSampler(np.arange(9), 4)) == 8  # a last batch of one is dropped
+    assert len(list(NoDuplicateGroupSampler(np.arange(9), 4))) == 8
+    assert len(NoDuplicateGroupSampler(np.arange(3), 4)) == 3  # one short batch
+    assert len(NoDuplicateGroupSampler(np.arange(3), 4, drop_last=True)) == 0
+    assert list(NoDuplicateGroupSampler(np.arange(1), 4)) == []
+    # Every index is used when nothing is dropped.
+    assert sorted(NoDuplicateGroupSampler(groups, 4)) == list(range(10))
+
+
+def test_epochs_differ_and_are_reproducible():
+    groups, batch_size = random_groups(99)
+    one = NoDuplicateGroupSampler(groups, batch_size, seed=5)
+    two = NoDuplicateGroupSampler(groups, batch_size, seed=5)
+    first = list(one)
+    one.set_epoch(1)
+    second = list(one)
+    assert first != second
+    assert len(first) == len(second)
+    two.set_epoch(1)
+    assert list(two) == second
+    assert list(two) == second  # iterating again without set_epoch repeats the epoch
+    assert list(NoDuplicateGroupSampler(groups, batch_size, seed=6)) != first
+
+
+def test_group_filling_every_batch_with_a_short_last_batch():
+    # n=10, B=4: batches of 4, 4, 2. Two groups of 3 pairs need a cell in each batch, the short
+    # one included: possible, and needs the largest groups placed first.
+    groups = np.array([0, 0, 0, 1, 1, 1, 2, 3, 4, 5])
+    sampler = NoDuplicateGroupSampler(groups, 4)
+    for epoch in range(30):
+        sampler.set_epoch(epoch)
+        check_epoch(sampler, groups)
+    # Three such groups cannot fit (the short batch has room for two): each epoch takes 2 of each.
+    with pytest.warns(UserWarning, match="a random 2 pairs of every such group"):
+        capped = NoDuplicateGroupSampler(np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3]), 4)
+    assert len(capped) == 7
+
+
+def feasible(sizes: list[int], n: int, batch_size: int) -> bool:
+    """Brute force: can the groups be spread over the batches with one pair per group per batch?"""
+    nb = math.ceil(n / batch_size)
+    capacity = [batch_size] * (nb - 1) + [n - (nb - 1) * batch_size]
+    choices = [list(itertools.combinations(range(nb), s)) for s in sizes]
+    for pick in itertools.product(*choices):
+        load = [0] * nb
+        for cells in pick:
+            for b in cells:
+                load[b] += 1
+        if load == capacity:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_error_exactly_when_no_batching_exists(seed):
+    rng = np.random.default_rng(1000 + seed)
+    batch_size = int(rng.integers(2, 4))
+    sizes = [int(s) for s in rng.integers(1, 4, rng.integers(2, 5))]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(groups)
+    if feasible(sizes, n, batch_size):
+        sampler = NoDuplicateGroupSampler(groups, batch_size)
+        assert sampler.max_pairs_per_group is None and sampler.num_kept == n
+    else:
+        with pytest.warns(UserWarning, match="each epoch uses a random"):
+            sampler = NoDuplicateGroupSampler(groups, batch_size)
+        cap = sampler.max_pairs_per_group
+        capped = [min(size, cap) for size in sizes]
+        assert feasible(capped, sum(capped), batch_size)
+        # the cap is the largest that works: one more would be infeasible (or uncapped)
+        bigger = [min(size, cap + 1) for size in sizes]
+        assert not feasible(bigger, sum(bigger), batch_size)
+    for epoch in range(5):
+        sampler.set_epoch(epoch)
+        check_epoch(sampler, groups)
+
+
+def test_oversized_group_is_spread_over_epochs():
+    groups = np.array([42] * 5 + list(range(15)))  # 20 pairs, batch 8 -> 3 batches, group of 5
+    with pytest.warns(UserWarning, match="group 42 has 5 pairs"):
+        sampler = NoDuplicateGroupSampler(groups, 8)
+    assert sampler.max_pairs_per_group == 3  # 18 pairs kept -> batches of 8, 8, 2: 3 fit, 4 would not
+    seen_of_42 = set()
+    for epoch in range(12):
+        sampler.set_epoch(epoch)
+        order = check_epoch(sampler, groups)
+        assert len(order) == len(sampler) == 18
+        chosen = {i for i in order if groups[i] == 42}
+        assert len(chosen) == 3
+        seen_of_42 |= chosen
+    assert seen_of_42 == set(range(5)), "over epochs every pair of the big group is used"
+    assert NoDuplicateGroupSampler(groups, 4).max_pairs_per_group is None  # 5 batches: all fit
+
+
+@pytest.mark.parametrize("batch_size", [1, 0, -3])
+def test_batch_size_below_two_is_an_error(batch_size):
+    with pytest.raises(ValueError, match="batch_size"):
+        NoDuplicateGroupSampler(np.arange(10), batch_size)
+
+
+def test_rejects_non_integer_group_ids():
+    with pytest.raises(ValueError, match="integers"):
+        NoDuplicateGroupSampler(np.array([0.5, 1.5, 2.5]), 2)
+
+
+@pytest.mark.parametrize(("seed", "drop_last"), [(3, False), (4, True), (7, False)])
+def test_through_a_real_dataloader(seed, drop_last):
+    groups, batch_size = random_groups(seed)
+    sampler = NoDuplicateGroupSampler(torch.as_tensor(groups), batch_size, seed=seed, drop_last=drop_last)
+    data = TensorDataset(torch.arange(len(groups)), torch.as_tensor(groups))
+    loader = DataLoader(data, sampler=sampler, batch_size=batch_size)
+    seen = []
+    batches = list(loader)
+    for k, (index, group) in enumerate(batches):
+        assert len(set(group.tolist())) == len(group)
+        if k < len(batches) - 1 or drop_last:
+            assert len(index) == batch_size
+        assert len(index) >= 2
+        seen.extend(index.tolist())
+    assert len(seen) == len(set(seen)) == len(sampler)
+    assert len(loader) == len(batches)
+
+
+def test_accepts_a_datasets_column_and_lists():
+    ds = datasets.Dataset.from_dict({"group_id": [0, 0, 1, 2, 3, 4, 5, 6]})
+    from_column = NoDuplicateGroupSampler(ds.with_format("numpy")["group_id"], 4)
+    from_list = NoDuplicateGroupSampler(ds["group_id"][:], 4)
+    assert list(from_column) == list(from_list)
+    check_epoch(from_column, np.asarray(ds["group_id"][:]))
+    # A column of a split (an indices mapping): values in the split's order.
+    part = ds.select([7, 1, 0, 5, 6])
+    assert NoDuplicateGroupSampler(part["group_id"], 2)._group_sizes.tolist() == [2, 1, 1, 1]
+    with pytest.warns(UserWarning, match="group 0 has 2 pairs"):
+        NoDuplicateGroupSampler(part.with_format("numpy")["group_id"], 5)
