@@ -29,6 +29,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser,
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli_args import parse_config_and_flags
 from hfsiamese.data import assign_duplicate_groups, load_pairs, split_by_group, tokenize_pairs
+from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.utils import ensure_writable_output_dir, resolve_minilm_path
@@ -59,6 +60,10 @@ class ModelArguments:
     num_layers: int = field(default=1, metadata={"help": "LSTM layers."})
     bidirectional: bool = field(default=False, metadata={"help": "Bidirectional LSTM."})
     dropout: float = field(default=0.0, metadata={"help": "LSTM dropout (embeddings and between layers)."})
+    embedding_init: str = field(
+        default="random",
+        metadata={"help": "LSTM word embeddings: 'random', or 'glove' (GloVe 6B 50d, needs the `glove` extra and embedding_dim 50)."},
+    )
     vocab_size: int = field(default=20000, metadata={"help": "LSTM vocabulary size (trained on training texts)."})
     min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
@@ -149,7 +154,13 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
         projection_dim=model_args.projection_dim,
         pad_token_id=tokenizer.pad_token_id,
     )
-    return SiameseModel(config), tokenizer
+    model = SiameseModel(config)
+    if model_args.embedding_init == "glove":
+        coverage = init_embeddings_from_glove(model.get_input_embeddings(), tokenizer.get_vocab(), padding_idx=tokenizer.pad_token_id)
+        logger.info("GloVe covers %.1f%% of the %d-token vocabulary", 100 * coverage, len(tokenizer))
+    elif model_args.embedding_init != "random":
+        raise ValueError(f"embedding_init must be 'random' or 'glove', got {model_args.embedding_init!r}")
+    return model, tokenizer
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

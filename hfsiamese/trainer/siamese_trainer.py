@@ -11,6 +11,7 @@ from torch import nn
 from transformers import EvalPrediction, Trainer
 from transformers.utils import logging
 
+from ..data.arrow_columns import column_numpy
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import get_loss
@@ -60,7 +61,7 @@ class SiameseTrainer(Trainer):
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
             _check_pair_columns(name, dataset)
         if train_dataset is not None and "labels" in train_dataset.column_names:
-            labels = np.asarray(train_dataset.with_format("numpy")["labels"])
+            labels = column_numpy(train_dataset, "labels")
             if (labels != 1).any():
                 raise ValueError(
                     f"{args.loss} trains on duplicate pairs only, but train_dataset holds {(labels != 1).sum()} "
@@ -101,7 +102,7 @@ class SiameseTrainer(Trainer):
             )
             return super()._get_train_sampler(train_dataset)
         return NoDuplicateGroupSampler(
-            dataset.with_format("numpy")["group_id"], batch_size=self._train_batch_size, seed=self.args.seed
+            column_numpy(dataset, "group_id"), batch_size=self._train_batch_size, seed=self.args.seed
         )
 
     def compute_loss(
