@@ -29,6 +29,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser,
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli_args import parse_config_and_flags
 from hfsiamese.data import assign_duplicate_groups, load_pairs, split_by_group, tokenize_pairs
+from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
@@ -111,6 +112,8 @@ def load_data(data_args: DataArguments) -> datasets.DatasetDict:
     else:
         splits = split_by_group(pairs, validation_fraction=data_args.validation_fraction, seed=data_args.split_seed)
     splits["train"] = assign_duplicate_groups(splits["train"])
+    if not (column_numpy(splits["train"], "label") == 1).any():
+        raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
     for split, limit in (("train", data_args.max_train_pairs), ("validation", data_args.max_eval_pairs)):
         if limit is not None:
             splits[split] = splits[split].select(range(min(limit, len(splits[split]))))

@@ -100,6 +100,13 @@ def test_bad_input_gets_a_clear_message(tmp_path, flags, message):
     assert message in result.stderr.splitlines()[-1] or message in result.stderr[-2000:]
 
 
+def test_file_without_duplicates_is_refused(tmp_path):
+    pairs = tmp_path / "no_dups.tsv"
+    pairs.write_text("".join(f"0\tquestion {i} ?\tother question {i} ?\t{i}\n" for i in range(50)), encoding="utf-8")
+    result = run([sys.executable, str(TRAIN), "--train_file", str(pairs), "--output_dir", str(tmp_path / "o")], cwd=tmp_path)
+    assert result.returncode != 0 and "holds no duplicate pairs" in result.stderr
+
+
 def test_unknown_config_key_is_an_error(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text("learnig_rate: 0.1\n")
