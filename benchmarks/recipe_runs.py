@@ -40,9 +40,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", help="recipe YAML config")
     parser.add_argument("--append", action="store_true", help="append a row to benchmarks/README.md")
-    parser.add_argument("recipe_flags", nargs=argparse.REMAINDER, help="flags passed to recipes/train.py after '--'")
-    args = parser.parse_args()
-    flags = [f for f in args.recipe_flags if f != "--"]
+    # Anything this script does not know (after `--`) goes to recipes/train.py.
+    args, extra = parser.parse_known_args()
+    flags = [f for f in extra if f != "--"]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         command = [sys.executable, str(REPO / "recipes" / "train.py"), args.config, "--output_dir", str(out), "--disable_tqdm", "true", *flags]
