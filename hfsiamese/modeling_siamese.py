@@ -222,7 +222,9 @@ class SiameseModel(SiamesePreTrainedModel):
         if self._tokenizer is None:
             if not self.name_or_path:
                 raise ValueError("pass tokenizer=...: this model was not loaded from a folder that holds one")
-            self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path)
+            # AutoTokenizer reads config.json, whose model type is this very (already running) code;
+            # without trust_remote_code it would prompt where hfsiamese is not installed.
+            self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
         return self._tokenizer
 
     @torch.inference_mode()
