@@ -28,7 +28,15 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser,
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli_args import parse_config_and_flags
-from hfsiamese.data import assign_duplicate_groups, load_pairs, split_by_group, tokenize_pairs
+from hfsiamese.data import (
+    assign_duplicate_groups,
+    duplicate_pairs,
+    group_pairs,
+    load_pairs,
+    split_by_group,
+    split_report,
+    tokenize_pairs,
+)
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
@@ -89,6 +97,15 @@ class DataArguments:
     id1_column: str | None = field(default=None, metadata={"help": "Column of the first texts' ids (optional)."})
     id2_column: str | None = field(default=None, metadata={"help": "Column of the second texts' ids (optional)."})
     validation_fraction: float = field(default=0.1, metadata={"help": "Share of pairs split off for validation."})
+    test_fraction: float = field(
+        default=0.0,
+        metadata={"help": "Share of pairs also split off as a test side (by question), scored at the end at the calibrated threshold."},
+    )
+    train_view: str = field(
+        default="duplicate_pairs",
+        metadata={"help": "Training rows: 'duplicate_pairs' (the label-1 pairs) or 'group_pairs' (all pairs within each duplicate group)."},
+    )
+    max_pairs_per_group: int | None = field(default=None, metadata={"help": "train_view=group_pairs: cap per group."})
     split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
     max_train_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
     max_eval_pairs: int | None = field(default=None, metadata={"help": "Use at most this many validation pairs."})
@@ -110,14 +127,29 @@ def load_data(data_args: DataArguments) -> datasets.DatasetDict:
     if data_args.validation_file:
         splits = datasets.DatasetDict(train=pairs, validation=load_pairs(data_args.validation_file, **columns))
     else:
-        splits = split_by_group(pairs, validation_fraction=data_args.validation_fraction, seed=data_args.split_seed)
+        splits = split_by_group(
+            pairs,
+            validation_fraction=data_args.validation_fraction,
+            test_fraction=data_args.test_fraction,
+            seed=data_args.split_seed,
+        )
     splits["train"] = assign_duplicate_groups(splits["train"])
     if not (column_numpy(splits["train"], "label") == 1).any():
         raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
     for split, limit in (("train", data_args.max_train_pairs), ("validation", data_args.max_eval_pairs)):
         if limit is not None:
             splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
+    logger.info("splits: %s", json.dumps(split_report(splits)))
     return splits
+
+
+def training_view(train_pairs: datasets.Dataset, data_args: DataArguments) -> datasets.Dataset:
+    """The rows the in-batch loss trains on."""
+    if data_args.train_view == "duplicate_pairs":
+        return duplicate_pairs(train_pairs)
+    if data_args.train_view == "group_pairs":
+        return group_pairs(train_pairs, max_pairs_per_group=data_args.max_pairs_per_group, seed=data_args.split_seed)
+    raise ValueError(f"train_view must be 'duplicate_pairs' or 'group_pairs', got {data_args.train_view!r}")
 
 
 def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.Dataset):
@@ -185,15 +217,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         splits = load_data(data_args)
     model, tokenizer = build_model_and_tokenizer(model_args, splits["train"])
     with training_args.main_process_first(desc="tokenising pairs"):
-        train_dataset = tokenize_pairs(
-            splits["train"].filter(lambda batch: [label == 1 for label in batch["label"]], batched=True),
-            tokenizer,
-            max_length=model_args.max_length,
-            num_proc=data_args.preprocessing_num_workers,
-        )
-        eval_dataset = tokenize_pairs(
-            splits["validation"], tokenizer, max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers
-        )
+        tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
+        train_dataset = tokenize_pairs(training_view(splits["train"], data_args), tokenizer, **tokenize)
+        eval_dataset = tokenize_pairs(splits["validation"], tokenizer, **tokenize)
+        test_dataset = tokenize_pairs(splits["test"], tokenizer, **tokenize) if "test" in splits else None
     if training_args.process_index == 0:
         logger.info(
             "train: %d duplicate pairs in %d groups; validation: %d labelled pairs",
@@ -215,6 +242,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     # Evaluating calibrates config.threshold, which save_model then stores with the weights.
     eval_metrics = trainer.evaluate()
     metrics.update(eval_metrics)
+    if test_dataset is not None:
+        # Scored at the threshold just calibrated on validation, never re-fitted on test.
+        eval_metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
+        metrics.update(eval_metrics)
     trainer.save_model()
     trainer.log_metrics("all", metrics)
     trainer.save_metrics("all", metrics)

@@ -4,10 +4,11 @@ tokenisation and collation.
 """
 
 from .collator import SiamesePairCollator
-from .groups import assign_duplicate_groups, split_by_group
+from .groups import assign_duplicate_groups, split_by_group, split_report
 from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from .preprocessing import tokenize_pairs
 from .sampler import NoDuplicateGroupSampler
+from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 
 __all__ = [
     "PAIR_FORMATS",
@@ -15,7 +16,13 @@ __all__ = [
     "NoDuplicateGroupSampler",
     "SiamesePairCollator",
     "assign_duplicate_groups",
+    "duplicate_pairs",
+    "group_pairs",
+    "labelled_pairs",
     "load_pairs",
     "split_by_group",
+    "split_report",
     "tokenize_pairs",
+    "triplets",
+    "view_sizes",
 ]

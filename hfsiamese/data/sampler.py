@@ -48,6 +48,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         *,
         seed: int = 0,
         drop_last: bool = False,
+        lengths: Sequence[int] | np.ndarray | None = None,
     ) -> None:
         if int(batch_size) != batch_size or batch_size < 2:
             raise ValueError(
@@ -83,6 +84,11 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
             self._kept_sizes = self._group_sizes
         self.num_kept = int(self._kept_sizes.sum())
         self.num_batches = math.ceil(self.num_kept / self.batch_size)
+        self._lengths = None
+        if lengths is not None:
+            self._lengths = np.asarray(lengths, dtype=np.float64)
+            if self._lengths.shape != (self.num_samples,):
+                raise ValueError(f"lengths must give one length per pair ({self.num_samples}), got shape {self._lengths.shape}")
 
     # ----------------------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -95,7 +101,90 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         return full * self.batch_size + keep_rest
 
     def __iter__(self) -> Iterator[int]:
+        if self._lengths is not None:
+            order = self._length_grouped_order(self.epoch)
+            if order is not None:
+                return iter(order.tolist())
         return iter(self._epoch_order(self.epoch).tolist())
+
+    def _length_grouped_order(self, epoch: int) -> np.ndarray | None:
+        """
+        Batches of similar lengths (so that little padding is computed), still one pair per group.
+
+        The kept pairs are sorted by length with a ±10% random jitter (so batches differ between
+        epochs) and cut into consecutive batches; a pair whose group is already in the batch being
+        filled waits for the next one. Pairs still waiting at the end are swapped into earlier
+        batches that lack their group. The order of the full batches is shuffled (bucket, then
+        shuffle buckets), so an epoch does not run from short to long. Returns None if the repair
+        fails (pathological group structures); the caller then uses the length-blind order.
+        """
+        rng = np.random.default_rng(self.seed + epoch)
+        kept = self._kept_indices(rng)
+        jitter = 1.0 + 0.2 * (rng.random(len(kept)) - 0.5)
+        stream = kept[np.argsort(self._lengths[kept] * jitter, kind="stable")].tolist()
+        group = self._group_index
+        size = self.batch_size
+        targets = [size] * (self.num_batches - 1) + [self.num_kept - (self.num_batches - 1) * size]
+        batches: list[list[int]] = []
+        waiting: list[int] = []
+        position = 0
+        # A Python loop over pairs, once per epoch, outside the training step.
+        for target in targets:
+            batch, seen, still_waiting = [], set(), []
+            for index in waiting:
+                if len(batch) < target and group[index] not in seen:
+                    batch.append(index)
+                    seen.add(group[index])
+                else:
+                    still_waiting.append(index)
+            waiting = still_waiting
+            while len(batch) < target and position < len(stream):
+                index = stream[position]
+                position += 1
+                if group[index] in seen:
+                    waiting.append(index)
+                else:
+                    batch.append(index)
+                    seen.add(group[index])
+            batches.append(batch)
+        # Repair: near the end of the stream some batches may be short while pairs still wait.
+        # Put each waiting pair into a short batch lacking its group, or swap it into a full
+        # batch lacking its group whose displaced pair can go to a short batch.
+        batch_groups = [{group[i] for i in batch} for batch in batches]
+        for index in waiting:
+            g = group[index]
+            short = [k for k, batch in enumerate(batches) if len(batch) < targets[k]]
+            direct = next((k for k in short if g not in batch_groups[k]), None)
+            if direct is not None:
+                batches[direct].append(index)
+                batch_groups[direct].add(g)
+                continue
+            placed = False
+            for k in reversed(range(len(batches))):
+                if g in batch_groups[k] or k in short:
+                    continue
+                for slot, other in enumerate(batches[k]):
+                    target_batch = next((d for d in short if group[other] not in batch_groups[d]), None)
+                    if target_batch is None:
+                        continue
+                    batches[k][slot] = index
+                    batch_groups[k].discard(group[other])
+                    batch_groups[k].add(g)
+                    batches[target_batch].append(other)
+                    batch_groups[target_batch].add(group[other])
+                    placed = True
+                    break
+                if placed:
+                    break
+            if not placed:
+                return None
+        full = [batches[k] for k in rng.permutation(len(batches) - 1)] if len(batches) > 1 else []
+        tail = batches[-1]
+        if len(tail) == size:
+            full.append(tail)
+            tail = []
+        order = np.asarray([i for batch in full for i in batch] + tail, dtype=np.int64)
+        return order[: len(self)]
 
     # ----------------------------------------------------------------------------------------
     def _epoch_order(self, epoch: int) -> np.ndarray:

@@ -6,12 +6,13 @@ from typing import Any
 
 import datasets
 import numpy as np
+import pyarrow.compute as pc
 import torch
 from torch import nn
 from transformers import EvalPrediction, Trainer
 from transformers.utils import logging
 
-from ..data.arrow_columns import column_numpy
+from ..data.arrow_columns import column_arrow, column_numpy
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import get_loss
@@ -31,7 +32,8 @@ class SiameseTrainer(Trainer):
     Overrides only what the Siamese setting changes:
     - `compute_loss`: embeds both sides and applies the loss of `args.loss` to the whole batch;
     - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
-      in-batch negatives are real negatives;
+      in-batch negatives are real negatives; with `train_sampling_strategy="group_by_length"` the
+      batches also gather pairs of similar length, so little padding is computed;
     - evaluation: scores labelled pairs (duplicates and non-duplicates) by cosine similarity and
       reports accuracy/precision/recall/F1 at the calibrated threshold, average precision and
       ROC-AUC; the threshold is stored in `model.config.threshold`.
@@ -87,6 +89,7 @@ class SiameseTrainer(Trainer):
         )
         # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
         self.loss_is_scaled_for_ga = False
+        self._calibrating = False
 
     # ------------------------------------------------------------------------------------------
     # Training
@@ -101,8 +104,11 @@ class SiameseTrainer(Trainer):
                 "loss then counts as negatives. Add groups with hfsiamese.data.assign_duplicate_groups."
             )
             return super()._get_train_sampler(train_dataset)
+        lengths = None
+        if self.args.train_sampling_strategy == "group_by_length":
+            lengths = _pair_lengths(dataset, self.args.length_column_name)
         return NoDuplicateGroupSampler(
-            column_numpy(dataset, "group_id"), batch_size=self._train_batch_size, seed=self.args.seed
+            column_numpy(dataset, "group_id"), batch_size=self._train_batch_size, seed=self.args.seed, lengths=lengths
         )
 
     def compute_loss(
@@ -138,7 +144,7 @@ class SiameseTrainer(Trainer):
             raise ValueError("evaluation pairs need a `labels` (or `label`) column of 0/1")
         scores = np.asarray(eval_pred.predictions, dtype=np.float64).reshape(-1)
         labels = np.asarray(eval_pred.label_ids).reshape(-1)
-        threshold = None if self.args.calibrate_threshold else self._stored_threshold()
+        threshold = None if self._calibrating else self._stored_threshold()
         return pair_classification_metrics(scores, labels, threshold=threshold, calibrate_for=self.args.calibrate_for)
 
     def _stored_threshold(self) -> float:
@@ -153,11 +159,28 @@ class SiameseTrainer(Trainer):
         ignore_keys: list[str] | None = None,
         metric_key_prefix: str = "eval",
     ) -> dict[str, float]:
-        metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        """
+        Score labelled pairs. On the validation set (`metric_key_prefix="eval"`, the Trainer's own
+        evaluations included) the threshold is calibrated and stored in `config.threshold` when
+        `calibrate_threshold`; any other prefix (e.g. `"test"`) is scored at the stored threshold,
+        so a test set never tunes the threshold it is judged by.
+        """
+        self._calibrating = self.args.calibrate_threshold and metric_key_prefix == "eval"
+        try:
+            metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        finally:
+            self._calibrating = False
         threshold = metrics.get(f"{metric_key_prefix}_threshold")
-        if self.args.calibrate_threshold and threshold is not None:
+        if self.args.calibrate_threshold and metric_key_prefix == "eval" and threshold is not None:
             self.accelerator.unwrap_model(self.model).config.threshold = float(threshold)
         return metrics
+
+
+def _pair_lengths(dataset: datasets.Dataset, length_column: str) -> np.ndarray:
+    """Tokens per pair (both sides), from a precomputed column or the token-id lists' lengths."""
+    if length_column in dataset.column_names:
+        return column_numpy(dataset, length_column)
+    return sum(pc.list_value_length(column_arrow(dataset, f"input_ids_{side}")).to_numpy() for side in ("a", "b"))
 
 
 def _check_pair_columns(name: str, dataset: Any) -> None:

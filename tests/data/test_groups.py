@@ -163,5 +163,54 @@ def test_two_pairs_split_one_each():
 
 def test_one_component_cannot_be_split():
     chain = pairs([("a", "b", 1), ("b", "c", 0), ("c", "d", 1)])
-    with pytest.raises(ValueError, match="one side would be empty"):
+    with pytest.raises(ValueError, match="would be empty"):
         split_by_group(chain, validation_fraction=0.5)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_three_way_split_is_leak_free_and_reported(seed):
+    from hfsiamese.data import split_report
+
+    data = assign_duplicate_groups(pairs(random_rows(seed, n_pairs=400, n_questions=3000)))
+    splits = split_by_group(data, validation_fraction=0.15, test_fraction=0.15, seed=seed)
+    assert set(splits) == {"train", "validation", "test"}
+    assert sum(len(s) for s in splits.values()) == len(data)
+    report = split_report(splits)
+    assert report["shared_questions"] == {"train/validation": 0, "train/test": 0, "validation/test": 0}
+    for name in ("validation", "test"):
+        assert abs(report[name]["pairs"] - 60) <= 25
+        labels = np.asarray(splits[name]["label"])
+        assert report[name]["duplicate_rate"] == pytest.approx(labels.mean())
+    # the same seed gives the same split
+    again = split_by_group(data, validation_fraction=0.15, test_fraction=0.15, seed=seed)
+    assert again["test"]["question1"] == splits["test"]["question1"]
+
+
+def test_split_report_counts_shared_questions():
+    from hfsiamese.data import split_report
+
+    leaky = datasets.DatasetDict(
+        train=pairs([("a", "b", 1), ("c", "d", 0)]), validation=pairs([("A ", "e", 1), ("f", "g", 0)])
+    )
+    assert split_report(leaky)["shared_questions"] == {"train/validation": 1}
+
+
+@pytest.mark.parametrize("fractions", [dict(test_fraction=-0.1), dict(validation_fraction=0.5, test_fraction=0.5)])
+def test_bad_test_fraction(fractions):
+    with pytest.raises(ValueError, match="test_fraction"):
+        split_by_group(pairs(random_rows(0)), **fractions)
+
+
+def test_question_groups_agree_with_pair_groups():
+    from hfsiamese.data.groups import question_groups
+
+    rows = random_rows(7)
+    data = pairs(rows)
+    codes1, codes2, group_of, first_position = question_groups(data)
+    assert (group_of[codes1] == np.asarray(assign_duplicate_groups(data)["group_id"])).all()
+    texts = list(data["question1"]) + list(data["question2"])
+    for code in np.unique(np.concatenate([codes1, codes2])):
+        assert first_position[code] == min(np.flatnonzero(np.concatenate([codes1, codes2]) == code))
+        assert texts[first_position[code]]
+    duplicate = np.asarray([y for _, _, y in rows]) == 1
+    assert (group_of[codes1[duplicate]] == group_of[codes2[duplicate]]).all()

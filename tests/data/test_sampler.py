@@ -193,3 +193,35 @@ def test_accepts_a_datasets_column_and_lists():
     assert NoDuplicateGroupSampler(part["group_id"], 2)._group_sizes.tolist() == [2, 1, 1, 1]
     with pytest.warns(UserWarning, match="group 0 has 2 pairs"):
         NoDuplicateGroupSampler(part.with_format("numpy")["group_id"], 5)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_length_grouped_batches_keep_every_guarantee(seed):
+    groups, batch_size = random_groups(seed)
+    lengths = np.random.default_rng(seed).integers(3, 80, len(groups))
+    sampler = NoDuplicateGroupSampler(groups, batch_size, seed=seed, lengths=lengths)
+    orders = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        orders.append(check_epoch(sampler, groups))
+    assert orders[0] != orders[1]
+
+
+def test_length_grouping_cuts_padding():
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(2000), rng.integers(1, 4, 2000))
+    lengths = rng.gamma(4, 3, len(groups)).astype(int) + 3
+
+    def padded_over_real(sampler):
+        order = np.asarray(list(sampler))
+        chunks = [order[k : k + 64] for k in range(0, len(order), 64)]
+        return sum(lengths[c].max() * len(c) for c in chunks) / lengths[order].sum()
+
+    blind = padded_over_real(NoDuplicateGroupSampler(groups, 64))
+    grouped = padded_over_real(NoDuplicateGroupSampler(groups, 64, lengths=lengths))
+    assert grouped < 1.2 < 1.8 < blind
+
+
+def test_lengths_must_match():
+    with pytest.raises(ValueError, match="one length per pair"):
+        NoDuplicateGroupSampler(np.arange(10), 4, lengths=[3, 4])

@@ -77,6 +77,21 @@ def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
     assert metrics["threshold"] == pytest.approx(last_json(train_result.stdout)["eval_threshold"])
 
 
+def test_group_pairs_view_length_batches_and_test_split(tmp_path):
+    out = tmp_path / "run"
+    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
+    result = run(
+        [sys.executable, str(TRAIN), *flags, "--output_dir", str(out), "--max_steps", "3", "--test_fraction", "0.1",
+         "--train_view", "group_pairs", "--max_pairs_per_group", "5", "--train_sampling_strategy", "group_by_length"],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    results = json.loads((out / "all_results.json").read_text())
+    assert results["test_num_pairs"] > 500  # ~10% of 10,000 pairs, not capped by max_eval_pairs
+    assert results["test_threshold"] == pytest.approx(results["eval_threshold"])
+    assert '"shared_questions": {"train/validation": 0, "train/test": 0, "validation/test": 0}' in result.stderr
+
+
 def test_refuses_non_empty_output_dir(tmp_path):
     out = tmp_path / "run"
     out.mkdir()

@@ -114,3 +114,33 @@ def test_names_untokenised_datasets(tiny_lstm, word_tokenizer, tmp_path):
 def test_bad_arguments(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         _args(tmp_path, **overrides)
+
+
+def test_test_sets_are_scored_at_the_validation_threshold(tiny_lstm, word_tokenizer, tmp_path):
+    trainer = SiameseTrainer(
+        model=tiny_lstm,
+        args=_args(tmp_path),
+        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
+        processing_class=word_tokenizer,
+    )
+    calibrated = trainer.evaluate()["eval_threshold"]
+    flipped = _eval_pairs().map(lambda row: {"label": 1 - row["label"]})  # calibrating here would move τ
+    test = trainer.evaluate(tokenize_pairs(flipped, word_tokenizer), metric_key_prefix="test")
+    assert test["test_threshold"] == pytest.approx(calibrated)
+    assert tiny_lstm.config.threshold == pytest.approx(calibrated)
+
+
+def test_group_by_length_batches(tiny_lstm, word_tokenizer, tmp_path):
+    train = tokenize_pairs(_pairs(n_groups=24), word_tokenizer)
+    trainer = RecordingTrainer(
+        model=tiny_lstm,
+        args=_args(tmp_path, train_sampling_strategy="group_by_length", max_steps=4),
+        train_dataset=train,
+        processing_class=word_tokenizer,
+    )
+    sampler = trainer._get_train_sampler()
+    lengths = [len(a) + len(b) for a, b in zip(train["input_ids_a"], train["input_ids_b"])]
+    assert sampler._lengths.tolist() == lengths
+    trainer.train()
+    for groups in trainer.seen_groups:
+        assert len(groups) == len(set(groups))
