@@ -45,6 +45,12 @@ class SiameseConfig(PretrainedConfig):
         encoder_config (`dict`, *optional*):
             The full config (`to_dict()`) of the transformer encoder, so that a saved checkpoint
             rebuilds its encoder without the base model's folder.
+        classifier_head (`bool`, *optional*, defaults to `False`):
+            Add a classification head on the pair features `[u, v, |u − v|, u * v]` (the
+            verification + identification setting); `forward` then also returns `logits` of
+            (not duplicate, duplicate) and `predict` class probabilities.
+        classifier_hidden_size (`int`, *optional*):
+            Hidden layer of the classification head (none by default: a single linear layer).
         threshold (`float`, *optional*):
             Cosine similarity at or above which a pair is called a duplicate; calibrated on
             validation data by the trainer.
@@ -68,6 +74,8 @@ class SiameseConfig(PretrainedConfig):
         pooling: str = "mean",
         projection_dim: int | None = None,
         encoder_config: dict[str, Any] | None = None,
+        classifier_head: bool = False,
+        classifier_hidden_size: int | None = None,
         threshold: float | None = None,
         initializer_range: float = 0.02,
         pad_token_id: int = 0,
@@ -96,6 +104,8 @@ class SiameseConfig(PretrainedConfig):
         self.pooling = pooling
         self.projection_dim = projection_dim
         self.encoder_config = encoder_config
+        self.classifier_head = classifier_head
+        self.classifier_hidden_size = classifier_hidden_size
         self.threshold = threshold
         self.initializer_range = initializer_range
         super().__init__(pad_token_id=pad_token_id, **kwargs)

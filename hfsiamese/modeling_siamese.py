@@ -33,11 +33,17 @@ class SiameseModelOutput(ModelOutput):
             L2-normalised embeddings of the first texts.
         embeddings_b (`torch.FloatTensor` of shape `(batch_size, dim)`):
             L2-normalised embeddings of the second texts.
+        embeddings_n (`torch.FloatTensor` of shape `(batch_size, dim)`, *optional*):
+            L2-normalised embeddings of explicit negatives, when `input_ids_n` was given.
+        logits (`torch.FloatTensor` of shape `(batch_size, 2)`, *optional*):
+            Scores of (not duplicate, duplicate) from the classification head, when the model has one.
     """
 
     similarity: torch.FloatTensor | None = None
     embeddings_a: torch.FloatTensor | None = None
     embeddings_b: torch.FloatTensor | None = None
+    embeddings_n: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
 
 
 def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -97,6 +103,27 @@ class LSTMEncoder(nn.Module):
         return masked_mean(states, mask)
 
 
+class PairClassificationHead(nn.Module):
+    """Classifies a pair from `[u, v, |u − v|, u * v]` (Conneau et al., 2017, InferSent features).
+
+    `|u − v|` and `u * v` are symmetric in the two texts, so the head sees how they differ and
+    agree per dimension, not just one similarity number.
+    """
+
+    def __init__(self, embedding_dim: int, hidden_size: int | None) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width = 4 * embedding_dim
+        if hidden_size:
+            layers += [nn.Linear(width, hidden_size), nn.ReLU()]
+            width = hidden_size
+        layers.append(nn.Linear(width, 2))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
+
+
 class SiamesePreTrainedModel(PreTrainedModel):
     config_class = SiameseConfig
     base_model_prefix = "siamese"
@@ -130,6 +157,10 @@ class SiameseModel(SiamesePreTrainedModel):
             self.encoder = AutoModel.from_config(encoder_config)
             pooled_dim = encoder_config.hidden_size
         self.projection = nn.Linear(pooled_dim, config.projection_dim) if config.projection_dim else None
+        embedding_dim = config.projection_dim or pooled_dim
+        self.classifier = (
+            PairClassificationHead(embedding_dim, config.classifier_hidden_size) if config.classifier_head else None
+        )
         self._tokenizer = None
         self.post_init()
 
@@ -196,11 +227,16 @@ class SiameseModel(SiamesePreTrainedModel):
         labels: torch.Tensor | None = None,
         token_type_ids_a: torch.Tensor | None = None,
         token_type_ids_b: torch.Tensor | None = None,
+        input_ids_n: torch.Tensor | None = None,
+        attention_mask_n: torch.Tensor | None = None,
+        token_type_ids_n: torch.Tensor | None = None,
         return_dict: bool | None = None,
         **kwargs: Any,
     ) -> SiameseModelOutput | tuple:
         r"""
-        Embed both sides with the shared encoder and score each pair.
+        Embed both sides with the shared encoder and score each pair; `input_ids_n` (optional) are
+        explicit negatives, embedded by the same encoder within the same forward (so that
+        distributed wrappers see one forward per step).
 
         `labels` are accepted so the Trainer can pass them through; losses live in
         `hfsiamese.losses` because the in-batch losses need the whole batch of embeddings.
@@ -209,8 +245,16 @@ class SiameseModel(SiamesePreTrainedModel):
             raise ValueError("SiameseModel.forward needs both input_ids_a and input_ids_b")
         embeddings_a = self.embed(input_ids_a, attention_mask_a, token_type_ids_a)
         embeddings_b = self.embed(input_ids_b, attention_mask_b, token_type_ids_b)
+        embeddings_n = self.embed(input_ids_n, attention_mask_n, token_type_ids_n) if input_ids_n is not None else None
         similarity = (embeddings_a * embeddings_b).sum(dim=-1)
-        output = SiameseModelOutput(similarity=similarity, embeddings_a=embeddings_a, embeddings_b=embeddings_b)
+        logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
+        output = SiameseModelOutput(
+            similarity=similarity,
+            embeddings_a=embeddings_a,
+            embeddings_b=embeddings_b,
+            embeddings_n=embeddings_n,
+            logits=logits,
+        )
         return output if return_dict is not False else output.to_tuple()
 
     # ----------------------------------------------------------------------------------------
@@ -292,12 +336,25 @@ class SiameseModel(SiamesePreTrainedModel):
         threshold: float | None = None,
         **encode_kwargs: Any,
     ) -> dict[str, torch.Tensor]:
-        """Scores and duplicate decisions (`score >= threshold`, by default the calibrated `config.threshold`)."""
+        """
+        Scores and duplicate decisions (`score >= threshold`, by default the calibrated
+        `config.threshold`). With a classification head, the score is the head's probability of
+        "duplicate" (and `probabilities` holds both classes); otherwise it is the cosine similarity.
+        """
         threshold = self.config.threshold if threshold is None else threshold
         if threshold is None:
             raise ValueError("no threshold: calibrate one (SiameseTrainer.evaluate) or pass threshold=...")
-        scores = self.similarity(texts_a, texts_b, tokenizer, **encode_kwargs)
-        return {"scores": scores, "is_duplicate": scores >= threshold}
+        if len(texts_a) != len(texts_b):
+            raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
+        a = self.encode(texts_a, tokenizer, **encode_kwargs)
+        b = self.encode(texts_b, tokenizer, **encode_kwargs)
+        if self.classifier is None:
+            scores = (a * b).sum(dim=-1)
+            return {"scores": scores, "is_duplicate": scores >= threshold}
+        with torch.inference_mode():
+            probabilities = self.classifier(a.to(self.device), b.to(self.device)).float().softmax(dim=-1).cpu()
+        scores = probabilities[:, 1]
+        return {"scores": scores, "probabilities": probabilities, "is_duplicate": scores >= threshold}
 
 
 __all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder"]

@@ -32,11 +32,14 @@ from hfsiamese.data import (
     assign_duplicate_groups,
     duplicate_pairs,
     group_pairs,
+    labelled_pairs,
     load_pairs,
     split_by_group,
     split_report,
     tokenize_pairs,
+    triplets,
 )
+from hfsiamese.mining import mine_hard_negatives
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
@@ -73,6 +76,10 @@ class ModelArguments:
         default="random",
         metadata={"help": "LSTM word embeddings: 'random', or 'glove' (GloVe 6B 50d, needs the `glove` extra and embedding_dim 50)."},
     )
+    classifier_head: bool | None = field(
+        default=None,
+        metadata={"help": "Add a pair classification head (default: only for the verification_identification loss)."},
+    )
     vocab_size: int = field(default=20000, metadata={"help": "LSTM vocabulary size (trained on training texts)."})
     min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
@@ -102,8 +109,17 @@ class DataArguments:
         metadata={"help": "Share of pairs also split off as a test side (by question), scored at the end at the calibrated threshold."},
     )
     train_view: str = field(
-        default="duplicate_pairs",
-        metadata={"help": "Training rows: 'duplicate_pairs' (the label-1 pairs) or 'group_pairs' (all pairs within each duplicate group)."},
+        default="auto",
+        metadata={
+            "help": "Training rows: 'duplicate_pairs' (label-1 pairs), 'group_pairs' (all pairs within each duplicate group), "
+            "'labelled_pairs' (duplicates and non-duplicates), 'triplets' (negatives from labelled non-duplicates), "
+            "'mined_triplets' (negatives mined with the initial model), or 'auto': what the loss needs "
+            "(labelled losses: labelled_pairs; triplet: mined_triplets; others: duplicate_pairs)."
+        },
+    )
+    mining_top_k: int = field(default=50, metadata={"help": "mined_triplets: nearest candidates considered."})
+    mining_margin: float = field(
+        default=0.05, metadata={"help": "mined_triplets: drop candidates above s(anchor, positive) − margin (false negatives)."}
     )
     max_pairs_per_group: int | None = field(default=None, metadata={"help": "train_view=group_pairs: cap per group."})
     split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
@@ -143,16 +159,40 @@ def load_data(data_args: DataArguments) -> datasets.DatasetDict:
     return splits
 
 
-def training_view(train_pairs: datasets.Dataset, data_args: DataArguments) -> datasets.Dataset:
-    """The rows the in-batch loss trains on."""
-    if data_args.train_view == "duplicate_pairs":
+def training_view(train_pairs: datasets.Dataset, data_args: DataArguments, loss, model, tokenizer) -> datasets.Dataset:
+    """The rows the chosen loss trains on."""
+    view = data_args.train_view
+    if view == "auto":
+        if getattr(loss, "pair_type", "duplicates") == "labelled":
+            view = "labelled_pairs"
+        elif loss_requires_negatives(loss):
+            view = "mined_triplets"
+        else:
+            view = "duplicate_pairs"
+    if view == "duplicate_pairs":
         return duplicate_pairs(train_pairs)
-    if data_args.train_view == "group_pairs":
+    if view == "group_pairs":
         return group_pairs(train_pairs, max_pairs_per_group=data_args.max_pairs_per_group, seed=data_args.split_seed)
-    raise ValueError(f"train_view must be 'duplicate_pairs' or 'group_pairs', got {data_args.train_view!r}")
+    if view == "labelled_pairs":
+        return labelled_pairs(train_pairs)
+    if view == "triplets":
+        return triplets(train_pairs, seed=data_args.split_seed)
+    if view == "mined_triplets":
+        return mine_hard_negatives(
+            model, train_pairs, tokenizer, top_k=data_args.mining_top_k, margin=data_args.mining_margin
+        ).remove_columns("negative_score")
+    raise ValueError(
+        "train_view must be one of auto, duplicate_pairs, group_pairs, labelled_pairs, triplets, mined_triplets; "
+        f"got {data_args.train_view!r}"
+    )
 
 
-def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.Dataset):
+def loss_requires_negatives(loss) -> bool:
+    """Losses that cannot run without an explicit negative per pair (the plain triplet loss)."""
+    return getattr(loss, "uses_negatives", False) and not getattr(loss, "in_batch_negatives", True)
+
+
+def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.Dataset, classifier_head: bool = False):
     """A fresh Siamese model (LSTM with a vocabulary trained on `train_pairs`, or a pretrained
     transformer encoder), or a saved Siamese checkpoint to continue from."""
     path = model_args.model_name_or_path
@@ -161,7 +201,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
     if model_args.encoder_type == "transformer":
         base = path or resolve_minilm_path()
         model = SiameseModel.from_encoder_pretrained(
-            base, pooling=model_args.pooling, projection_dim=model_args.projection_dim
+            base, pooling=model_args.pooling, projection_dim=model_args.projection_dim, classifier_head=classifier_head
         )
         tokenizer = AutoTokenizer.from_pretrained(base)
         tokenizer.model_max_length = model_args.max_length
@@ -187,6 +227,7 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
         dropout=model_args.dropout,
         pooling=model_args.pooling,
         projection_dim=model_args.projection_dim,
+        classifier_head=classifier_head,
         pad_token_id=tokenizer.pad_token_id,
     )
     model = SiameseModel(config)
@@ -215,10 +256,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     with training_args.main_process_first(desc="loading and splitting pairs"):
         splits = load_data(data_args)
-    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"])
+    loss = training_args.build_loss()
+    classifier_head = model_args.classifier_head
+    if classifier_head is None:
+        classifier_head = getattr(loss, "uses_logits", False)
+    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], classifier_head=classifier_head)
     with training_args.main_process_first(desc="tokenising pairs"):
         tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
-        train_dataset = tokenize_pairs(training_view(splits["train"], data_args), tokenizer, **tokenize)
+        train_dataset = tokenize_pairs(training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize)
         eval_dataset = tokenize_pairs(splits["validation"], tokenizer, **tokenize)
         test_dataset = tokenize_pairs(splits["test"], tokenizer, **tokenize) if "test" in splits else None
     if training_args.process_index == 0:
@@ -235,6 +280,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
+        loss=loss,
     )
     train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     metrics = dict(train_result.metrics)

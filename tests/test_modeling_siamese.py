@@ -119,3 +119,30 @@ def test_transformer_encoder_round_trip_without_base_folder(tiny_bert_dir, tmp_p
     reloaded = AutoModel.from_pretrained(tmp_path / "siamese")
     assert reloaded.config.pooling == "cls"
     assert torch.allclose(reloaded.embed(**batch), model.embed(**batch), atol=1e-6)
+
+
+def test_classifier_head_logits_and_probabilities(word_tokenizer, tmp_path):
+    torch.manual_seed(0)
+    config = SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, classifier_hidden_size=5)
+    model = SiameseModel(config).eval()
+    a = _batch(word_tokenizer, ["how do i learn python ?", "why is the sky blue ?"])
+    b = _batch(word_tokenizer, ["what is the best way to learn python ?", "how do i cook rice ?"])
+    out = model(input_ids_a=a["input_ids"], attention_mask_a=a["attention_mask"], input_ids_b=b["input_ids"], attention_mask_b=b["attention_mask"])
+    assert out.logits.shape == (2, 2)
+    u, v = out.embeddings_a, out.embeddings_b
+    assert torch.allclose(out.logits, model.classifier.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)))
+    model.config.threshold = 0.5
+    predicted = model.predict(["how do i learn python ?", "why is the sky blue ?"], ["what is the best way to learn python ?", "how do i cook rice ?"], word_tokenizer)
+    assert torch.allclose(predicted["probabilities"], out.logits.softmax(-1), atol=1e-5)
+    assert torch.equal(predicted["is_duplicate"], predicted["probabilities"][:, 1] >= 0.5)
+    model.save_pretrained(tmp_path)
+    reloaded = AutoModel.from_pretrained(tmp_path)
+    assert reloaded.classifier is not None
+    assert torch.allclose(reloaded.classifier.layers[0].weight, model.classifier.layers[0].weight)
+
+
+def test_explicit_negatives_share_the_encoder(tiny_lstm, word_tokenizer):
+    a = _batch(word_tokenizer, ["how do i learn python ?"])
+    n = _batch(word_tokenizer, ["why is the sky blue ?"])
+    out = tiny_lstm(input_ids_a=a["input_ids"], input_ids_b=a["input_ids"], input_ids_n=n["input_ids"], attention_mask_n=n["attention_mask"])
+    assert torch.allclose(out.embeddings_n, tiny_lstm.embed(**n), atol=1e-6)

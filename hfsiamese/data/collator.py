@@ -9,13 +9,15 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 SIDES = ("a", "b")
+OPTIONAL_SIDES = ("n",)  # explicit negatives
 TOKEN_FIELDS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 @dataclass
 class SiamesePairCollator:
     """
-    Collate tokenised pairs (`input_ids_a`, `attention_mask_a`, `input_ids_b`, ...) into tensors.
+    Collate tokenised pairs (`input_ids_a`, `attention_mask_a`, `input_ids_b`, ..., and the `_n`
+    side of explicit negatives when present) into tensors.
 
     Each side is padded with the tokenizer's own `pad` (its pad id and padding side) to the longest
     text of that side in the batch, not of the pair: short questions are not padded to long ones.
@@ -36,7 +38,7 @@ class SiamesePairCollator:
                 f"(found keys: {sorted(features[0])})"
             )
         batch: dict[str, torch.Tensor] = {}
-        for side in SIDES:
+        for side in SIDES + tuple(side for side in OPTIONAL_SIDES if f"input_ids_{side}" in features[0]):
             side_features = [
                 {field: f[f"{field}_{side}"] for field in TOKEN_FIELDS if f"{field}_{side}" in f} for f in features
             ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 from transformers import TrainingArguments
 
-from ..losses import LOSSES
+from ..losses import LOSSES, get_loss, loss_kwargs_for
 
 
 @dataclass
@@ -22,13 +23,34 @@ class SiameseTrainingArguments(TrainingArguments):
         default="hard_negative_triplet",
         metadata={"help": f"Training loss, by name. Available: {sorted(LOSSES)}."},
     )
-    margin: float = field(default=0.25, metadata={"help": "Margin α of the triplet loss, in cosine units."})
-    use_mean_negative: bool = field(
-        default=True, metadata={"help": "Triplet loss: include the mean-negative term max(0, α − s(A,P) + mean_neg)."}
+    margin: float | None = field(
+        default=None,
+        metadata={"help": "Margin of the chosen loss (triplet losses: 0.25 in cosine units; contrastive: 0.5 in cosine distance). Unset: the loss's default."},
     )
-    use_closest_negative: bool = field(
-        default=True,
-        metadata={"help": "Triplet loss: include the closest-negative term max(0, α − s(A,P) + closest_neg)."},
+    use_mean_negative: bool | None = field(
+        default=None, metadata={"help": "hard_negative_triplet: include the mean-negative term (default on)."}
+    )
+    use_closest_negative: bool | None = field(
+        default=None, metadata={"help": "hard_negative_triplet: include the closest-negative term (default on)."}
+    )
+    negative_selection: str | None = field(
+        default=None, metadata={"help": "hard_negative_triplet: which negatives count: 'all', 'semi_hard' or 'hard'."}
+    )
+    in_batch_negatives: bool | None = field(
+        default=None, metadata={"help": "triplet: also use the other pairs of the batch as negatives."}
+    )
+    temperature: float | None = field(
+        default=None, metadata={"help": "multiple_negatives_ranking: softmax temperature (default 0.05)."}
+    )
+    symmetric: bool | None = field(
+        default=None, metadata={"help": "multiple_negatives_ranking: add the second-to-first direction."}
+    )
+    verification_weight: float | None = field(
+        default=None, metadata={"help": "verification_identification: weight w of the cosine-embedding term."}
+    )
+    gather_across_devices: bool | None = field(
+        default=None,
+        metadata={"help": "In-batch losses under several processes: use the other processes' pairs as negatives too (default on)."},
     )
     calibrate_threshold: bool = field(
         default=True,
@@ -66,5 +88,22 @@ class SiameseTrainingArguments(TrainingArguments):
                 f"per_device_train_batch_size={self.per_device_train_batch_size}: in-batch negatives need at least "
                 "2 pairs per batch (use 32 or more for useful negatives)"
             )
-        if self.margin < 0:
-            raise ValueError(f"margin must be non-negative, got {self.margin}")
+        # Build the loss once to validate its options now, not at the first training step.
+        self.build_loss()
+
+    def loss_options(self) -> dict:
+        """The loss options the user set (unset ones keep each loss's own default)."""
+        names = (
+            "margin", "use_mean_negative", "use_closest_negative", "negative_selection", "in_batch_negatives",
+            "temperature", "symmetric", "verification_weight", "gather_across_devices",
+        )  # fmt: skip
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+    def build_loss(self):
+        """The loss module named by `loss`, with the options that it takes."""
+        options = self.loss_options()
+        accepted = loss_kwargs_for(self.loss, **options)
+        unused = sorted(set(options) - set(accepted))
+        if unused:
+            warnings.warn(f"options {unused} do not apply to loss {self.loss!r} and are ignored", UserWarning, stacklevel=2)
+        return get_loss(self.loss, **accepted)

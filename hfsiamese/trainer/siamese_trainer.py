@@ -10,12 +10,12 @@ import pyarrow.compute as pc
 import torch
 from torch import nn
 from transformers import EvalPrediction, Trainer
+from transformers.trainer_pt_utils import LengthGroupedSampler
 from transformers.utils import logging
 
 from ..data.arrow_columns import column_arrow, column_numpy
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
-from ..losses import get_loss
 from ..metrics import pair_classification_metrics
 from .siamese_config import SiameseTrainingArguments
 
@@ -62,15 +62,8 @@ class SiameseTrainer(Trainer):
             data_collator = SiamesePairCollator(processing_class)
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
             _check_pair_columns(name, dataset)
-        if train_dataset is not None and "labels" in train_dataset.column_names:
-            labels = column_numpy(train_dataset, "labels")
-            if (labels != 1).any():
-                raise ValueError(
-                    f"{args.loss} trains on duplicate pairs only, but train_dataset holds {(labels != 1).sum()} "
-                    "non-duplicate pairs: keep label 1 (dataset.filter(lambda x: x['labels'] == 1))"
-                )
-            if len(labels) == 0:
-                raise ValueError("train_dataset holds no duplicate pairs to train on")
+        loss_fn = loss if loss is not None else args.build_loss()
+        _check_training_labels(train_dataset, loss_fn, args.loss)
         kwargs.setdefault("compute_metrics", self._compute_pair_metrics)
         super().__init__(
             model=model,
@@ -81,12 +74,8 @@ class SiameseTrainer(Trainer):
             processing_class=processing_class,
             **kwargs,
         )
-        self.loss_fn = loss if loss is not None else get_loss(
-            args.loss,
-            margin=args.margin,
-            use_mean_negative=args.use_mean_negative,
-            use_closest_negative=args.use_closest_negative,
-        )
+        self.loss_fn = loss_fn
+        self._loss_stats: dict[str, list[float]] = {}
         # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
         self.loss_is_scaled_for_ga = False
         self._calibrating = False
@@ -111,6 +100,17 @@ class SiameseTrainer(Trainer):
             column_numpy(dataset, "group_id"), batch_size=self._train_batch_size, seed=self.args.seed, lengths=lengths
         )
 
+    def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
+        """With length grouping, group evaluation pairs by their two sides' lengths too (the base
+        class would look for a single `input_ids` column)."""
+        if self.args.train_sampling_strategy == "group_by_length" and isinstance(eval_dataset, datasets.Dataset):
+            return LengthGroupedSampler(
+                self.args.eval_batch_size,
+                lengths=_pair_lengths(eval_dataset, self.args.length_column_name).tolist(),
+                generator=torch.Generator().manual_seed(self.args.seed),
+            )
+        return super()._get_eval_sampler(eval_dataset)
+
     def compute_loss(
         self,
         model: nn.Module,
@@ -118,10 +118,27 @@ class SiameseTrainer(Trainer):
         return_outputs: bool = False,
         num_items_in_batch: torch.Tensor | int | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
-        group_ids = inputs.get("group_ids")
         outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
-        loss = self.loss_fn(outputs.embeddings_a, outputs.embeddings_b, group_ids=group_ids)
+        loss_inputs: dict[str, Any] = {"group_ids": inputs.get("group_ids")}
+        if getattr(self.loss_fn, "pair_type", "duplicates") == "labelled":
+            loss_inputs["labels"] = inputs.get("labels")
+        if getattr(self.loss_fn, "uses_negatives", False):
+            loss_inputs["negatives"] = outputs.embeddings_n
+        if getattr(self.loss_fn, "uses_logits", False):
+            loss_inputs["logits"] = outputs.logits
+        loss = self.loss_fn(outputs.embeddings_a, outputs.embeddings_b, **loss_inputs)
+        if model.training:
+            for key, value in getattr(self.loss_fn, "last_stats", {}).items():
+                self._loss_stats.setdefault(key, []).append(float(value))
         return (loss, outputs) if return_outputs else loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add the loss's own statistics (e.g. how many negatives were hard), averaged since the last log."""
+        if self._loss_stats and "loss" in logs:
+            for key, values in self._loss_stats.items():
+                logs[f"loss_{key}"] = round(sum(values) / len(values), 4)
+            self._loss_stats = {}
+        super().log(logs, start_time)
 
     # ------------------------------------------------------------------------------------------
     # Evaluation
@@ -137,7 +154,9 @@ class SiameseTrainer(Trainer):
         inputs = self._prepare_inputs(inputs)
         with torch.no_grad():
             outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
-        return None, outputs.similarity.detach().float(), inputs.get("labels")
+        # A classification head decides by its probability of "duplicate"; otherwise the cosine.
+        scores = outputs.logits.float().softmax(dim=-1)[:, 1] if outputs.logits is not None else outputs.similarity
+        return None, scores.detach().float(), inputs.get("labels")
 
     def _compute_pair_metrics(self, eval_pred: EvalPrediction) -> dict[str, float]:
         if eval_pred.label_ids is None:
@@ -181,6 +200,27 @@ def _pair_lengths(dataset: datasets.Dataset, length_column: str) -> np.ndarray:
     if length_column in dataset.column_names:
         return column_numpy(dataset, length_column)
     return sum(pc.list_value_length(column_arrow(dataset, f"input_ids_{side}")).to_numpy() for side in ("a", "b"))
+
+
+def _check_training_labels(train_dataset: datasets.Dataset | None, loss_fn: nn.Module, loss_name: str) -> None:
+    """Duplicate-pair losses must not see non-duplicates (they would become positives); labelled-pair losses need labels."""
+    if train_dataset is None:
+        return
+    pair_type = getattr(loss_fn, "pair_type", "duplicates")
+    if "labels" not in train_dataset.column_names:
+        if pair_type == "labelled":
+            raise ValueError(f"{loss_name} trains on labelled pairs: train_dataset needs a `labels` (or `label`) column")
+        return
+    labels = column_numpy(train_dataset, "labels")
+    if len(labels) == 0:
+        raise ValueError("train_dataset holds no pairs to train on")
+    if pair_type == "duplicates" and (labels != 1).any():
+        raise ValueError(
+            f"{loss_name} trains on duplicate pairs only, but train_dataset holds {(labels != 1).sum()} "
+            "non-duplicate pairs: keep label 1 (hfsiamese.data.duplicate_pairs)"
+        )
+    if pair_type == "labelled" and len(np.unique(labels)) < 2:
+        raise ValueError(f"{loss_name} learns from duplicates AND non-duplicates, but train_dataset holds only label {labels[0]}")
 
 
 def _check_pair_columns(name: str, dataset: Any) -> None:

@@ -136,6 +136,7 @@ def test_group_by_length_batches(tiny_lstm, word_tokenizer, tmp_path):
         model=tiny_lstm,
         args=_args(tmp_path, train_sampling_strategy="group_by_length", max_steps=4),
         train_dataset=train,
+        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
         processing_class=word_tokenizer,
     )
     sampler = trainer._get_train_sampler()
@@ -144,3 +145,47 @@ def test_group_by_length_batches(tiny_lstm, word_tokenizer, tmp_path):
     trainer.train()
     for groups in trainer.seen_groups:
         assert len(groups) == len(set(groups))
+    assert trainer.evaluate()["eval_num_pairs"] == 8
+
+
+def _labelled_pairs(n_groups=12):
+    positives = _pairs(n_groups)
+    negatives = _pairs(n_groups, label=0).map(lambda row: {"question2": row["question2"] + " not"})
+    return datasets.concatenate_datasets([positives, negatives]).shuffle(seed=0)
+
+
+def test_labelled_pair_loss_with_classifier_head(word_tokenizer, tmp_path):
+    from hfsiamese import SiameseConfig, SiameseModel
+    from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
+
+    model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True))
+    train = tokenize_pairs(_labelled_pairs(), word_tokenizer)
+    trainer = SiameseTrainer(
+        model=model,
+        args=_args(tmp_path),
+        train_dataset=train,
+        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
+        processing_class=word_tokenizer,
+        loss=VerificationIdentificationLoss(),
+    )
+    before = model.classifier.layers[0].weight.clone()
+    trainer.train()
+    assert not torch.equal(before, model.classifier.layers[0].weight)
+    metrics = trainer.evaluate()
+    assert 0.0 <= metrics["eval_threshold"] <= 1.0  # calibrated on the head's probability
+
+
+def test_duplicate_loss_refuses_labelled_data_and_vice_versa(tiny_lstm, word_tokenizer, tmp_path):
+    with pytest.raises(ValueError, match="duplicate pairs only"):
+        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), train_dataset=tokenize_pairs(_labelled_pairs(), word_tokenizer), processing_class=word_tokenizer)
+    with pytest.raises(ValueError, match="only label 1"):
+        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path, loss="contrastive"), train_dataset=tokenize_pairs(_pairs(), word_tokenizer), processing_class=word_tokenizer)
+
+
+def test_explicit_negatives_reach_the_loss(tiny_lstm, word_tokenizer, tmp_path):
+    triplets = _pairs().map(lambda row, i: {"negative": TEXTS[(i + 3) % len(TEXTS)]}, with_indices=True)
+    train = tokenize_pairs(triplets, word_tokenizer)
+    assert "input_ids_n" in train.column_names
+    trainer = SiameseTrainer(model=tiny_lstm, args=_args(tmp_path, loss="triplet"), train_dataset=train, processing_class=word_tokenizer)
+    trainer.train()
+    assert trainer.state.global_step == 6

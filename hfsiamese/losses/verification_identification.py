@@ -1,0 +1,87 @@
+"""Joint classification (identification) + cosine-embedding (verification) loss with a pair head."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class VerificationIdentificationLoss(nn.Module):
+    r"""
+    Cross-entropy of a classification head on the pair features plus a weighted cosine-embedding
+    loss on the embeddings themselves.
+
+    With L2-normalised embeddings ``u``, ``v``, labels ``y ∈ {0, 1}`` and the head's logits
+    ``z = head([u, v, |u − v|, u ∗ v])``:
+
+    .. math::
+        L = \operatorname{CE}(z, y) + w \cdot \frac{1}{B} \sum_i
+            \begin{cases} 1 - \cos(u_i, v_i) & y_i = 1 \\ \max(0, \cos(u_i, v_i) - m) & y_i = 0 \end{cases}
+
+    The classification term ("identification") learns the decision from rich pair features; the
+    cosine term ("verification") keeps the embeddings themselves meaningful, so the model still
+    serves retrieval and cosine scoring. The model must have a classification head
+    (`SiameseConfig(classifier_head=True)`); its logits come in as `logits`.
+
+    Inputs:
+        embeddings_a, embeddings_b: ``(B, d)`` L2-normalised; labels: ``(B,)`` 0/1;
+        logits: ``(B, 2)`` from the model's head.
+
+    Reference:
+        Sun, Wang & Tang (2014), "Deep Learning Face Representation by Joint
+        Identification-Verification" (DeepID2); the pair-classifier form follows biome.text's
+        SimilarityClassifier.
+
+    Example:
+        >>> loss_fn = VerificationIdentificationLoss(margin=0.5, verification_weight=1.0)
+        >>> u = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> v = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> loss = loss_fn(u, v, labels=torch.tensor([1, 0, 1, 0]), logits=torch.randn(4, 2))
+    """
+
+    pair_type = "labelled"
+    uses_negatives = False
+    uses_logits = True
+
+    def __init__(self, margin: float = 0.5, verification_weight: float = 1.0) -> None:
+        super().__init__()
+        if not -1.0 <= margin <= 1.0:
+            raise ValueError(f"margin is a cosine similarity and must lie in [-1, 1], got {margin}")
+        if verification_weight < 0:
+            raise ValueError(f"verification_weight must be non-negative, got {verification_weight}")
+        self.margin = margin
+        self.verification_weight = verification_weight
+        self.last_stats: dict[str, float] = {}
+
+    def forward(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+        logits: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if labels is None:
+            raise ValueError("VerificationIdentificationLoss needs labels (0/1 for each pair)")
+        if logits is None:
+            raise ValueError(
+                "VerificationIdentificationLoss needs the logits of a classification head: "
+                "build the model with SiameseConfig(classifier_head=True)"
+            )
+        labels = labels.long()
+        # bf16/fp16 logits are scored in float32; float64 stays float64.
+        classification = F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), labels)
+        # The cosine-embedding loss written out (F.cosine_embedding_loss adds an epsilon inside
+        # the norms, which makes its value and gradient differ slightly from the formula).
+        cosine = (embeddings_a * embeddings_b).sum(dim=-1) / (
+            embeddings_a.norm(dim=-1) * embeddings_b.norm(dim=-1)
+        ).clamp_min(1e-12)
+        verification = torch.where(labels == 1, 1.0 - cosine, torch.relu(cosine - self.margin)).mean()
+        self.last_stats = {"classification_loss": classification.item(), "verification_loss": verification.item()}
+        return classification + self.verification_weight * verification
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}, verification_weight={self.verification_weight}"
