@@ -17,6 +17,7 @@ from ..data.arrow_columns import column_arrow, column_numpy
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..metrics import pair_classification_metrics
+from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .siamese_config import SiameseTrainingArguments
 
 logger = logging.get_logger(__name__)
@@ -119,18 +120,65 @@ class SiameseTrainer(Trainer):
         num_items_in_batch: torch.Tensor | int | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
         outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+        loss = self._loss_from_embeddings(
+            inputs, outputs.embeddings_a, outputs.embeddings_b, outputs.embeddings_n, outputs.logits
+        )
+        return (loss, outputs) if return_outputs else loss
+
+    def _loss_from_embeddings(
+        self,
+        inputs: dict[str, torch.Tensor],
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        embeddings_n: torch.Tensor | None,
+        logits: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Apply the loss, passing each input only to losses that take it."""
         loss_inputs: dict[str, Any] = {"group_ids": inputs.get("group_ids")}
         if getattr(self.loss_fn, "pair_type", "duplicates") == "labelled":
             loss_inputs["labels"] = inputs.get("labels")
         if getattr(self.loss_fn, "uses_negatives", False):
-            loss_inputs["negatives"] = outputs.embeddings_n
+            loss_inputs["negatives"] = embeddings_n
         if getattr(self.loss_fn, "uses_logits", False):
-            loss_inputs["logits"] = outputs.logits
-        loss = self.loss_fn(outputs.embeddings_a, outputs.embeddings_b, **loss_inputs)
-        if model.training:
+            loss_inputs["logits"] = logits
+        loss = self.loss_fn(embeddings_a, embeddings_b, **loss_inputs)
+        if self.model.training:
             for key, value in getattr(self.loss_fn, "last_stats", {}).items():
                 self._loss_stats.setdefault(key, []).append(float(value))
-        return (loss, outputs) if return_outputs else loss
+        return loss
+
+    def training_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor:
+        """The Trainer's step, or a GradCache step when `gradient_cache_mini_batch_size` is set."""
+        mini_batch = self.args.gradient_cache_mini_batch_size
+        if not mini_batch:
+            return super().training_step(model, inputs, num_items_in_batch)
+        model.train()
+        inputs = self._prepare_inputs(inputs)
+        # The passes run on the unwrapped module, outside DDP's forward, so DDP does not reduce;
+        # the gradients are averaged over processes below, at the step that syncs.
+        unwrapped = self.accelerator.unwrap_model(model)
+        sides = {side: features for side in ("a", "b", "n") if (features := side_inputs(inputs, side)) is not None}
+
+        def loss_of(embeddings: dict[str, torch.Tensor]) -> torch.Tensor:
+            logits = unwrapped.classifier(embeddings["a"], embeddings["b"]) if unwrapped.classifier is not None else None
+            return self._loss_from_embeddings(inputs, embeddings["a"], embeddings["b"], embeddings.get("n"), logits)
+
+        with self.compute_loss_context_manager():
+            loss = gradient_cache_step(
+                unwrapped.embed,
+                sides,
+                loss_of,
+                mini_batch_size=mini_batch,
+                loss_scale=1.0 / self.current_gradient_accumulation_steps,
+            )
+        if self.accelerator.sync_gradients:
+            all_reduce_gradients(unwrapped.parameters())
+        return loss / self.current_gradient_accumulation_steps
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Add the loss's own statistics (e.g. how many negatives were hard), averaged since the last log."""
