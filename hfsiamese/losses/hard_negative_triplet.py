@@ -1,9 +1,21 @@
-"""In-batch hard-negative triplet loss (mean negative + closest negative)."""
+"""In-batch hard-negative triplet loss (mean negative + closest negative), with negative selection."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from .distributed import (
+    check_equal_batch_sizes,
+    gather,
+    gather_with_grad,
+    global_mean,
+    in_batch_negative_mask,
+    rank_offset,
+    world_size,
+)
+
+NEGATIVE_SELECTIONS = ("all", "semi_hard", "hard")
 
 
 class HardNegativeTripletLoss(nn.Module):
@@ -12,81 +24,163 @@ class HardNegativeTripletLoss(nn.Module):
 
     With L2-normalised embeddings ``A`` (first texts) and ``P`` (second texts) of a batch of ``B``
     duplicate pairs, ``S = A Pᵀ`` holds cosine similarities; ``S_ii`` are the positives and the
-    off-diagonal entries of row ``i`` the negatives of anchor ``i``. For margin ``α``:
+    off-diagonal entries of row ``i`` the candidate negatives of anchor ``i``. Entries ``S_ij``
+    whose pairs share a duplicate group (``group_ids[i] == group_ids[j]``) are true duplicates and
+    never candidates. An explicit negative ``N_i`` adds the candidate ``s(A_i, N_i)`` to row ``i``
+    only (one more column of ``S``). ``negative_selection`` keeps, among the candidates ``n``:
+
+    - ``"all"``: every candidate;
+    - ``"semi_hard"``: ``n < S_ii < n + α`` (farther than the positive, but inside the margin);
+    - ``"hard"``: ``n ≥ S_ii`` (at least as close as the positive; ties count as hard).
+
+    With ``K_i`` the kept negatives of row ``i`` and ``R`` the rows where ``K_i`` is not empty:
 
     .. math::
-        \text{mean\_neg}_i = \operatorname{mean}_{j \ne i} S_{ij}, \qquad
-        \text{closest\_neg}_i = \max_{j \ne i} S_{ij}
+        \text{mean\_neg}_i = \operatorname{mean}_{n \in K_i} n, \qquad
+        \text{closest\_neg}_i = \max_{n \in K_i} n
 
-        L = \frac{1}{B} \sum_i \Big[ \max(0, α - S_{ii} + \text{mean\_neg}_i)
-                                    + \max(0, α - S_{ii} + \text{closest\_neg}_i) \Big]
+        L = \frac{1}{|R|} \sum_{i \in R} \Big[ \max(0, α - S_{ii} + \text{mean\_neg}_i)
+                                            + \max(0, α - S_{ii} + \text{closest\_neg}_i) \Big]
 
-    The mean term gives a smooth signal from all negatives early in training; the closest term
-    focuses on the hardest one. Either can be switched off. Entries ``S_ij`` whose pairs share a
-    duplicate group (``group_ids[i] == group_ids[j]``) are true duplicates, not negatives, and are
-    left out of both terms; an anchor left with no negative does not contribute.
+    The mean term gives a smooth signal from all kept negatives early in training; the closest term
+    focuses on the hardest one. Either can be switched off. Rows with no kept negative contribute
+    nothing; if no row keeps one the loss is 0 (on the graph). A batch with no candidate at all
+    (every pair in one duplicate group, no explicit negatives) is an error.
+
+    After each forward, ``last_stats`` counts the candidates of this process's rows by class, with
+    margin α: ``negatives_easy`` (``n + α ≤ S_ii``), ``negatives_semi_hard``, ``negatives_hard``,
+    plus ``negatives_used`` (kept) and ``anchors_used`` (``|R|``).
+
+    Across processes (``gather_across_devices=True``, N > 1 processes of B pairs each): the
+    candidates (``P`` and group ids) of all processes are gathered, so anchor ``i`` sees N×B − 1
+    in-batch candidates, and each process returns ``N · Σ_{i local, i∈R} ℓ_i / |R_all|`` with
+    ``|R_all|`` the number of contributing rows over all processes. Then the mean over processes
+    of the loss values, and the DDP-averaged gradient of the encoder parameters, equal the loss
+    and the gradient of one process on the concatenated N×B batch (see `distributed`).
 
     Inputs:
         embeddings_a: ``(B, d)`` L2-normalised anchors. embeddings_b: ``(B, d)`` L2-normalised
-        positives. group_ids (optional): ``(B,)`` duplicate-group id of each pair.
+        positives. group_ids (optional): ``(B,)`` duplicate-group id of each pair. negatives
+        (optional): ``(B, d)``, row ``i`` a non-duplicate of anchor ``i``. labels (optional): must
+        all be 1 — this loss trains on duplicate pairs only.
 
     Reference:
         The Siamese-network design of the seeds' Coursera NLP specialisation ("Question duplicates",
         TripletLossFn with mean and closest negatives), after Hermans, Beyer & Leibe (2017),
-        "In Defense of the Triplet Loss for Person Re-Identification" (batch-hard mining).
+        "In Defense of the Triplet Loss for Person Re-Identification" (batch-hard mining);
+        semi-hard negatives after Schroff, Kalenichenko & Philbin (2015), "FaceNet".
 
     Example:
-        >>> loss_fn = HardNegativeTripletLoss(margin=0.25)
+        >>> loss_fn = HardNegativeTripletLoss(margin=0.25, negative_selection="semi_hard")
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)
-        >>> loss = loss_fn(a, p)
+        >>> loss = loss_fn(a, p, group_ids=torch.tensor([0, 1, 1, 2]))
+        >>> sorted(loss_fn.last_stats)[:2]
+        ['anchors_used', 'negatives_easy']
     """
 
-    def __init__(self, margin: float = 0.25, use_mean_negative: bool = True, use_closest_negative: bool = True) -> None:
+    pair_type: str = "duplicates"
+    uses_negatives: bool = True
+
+    def __init__(
+        self,
+        margin: float = 0.25,
+        use_mean_negative: bool = True,
+        use_closest_negative: bool = True,
+        negative_selection: str = "all",
+        gather_across_devices: bool = True,
+    ) -> None:
         super().__init__()
         if not (use_mean_negative or use_closest_negative):
             raise ValueError("HardNegativeTripletLoss needs at least one of use_mean_negative / use_closest_negative")
         if margin < 0:
             raise ValueError(f"margin must be non-negative, got {margin}")
+        if negative_selection not in NEGATIVE_SELECTIONS:
+            raise ValueError(f"negative_selection must be one of {NEGATIVE_SELECTIONS}, got {negative_selection!r}")
         self.margin = margin
         self.use_mean_negative = use_mean_negative
         self.use_closest_negative = use_closest_negative
+        self.negative_selection = negative_selection
+        self.gather_across_devices = gather_across_devices
+        self.last_stats: dict[str, float] = {}
 
     def forward(
         self,
         embeddings_a: torch.Tensor,
         embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
         group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
-            raise ValueError(
-                f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
-                f"and {tuple(embeddings_b.shape)}"
-            )
+        _check_inputs(embeddings_a, embeddings_b, labels, negatives)
         batch_size = embeddings_a.shape[0]
-        if batch_size < 2:
+        gathered = self.gather_across_devices and world_size() > 1
+        candidates_b, candidate_groups, offset = embeddings_b, group_ids, 0
+        if gathered:
+            check_equal_batch_sizes(batch_size, embeddings_a.device)
+            candidates_b = gather_with_grad(embeddings_b)
+            candidate_groups = gather(group_ids) if group_ids is not None else None
+            offset = rank_offset(batch_size)
+        if candidates_b.shape[0] < 2 and negatives is None:
             raise ValueError("the in-batch triplet loss needs at least 2 pairs per batch (batch size 1 has no negatives)")
-        scores = embeddings_a @ embeddings_b.T
-        positives = scores.diagonal()
-        negative_mask = ~torch.eye(batch_size, dtype=torch.bool, device=scores.device)
-        if group_ids is not None:
-            negative_mask &= group_ids.view(-1, 1) != group_ids.view(1, -1)
-        has_negative = negative_mask.any(dim=1)
-        if not has_negative.any():
+
+        rows = torch.arange(batch_size, device=embeddings_a.device)
+        scores = embeddings_a @ candidates_b.T
+        positives = scores[rows, rows + offset]
+        candidate_mask = in_batch_negative_mask(
+            batch_size, scores.shape[1], offset, group_ids, candidate_groups, scores.device
+        )
+        if negatives is not None:
+            scores = torch.cat([scores, (embeddings_a * negatives).sum(dim=1, keepdim=True)], dim=1)
+            candidate_mask = torch.cat([candidate_mask, candidate_mask.new_ones(batch_size, 1)], dim=1)
+        if not candidate_mask.any():
             raise ValueError("no negatives in this batch: every pair belongs to the same duplicate group")
 
+        kept = self._select(scores.detach(), positives.detach(), candidate_mask)
+        has_negative = kept.any(dim=1)
         losses = torch.zeros_like(positives)
         if self.use_mean_negative:
-            counts = negative_mask.sum(dim=1).clamp(min=1)
-            mean_negative = (scores * negative_mask).sum(dim=1) / counts
+            mean_negative = (scores * kept).sum(dim=1) / kept.sum(dim=1).clamp(min=1)
             losses = losses + torch.relu(self.margin - positives + mean_negative)
         if self.use_closest_negative:
-            closest_negative = scores.masked_fill(~negative_mask, float("-inf")).max(dim=1).values
+            # a row with nothing kept gets -inf here, hence a zero hinge and a zero gradient
+            closest_negative = scores.masked_fill(~kept, float("-inf")).max(dim=1).values
             losses = losses + torch.relu(self.margin - positives + closest_negative)
-        return losses[has_negative].mean()
+        return global_mean((losses * has_negative).sum(), has_negative.sum(), gathered)
+
+    def _select(self, scores: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+        """Kept-negative mask; also records the class counts of the candidates in `last_stats`."""
+        positive = positives.view(-1, 1)
+        hard = candidates & (scores >= positive)
+        semi_hard = candidates & (scores < positive) & (positive < scores + self.margin)
+        easy = candidates & ~hard & ~semi_hard
+        kept = {"all": candidates, "semi_hard": semi_hard, "hard": hard}[self.negative_selection]
+        counts = torch.stack([easy.sum(), semi_hard.sum(), hard.sum(), kept.sum(), kept.any(dim=1).sum()])
+        names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used", "anchors_used")
+        self.last_stats = dict(zip(names, (float(c) for c in counts.tolist())))
+        return kept
 
     def extra_repr(self) -> str:
         return (
             f"margin={self.margin}, use_mean_negative={self.use_mean_negative}, "
-            f"use_closest_negative={self.use_closest_negative}"
+            f"use_closest_negative={self.use_closest_negative}, negative_selection={self.negative_selection!r}, "
+            f"gather_across_devices={self.gather_across_devices}"
         )
+
+
+def _check_inputs(
+    embeddings_a: torch.Tensor,
+    embeddings_b: torch.Tensor,
+    labels: torch.Tensor | None,
+    negatives: torch.Tensor | None,
+) -> None:
+    if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
+        raise ValueError(
+            f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
+            f"and {tuple(embeddings_b.shape)}"
+        )
+    if negatives is not None and negatives.shape != embeddings_a.shape:
+        raise ValueError(f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}")
+    if labels is not None and bool((labels != 1).any()):
+        raise ValueError("HardNegativeTripletLoss trains on duplicate pairs only, but labels hold non-duplicates (label != 1)")

@@ -1,0 +1,178 @@
+"""Contrastive losses on labelled pairs: pull duplicates together, push non-duplicates past a margin."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ContrastiveLoss(nn.Module):
+    r"""
+    The contrastive (Siamese) loss on labelled pairs, with the cosine distance.
+
+    For pairs ``(a_i, b_i)`` with label ``y_i`` (1 duplicate, 0 not), ``d_i = 1 − cos(a_i, b_i)``
+    (in ``[0, 2]``) and margin ``m``:
+
+    .. math::
+        L = \frac{1}{B} \sum_i \tfrac12 \Big[ y_i\, d_i^2 + (1 - y_i) \max(0, m - d_i)^2 \Big]
+
+    Duplicates are pulled to distance 0; non-duplicates are pushed until they are ``m`` apart and
+    then left alone. ``group_ids`` are ignored (pairs are scored on their own, no in-batch
+    negatives); under DDP the local means average to the mean over all processes' pairs.
+
+    Inputs:
+        embeddings_a, embeddings_b: ``(B, d)`` embeddings of the two sides (L2-normalised by the
+        model; the cosine does not need it). labels: ``(B,)`` 0/1, required.
+
+    Reference:
+        Hadsell, Chopra & LeCun (2006), "Dimensionality Reduction by Learning an Invariant Mapping".
+
+    Example:
+        >>> loss_fn = ContrastiveLoss(margin=0.5)
+        >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> b = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 0]))
+    """
+
+    pair_type: str = "labelled"
+    uses_negatives: bool = False
+
+    def __init__(self, margin: float = 0.5) -> None:
+        super().__init__()
+        if margin < 0:
+            raise ValueError(f"margin must be non-negative, got {margin}")
+        self.margin = margin
+        self.last_stats: dict[str, float] = {}
+
+    def forward(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        is_duplicate = _check_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+        return pair_terms(embeddings_a, embeddings_b, is_duplicate, self.margin).mean()
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}"
+
+
+class OnlineContrastiveLoss(nn.Module):
+    r"""
+    The contrastive loss restricted to the hard pairs of the batch.
+
+    With the terms ``ℓ_i`` of `ContrastiveLoss`, the batch's positive (``y = 1``) and negative
+    (``y = 0``) pairs, a pair is kept when it is
+
+    - a hard positive: ``y_i = 1`` and ``d_i > min{d_j : y_j = 0}`` (farther apart than the
+      closest non-duplicate pair), or
+    - a hard negative: ``y_i = 0`` and ``d_i < max{d_j : y_j = 1}`` (closer than the farthest
+      duplicate pair).
+
+    A batch without negative pairs has no hard positive (the minimum of nothing is +∞), one without
+    positive pairs no hard negative. With ``K`` the kept pairs:
+
+    .. math::
+        L = \frac{1}{|K|} \sum_{i \in K} ℓ_i \qquad (L = 0 \text{ when } K = ∅)
+
+    i.e. the mean of the kept terms; when every pair is hard it equals `ContrastiveLoss`. The empty
+    case returns a zero that stays on the graph, so backward (and DDP) still run. The mining is
+    per process: each process keeps the hard pairs of its own batch. ``last_stats``:
+    ``hard_positives``, ``hard_negatives``, ``pairs_used``. ``group_ids`` are ignored.
+
+    Inputs:
+        embeddings_a, embeddings_b: ``(B, d)``. labels: ``(B,)`` 0/1, required.
+
+    Reference:
+        Hadsell, Chopra & LeCun (2006) for the loss; hard-pair mining after Hermans, Beyer & Leibe
+        (2017), "In Defense of the Triplet Loss for Person Re-Identification".
+
+    Example:
+        >>> loss_fn = OnlineContrastiveLoss(margin=0.5)
+        >>> a = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
+        >>> b = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
+        >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 0, 1, 0]))
+        >>> sorted(loss_fn.last_stats)
+        ['hard_negatives', 'hard_positives', 'pairs_used']
+    """
+
+    pair_type: str = "labelled"
+    uses_negatives: bool = False
+
+    def __init__(self, margin: float = 0.5) -> None:
+        super().__init__()
+        if margin < 0:
+            raise ValueError(f"margin must be non-negative, got {margin}")
+        self.margin = margin
+        self.last_stats: dict[str, float] = {}
+
+    def forward(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        is_duplicate = _check_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+        distances = cosine_distance(embeddings_a, embeddings_b)
+        with torch.no_grad():
+            closest_negative = distances.masked_fill(is_duplicate, float("inf")).min()
+            farthest_positive = distances.masked_fill(~is_duplicate, float("-inf")).max()
+            hard_positive = is_duplicate & (distances > closest_negative)
+            hard_negative = ~is_duplicate & (distances < farthest_positive)
+            kept = hard_positive | hard_negative
+            counts = torch.stack([hard_positive.sum(), hard_negative.sum(), kept.sum()]).tolist()
+        self.last_stats = {
+            name: float(count) for name, count in zip(("hard_positives", "hard_negatives", "pairs_used"), counts)
+        }
+        terms = _terms_from_distances(distances, is_duplicate, self.margin)
+        return (terms * kept).sum() / kept.sum().clamp(min=1)
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}"
+
+
+def cosine_distance(embeddings_a: torch.Tensor, embeddings_b: torch.Tensor) -> torch.Tensor:
+    """``1 − cos(a_i, b_i)`` per pair."""
+    return 1 - F.cosine_similarity(embeddings_a, embeddings_b, dim=1)
+
+
+def pair_terms(
+    embeddings_a: torch.Tensor, embeddings_b: torch.Tensor, is_duplicate: torch.Tensor, margin: float
+) -> torch.Tensor:
+    """Per-pair contrastive terms ``½[y d² + (1 − y) max(0, m − d)²]``."""
+    return _terms_from_distances(cosine_distance(embeddings_a, embeddings_b), is_duplicate, margin)
+
+
+def _terms_from_distances(distances: torch.Tensor, is_duplicate: torch.Tensor, margin: float) -> torch.Tensor:
+    return 0.5 * torch.where(is_duplicate, distances.pow(2), torch.relu(margin - distances).pow(2))
+
+
+def _check_inputs(
+    loss_name: str,
+    embeddings_a: torch.Tensor,
+    embeddings_b: torch.Tensor,
+    labels: torch.Tensor | None,
+    negatives: torch.Tensor | None,
+) -> torch.Tensor:
+    """Validate the inputs of a labelled-pair loss; return the labels as a bool mask."""
+    if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
+        raise ValueError(
+            f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
+            f"and {tuple(embeddings_b.shape)}"
+        )
+    if labels is None:
+        raise ValueError(f"{loss_name} needs `labels` (0/1 per pair): it trains on labelled pairs")
+    if labels.shape != embeddings_a.shape[:1]:
+        raise ValueError(f"labels must be ({embeddings_a.shape[0]},), got {tuple(labels.shape)}")
+    if bool(((labels != 0) & (labels != 1)).any()):
+        raise ValueError(f"{loss_name} labels must be 0 or 1, got {sorted(set(labels.tolist()))}")
+    if negatives is not None:
+        raise ValueError(f"{loss_name} takes no explicit `negatives`: its negatives are the pairs labelled 0")
+    return labels == 1

@@ -1,0 +1,159 @@
+"""Triplet loss on (anchor, positive, explicit negative), optionally with in-batch negatives too."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .distributed import (
+    check_equal_batch_sizes,
+    gather,
+    gather_with_grad,
+    global_mean,
+    in_batch_negative_mask,
+    rank_offset,
+    world_size,
+)
+
+
+class TripletLoss(nn.Module):
+    r"""
+    The plain triplet loss: each anchor must be closer to its duplicate than to its negative by α.
+
+    With L2-normalised anchors ``A``, positives ``P`` (duplicates of the anchors) and explicit
+    negatives ``N`` (row ``i`` a non-duplicate of anchor ``i``), ``s`` the cosine similarity and
+    margin ``α``:
+
+    .. math::
+        L = \frac{1}{B} \sum_i \max\big(0,\; s(A_i, N_i) - s(A_i, P_i) + α\big)
+
+    With ``in_batch_negatives=True`` the negative set of anchor ``i`` is ``{N_i}`` (when
+    ``negatives`` are given) plus every other pair's positive ``P_j`` (``j ≠ i``) of another
+    duplicate group (``group_ids[j] ≠ group_ids[i]``); other anchors' explicit negatives ``N_j``
+    are not used. The loss is the mean of the hinge over all (anchor, negative) terms, so anchors
+    with more negatives weigh more:
+
+    .. math::
+        L = \frac{1}{\sum_i |\mathcal N_i|} \sum_i \sum_{n \in \mathcal N_i}
+            \max\big(0,\; s(A_i, n) - s(A_i, P_i) + α\big)
+
+    Easy terms (hinge 0) stay in the mean: this is the "batch-all" triplet loss. In this mode
+    ``negatives`` are optional; without them and with every pair of one group there is no term,
+    which is an error. Without in-batch negatives ``group_ids`` are unused.
+
+    After each forward, ``last_stats`` counts the (anchor, negative) terms of this process by class:
+    ``negatives_easy`` (``s(A,N) + α ≤ s(A,P)``), ``negatives_semi_hard``
+    (``s(A,N) < s(A,P) < s(A,N) + α``), ``negatives_hard`` (``s(A,N) ≥ s(A,P)``), and
+    ``negatives_used`` (all of them, the denominator above).
+
+    Across processes (``in_batch_negatives=True``, ``gather_across_devices=True``, N > 1): the
+    positives and group ids of all processes are gathered, each process keeps its own anchors and
+    explicit negatives and returns ``N · (its sum of hinge terms) / (number of terms over all
+    processes)``; the mean over processes of the loss values and the DDP-averaged gradient then
+    equal the loss and gradient of one process on the concatenated batch. Without in-batch
+    negatives every process has B terms, and the plain local mean already has that property.
+
+    Inputs:
+        embeddings_a, embeddings_b: ``(B, d)`` L2-normalised anchors and positives. negatives:
+        ``(B, d)``, required unless ``in_batch_negatives``. group_ids (optional): ``(B,)``.
+        labels (optional): must all be 1 — this loss trains on duplicate pairs only.
+
+    Reference:
+        Schroff, Kalenichenko & Philbin (2015), "FaceNet: A Unified Embedding for Face Recognition
+        and Clustering".
+
+    Example:
+        >>> loss_fn = TripletLoss(margin=0.25)
+        >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)
+        >>> n = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+        >>> loss = loss_fn(a, p, negatives=n)
+        >>> loss_fn.last_stats["negatives_used"]
+        4.0
+    """
+
+    pair_type: str = "duplicates"
+    uses_negatives: bool = True
+
+    def __init__(self, margin: float = 0.25, in_batch_negatives: bool = False, gather_across_devices: bool = True) -> None:
+        super().__init__()
+        if margin < 0:
+            raise ValueError(f"margin must be non-negative, got {margin}")
+        self.margin = margin
+        self.in_batch_negatives = in_batch_negatives
+        self.gather_across_devices = gather_across_devices
+        self.last_stats: dict[str, float] = {}
+
+    def forward(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        _check_inputs(embeddings_a, embeddings_b, labels, negatives)
+        if negatives is None and not self.in_batch_negatives:
+            raise ValueError("TripletLoss needs `negatives` (one explicit negative per anchor), or in_batch_negatives=True")
+        batch_size = embeddings_a.shape[0]
+        gathered = self.in_batch_negatives and self.gather_across_devices and world_size() > 1
+        columns, masks = [], []
+        if self.in_batch_negatives:
+            candidates_b, candidate_groups, offset = embeddings_b, group_ids, 0
+            if gathered:
+                check_equal_batch_sizes(batch_size, embeddings_a.device)
+                candidates_b = gather_with_grad(embeddings_b)
+                candidate_groups = gather(group_ids) if group_ids is not None else None
+                offset = rank_offset(batch_size)
+            scores = embeddings_a @ candidates_b.T
+            rows = torch.arange(batch_size, device=scores.device)
+            positives = scores[rows, rows + offset]
+            columns.append(scores)
+            masks.append(
+                in_batch_negative_mask(batch_size, scores.shape[1], offset, group_ids, candidate_groups, scores.device)
+            )
+        else:
+            positives = (embeddings_a * embeddings_b).sum(dim=1)
+        if negatives is not None:
+            columns.append((embeddings_a * negatives).sum(dim=1, keepdim=True))
+            masks.append(torch.ones(batch_size, 1, dtype=torch.bool, device=embeddings_a.device))
+        negative_scores, mask = torch.cat(columns, dim=1), torch.cat(masks, dim=1)
+        if not mask.any():
+            raise ValueError("no negatives in this batch: every pair belongs to the same duplicate group")
+
+        self._record_stats(negative_scores.detach(), positives.detach(), mask)
+        hinge = torch.relu(negative_scores - positives.view(-1, 1) + self.margin)
+        return global_mean((hinge * mask).sum(), mask.sum(), gathered)
+
+    def _record_stats(self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor) -> None:
+        positive = positives.view(-1, 1)
+        hard = mask & (scores >= positive)
+        semi_hard = mask & (scores < positive) & (positive < scores + self.margin)
+        easy = mask & ~hard & ~semi_hard
+        counts = torch.stack([easy.sum(), semi_hard.sum(), hard.sum(), mask.sum()]).tolist()
+        names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used")
+        self.last_stats = {name: float(count) for name, count in zip(names, counts)}
+
+    def extra_repr(self) -> str:
+        return (
+            f"margin={self.margin}, in_batch_negatives={self.in_batch_negatives}, "
+            f"gather_across_devices={self.gather_across_devices}"
+        )
+
+
+def _check_inputs(
+    embeddings_a: torch.Tensor,
+    embeddings_b: torch.Tensor,
+    labels: torch.Tensor | None,
+    negatives: torch.Tensor | None,
+) -> None:
+    if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
+        raise ValueError(
+            f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
+            f"and {tuple(embeddings_b.shape)}"
+        )
+    if negatives is not None and negatives.shape != embeddings_a.shape:
+        raise ValueError(f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}")
+    if labels is not None and bool((labels != 1).any()):
+        raise ValueError("TripletLoss trains on duplicate pairs only, but labels hold non-duplicates (label != 1)")
