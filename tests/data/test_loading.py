@@ -336,3 +336,139 @@ def test_hub_connection_error_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(loading_module.datasets, "load_dataset", unreachable)
     with pytest.raises(HubUnreachableError, match="unreachable"):
         load("some-dataset", tmp_path)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input, one test per kind (see also the tests above: binary, empty, numbers as text)
+# --------------------------------------------------------------------------------------------
+def test_truncated_csv_cut_inside_a_quoted_field(tmp_path):
+    path = write(tmp_path / "cut.csv", 'question1,question2,is_duplicate\na,b,1\n"c is cut in the mid')
+    with pytest.raises(ValueError, match=r"cut\.csv.*EOF inside string.*row 2.*never closed"):
+        load(path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "row", "fields", "expected"),
+    [
+        # BiMPM file whose last line lost its pair id (and maybe part of question2)
+        ("cut.tsv", "1\tq one\tq two\t1\n0\tq three\tq fo", 2, 3, 4),
+        # a csv row in the middle with two fields of three: pandas would pad it with ""
+        ("short.csv", "question1,question2,is_duplicate\na,b,1\nc,d\ne,f,0\n", 2, 2, 3),
+        # legitimately empty last fields elsewhere must not hide a short row
+        ("holes.csv", "question1,question2,is_duplicate,src\na,b,1,\nc,d,0,x\ne,f\n", 3, 2, 4),
+    ],
+)
+def test_rows_with_fewer_fields_name_the_row(tmp_path, name, text, row, fields, expected):
+    path = write(tmp_path / name, text)
+    with pytest.raises(ValueError, match=rf"{name}: data row {row} has {fields} field\(s\), expected {expected}"):
+        load(path, tmp_path, format="bimpm" if name == "cut.tsv" else None)
+
+
+def test_empty_last_column_is_not_a_short_row(tmp_path):
+    path = write(tmp_path / "ok.csv", "question1,question2,is_duplicate,src\na,b,1,\nc,d,0,x\n")
+    assert load(path, tmp_path)["label"][:] == [1, 0]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [([1, "yes", 0.0, True, "0", False], [1, 1, 0, 1, 0, 0]), ([1, "yes", 0.0, "maybe"], None)],
+)
+def test_mixed_label_types_in_one_json_column(tmp_path, values, expected):
+    # datasets reads a JSON column mixing numbers, strings and booleans as Arrow's JSON type.
+    rows = [{"question1": f"a{i}", "question2": f"b{i}", "label": v} for i, v in enumerate(values)]
+    path = write(tmp_path / "mixed.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    if expected is None:
+        with pytest.raises(ValueError, match=r"mixed\.jsonl: invalid label 'maybe' in data row 4 \(column 'label'\)"):
+            load(path, tmp_path)
+    else:
+        assert load(path, tmp_path)["label"][:] == expected
+
+
+def test_mixed_label_types_in_one_csv_column(tmp_path):
+    body = "a,b,1\nc,d,yes\ne,f,0.0\ng,h,maybe\n"
+    path = write(tmp_path / "mixed.csv", "question1,question2,is_duplicate\n" + body)
+    with pytest.raises(ValueError, match=r"mixed\.csv: invalid label 'maybe' in data row 4"):
+        load(path, tmp_path)
+
+
+def test_mixed_types_in_a_json_question_column(tmp_path):
+    rows = [{"question1": "text", "question2": "x", "label": 1}, {"question1": 5, "question2": "y", "label": 0}]
+    path = write(tmp_path / "q.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"q\.jsonl: column 'question1' mixes JSON value types"):
+        load(path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "hint"),
+    [
+        ("semi.csv", "question1;question2;is_duplicate\na;b;1\n", "looks ';'-separated, not ','-separated"),
+        (
+            "commas.tsv",
+            "question1,question2,is_duplicate\na,b,1\n",
+            "looks ','-separated, not tab-separated; pass format='csv'",
+        ),
+        ("tabs.txt", "question1\tquestion2\tis_duplicate\na\tb\t1\n", None),  # .txt: sniffed, reads fine
+    ],
+)
+def test_wrong_delimiter(tmp_path, name, text, hint):
+    path = write(tmp_path / name, text)
+    if hint is None:
+        assert load(path, tmp_path)["question2"][:] == ["b"]
+        return
+    with pytest.raises(ValueError, match="missing column") as info:
+        load(path, tmp_path)
+    assert name in str(info.value) and hint in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["header.csv", "header.tsv"])
+def test_header_only(tmp_path, name):
+    sep = "," if name.endswith("csv") else "\t"
+    path = write(tmp_path / name, sep.join(["question1", "question2", "is_duplicate"]) + "\n\n")
+    with pytest.raises(ValueError, match=rf"{name} has a header .* but no data rows"):
+        load(path, tmp_path)
+
+
+def test_json_and_parquet_without_rows(tmp_path):
+    empty = write(tmp_path / "empty.jsonl", "\n")
+    with pytest.raises(ValueError, match=r"empty\.jsonl is empty"):
+        load(empty, tmp_path)
+    table = pa.table(
+        {
+            "question1": pa.array([], pa.string()),
+            "question2": pa.array([], pa.string()),
+            "label": pa.array([], pa.int64()),
+        }
+    )
+    path = tmp_path / "none.parquet"
+    pq.write_table(table, path)
+    with pytest.raises(ValueError, match=r"none\.parquet has no data rows"):
+        load(str(path), tmp_path)
+
+
+@pytest.mark.parametrize("where", ["first line", "deep"])
+def test_non_utf8_bytes_name_file_offset_and_line(tmp_path, where):
+    # Decision: an error (never silent replacement), naming the byte offset and line of the
+    # first invalid byte, so the file can be fixed (re-encoded) rather than trained on mojibake.
+    header = b"question1,question2,is_duplicate\n"
+    body = b"a,b,1\n" * (30_000 if where == "deep" else 0)  # past the 64 KiB the sniffer reads
+    bad = b"caf\xe9 ?,cafe ?,1\n"
+    data = (header + body + bad) if where == "deep" else (b"caf\xe9,x,label\n" + b"a,b,1\n")
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(data)
+    offset = data.index(b"\xe9")
+    line = data[:offset].count(b"\n") + 1
+    with pytest.raises(ValueError, match=rf"latin1\.csv is not UTF-8 text.*byte offset {offset} \(line {line}\)"):
+        load(str(path), tmp_path)
+
+
+@pytest.mark.parametrize("fmt", ["bimpm", "csv"])
+def test_very_long_question_loads_whole(tmp_path, fmt):
+    long_question = "word " * 20_000 + "end ?"  # 100,005 characters, longer than the sniffed block
+    if fmt == "bimpm":
+        text = f"1\t{long_question}\tshort ?\t1\n0\tsecond\tpair\t2\n"
+        path = write(tmp_path / "long.tsv", text)
+    else:
+        text = f'question1,question2,is_duplicate\n"{long_question}",short ?,1\nsecond,pair,0\n'
+        path = write(tmp_path / "long.csv", text)
+    ds = load(path, tmp_path)
+    assert len(ds) == 2 and ds["question1"][0] == long_question.strip() and len(ds["question1"][0]) > 100_000
