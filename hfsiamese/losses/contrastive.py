@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .inputs import check_labelled_pair_inputs
+
 
 class ContrastiveLoss(nn.Module):
     r"""
@@ -54,7 +56,7 @@ class ContrastiveLoss(nn.Module):
         group_ids: torch.Tensor | None = None,
         negatives: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        is_duplicate = _check_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+        is_duplicate = check_labelled_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
         return pair_terms(embeddings_a, embeddings_b, is_duplicate, self.margin).mean()
 
     def extra_repr(self) -> str:
@@ -119,7 +121,7 @@ class OnlineContrastiveLoss(nn.Module):
         group_ids: torch.Tensor | None = None,
         negatives: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        is_duplicate = _check_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+        is_duplicate = check_labelled_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
         distances = cosine_distance(embeddings_a, embeddings_b)
         with torch.no_grad():
             closest_negative = distances.masked_fill(is_duplicate, float("inf")).min()
@@ -152,27 +154,3 @@ def pair_terms(
 
 def _terms_from_distances(distances: torch.Tensor, is_duplicate: torch.Tensor, margin: float) -> torch.Tensor:
     return 0.5 * torch.where(is_duplicate, distances.pow(2), torch.relu(margin - distances).pow(2))
-
-
-def _check_inputs(
-    loss_name: str,
-    embeddings_a: torch.Tensor,
-    embeddings_b: torch.Tensor,
-    labels: torch.Tensor | None,
-    negatives: torch.Tensor | None,
-) -> torch.Tensor:
-    """Validate the inputs of a labelled-pair loss; return the labels as a bool mask."""
-    if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
-        raise ValueError(
-            f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
-            f"and {tuple(embeddings_b.shape)}"
-        )
-    if labels is None:
-        raise ValueError(f"{loss_name} needs `labels` (0/1 per pair): it trains on labelled pairs")
-    if labels.shape != embeddings_a.shape[:1]:
-        raise ValueError(f"labels must be ({embeddings_a.shape[0]},), got {tuple(labels.shape)}")
-    if bool(((labels != 0) & (labels != 1)).any()):
-        raise ValueError(f"{loss_name} labels must be 0 or 1, got {sorted(set(labels.tolist()))}")
-    if negatives is not None:
-        raise ValueError(f"{loss_name} takes no explicit `negatives`: its negatives are the pairs labelled 0")
-    return labels == 1

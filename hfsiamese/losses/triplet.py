@@ -14,6 +14,7 @@ from .distributed import (
     rank_offset,
     world_size,
 )
+from .inputs import check_duplicate_pair_inputs
 
 
 class TripletLoss(nn.Module):
@@ -93,7 +94,7 @@ class TripletLoss(nn.Module):
         group_ids: torch.Tensor | None = None,
         negatives: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        _check_inputs(embeddings_a, embeddings_b, labels, negatives)
+        check_duplicate_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
         if negatives is None and not self.in_batch_negatives:
             raise ValueError("TripletLoss needs `negatives` (one explicit negative per anchor), or in_batch_negatives=True")
         batch_size = embeddings_a.shape[0]
@@ -140,20 +141,3 @@ class TripletLoss(nn.Module):
             f"margin={self.margin}, in_batch_negatives={self.in_batch_negatives}, "
             f"gather_across_devices={self.gather_across_devices}"
         )
-
-
-def _check_inputs(
-    embeddings_a: torch.Tensor,
-    embeddings_b: torch.Tensor,
-    labels: torch.Tensor | None,
-    negatives: torch.Tensor | None,
-) -> None:
-    if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
-        raise ValueError(
-            f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
-            f"and {tuple(embeddings_b.shape)}"
-        )
-    if negatives is not None and negatives.shape != embeddings_a.shape:
-        raise ValueError(f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}")
-    if labels is not None and bool((labels != 1).any()):
-        raise ValueError("TripletLoss trains on duplicate pairs only, but labels hold non-duplicates (label != 1)")
