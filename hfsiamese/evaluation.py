@@ -42,6 +42,6 @@ def evaluate_pairs(
                 stacklevel=2,
             )
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
-    scores = model.similarity(dataset["question1"], dataset["question2"], tokenizer, **encode)
+    scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
     labels = np.asarray(dataset["label"], dtype=np.int64)
     return pair_classification_metrics(scores.numpy(), labels, threshold=threshold)

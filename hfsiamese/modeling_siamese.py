@@ -344,17 +344,31 @@ class SiameseModel(SiamesePreTrainedModel):
         threshold = self.config.threshold if threshold is None else threshold
         if threshold is None:
             raise ValueError("no threshold: calibrate one (SiameseTrainer.evaluate) or pass threshold=...")
+        scores, probabilities = self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)
+        result = {"scores": scores, "is_duplicate": scores >= threshold}
+        if probabilities is not None:
+            result["probabilities"] = probabilities
+        return result
+
+    def score_pairs(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """The score `config.threshold` applies to: the head's P(duplicate) if the model has a
+        classification head, else the cosine similarity."""
+        return self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)[0]
+
+    def _pair_scores(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         if len(texts_a) != len(texts_b):
             raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
         a = self.encode(texts_a, tokenizer, **encode_kwargs)
         b = self.encode(texts_b, tokenizer, **encode_kwargs)
         if self.classifier is None:
-            scores = (a * b).sum(dim=-1)
-            return {"scores": scores, "is_duplicate": scores >= threshold}
+            return (a * b).sum(dim=-1), None
         with torch.inference_mode():
             probabilities = self.classifier(a.to(self.device), b.to(self.device)).float().softmax(dim=-1).cpu()
-        scores = probabilities[:, 1]
-        return {"scores": scores, "probabilities": probabilities, "is_duplicate": scores >= threshold}
+        return probabilities[:, 1], probabilities
 
 
 __all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder"]
