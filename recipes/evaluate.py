@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         question1_column=args.question1_column,
         question2_column=args.question2_column,
         label_column=args.label_column,
+        deduplicate=False,  # a test set is scored exactly as published
     )
     metrics = evaluate_pairs(
         model, pairs, tokenizer, threshold=args.threshold, batch_size=args.batch_size, max_length=args.max_length

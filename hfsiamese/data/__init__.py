@@ -3,6 +3,7 @@ Data: loading pair files into one shape, duplicate groups, leak-free splits, bat
 tokenisation and collation.
 """
 
+from .cleaning import NORMALIZATIONS, DeduplicationReport, deduplicate_pairs, normalize_texts
 from .collator import SiamesePairCollator
 from .groups import assign_duplicate_groups, split_by_group, split_report
 from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
@@ -11,6 +12,10 @@ from .sampler import NoDuplicateGroupSampler
 from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 
 __all__ = [
+    "NORMALIZATIONS",
+    "DeduplicationReport",
+    "deduplicate_pairs",
+    "normalize_texts",
     "PAIR_FORMATS",
     "HubUnreachableError",
     "NoDuplicateGroupSampler",

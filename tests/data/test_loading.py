@@ -472,3 +472,16 @@ def test_very_long_question_loads_whole(tmp_path, fmt):
         path = write(tmp_path / "long.csv", text)
     ds = load(path, tmp_path)
     assert len(ds) == 2 and ds["question1"][0] == long_question.strip() and len(ds["question1"][0]) > 100_000
+
+
+def test_non_utf8_bytes_inside_a_json_string(tmp_path):
+    # The json reader keeps invalid UTF-8 inside strings; the error still names file and offset.
+    good = b'{"question1": "a", "question2": "x", "label": 1}\n' * 3000
+    data = good + b'{"question1": "caf\xe9", "question2": "x", "label": 1}\n'
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(data)
+    offset = data.index(b"\xe9")
+    with pytest.raises(ValueError, match=rf"latin1\.jsonl is not UTF-8 text.*byte offset {offset} \(line 3001\)"):
+        load(str(path), tmp_path)
+    with pytest.raises(ValueError, match=rf"byte offset {offset} \(line 3001\)"):
+        list(load_pairs(str(path), streaming=True))

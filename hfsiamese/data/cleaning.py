@@ -1,0 +1,134 @@
+"""
+Cleaning of loaded pair data sets: collapsing repeated pairs, and optional text normalisation.
+
+* `deduplicate_pairs`: a pair that occurs twice (or once as (q1, q2) and once as the mirror
+  (q2, q1)) is one training example, not two; repeats over-weight it and, after a split, can put
+  the same pair in train and validation. Identity of a question is the one `groups.py` uses (ids
+  when the data set has `qid1`/`qid2`, else normalised text: stripped, lowercased, whitespace
+  collapsed), so "the same pair" means the same thing everywhere in the library.
+* `normalize_texts`: Unicode NFKC and/or lowercasing of the question texts, in Arrow
+  (`pyarrow.compute.utf8_normalize` / `utf8_lower`), for encoders whose tokenizer does not
+  normalise by itself.
+
+Everything is vectorised (pandas factorize + numpy over integer codes); no Python loop per row.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import datasets
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrow_columns import column_numpy
+from .groups import _question_codes
+
+__all__ = ["NORMALIZATIONS", "DeduplicationReport", "deduplicate_pairs", "normalize_texts"]
+
+NORMALIZATIONS: tuple[str | None, ...] = (None, "lower", "nfkc", "nfkc_lower")
+
+
+@dataclass(frozen=True)
+class DeduplicationReport:
+    """What `deduplicate_pairs` did: rows in, rows removed, and removed rows whose label disagreed."""
+
+    rows: int
+    collapsed: int
+    conflicting: int
+    identity: str  # "question ids" or "normalised text"
+
+    def message(self, source: str) -> str:
+        text = (
+            f"collapsed {self.collapsed} of {self.rows} row(s) of {source} that repeat an earlier pair "
+            f"(same pair or its (question2, question1) mirror; identity by {self.identity}); the first copy is kept"
+        )
+        if self.conflicting:
+            text += (
+                f"; {self.conflicting} of the collapsed copies had a different label than the kept first copy "
+                f"(label noise: the first copy's label was kept)"
+            )
+        return text
+
+
+def deduplicate_pairs(
+    dataset: datasets.Dataset, *, source: str = "the data set", warn: bool = True, stacklevel: int = 2
+) -> tuple[datasets.Dataset, DeduplicationReport]:
+    """
+    Keep the first row of every unordered question pair; drop exact repeats and mirrors.
+
+    Identity of a question is `qid1`/`qid2` when present, else its normalised text (the rule of
+    `assign_duplicate_groups`). When copies disagree on the label, the first copy's label is kept
+    (a conflict is label noise; no vote). With `warn`, a `UserWarning` gives the count collapsed,
+    the count of conflicting copies and `source`. Row order is kept. The result is a flat Arrow
+    data set (no indices mapping), written to the cache next to `dataset`'s files when it has some.
+    """
+    codes1, codes2, n_questions = _question_codes(dataset, normalize=True)
+    identity = "question ids" if {"qid1", "qid2"} <= set(dataset.column_names) else "normalised text"
+    n = len(dataset)
+    low, high = np.minimum(codes1, codes2), np.maximum(codes1, codes2)
+    if n_questions < 3_000_000_000:  # low * n + high fits in int64
+        pair_codes, _ = pd.factorize(low * np.int64(n_questions) + high)
+    else:  # pragma: no cover - needs billions of distinct questions
+        _, pair_codes = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
+        pair_codes = pd.factorize(pair_codes.ravel())[0]
+    # factorize numbers pairs in order of first appearance, so the first rows of the pairs, in
+    # order, are the rows where a new code appears: first_row[code] is that pair's first row.
+    repeat = np.ones(n, dtype=bool)
+    first_row = np.flatnonzero(np.diff(np.maximum.accumulate(pair_codes), prepend=-1) > 0)
+    repeat[first_row] = False
+    collapsed = int(repeat.sum())
+    conflicting = 0
+    if collapsed:
+        labels = column_numpy(dataset, "label")
+        conflicting = int((repeat & (labels != labels[first_row[pair_codes]])).sum())
+        dataset = _keep_rows(dataset, ~repeat)
+    report = DeduplicationReport(rows=n, collapsed=collapsed, conflicting=conflicting, identity=identity)
+    if warn and collapsed:
+        warnings.warn(report.message(source), UserWarning, stacklevel=stacklevel + 1)
+    return dataset, report
+
+
+def _keep_rows(dataset: datasets.Dataset, keep: np.ndarray) -> datasets.Dataset:
+    """
+    The rows where `keep` is true, as a flat Arrow data set in `dataset`'s format.
+
+    `select` + `flatten_indices` would do, but flattening gathers row by row (minutes for millions
+    of rows); a batched Arrow `map` that returns fewer rows filters whole batches, and writes a
+    cache file next to `dataset`'s when it has some (memory-mapped, like the input).
+    """
+    fmt = dataset.format
+    kept = dataset.with_format("arrow").map(
+        _filter_batch,
+        batched=True,
+        batch_size=10_000,
+        with_indices=True,
+        features=dataset.features,
+        fn_kwargs={"keep": keep},
+        desc="Collapsing repeated pairs",
+    )
+    return kept.with_format(
+        fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"]
+    )
+
+
+def _filter_batch(batch: pa.Table, indices: list[int], *, keep: np.ndarray) -> pa.Table:
+    return batch.filter(pa.array(keep[np.asarray(indices, dtype=np.int64)]))
+
+
+def normalize_texts(texts: pa.Array | pa.ChunkedArray, normalization: str | None) -> pa.Array | pa.ChunkedArray:
+    """Apply one of `NORMALIZATIONS` to an Arrow string array: None (as is), "lower", "nfkc", "nfkc_lower"."""
+    check_normalization(normalization)
+    if normalization in {"nfkc", "nfkc_lower"}:
+        texts = pc.utf8_normalize(texts, form="NFKC")
+    if normalization in {"lower", "nfkc_lower"}:
+        texts = pc.utf8_lower(texts)
+    return texts
+
+
+def check_normalization(normalization: str | None) -> None:
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")

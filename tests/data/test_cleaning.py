@@ -1,0 +1,176 @@
+"""Cleaning: repeated pairs and mirrors collapsed in load_pairs / deduplicate_pairs; text normalisation."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from hfsiamese.data import load_pairs
+from hfsiamese.data.cleaning import NORMALIZATIONS, deduplicate_pairs, normalize_texts
+
+
+def write(path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def load(path, tmp_path, **kwargs) -> datasets.Dataset:
+    return load_pairs(path, cache_dir=str(tmp_path / "hf_cache"), **kwargs)
+
+
+def no_warnings(func, *args, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = func(*args, **kwargs)
+    assert not [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# De-duplication
+# --------------------------------------------------------------------------------------------
+def test_repeats_and_mirrors_collapse_by_normalised_text(tmp_path):
+    rows = [
+        "1\tHow do I learn Python ?\tWhat is the best way to learn Python ?\t1",
+        "0\tWhy is the sky blue ?\tHow do I cook rice ?\t2",
+        "1\thow do i  learn python ?\t what is the best way to learn python ?\t3",  # repeat up to case/space
+        "1\tWhat is the best way to learn Python ?\tHow do I learn Python ?\t4",  # mirror
+        "0\tHow do I cook rice ?\tWhy is the sky blue ?\t5",  # mirror of row 2
+        "0\tWhy is the sky blue ?\tWhat is the capital of France ?\t6",  # shares a question only
+    ]
+    path = write(tmp_path / "dups.tsv", "\n".join(rows) + "\n")
+    with pytest.warns(UserWarning, match=r"collapsed 3 of 6 row\(s\) of .*dups\.tsv .*mirror.*normalised text") as info:
+        ds = load(path, tmp_path)
+    assert not any("different label" in str(w.message) for w in info)
+    assert ds["question1"][:] == ["How do I learn Python ?", "Why is the sky blue ?", "Why is the sky blue ?"]
+    assert ds["question2"][2] == "What is the capital of France ?"
+    assert ds["label"][:] == [1, 0, 0]
+    assert ds._indices is None  # flat Arrow, no indices mapping
+
+
+def test_conflicting_labels_keep_the_first_and_are_counted(tmp_path):
+    path = write(
+        tmp_path / "noisy.csv",
+        "question1,question2,is_duplicate\n"
+        "a ?,b ?,0\n"
+        "b ?,a ?,1\n"  # mirror, conflicting
+        "a ?,b ?,1\n"  # repeat, conflicting
+        "a ?,b ?,0\n"  # repeat, agreeing
+        "c ?,d ?,1\n",
+    )
+    with pytest.warns(
+        UserWarning, match=r"collapsed 3 of 5 .*noisy\.csv.*; 2 of the collapsed copies had a different label"
+    ):
+        ds = load(path, tmp_path)
+    assert ds["label"][:] == [0, 1]  # the first copy's label, not a vote or "any duplicate"
+    assert ds["question1"][:] == ["a ?", "c ?"]
+
+
+def test_identity_by_question_ids_when_present(tmp_path):
+    path = write(
+        tmp_path / "ids.csv",
+        "id,qid1,qid2,question1,question2,is_duplicate\n"
+        "0,1,2,How old is Earth?,What is the age of Earth?,1\n"
+        "1,2,1,What is the Earth's age?,How old is the Earth?,1\n"  # same ids mirrored, other wording
+        "2,3,4,How old is Earth?,What is the age of Earth?,1\n",  # same text, other ids: kept
+    )
+    with pytest.warns(UserWarning, match=r"collapsed 1 of 3 .*identity by question ids"):
+        ds = load(path, tmp_path)
+    assert ds["qid1"][:] == ["1", "3"]
+
+
+def test_deduplicate_false_keeps_everything(tmp_path):
+    path = write(tmp_path / "dups.csv", "question1,question2,is_duplicate\na,b,1\nb,a,0\na,b,1\n")
+    ds = no_warnings(load, path, tmp_path, deduplicate=False)
+    assert ds["label"][:] == [1, 0, 1]
+
+
+def test_no_warning_without_repeats(tmp_path):
+    path = write(tmp_path / "clean.csv", "question1,question2,is_duplicate\na,b,1\na,c,0\nc,b,1\n")
+    assert len(no_warnings(load, path, tmp_path)) == 3
+
+
+def test_same_question_twice_in_a_pair_is_kept(tmp_path):
+    path = write(tmp_path / "self.csv", "question1,question2,is_duplicate\nsame ?,Same ?,1\nother ?,x ?,0\n")
+    assert len(no_warnings(load, path, tmp_path)) == 2
+
+
+def test_deduplicate_pairs_report_and_selected_dataset():
+    base = datasets.Dataset.from_dict(
+        {"question1": ["z", "a", "b", "a", "q"], "question2": ["y", "b", "a", "b", "r"], "label": [0, 1, 0, 1, 1]}
+    )
+    view = base.select([1, 2, 3, 4])  # a data set with an indices mapping
+    out, report = deduplicate_pairs(view, warn=False)
+    assert (report.rows, report.collapsed, report.conflicting, report.identity) == (4, 2, 1, "normalised text")
+    assert out["question1"][:] == ["a", "q"] and out["label"][:] == [1, 1]
+    same, report = deduplicate_pairs(base.select([0, 4]), warn=False)
+    assert report.collapsed == 0 and len(same) == 2
+
+
+def test_deduplicate_pairs_is_vectorised():
+    rng = np.random.default_rng(0)
+    n = 300_000
+    left, right = rng.integers(0, 50_000, n), rng.integers(0, 50_000, n)
+    flip = rng.random(n) < 0.5
+    q1 = np.where(flip, right, left).astype(str)
+    q2 = np.where(flip, left, right).astype(str)
+    ds = datasets.Dataset(
+        pa.table({"question1": pa.array(q1), "question2": pa.array(q2), "label": pa.array(rng.integers(0, 2, n))})
+    )
+    start = time.perf_counter()
+    out, report = deduplicate_pairs(ds, warn=False)
+    elapsed = time.perf_counter() - start
+    pairs = {frozenset((a, b)) if a != b else (a,) for a, b in zip(q1.tolist(), q2.tolist(), strict=True)}
+    assert len(out) == len(pairs) == n - report.collapsed
+    assert elapsed < 20, elapsed  # seconds for 300k rows; a per-row Python loop with normalisation would crawl
+
+
+# --------------------------------------------------------------------------------------------
+# Text normalisation
+# --------------------------------------------------------------------------------------------
+TEXTS = "question1,question2,is_duplicate\nWhat Is ＡＩ ?,The ﬁle Ⅻ ?,1\n"
+
+
+@pytest.mark.parametrize(
+    ("normalization", "q1", "q2"),
+    [
+        (None, "What Is ＡＩ ?", "The ﬁle Ⅻ ?"),
+        ("lower", "what is ａｉ ?", "the ﬁle ⅻ ?"),
+        ("nfkc", "What Is AI ?", "The file XII ?"),
+        ("nfkc_lower", "what is ai ?", "the file xii ?"),
+    ],
+)
+def test_normalization_choices(tmp_path, normalization, q1, q2):
+    ds = load(write(tmp_path / "texts.csv", TEXTS), tmp_path, normalization=normalization)
+    assert ds[0]["question1"] == q1 and ds[0]["question2"] == q2
+
+
+def test_normalization_is_validated(tmp_path):
+    path = write(tmp_path / "texts.csv", TEXTS)
+    with pytest.raises(ValueError, match=r"normalization must be one of .*'nfkc_lower'.*got 'upper'"):
+        load(path, tmp_path, normalization="upper")
+    assert set(NORMALIZATIONS) == {None, "lower", "nfkc", "nfkc_lower"}
+
+
+def test_normalization_happens_before_deduplication_and_emptiness(tmp_path):
+    # NFKC turns the ligature into "fi" (so the pairs repeat) and a no-break space into a space.
+    text = "question1,question2,is_duplicate\nThe ﬁle ?,a ?,1\nThe file ?,A ?,1\n\u00a0,b ?,0\n"
+    path = write(tmp_path / "nfkc.csv", text)
+    with pytest.warns(UserWarning) as info:
+        ds = load(path, tmp_path, normalization="nfkc")
+    messages = " | ".join(str(w.message) for w in info)
+    assert "dropped 1 of 3" in messages and "collapsed 1 of 2" in messages
+    assert ds["question1"][:] == ["The file ?"]
+    with pytest.warns(UserWarning, match="dropped 1 of 3"):
+        assert len(load(path, tmp_path)) == 2  # without NFKC the ligature makes another text
+
+
+def test_normalize_texts_on_arrow():
+    array = pa.array(["ＡＢ", None, "Ǆ"])
+    assert normalize_texts(array, "nfkc_lower").to_pylist() == ["ab", None, "dž"]
+    assert normalize_texts(array, None) is array
