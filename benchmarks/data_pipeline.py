@@ -29,7 +29,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -38,6 +37,8 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+
+from machine_info import machine
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
@@ -97,7 +98,12 @@ def emit(stage: str, seconds: float, **extra) -> None:
 def run_pipeline(path: str, cache_dir: str, minilm: bool) -> None:
     import numpy as np
 
-    from hfsiamese.data import assign_duplicate_groups, load_pairs, split_by_group, tokenize_pairs
+    from hfsiamese.data import (
+        assign_duplicate_groups,
+        load_pairs,
+        split_by_group,
+        tokenize_pairs,
+    )
     from hfsiamese.data.arrow_columns import column_numpy
     from hfsiamese.data.cleaning import deduplicate_pairs
     from hfsiamese.tokenization import train_word_tokenizer
@@ -178,16 +184,6 @@ def run_qqp(path: str, cache_dir: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Orchestration (the parent process)
 # --------------------------------------------------------------------------------------------
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}"
 
 
 def child(stage: str, *args: str) -> list[dict]:

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine_info import machine
+
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
 HEADING = "## Gradient caching, peak memory (`gradient_cache_memory.py`)"
@@ -32,7 +34,12 @@ def one_step(batch_size: int, mini_batch_size: int | None, max_length: int) -> d
     from transformers import AutoTokenizer
 
     from hfsiamese import SiameseModel
-    from hfsiamese.data import SiamesePairCollator, duplicate_pairs, load_pairs, tokenize_pairs
+    from hfsiamese.data import (
+        SiamesePairCollator,
+        duplicate_pairs,
+        load_pairs,
+        tokenize_pairs,
+    )
     from hfsiamese.losses import HardNegativeTripletLoss
     from hfsiamese.trainer.gradient_cache import gradient_cache_step, side_inputs
 
@@ -89,7 +96,6 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row))
     if args.append:
-        cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("model name")), "?")
         text = README.read_text(encoding="utf-8")
         if HEADING not in text:
             text += (
@@ -101,7 +107,7 @@ def main() -> None:
         command = f"python benchmarks/gradient_cache_memory.py --batch_size {args.batch_size} --mini_batch_size {args.mini_batch_size}"
         for row in rows:
             text += (
-                f"| {dt.date.today().isoformat()} | {os.cpu_count()} cores, {cpu} | `{command}` | {row['batch_size']} | "
+                f"| {dt.date.today().isoformat()} | {machine()} | `{command}` | {row['batch_size']} | "
                 f"{row['gradient_cache_mini_batch_size'] or 'off'} | {row['loss']} | {row['step_s']} | {row['peak_rss_mib']} | {row['step_rss_growth_mib']} |\n"
             )
         README.write_text(text, encoding="utf-8")

@@ -12,28 +12,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from machine_info import machine
+
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {cpu}"
 
 
 def main() -> None:
