@@ -189,3 +189,19 @@ def test_explicit_negatives_reach_the_loss(tiny_lstm, word_tokenizer, tmp_path):
     trainer = SiameseTrainer(model=tiny_lstm, args=_args(tmp_path, loss="triplet"), train_dataset=train, processing_class=word_tokenizer)
     trainer.train()
     assert trainer.state.global_step == 6
+
+
+def test_negative_counts_are_logged(tiny_lstm, word_tokenizer, tmp_path):
+    train = tokenize_pairs(_pairs(), word_tokenizer)
+    trainer = SiameseTrainer(
+        model=tiny_lstm,
+        args=_args(tmp_path, logging_steps=2, negative_selection="semi_hard"),
+        train_dataset=train,
+        processing_class=word_tokenizer,
+    )
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logged) == 3
+    for entry in logged:
+        candidates = entry["loss_negatives_easy"] + entry["loss_negatives_semi_hard"] + entry["loss_negatives_hard"]
+        assert candidates == pytest.approx(4 * 3)  # batch of 4 pairs: 3 in-batch candidates per anchor
