@@ -88,18 +88,18 @@ class SiameseTrainer(Trainer):
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         if not self.args.no_duplicate_batches:
             return super()._get_train_sampler(train_dataset)
-        if "group_id" not in dataset.column_names:
+        if "group_id" in dataset.column_names:
+            group_ids = column_numpy(dataset, "group_id")
+        else:
             logger.warning(
                 "train_dataset has no `group_id` column: batches may hold duplicates of one another, which the "
                 "loss then counts as negatives. Add groups with hfsiamese.data.assign_duplicate_groups."
             )
-            return super()._get_train_sampler(train_dataset)
+            group_ids = np.arange(len(dataset))  # every pair its own group: plain shuffled batches
         lengths = None
         if self.args.train_sampling_strategy == "group_by_length":
             lengths = _pair_lengths(dataset, self.args.length_column_name)
-        return NoDuplicateGroupSampler(
-            column_numpy(dataset, "group_id"), batch_size=self._train_batch_size, seed=self.args.seed, lengths=lengths
-        )
+        return NoDuplicateGroupSampler(group_ids, batch_size=self._train_batch_size, seed=self.args.seed, lengths=lengths)
 
     def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
         """With length grouping, group evaluation pairs by their two sides' lengths too (the base
