@@ -157,3 +157,26 @@ def test_minilm_recipe_smoke(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["encoder_type"] == "transformer" and config["encoder_config"]["model_type"] == "bert"
     assert last_json(result.stdout)["eval_num_pairs"] == 64
+
+
+def test_gradient_cache_under_two_processes_matches_the_plain_step(tmp_path):
+    """2 CPU processes: GradCache's own gradient averaging must give the weights DDP gives."""
+    from safetensors.torch import load_file
+
+    # Plain SGD: the update is proportional to the gradient, so a wrong average shows plainly.
+    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
+    flags += ["--max_steps", "2", "--dropout", "0", "--max_eval_pairs", "20", "--optim", "sgd", "--learning_rate", "1.0", "--warmup_steps", "0"]
+    weights = []
+    for name, extra in (("plain", []), ("cached", ["--gradient_cache_mini_batch_size", "5"])):
+        out = tmp_path / name
+        result = run(
+            [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+             "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN), *flags, *extra, "--output_dir", str(out)],
+            cwd=tmp_path,
+            ACCELERATE_USE_CPU="1",
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+        weights.append(load_file(out / "model.safetensors"))
+    assert weights[0].keys() == weights[1].keys()
+    for key in weights[0]:
+        assert (weights[0][key] - weights[1][key]).abs().max() < 1e-5, key
