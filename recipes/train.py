@@ -268,8 +268,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         test_dataset = tokenize_pairs(splits["test"], tokenizer, **tokenize) if "test" in splits else None
     if training_args.process_index == 0:
         logger.info(
-            "train: %d duplicate pairs in %d groups; validation: %d labelled pairs",
+            "train: %d rows (%s, loss %s) in %d duplicate groups; validation: %d labelled pairs",
             len(train_dataset),
+            data_args.train_view,
+            training_args.loss,
             len(set(train_dataset["group_id"])),
             len(eval_dataset),
         )
