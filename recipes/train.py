@@ -92,8 +92,13 @@ class DataArguments:
     """Where the pairs come from and how validation is split off."""
 
     train_file: str | None = field(
-        default=None, metadata={"help": "Pair file or Hub data set name (default: the embedded QQP pairs)."}
+        default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."}
     )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue:qqp' (loaded with load_dataset)."},
+    )
+    dataset_split: str = field(default="train", metadata={"help": "dataset_name: the split to train on."})
     validation_file: str | None = field(
         default=None, metadata={"help": "Labelled validation pairs; default: split off train_file by duplicate group."}
     )
@@ -138,8 +143,14 @@ def load_data(data_args: DataArguments) -> datasets.DatasetDict:
         id1_column=data_args.id1_column,
         id2_column=data_args.id2_column,
     )
-    train_file = data_args.train_file or str(DEFAULT_TRAIN_FILE)
-    pairs = load_pairs(train_file, **columns)
+    if data_args.dataset_name and data_args.train_file:
+        raise ValueError("pass either --train_file or --dataset_name, not both")
+    if data_args.dataset_name:
+        train_file = data_args.dataset_name
+        pairs = load_pairs(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
+    else:
+        train_file = data_args.train_file or str(DEFAULT_TRAIN_FILE)
+        pairs = load_pairs(train_file, **columns)
     if data_args.validation_file:
         splits = datasets.DatasetDict(train=pairs, validation=load_pairs(data_args.validation_file, **columns))
     else:

@@ -107,6 +107,7 @@ def test_refuses_non_empty_output_dir(tmp_path):
     [
         (["--train_file", "no/such/file.tsv"], "no/such/file.tsv"),
         (["--per_device_train_batch_size", "1"], "at least 2 pairs"),
+        (["--dataset_name", "nyu-mll/glue:qqp"], "offline mode is set"),
     ],
 )
 def test_bad_input_gets_a_clear_message(tmp_path, flags, message):
