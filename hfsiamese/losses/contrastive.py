@@ -63,7 +63,7 @@ class ContrastiveLoss(nn.Module):
         return f"margin={self.margin}"
 
 
-class OnlineContrastiveLoss(nn.Module):
+class OnlineContrastiveLoss(ContrastiveLoss):
     r"""
     The contrastive loss restricted to the hard pairs of the batch.
 
@@ -102,15 +102,7 @@ class OnlineContrastiveLoss(nn.Module):
         ['hard_negatives', 'hard_positives', 'pairs_used']
     """
 
-    pair_type: str = "labelled"
-    uses_negatives: bool = False
-
-    def __init__(self, margin: float = 0.5) -> None:
-        super().__init__()
-        if margin < 0:
-            raise ValueError(f"margin must be non-negative, got {margin}")
-        self.margin = margin
-        self.last_stats: dict[str, float] = {}
+    # Same margin, inputs and pair type as ContrastiveLoss; only the choice of pairs differs.
 
     def forward(
         self,
@@ -135,10 +127,6 @@ class OnlineContrastiveLoss(nn.Module):
         }
         terms = _terms_from_distances(distances, is_duplicate, self.margin)
         return (terms * kept).sum() / kept.sum().clamp(min=1)
-
-    def extra_repr(self) -> str:
-        return f"margin={self.margin}"
-
 
 def cosine_distance(embeddings_a: torch.Tensor, embeddings_b: torch.Tensor) -> torch.Tensor:
     """``1 − cos(a_i, b_i)`` per pair."""
