@@ -146,3 +146,78 @@ def test_explicit_negatives_share_the_encoder(tiny_lstm, word_tokenizer):
     n = _batch(word_tokenizer, ["why is the sky blue ?"])
     out = tiny_lstm(input_ids_a=a["input_ids"], input_ids_b=a["input_ids"], input_ids_n=n["input_ids"], attention_mask_n=n["attention_mask"])
     assert torch.allclose(out.embeddings_n, tiny_lstm.embed(**n), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# One-shot classification against a labelled support set
+# ---------------------------------------------------------------------------------------------
+SUPPORT_TEXTS = ["how do i learn python ?", "why is the sky blue ?", "how can i lose weight fast ?", "how do i cook rice ?"]
+SUPPORT_LABELS = ["python", "sky", "weight", "python"]
+
+
+def test_classify_nearest_matches_a_brute_force_loop(tiny_lstm, word_tokenizer):
+    queries = ["what is the best way to learn python ?", "what makes the sky look blue ?", "what is the capital of france ?"]
+    out = tiny_lstm.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=float("-inf"))
+    q = tiny_lstm.encode(queries, word_tokenizer)
+    s = tiny_lstm.encode(SUPPORT_TEXTS, word_tokenizer)
+    for i in range(len(queries)):
+        sims = [float(q[i] @ s[j]) for j in range(len(SUPPORT_TEXTS))]
+        best = max(range(len(sims)), key=sims.__getitem__)
+        assert out["labels"][i] == SUPPORT_LABELS[best]
+        assert int(out["support_indices"][i]) == best
+        assert out["scores"][i].item() == pytest.approx(sims[best], abs=1e-6)
+        # per class: the best score among that class's examples
+        assert out["class_scores"][i, 0].item() == pytest.approx(max(sims[0], sims[3]), abs=1e-6)
+    assert out["classes"] == ["python", "sky", "weight"]
+
+
+def test_classify_centroid_uses_normalised_class_means(tiny_lstm, word_tokenizer):
+    queries = ["how do i learn python ?"]
+    out = tiny_lstm.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, strategy="centroid", threshold=-1.0)
+    q = tiny_lstm.encode(queries, word_tokenizer)[0]
+    s = tiny_lstm.encode(SUPPORT_TEXTS, word_tokenizer)
+    python_centroid = torch.nn.functional.normalize(s[0] + s[3], dim=0)
+    assert out["class_scores"][0, 0].item() == pytest.approx(float(q @ python_centroid), abs=1e-6)
+    assert out["class_scores"][0, 1].item() == pytest.approx(float(q @ s[1]), abs=1e-6)
+    assert "support_indices" not in out
+    assert out["labels"][0] == out["classes"][int(out["class_scores"][0].argmax())]
+
+
+def test_classify_says_none_of_them_below_the_threshold(tiny_lstm, word_tokenizer):
+    tiny_lstm.config.threshold = 0.5
+    out = tiny_lstm.classify(
+        ["how do i learn python ?", "what is the capital of france ?"], SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer,
+        unknown_label="none",
+    )
+    assert out["labels"][0] == "python"  # identical to a support text: score 1
+    expected = "none" if out["scores"][1] < 0.5 else SUPPORT_LABELS[int(out["support_indices"][1])]
+    assert out["labels"][1] == expected
+    everything_rejected = tiny_lstm.classify(["how do i learn python ?"], SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=1.01)
+    assert everything_rejected["labels"] == [None]
+
+
+def test_classify_with_a_head_scores_by_its_probability(word_tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True)
+    model = SiameseModel(config)
+    queries = ["why is the sky blue ?", "how do i cook rice ?"]
+    out = model.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=0.0)
+    for i, query in enumerate(queries):
+        probabilities = model.score_pairs([query] * len(SUPPORT_TEXTS), SUPPORT_TEXTS, word_tokenizer)
+        assert out["scores"][i].item() == pytest.approx(probabilities.max().item(), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(support_labels=["a"]), "same length"),
+        (dict(support_texts=[], support_labels=[]), "support set is empty"),
+        (dict(strategy="vote"), "strategy must be"),
+        (dict(threshold=None), "no threshold"),
+    ],
+)
+def test_classify_rejects_bad_input(tiny_lstm, word_tokenizer, kwargs, error):
+    arguments = dict(texts=["why is the sky blue ?"], support_texts=SUPPORT_TEXTS[:2], support_labels=SUPPORT_LABELS[:2], threshold=0.0)
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=error):
+        tiny_lstm.classify(tokenizer=word_tokenizer, **arguments)
