@@ -7,9 +7,11 @@ installed.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from transformers import PretrainedConfig
+from transformers.utils import CONFIG_NAME
 
 ENCODER_TYPES = ("lstm", "transformer")
 LSTM_POOLINGS = ("mean", "max", "last")
@@ -110,6 +112,26 @@ class SiameseConfig(PretrainedConfig):
         self.initializer_range = initializer_range
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
+    @classmethod
+    def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """
+        Read the config dict, refusing one that describes another model type.
+
+        transformers only warns when, say, a BERT `config.json` is loaded into this class, and the
+        model would then be built from our defaults with random weights; here it is an error
+        naming the file and the type found.
+        """
+        config_dict, unused = super().get_config_dict(pretrained_model_name_or_path, **kwargs)
+        found = config_dict.get("model_type")
+        if found != cls.model_type:
+            what = f"model_type {found!r}" if found else "no model_type"
+            raise ValueError(
+                f"{_config_file(pretrained_model_name_or_path, kwargs)} has {what}, not {cls.model_type!r}: it is not "
+                "the config of a Siamese model. Load it with the class of its own type (e.g. AutoModel), or build "
+                "a Siamese model around that encoder with SiameseModel.from_encoder_pretrained"
+            )
+        return config_dict, unused
+
     @property
     def sentence_embedding_dim(self) -> int:
         """Size of the vector each text is mapped to."""
@@ -118,6 +140,17 @@ class SiameseConfig(PretrainedConfig):
         if self.encoder_type == "lstm":
             return self.hidden_size * (2 if self.bidirectional else 1)
         return self.encoder_config["hidden_size"]
+
+
+def _config_file(name_or_path: str | os.PathLike, kwargs: dict[str, Any]) -> str:
+    """The config file a name resolves to, for error messages: a local path where there is one."""
+    name = str(name_or_path)
+    if os.path.isfile(name):
+        return name
+    file_name = kwargs.get("_configuration_file") or CONFIG_NAME
+    if os.path.isdir(name):
+        return os.path.join(name, kwargs.get("subfolder") or "", file_name)
+    return f"{file_name} of {name!r}"
 
 
 __all__ = ["SiameseConfig"]

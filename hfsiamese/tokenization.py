@@ -31,12 +31,16 @@ def train_word_tokenizer(
 
     `[PAD]` gets id 0 (the LSTM's `padding_idx`) and `[UNK]` id 1. Normalisation (NFKC, optional
     lowercasing) is part of the saved tokenizer, so inference applies exactly what training did.
-    Padding is on the right, as packed LSTM sequences require.
+    Padding is on the right, as packed LSTM sequences require. `model_max_length` is saved with
+    the tokenizer: without it transformers assumes 1e30, and `encode` would pad a batch to its
+    longest text, however long.
     """
     if model not in TOKENIZER_MODELS:
         raise ValueError(f"tokenizer model must be one of {TOKENIZER_MODELS}, got {model!r}")
     if vocab_size < 3:
         raise ValueError(f"vocab_size must be at least 3 (pad, unk and one word), got {vocab_size}")
+    if isinstance(model_max_length, bool) or not isinstance(model_max_length, int) or model_max_length < 1:
+        raise ValueError(f"model_max_length must be a positive number of tokens, got {model_max_length!r}")
     special_tokens = [PAD_TOKEN, UNK_TOKEN]
     if model == "wordlevel":
         tokenizer = Tokenizer(models.WordLevel(unk_token=UNK_TOKEN))

@@ -1,8 +1,51 @@
-"""Small helpers shared by the recipes."""
+"""Small helpers shared by the recipes: output folders, the Hub in offline mode."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+_ENV_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+class HubUnreachableError(ConnectionError, ValueError):
+    """The Hub cannot be reached (offline mode or no network); both a ConnectionError and a ValueError."""
+
+
+def hub_offline() -> bool:
+    """
+    Whether offline mode is set: HF_HUB_OFFLINE / HF_DATASETS_OFFLINE / TRANSFORMERS_OFFLINE now,
+    or as `huggingface_hub` and `datasets` read them at import (they read them only once).
+    """
+    import datasets
+    from huggingface_hub import constants
+
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    env = {os.environ.get(name, "").upper() for name in names}
+    return bool(env & _ENV_TRUE) or bool(constants.HF_HUB_OFFLINE) or bool(datasets.config.HF_HUB_OFFLINE)
+
+
+def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", filename: str = "config.json") -> None:
+    """
+    Fail at once, naming it, on a model that offline mode cannot serve: a path that does not
+    exist, or a Hub id whose `filename` is not in the local cache. transformers' own error in
+    that case names neither the id nor offline mode. Online, this checks nothing.
+    """
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    name = str(name_or_path)
+    if os.path.exists(name) or not hub_offline():
+        return
+    try:
+        cached = try_to_load_from_cache(name, filename)
+    except HFValidationError as err:  # not a Hub id: a path that is not there
+        raise FileNotFoundError(f"{what} not found: {name} is neither a local folder nor a Hub id") from err
+    if not isinstance(cached, str):
+        raise HubUnreachableError(
+            f"cannot load the {what} {name!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not in the local "
+            "Hugging Face cache; pass a local folder, or download it once with network access"
+        )
 
 
 def ensure_writable_output_dir(output_dir: str | Path, *, overwrite: bool = False, resuming: bool = False) -> None:

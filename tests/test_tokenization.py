@@ -27,3 +27,10 @@ def test_bad_arguments():
         train_word_tokenizer(["a"], model="bpe")
     with pytest.raises(ValueError, match="no words"):
         train_word_tokenizer(["", "  "], vocab_size=10)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, None, True])
+def test_model_max_length_must_be_a_positive_int(bad):
+    # Without a limit transformers assumes 1e30 tokens; encode would then pad to the longest text.
+    with pytest.raises(ValueError, match="model_max_length must be a positive number of tokens"):
+        train_word_tokenizer(["python java"], vocab_size=10, model_max_length=bad)

@@ -34,6 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from ..utils import HubUnreachableError
+from ..utils import hub_offline as _hub_offline
 from .arrow_columns import column_arrow
 from .cleaning import NORMALIZATIONS, check_normalization, deduplicate_pairs, normalize_texts
 
@@ -69,11 +71,6 @@ _SNIFF_BYTES = 64 * 1024
 _MAX_FIRST_LINE_BYTES = 16 * 1024 * 1024  # a header (or a BiMPM row) longer than this is not sniffed whole
 _BATCH_ROWS = 10_000  # rows per Arrow batch when normalising (eager map and streaming)
 _TEXT_KINDS = {"bimpm", "mrpc", "quora", "csv", "tsv"}
-_ENV_TRUE = {"1", "ON", "YES", "TRUE"}
-
-
-class HubUnreachableError(ConnectionError, ValueError):
-    """The Hub cannot be reached (offline mode or no network); both a ConnectionError and a ValueError."""
 
 
 @dataclass(frozen=True)
@@ -507,13 +504,6 @@ class _ShortRows:
             f"{self.source}: data row {row} has {fields} field(s), expected {len(self.layout.names)} "
             f"({', '.join(self.layout.names)}); is the file truncated, or is a line cut short?"
         )
-
-
-def _hub_offline() -> bool:
-    from huggingface_hub import constants
-
-    env = {os.environ.get(var, "").upper() for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
-    return bool(env & _ENV_TRUE) or bool(constants.HF_HUB_OFFLINE) or bool(datasets.config.HF_HUB_OFFLINE)
 
 
 def _load_hub(

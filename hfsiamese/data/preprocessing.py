@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import datasets
+import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
+from .arrow_columns import column_arrow
 from .collator import TOKEN_FIELDS
+
+# Per-row count of truncated texts, written by the map (so that it survives caching and
+# `num_proc` workers) and dropped once summed.
+_TRUNCATED_COLUMN = "__hfsiamese_truncated"
+# Without a limit of its own, a tokenizer says 1e30 (transformers' "no limit"); texts are cut here.
+DEFAULT_MAX_LENGTH = 512
 
 
 def tokenize_pairs(
@@ -23,31 +34,70 @@ def tokenize_pairs(
     Add `input_ids_a`, `attention_mask_a` (and `token_type_ids_a` where the tokenizer makes them)
     for the first texts and the `_b` columns for the second (and `_n` for explicit negatives when
     the data set has a `negative_column`, as `hfsiamese.data.triplets` makes), truncated to
-    `max_length` (the tokenizer's `model_max_length` by default). Padding is left to the collator. The `label` column
+    `max_length` (the tokenizer's `model_max_length` by default, at most 512), with a warning
+    giving the count of texts that were cut. Padding is left to the collator. The `label` column
     becomes `labels`, the name the Trainer passes to the loss. Text columns are dropped unless
-    `keep_text`.
+    `keep_text`. A null or non-text value is a ValueError naming its column and row.
     """
     for column in (question1_column, question2_column):
         if column not in dataset.column_names:
             raise ValueError(f"dataset has no column {column!r} (columns: {dataset.column_names})")
     if max_length is None:
-        max_length = min(tokenizer.model_max_length, 512)
+        max_length = min(tokenizer.model_max_length, DEFAULT_MAX_LENGTH)
+    if _TRUNCATED_COLUMN in dataset.column_names:
+        raise ValueError(f"dataset has a column named {_TRUNCATED_COLUMN!r}, which tokenize_pairs uses itself")
 
     sides = [("a", question1_column), ("b", question2_column)]
     if negative_column in dataset.column_names:
         sides.append(("n", negative_column))
 
-    def encode(batch: dict[str, list]) -> dict[str, list]:
-        out = {}
+    def encode(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
+        out: dict[str, list] = {}
+        truncated = [0] * len(indices)
         for side, column in sides:
-            encoded = tokenizer(batch[column], truncation=True, max_length=max_length)
+            texts = batch[column]
+            _check_texts(texts, column, indices)
+            encoded = tokenizer(texts, truncation=True, max_length=max_length)
+            for i, cut in enumerate(_truncated(encoded, max_length)):
+                truncated[i] += cut
             for field in TOKEN_FIELDS:
                 if field in encoded:
                     out[f"{field}_{side}"] = encoded[field]
+        out[_TRUNCATED_COLUMN] = truncated
         return out
 
     remove = [] if keep_text else [column for _, column in sides]
-    tokenized = dataset.map(encode, batched=True, num_proc=num_proc, remove_columns=remove, desc="Tokenizing pairs")
+    tokenized = dataset.map(
+        encode, batched=True, with_indices=True, num_proc=num_proc, remove_columns=remove, desc="Tokenizing pairs"
+    )
+    cut = pc.sum(column_arrow(tokenized, _TRUNCATED_COLUMN)).as_py() or 0
+    tokenized = tokenized.remove_columns(_TRUNCATED_COLUMN)
+    if cut:
+        warnings.warn(
+            f"{cut} of {len(tokenized) * len(sides)} texts were longer than max_length={max_length} tokens and were "
+            "truncated",
+            UserWarning,
+            stacklevel=2,
+        )
     if "label" in tokenized.column_names and "labels" not in tokenized.column_names:
         tokenized = tokenized.rename_column("label", "labels")
     return tokenized
+
+
+def _check_texts(texts: list[Any], column: str, indices: list[int]) -> None:
+    """The tokenizer's own error for a null or a number names neither the column nor the row."""
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(
+                f"column {column!r} holds {'a null' if text is None else f'a non-text value {text!r} ({type(text).__name__})'} in row "
+                f"{indices[position]}, not text; drop or fill such rows first (hfsiamese.data.load_pairs drops empty ones)"
+            )
+
+
+def _truncated(encoded: Any, max_length: int) -> list[bool]:
+    """Per text of a tokenised batch: was it cut at `max_length`?"""
+    encodings = getattr(encoded, "encodings", None)
+    if encodings:  # fast tokenizers keep the cut-off tokens of each text
+        return [bool(encoding.overflowing) for encoding in encodings]
+    # Python tokenizers keep no overflow: texts that reached the limit (an upper bound).
+    return [len(ids) >= max_length for ids in encoded["input_ids"]]
