@@ -1,13 +1,17 @@
 """Siamese (bi-encoder) model: one shared encoder, L2-normalised embeddings, cosine similarity.
 
 This file is copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), so it
-imports only torch, transformers and its sibling ``configuration_siamese``: a checkpoint loads with
+imports only torch, transformers and its siblings ``configuration_siamese`` and
+``pipeline_question_duplicates`` (copied along with it): a checkpoint loads with
 ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` where hfsiamese is not installed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +20,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
-from transformers.utils import ModelOutput
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME, ModelOutput
 
 from .configuration_siamese import SiameseConfig
+from .pipeline_question_duplicates import pipeline_config_entry
 
 
 @dataclass
@@ -86,6 +91,9 @@ class LSTMEncoder(nn.Module):
         )
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if input_ids.shape[1] == 0:  # a batch of empty texts only: give each one (pad) step
+            input_ids = input_ids.new_full((input_ids.shape[0], 1), self.embeddings.padding_idx or 0)
+            attention_mask = attention_mask.new_zeros((input_ids.shape[0], 1))
         lengths = _lengths_of_right_padded(attention_mask)
         # An empty text still needs one step for packing; its lone (pad) token has a zero embedding.
         safe_lengths = lengths.clamp(min=1)
@@ -122,6 +130,111 @@ class PairClassificationHead(nn.Module):
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
+
+
+# --------------------------------------------------------------------------------------------
+# Loading checks: safetensors only, and errors that name the file at fault
+# --------------------------------------------------------------------------------------------
+# Weight files that are pickles: unpickling one can run arbitrary code, so they are never read.
+_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+_ENV_TRUE = {"1", "ON", "YES", "TRUE"}
+
+
+def _offline_mode() -> bool:
+    return any(os.environ.get(name, "").upper() in _ENV_TRUE for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def _weights_file(name_or_path: str, kwargs: dict[str, Any]) -> str:
+    """
+    The safetensors file (or shard index) that `from_pretrained` will read, for error messages.
+
+    For a local folder it also refuses, before anything is read, a folder that holds only pickled
+    weights; transformers would otherwise fall back to them, or say only that a file is missing.
+    """
+    subfolder = kwargs.get("subfolder")
+    folder = os.path.join(name_or_path, subfolder) if subfolder else name_or_path
+    if not os.path.isdir(folder):
+        if os.path.isabs(name_or_path) or name_or_path.startswith((".", "~")) or name_or_path.count("/") > 1:
+            raise FileNotFoundError(f"model folder not found: {folder}")
+        return f"{SAFE_WEIGHTS_NAME} of {name_or_path!r}"
+    for name in (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME):
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    pickled = sorted(name for name in os.listdir(folder) if name.endswith(_PICKLE_SUFFIXES))
+    if pickled:
+        raise ValueError(
+            f"{os.path.join(folder, pickled[0])}: refusing to load pickled weights ({', '.join(pickled)}); Siamese "
+            f"models load from {SAFE_WEIGHTS_NAME} only, since unpickling a file can run arbitrary code. If you "
+            f"trust its origin, convert it once: safetensors.torch.save_file(torch.load(path, weights_only=True), "
+            f"'{SAFE_WEIGHTS_NAME}')"
+        )
+    raise FileNotFoundError(
+        f"{folder} holds no {SAFE_WEIGHTS_NAME}: is it a saved model folder? (files: {sorted(os.listdir(folder))})"
+    )
+
+
+def _is_safetensors_error(err: BaseException | None) -> bool:
+    # Matched by name: this file may import only torch and transformers (see the module docstring).
+    while err is not None:
+        if type(err).__name__ == "SafetensorError":
+            return True
+        err = err.__cause__ or err.__context__
+    return False
+
+
+@contextmanager
+def _clear_loading_errors(name_or_path: str, weights: str, *, what: str = "model") -> Iterator[None]:
+    """Re-raise the loaders' terse errors (an unnamed SafetensorError, a generic offline message) naming the file."""
+    try:
+        yield
+    except Exception as err:
+        if _is_safetensors_error(err):
+            raise ValueError(
+                f"{weights}: not a readable safetensors file ({err}); it is truncated or corrupted: "
+                "save or download it again"
+            ) from err
+        if isinstance(err, OSError) and not os.path.exists(name_or_path) and _offline_mode():
+            raise OSError(
+                f"cannot load the {what} {name_or_path!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not (or not "
+                "whole) in the local Hugging Face cache; pass a local folder, or download it once with network access"
+            ) from err
+        if isinstance(err, RuntimeError) and "ignore_mismatched_sizes" in str(err):
+            raise ValueError(
+                f"{weights}: tensor shapes differ from those its config describes (see the load report above): "
+                "the weights and config.json belong to different models"
+            ) from err
+        raise
+
+
+def _check_finite(model: nn.Module, weights: str) -> None:
+    """NaN/inf weights: bytes flipped in the file (safetensors has no checksum) or a run that diverged."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and tensor.device.type != "meta" and not torch.isfinite(tensor).all():
+            raise ValueError(
+                f"{weights}: tensor {name!r} holds NaN or infinite values; the file is corrupted (or was saved "
+                "from a run that diverged): save or download it again"
+            )
+
+
+def _tokenizer_file(tokenizer: Any) -> str:
+    """The file a tokenizer was loaded from, for error messages."""
+    name = str(getattr(tokenizer, "name_or_path", "") or "")
+    if name and os.path.isdir(name):
+        for file in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+            if os.path.isfile(os.path.join(name, file)):
+                return os.path.join(name, file)
+    return name or "the tokenizer given (built in memory, not loaded from a file)"
+
+
+def _truncated_count(features: Any, max_length: int | None) -> int:
+    """Texts of a tokenised batch that were cut at `max_length`."""
+    encodings = getattr(features, "encodings", None)
+    if encodings:  # fast tokenizers keep the cut-off tokens of each text
+        return sum(bool(encoding.overflowing) for encoding in encodings)
+    if max_length is None:
+        return 0
+    # Python tokenizers keep no overflow: count texts that reached the limit (an upper bound).
+    return int((features["attention_mask"].sum(dim=1) >= max_length).sum())
 
 
 class SiamesePreTrainedModel(PreTrainedModel):
@@ -168,11 +281,49 @@ class SiameseModel(SiamesePreTrainedModel):
     # Construction helpers
     # ----------------------------------------------------------------------------------------
     @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike | None, *model_args: Any, **kwargs: Any) -> Any:
+        """
+        [`PreTrainedModel.from_pretrained`] with safetensors weights only and errors naming the file.
+
+        Pickled weights (`pytorch_model.bin`) are refused, since unpickling can run code. What
+        transformers would pass with a warning (missing tensors left random, another model type's
+        config) or report without the file's name (a truncated or corrupted `model.safetensors`,
+        weights holding NaN/inf) is a ValueError naming the file; under HF_HUB_OFFLINE=1 a Hub id
+        that is not cached fails at once, saying so.
+        """
+        if kwargs.pop("use_safetensors", None) is False:
+            raise ValueError("Siamese models load safetensors weights only (use_safetensors=False would unpickle)")
+        if pretrained_model_name_or_path is None:  # weights given as state_dict=...: nothing on disk to check
+            return super().from_pretrained(pretrained_model_name_or_path, *model_args, use_safetensors=True, **kwargs)
+        source = str(pretrained_model_name_or_path)
+        weights = _weights_file(source, kwargs)
+        want_info = kwargs.pop("output_loading_info", False)
+        with _clear_loading_errors(source, weights):
+            model, info = super().from_pretrained(
+                pretrained_model_name_or_path, *model_args, use_safetensors=True, output_loading_info=True, **kwargs
+            )
+        if info["missing_keys"]:
+            missing = sorted(info["missing_keys"])
+            raise ValueError(
+                f"{weights} lacks {len(missing)} tensor(s) of this model ({', '.join(missing[:5])}): they would be "
+                "left random. The file is incomplete or holds another model's weights"
+            )
+        _check_finite(model, weights)
+        return (model, info) if want_info else model
+
+    @classmethod
     def from_encoder_pretrained(
         cls, encoder_name_or_path: str, *, pooling: str = "mean", projection_dim: int | None = None, **config_kwargs: Any
     ) -> SiameseModel:
-        """Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder."""
-        encoder = AutoModel.from_pretrained(encoder_name_or_path, **config_kwargs.pop("encoder_kwargs", {}))
+        """Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights only)."""
+        encoder_kwargs = dict(config_kwargs.pop("encoder_kwargs", {}))
+        if encoder_kwargs.pop("use_safetensors", None) is False:
+            raise ValueError("Siamese models load safetensors weights only (use_safetensors=False would unpickle)")
+        source = str(encoder_name_or_path)
+        weights = _weights_file(source, encoder_kwargs)
+        with _clear_loading_errors(source, weights, what="encoder"):
+            encoder = AutoModel.from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
+        _check_finite(encoder, weights)
         config = SiameseConfig(
             encoder_type="transformer",
             encoder_config=encoder.config.to_dict(),
@@ -195,6 +346,15 @@ class SiameseModel(SiamesePreTrainedModel):
             self.encoder.embeddings = value
         else:
             self.encoder.set_input_embeddings(value)
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
+        """
+        [`PreTrainedModel.save_pretrained`], with config.json also naming the `question-duplicates` pipeline
+        (`custom_pipelines`), whose code is saved beside the modeling code, so that
+        `pipeline("question-duplicates", model=folder, trust_remote_code=True)` works without hfsiamese.
+        """
+        self.config.custom_pipelines = {**(getattr(self.config, "custom_pipelines", None) or {}), **pipeline_config_entry()}
+        super().save_pretrained(save_directory, *args, **kwargs)
 
     # ----------------------------------------------------------------------------------------
     # Forward
@@ -260,16 +420,52 @@ class SiameseModel(SiamesePreTrainedModel):
     # ----------------------------------------------------------------------------------------
     # Inference helpers
     # ----------------------------------------------------------------------------------------
+    def check_tokenizer(self, tokenizer: Any) -> None:
+        """
+        Refuse a tokenizer that is not this model's, naming its file: ids past the embedding table
+        would fail deep inside the forward (or, within it, embed the wrong words). An LSTM's
+        vocabulary IS its tokenizer, so sizes (and the pad id) must be equal; a transformer's
+        table may have spare rows, so its tokenizer must only not be larger.
+        """
+        if not hasattr(tokenizer, "__len__"):
+            return
+        rows, size = self.get_input_embeddings().num_embeddings, len(tokenizer)
+        lstm = self.config.encoder_type == "lstm"
+        if size > rows or (lstm and size != rows):
+            raise ValueError(
+                f"{_tokenizer_file(tokenizer)}: the tokenizer has {size} tokens but the model's embedding table has "
+                f"{rows} rows{' (config.vocab_size)' if lstm else ''}: it is not the tokenizer this model was trained "
+                "with; use the tokenizer saved beside the model"
+                + ("" if lstm else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))")
+            )
+        pad = getattr(tokenizer, "pad_token_id", None)
+        if lstm and pad is not None and pad != self.config.pad_token_id:
+            raise ValueError(
+                f"{_tokenizer_file(tokenizer)}: the tokenizer pads with id {pad} but the model's pad_token_id is "
+                f"{self.config.pad_token_id}: it is not the tokenizer this model was trained with"
+            )
+
     def _resolve_tokenizer(self, tokenizer: Any | None) -> Any:
-        if tokenizer is not None:
-            return tokenizer
-        if self._tokenizer is None:
-            if not self.name_or_path:
-                raise ValueError("pass tokenizer=...: this model was not loaded from a folder that holds one")
-            # AutoTokenizer reads config.json, whose model type is this very (already running) code;
-            # without trust_remote_code it would prompt where hfsiamese is not installed.
-            self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
-        return self._tokenizer
+        if tokenizer is None:
+            if self._tokenizer is None:
+                if not self.name_or_path:
+                    raise ValueError("pass tokenizer=...: this model was not loaded from a folder that holds one")
+                # AutoTokenizer reads config.json, whose model type is this very (already running) code;
+                # without trust_remote_code it would prompt where hfsiamese is not installed.
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+            tokenizer = self._tokenizer
+        self.check_tokenizer(tokenizer)
+        return tokenizer
+
+    def _default_max_length(self, tokenizer: Any) -> int:
+        """
+        Tokens kept per text when `encode` gets no `max_length`: the tokenizer's `model_max_length`,
+        at most 512 (as `tokenize_pairs`) and at most the encoder's positions. A tokenizer saved
+        without a limit says 1e30, which would let one 100k-character text pad its whole batch.
+        """
+        limit = min(int(getattr(tokenizer, "model_max_length", None) or 512), 512)
+        positions = (self.config.encoder_config or {}).get("max_position_embeddings")
+        return min(limit, int(positions)) if self.config.encoder_type == "transformer" and positions else limit
 
     @torch.inference_mode()
     def encode(
@@ -285,6 +481,8 @@ class SiameseModel(SiamesePreTrainedModel):
         Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside
         the model) or an already tokenised batch (`input_ids`, `attention_mask`). Texts are sorted by
         length so that batches carry little padding; the result is in input order, on CPU, float32.
+        Texts longer than `max_length` tokens (default: the tokenizer's `model_max_length`, at most
+        512) are truncated, with a warning giving their count.
         """
         was_training = self.training
         self.eval()
@@ -297,7 +495,13 @@ class SiameseModel(SiamesePreTrainedModel):
             texts = list(texts)
             if not texts:
                 return torch.empty(0, self.config.sentence_embedding_dim)
+            bad = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
+            if bad is not None:
+                raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
             tokenizer = self._resolve_tokenizer(tokenizer)
+            if max_length is None:
+                max_length = self._default_max_length(tokenizer)
+            truncated = 0
             order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
             starts = range(0, len(texts), batch_size)
             if show_progress_bar:
@@ -308,8 +512,15 @@ class SiameseModel(SiamesePreTrainedModel):
             for start in starts:
                 chunk = [texts[i] for i in order[start : start + batch_size]]
                 features = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                truncated += _truncated_count(features, max_length)
                 features = {k: v.to(self.device) for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
                 chunks.append(self.embed(**features).cpu())
+            if truncated:
+                warnings.warn(
+                    f"{truncated} of {len(texts)} texts were longer than max_length={max_length} tokens and were truncated",
+                    UserWarning,
+                    stacklevel=3,
+                )
             embeddings = torch.cat(chunks)
             result = torch.empty_like(embeddings)
             result[torch.tensor(order)] = embeddings

@@ -1,0 +1,140 @@
+"""The `question-duplicates` pipeline: score text pairs with a Siamese model and apply its calibrated threshold.
+
+This file travels with every Siamese checkpoint: the modeling file imports it (relatively), so transformers
+copies it beside the weights on save and fetches it with the remote code on load, and the saved config.json
+declares it under `custom_pipelines`. Hence, where hfsiamese is not installed,
+
+    pipeline("question-duplicates", model=folder_or_repo, trust_remote_code=True)
+
+still works. Like the modeling file, it may import only torch, transformers and the standard library.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+from transformers import Pipeline
+
+PIPELINE_TASK = "question-duplicates"
+SIDE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def pipeline_config_entry() -> dict[str, dict[str, Any]]:
+    """The `custom_pipelines` entry of config.json that points `pipeline()` at this file's class."""
+    module = QuestionDuplicatesPipeline.__module__.rsplit(".", 1)[-1]
+    return {PIPELINE_TASK: {"impl": f"{module}.{QuestionDuplicatesPipeline.__name__}", "pt": ["AutoModel"], "type": "text"}}
+
+
+def _as_pair(item: Any) -> tuple[str, str]:
+    """One pair, from a `(text_a, text_b)` tuple/list or a `{"text": ..., "text_pair": ...}` dict."""
+    if isinstance(item, Mapping):
+        if set(item) != {"text", "text_pair"}:
+            raise ValueError(f"a pair given as a dict needs exactly the keys 'text' and 'text_pair', got {sorted(item)}")
+        pair = (item["text"], item["text_pair"])
+    elif isinstance(item, (tuple, list)) and len(item) == 2:
+        pair = tuple(item)
+    else:
+        raise ValueError(
+            "each input must be a pair of texts: a (text_a, text_b) tuple or {'text': ..., 'text_pair': ...}, "
+            f"got {item!r:.80}"
+        )
+    if not all(isinstance(text, str) for text in pair):
+        raise ValueError(f"both texts of a pair must be strings, got types {[type(t).__name__ for t in pair]}")
+    return pair
+
+
+class QuestionDuplicatesPipeline(Pipeline):
+    """
+    Decides whether two texts are duplicates with a Siamese model.
+
+    Inputs: one pair (a `(text_a, text_b)` tuple or a `{"text": ..., "text_pair": ...}` dict), a list of
+    pairs (one result each) or a generator of pairs (results streamed). Output per pair: `{"score": float, "is_duplicate": bool}`, where the score is the cosine
+    similarity of the two embeddings (the classification head's probability of "duplicate" when the model
+    has one) and `is_duplicate` is `score >= threshold`. The threshold is `model.config.threshold`, the one
+    calibrated on validation pairs during training, unless `threshold=` is given.
+
+    Example:
+
+    ```python
+    >>> from transformers import pipeline
+    >>> pipe = pipeline("question-duplicates", model="outputs/lstm_qqp", trust_remote_code=True)
+    >>> pipe(("How do I learn Python?", "What is the best way to learn Python?"))
+    ```
+    """
+
+    _load_tokenizer = True
+    _load_processor = False
+    _load_image_processor = False
+    _load_video_processor = False
+    _load_feature_extractor = False
+
+    def _sanitize_parameters(
+        self, threshold: float | None = None, max_length: int | None = None, **kwargs: Any
+    ) -> tuple[dict, dict, dict]:
+        if kwargs:
+            raise TypeError(f"{PIPELINE_TASK} pipeline got unexpected parameters {sorted(kwargs)}")
+        preprocess_params = {"max_length": max_length} if max_length is not None else {}
+        postprocess_params = {"threshold": float(threshold)} if threshold is not None else {}
+        return preprocess_params, {}, postprocess_params
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> dict[str, Any] | list[dict[str, Any]] | Iterator[dict[str, Any]]:
+        # A bare tuple is one pair, not a batch of two texts; the base class would treat it as a batch.
+        if isinstance(inputs, (tuple, Mapping)):
+            inputs = _as_pair(inputs)
+            single = True
+        elif isinstance(inputs, list):
+            if not inputs:
+                return []
+            inputs = [_as_pair(item) for item in inputs]
+            single = False
+        elif isinstance(inputs, types.GeneratorType):
+            self._threshold(kwargs.get("threshold", self._postprocess_params.get("threshold")))
+            return super().__call__((_as_pair(item) for item in inputs), **kwargs)
+        else:
+            raise ValueError(
+                "pass a pair of texts, (text_a, text_b) or {'text': ..., 'text_pair': ...}, or a list of pairs; "
+                f"got {type(inputs).__name__}"
+            )
+        # Fail before any compute when no threshold is known.
+        self._threshold(kwargs.get("threshold", self._postprocess_params.get("threshold")))
+        outputs = super().__call__([inputs] if single else inputs, **kwargs)
+        return outputs[0] if single else outputs
+
+    def _threshold(self, threshold: float | None) -> float:
+        threshold = self.model.config.threshold if threshold is None else threshold
+        if threshold is None:
+            raise ValueError(
+                "no threshold: this model's config.threshold is not set (it is calibrated by SiameseTrainer.evaluate) "
+                "and no threshold= was passed to the pipeline"
+            )
+        return float(threshold)
+
+    def preprocess(self, pair: tuple[str, str], max_length: int | None = None) -> dict[str, torch.Tensor]:
+        if max_length is None:
+            # Truncate where the model's own `encode` does, so that scores equal `predict`'s.
+            default = getattr(self.model, "_default_max_length", None)
+            max_length = default(self.tokenizer) if default is not None else None
+        # Each side is tokenised on its own: the encoder embeds every text separately.
+        features = {}
+        for side, text in zip(("a", "b"), pair):
+            encoded = self.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
+            for key in SIDE_INPUTS:
+                if key in encoded:
+                    features[f"{key}_{side}"] = encoded[key]
+        return features
+
+    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        outputs = self.model(**model_inputs, return_dict=True)
+        if outputs.logits is not None:
+            return {"scores": outputs.logits.float().softmax(dim=-1)[:, 1]}
+        return {"scores": outputs.similarity.float()}
+
+    def postprocess(self, model_outputs: dict[str, torch.Tensor], threshold: float | None = None) -> dict[str, Any]:
+        score = float(model_outputs["scores"].reshape(-1)[0])
+        return {"score": score, "is_duplicate": score >= self._threshold(threshold)}
+
+
+__all__ = ["QuestionDuplicatesPipeline", "PIPELINE_TASK", "pipeline_config_entry"]
