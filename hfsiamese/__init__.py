@@ -1,9 +1,11 @@
 """hfsiamese: Siamese (bi-encoder) networks for duplicate-question and paraphrase detection."""
 
 from transformers import AutoConfig, AutoModel
+from transformers.pipelines import PIPELINE_REGISTRY
 
 from .configuration_siamese import SiameseConfig
 from .modeling_siamese import SiameseModel, SiameseModelOutput
+from .pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline
 
 # Auto classes: `AutoModel.from_pretrained(folder)` works with hfsiamese imported, and the saved
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.
@@ -11,7 +13,11 @@ AutoConfig.register(SiameseConfig.model_type, SiameseConfig, exist_ok=True)
 AutoModel.register(SiameseConfig, SiameseModel, exist_ok=True)
 SiameseConfig.register_for_auto_class()
 SiameseModel.register_for_auto_class("AutoModel")
+# `pipeline("question-duplicates", model=SiameseModel instance, tokenizer=...)` with hfsiamese imported; a
+# checkpoint folder or repo also names the pipeline in its config.json (loaded with trust_remote_code=True).
+if PIPELINE_TASK not in PIPELINE_REGISTRY.supported_tasks:
+    PIPELINE_REGISTRY.register_pipeline(PIPELINE_TASK, pipeline_class=QuestionDuplicatesPipeline, pt_model=AutoModel, type="text")
 
 __version__ = "0.1.0"
 
-__all__ = ["SiameseConfig", "SiameseModel", "SiameseModelOutput", "__version__"]
+__all__ = ["SiameseConfig", "SiameseModel", "SiameseModelOutput", "QuestionDuplicatesPipeline", "__version__"]
