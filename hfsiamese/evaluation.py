@@ -1,14 +1,65 @@
-"""Scoring labelled pair files with a trained model: the metrics `recipes/evaluate.py` prints."""
+"""
+Scoring data with a trained model: pair decisions (what `recipes/evaluate.py` prints) and
+retrieval over duplicate groups (each question searching all the others for its duplicates).
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import datasets
 import numpy as np
+import pyarrow as pa
+import torch
 
-from .metrics import pair_classification_metrics
+from .data.arrow_columns import column_arrow
+from .data.groups import question_groups
+from .metrics import pair_classification_metrics, retrieval_metrics
+from .metrics.ranking import check_ks
+from .search import topk_cosine
+
+__all__ = ["decision_threshold", "evaluate_pairs", "evaluate_retrieval", "question_corpus", "score_labelled_pairs"]
+
+PAIR_COLUMNS = ("question1", "question2", "label")
+
+
+def score_labelled_pairs(
+    model: Any,
+    dataset: datasets.Dataset,
+    tokenizer: Any | None = None,
+    *,
+    batch_size: int = 256,
+    max_length: int | None = None,
+    show_progress_bar: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The model's score of every pair of `dataset` (`question1`, `question2`, `label`), and the labels."""
+    missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs")
+    encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
+    scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
+    return scores.double().numpy(), np.asarray(dataset["label"], dtype=np.int64)
+
+
+def decision_threshold(model: Any, threshold: float | None = None) -> float | None:
+    """
+    `threshold` if given, else the model's calibrated `config.threshold`. `None` (with a warning)
+    when the model has none: the metrics then calibrate on the very pairs they score, which is
+    optimistic and must not be reported as a test result.
+    """
+    if threshold is not None:
+        return threshold
+    threshold = model.config.threshold
+    if threshold is None:
+        warnings.warn(
+            "the model has no calibrated threshold (config.threshold): calibrating on the evaluated pairs "
+            "themselves, so accuracy/F1 are optimistic",
+            UserWarning,
+            stacklevel=3,
+        )
+    return threshold
 
 
 def evaluate_pairs(
@@ -29,19 +80,78 @@ def evaluate_pairs(
     A model without a calibrated threshold gets one fitted on these very pairs, with a warning:
     that figure is optimistic and must not be reported as a test result.
     """
-    missing = [c for c in ("question1", "question2", "label") if c not in dataset.column_names]
-    if missing:
-        raise ValueError(f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs")
-    if threshold is None:
-        threshold = model.config.threshold
-        if threshold is None:
-            warnings.warn(
-                "the model has no calibrated threshold (config.threshold): calibrating on the evaluated pairs "
-                "themselves, so accuracy/F1 are optimistic",
-                UserWarning,
-                stacklevel=2,
-            )
+    scores, labels = score_labelled_pairs(
+        model, dataset, tokenizer, batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar
+    )
+    threshold = decision_threshold(model, threshold)
+    return pair_classification_metrics(scores, labels, threshold=threshold)
+
+
+def question_corpus(pairs: datasets.Dataset, *, normalize: bool = True) -> tuple[list[str], np.ndarray]:
+    """
+    The distinct questions of a pair data set and the duplicate group of each.
+
+    Questions are identified as `hfsiamese.data.assign_duplicate_groups` identifies them (ids when
+    the pairs have `qid1`/`qid2`, else normalised text); each is represented by the text of its
+    first occurrence. Groups are the connected components of the duplicate (label-1) pairs.
+    """
+    _, _, group_of, first_position = question_groups(pairs, normalize=normalize)
+    # first_position indexes the concatenation [question1 column, question2 column].
+    both_sides = pa.chunked_array(column_arrow(pairs, "question1").chunks + column_arrow(pairs, "question2").chunks)
+    return both_sides.take(pa.array(first_position)).to_pylist(), group_of
+
+
+def evaluate_retrieval(
+    model: Any,
+    questions: Sequence[str],
+    group_ids: Sequence[int] | np.ndarray,
+    tokenizer: Any | None = None,
+    *,
+    k: int | Iterable[int] = (1, 5, 10),
+    batch_size: int = 256,
+    max_length: int | None = None,
+    show_progress_bar: bool = False,
+    query_chunk_size: int = 1024,
+    corpus_chunk_size: int = 65536,
+) -> dict[str, float]:
+    """
+    Duplicate retrieval: every question searches all the others; its duplicates are the other
+    questions of its group.
+
+    Questions alone in their group have nothing to find, so they are no queries, but they stay in
+    the corpus as distractors. The search is exact and chunked (`hfsiamese.search.topk_cosine`),
+    so memory stays bounded however many questions there are. Returns `mrr@k`, `recall@k` and
+    `ndcg@k` for every k, `num_queries` and `corpus_size`.
+    """
+    ks = check_ks(k)
+    group_ids = np.asarray(group_ids)
+    if group_ids.ndim != 1 or len(group_ids) != len(questions):
+        raise ValueError(f"got {len(questions)} questions but group ids of shape {group_ids.shape}")
+    _, group_index, group_sizes = np.unique(group_ids, return_inverse=True, return_counts=True)
+    queries = np.flatnonzero(group_sizes[group_index] > 1)
+    if queries.size == 0:
+        raise ValueError(
+            f"none of the {len(questions)} questions shares a duplicate group with another: nothing to retrieve"
+        )
+    # Members of every group, as slices of one array sorted by group.
+    by_group = np.argsort(group_index, kind="stable")
+    group_starts = np.concatenate([[0], np.cumsum(group_sizes)])
+    relevant = []
+    for query in queries:
+        group = group_index[query]
+        members = by_group[group_starts[group] : group_starts[group + 1]]
+        relevant.append(members[members != query].tolist())
+
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
-    scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
-    labels = np.asarray(dataset["label"], dtype=np.int64)
-    return pair_classification_metrics(scores.numpy(), labels, threshold=threshold)
+    embeddings = model.encode(list(questions), tokenizer, **encode)
+    query_rows = torch.from_numpy(queries)
+    _, retrieved = topk_cosine(
+        embeddings[query_rows],
+        embeddings,
+        max(ks),
+        query_chunk_size=query_chunk_size,
+        corpus_chunk_size=corpus_chunk_size,
+        exclude_indices=query_rows,
+    )
+    metrics = retrieval_metrics(retrieved.tolist(), relevant, k=ks)
+    return {**metrics, "num_queries": int(queries.size), "corpus_size": len(questions)}

@@ -4,16 +4,23 @@ A local `evaluate` module, shipped inside hfsiamese so that it loads offline:
 `evaluate.load(hfsiamese.metrics.PAIR_CLASSIFICATION)`.
 """
 
+# One import per line: evaluate's loader for local modules reads imports line by line.
 import datasets
 import evaluate
 import numpy
 import sklearn.metrics
 
+from hfsiamese.metrics.thresholds import best_threshold
+from hfsiamese.metrics.thresholds import check_calibration_options
+from hfsiamese.metrics.thresholds import check_pair_inputs
+
 _DESCRIPTION = """
 Scores each pair by a similarity (higher = more likely duplicate) and reports:
 accuracy, precision, recall and F1 of the decision `score >= threshold`; average precision and
-ROC-AUC of the scores (threshold-free); and the threshold itself. Without a `threshold`, the one
-that maximises `calibrate_for` ("accuracy" or "f1") on these very pairs is chosen and reported, so
+ROC-AUC of the scores (threshold-free); and the threshold itself. Without a `threshold`, one is
+chosen on these very pairs and reported: the one that maximises `calibrate_for` ("accuracy" or
+"f1"), or with calibrate_for="precision" the lowest one whose precision reaches
+`target_precision` (the most recall at that precision; an error when none reaches it). So
 calibrate on validation data and pass that threshold when scoring test data.
 """
 
@@ -22,7 +29,9 @@ Args:
     predictions (`list` of `float`): similarity score of each pair.
     references (`list` of `int`): 1 for duplicates, 0 otherwise.
     threshold (`float`, optional): decision threshold; calibrated when omitted.
-    calibrate_for (`str`, optional, defaults to "accuracy"): what the calibration maximises.
+    calibrate_for (`str`, optional, defaults to "accuracy"): what the calibration optimises:
+        "accuracy", "f1" or "precision".
+    target_precision (`float`, optional): with calibrate_for="precision", the precision to reach, in (0, 1].
 Returns:
     accuracy, precision, recall, f1, average_precision, roc_auc, threshold, num_pairs.
 Examples:
@@ -42,37 +51,6 @@ _CITATION = """
 }
 """
 
-CALIBRATION_TARGETS = ("accuracy", "f1")
-
-
-def best_threshold(scores, labels, calibrate_for="accuracy"):
-    """The threshold maximising accuracy or F1 of `score >= threshold`.
-
-    Every distinct score is a candidate cut (taken from scikit-learn's ROC / PR curves, so no
-    Python loop over pairs); the returned threshold lies halfway between the best cut and the next
-    lower score, which generalises better than sitting exactly on a training score.
-    """
-    if calibrate_for not in CALIBRATION_TARGETS:
-        raise ValueError(f"calibrate_for must be one of {CALIBRATION_TARGETS}, got {calibrate_for!r}")
-    scores = numpy.asarray(scores, dtype=numpy.float64)
-    labels = numpy.asarray(labels, dtype=numpy.int64)
-    positives = labels.sum()
-    negatives = len(labels) - positives
-    fpr, tpr, thresholds = sklearn.metrics.roc_curve(labels, scores, drop_intermediate=False)
-    if calibrate_for == "accuracy":
-        objective = (tpr * positives + (1.0 - fpr) * negatives) / len(labels)
-    else:
-        true_pos = tpr * positives
-        predicted_pos = true_pos + fpr * negatives
-        objective = numpy.divide(2 * true_pos, predicted_pos + positives, out=numpy.zeros_like(true_pos), where=(predicted_pos + positives) > 0)
-    best = int(numpy.argmax(objective))
-    cut = thresholds[best]
-    if not numpy.isfinite(cut):
-        # sklearn's first candidate (+inf) means "call nothing a duplicate".
-        return float(min(1.0, scores.max() + 1e-6))
-    lower = scores[scores < cut]
-    return float((cut + lower.max()) / 2.0) if lower.size else float(cut)
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class PairClassification(evaluate.Metric):
@@ -87,15 +65,11 @@ class PairClassification(evaluate.Metric):
             reference_urls=["https://scikit-learn.org/stable/modules/model_evaluation.html"],
         )
 
-    def _compute(self, predictions, references, threshold=None, calibrate_for="accuracy"):
-        scores = numpy.asarray(predictions, dtype=numpy.float64)
-        labels = numpy.asarray(references, dtype=numpy.int64)
-        if len(scores) == 0:
-            raise ValueError("no pairs to evaluate")
-        if not set(numpy.unique(labels).tolist()) <= {0, 1}:
-            raise ValueError("references must be 0/1 labels")
+    def _compute(self, predictions, references, threshold=None, calibrate_for="accuracy", target_precision=None):
+        check_calibration_options(calibrate_for, target_precision)
+        scores, labels = check_pair_inputs(predictions, references)
         if threshold is None:
-            threshold = best_threshold(scores, labels, calibrate_for)
+            threshold = best_threshold(scores, labels, calibrate_for, target_precision)
         decisions = (scores >= threshold).astype(numpy.int64)
         both_classes = len(numpy.unique(labels)) == 2
         return {
@@ -106,5 +80,5 @@ class PairClassification(evaluate.Metric):
             "average_precision": float(sklearn.metrics.average_precision_score(labels, scores)) if both_classes else float("nan"),
             "roc_auc": float(sklearn.metrics.roc_auc_score(labels, scores)) if both_classes else float("nan"),
             "threshold": float(threshold),
-            "num_pairs": int(len(labels)),
+            "num_pairs": len(labels),
         }

@@ -1,0 +1,71 @@
+#!/usr/bin/env python
+"""Write the validation pairs a training recipe split off, so that they can be evaluated again.
+
+    python benchmarks/export_validation_slice.py outputs/qqp_validation.jsonl
+    python benchmarks/export_validation_slice.py outputs/qqp_test.jsonl --config my.yaml --split test
+
+The split is recomputed with `recipes/train.py`'s own `load_data`, from the data keys of the
+recipe config (default: recipes/configs/lstm_qqp.yaml: the embedded QQP pairs, split by question
+with validation_fraction 0.1 and split_seed 42), so the rows are exactly the ones the recipe
+validated (and calibrated its threshold) on. Written as JSON lines (`question1`, `question2`,
+`label`, plus `qid1`/`qid2` when the source has them), which `hfsiamese.data.load_pairs` and
+`recipes/evaluate.py` read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN_RECIPE = REPO / "recipes" / "train.py"
+DEFAULT_CONFIG = REPO / "recipes" / "configs" / "lstm_qqp.yaml"
+
+
+def load_train_recipe():
+    """recipes/train.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("hfsiamese_train_recipe", TRAIN_RECIPE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("output_file", help="JSON-lines file to write (refused if it exists, unless --overwrite).")
+    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="Recipe config whose data keys define the split.")
+    parser.add_argument("--split", default="validation", choices=["train", "validation", "test"])
+    parser.add_argument("--overwrite", action="store_true")
+    args = parser.parse_args(argv)
+    output = Path(args.output_file)
+    if output.exists() and not args.overwrite:
+        raise SystemExit(f"{output} exists: pass --overwrite to replace it")
+
+    recipe = load_train_recipe()
+    import datasets
+
+    from hfsiamese.cli_args import read_config_file
+
+    datasets.utils.logging.disable_progress_bar()
+
+    data_keys = {f.name for f in dataclasses.fields(recipe.DataArguments)}
+    data_args = recipe.DataArguments(**{k: v for k, v in read_config_file(args.config).items() if k in data_keys})
+    splits = recipe.load_data(data_args)
+    if args.split not in splits:
+        raise SystemExit(f"the config makes no {args.split!r} split (it makes {sorted(splits)})")
+    pairs = splits[args.split]
+    pairs = pairs.remove_columns([c for c in pairs.column_names if c not in ("question1", "question2", "label", "qid1", "qid2")])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    pairs.to_json(str(output), lines=True, force_ascii=False)
+    summary = {"file": str(output), "split": args.split, "pairs": len(pairs), "duplicates": int(sum(pairs["label"]))}
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""recipes/evaluate.py with a report and retrieval metrics, on a tiny saved model and real QQP pairs."""
+
+import importlib.util
+import json
+import sys
+
+import pytest
+import torch
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.data import load_pairs
+from hfsiamese.evaluation import evaluate_retrieval, question_corpus
+from hfsiamese.tokenization import train_word_tokenizer
+from tests.conftest import QQP_FILE, REPO_ROOT
+from tests.recipes.test_recipes import run
+
+EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
+THRESHOLD = 0.6
+
+
+def _load_recipe():
+    # Loaded under another name: a module called `evaluate` would shadow the evaluate library.
+    spec = importlib.util.spec_from_file_location("hfsiamese_evaluate_recipe", EVALUATE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def saved_model_and_pairs(tmp_path_factory):
+    """A tiny untrained LSTM saved with its tokenizer and a threshold, and 300 QQP pairs with duplicate groups."""
+    tmp = tmp_path_factory.mktemp("evaluate_recipe")
+    pairs_file = tmp / "pairs.tsv"
+    pairs_file.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:300]), encoding="utf-8")
+    pairs = load_pairs(str(pairs_file), deduplicate=False)
+    tokenizer = train_word_tokenizer(list(pairs["question1"]) + list(pairs["question2"]), vocab_size=800, model_max_length=128)
+    torch.manual_seed(0)
+    config = SiameseConfig(encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, pad_token_id=0)
+    model = SiameseModel(config)
+    model.config.threshold = THRESHOLD
+    model_dir = tmp / "model"
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    return model_dir, pairs_file, model, tokenizer, pairs
+
+
+def test_report_and_retrieval_in_one_json_object(saved_model_and_pairs, tmp_path, capsys):
+    model_dir, pairs_file, model, tokenizer, pairs = saved_model_and_pairs
+    report = tmp_path / "report"
+    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
+    args += ["--retrieval", "--retrieval_k", "1", "3"]
+    returned = _load_recipe().main(args)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(lines) == 1
+    printed = json.loads(lines[0])
+    assert printed == pytest.approx(returned)
+    assert printed["threshold"] == pytest.approx(THRESHOLD)  # the model's, never re-fitted on test pairs
+    assert printed["num_pairs"] == 300
+
+    questions, groups = question_corpus(pairs)
+    expected = evaluate_retrieval(model, questions, groups, tokenizer, k=(1, 3))
+    for name in ("mrr@1", "mrr@3", "recall@3", "ndcg@3", "num_queries", "corpus_size"):
+        assert printed[f"retrieval_{name}"] == pytest.approx(expected[name]), name
+    assert 0 < printed["retrieval_num_queries"] < printed["retrieval_corpus_size"]
+    assert "retrieval_mrr@10" not in printed
+
+    assert json.loads((report / "metrics.json").read_text()) == pytest.approx(printed)
+    summary = (report / "report.md").read_text()
+    assert str(model_dir) in summary and str(pairs_file) in summary and "retrieval_ndcg@3" in summary
+    for name in ("similarity_histogram.png", "precision_recall_curve.png", "threshold_sweep.png"):
+        assert (report / name).stat().st_size > 10_000, name
+
+
+def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tmp_path, capsys):
+    model_dir, pairs_file, *_ = saved_model_and_pairs
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "keep.txt").write_text("a user's file")
+    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
+    recipe = _load_recipe()
+    with pytest.raises(FileExistsError, match="--overwrite_report_dir"):
+        recipe.main(args)
+    assert capsys.readouterr().out == ""
+    recipe.main([*args, "--overwrite_report_dir"])
+    assert (report / "keep.txt").read_text() == "a user's file" and (report / "report.md").is_file()
+
+
+def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
+    """As a user runs it: the script's folder (holding `evaluate.py`) must not shadow the evaluate library."""
+    model_dir, pairs_file, *_ = saved_model_and_pairs
+    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)]
+    args += ["--retrieval", "--report_dir", str(tmp_path / "report")]
+    result = run([sys.executable, str(EVALUATE), *args], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    printed = json.loads(result.stdout)
+    assert {"retrieval_mrr@10", "retrieval_recall@5", "retrieval_ndcg@1", "average_precision"} <= set(printed)
+    assert (tmp_path / "report" / "report.md").is_file()
