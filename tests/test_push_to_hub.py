@@ -154,20 +154,32 @@ def test_trainer_push_uploads_a_complete_checkpoint(hub, tiny_lstm, word_tokeniz
     assert child["pipeline"] == pytest.approx(expected, abs=1e-5)
 
 
-def test_model_and_tokenizer_push(hub, tiny_bert_dir, word_tokenizer, tmp_path):
+def test_model_push_uploads_weights_code_tokenizer_and_card(hub, tiny_bert_dir, word_tokenizer, tmp_path):
     from hfsiamese import SiameseModel
 
     model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir), threshold=0.25)
-    model.push_to_hub("someone/tiny-bert-siamese")
-    # transformers' model push: weights, config and code, with a generic card of its own (the tokenizer and
-    # the hfsiamese card travel with the Trainer's push, or with tokenizer.push_to_hub / upload_folder).
-    assert hub.files("someone/tiny-bert-siamese") == MODEL_FILES | {CARD}
-    word_tokenizer.push_to_hub("someone/tiny-bert-siamese")
+    with pytest.raises(ValueError, match="needs the tokenizer"):
+        model.push_to_hub("someone/tiny-bert-siamese")
+    model.push_to_hub("someone/tiny-bert-siamese", tokenizer=word_tokenizer)
     assert hub.files("someone/tiny-bert-siamese") == MODEL_FILES | TOKENIZER_FILES | {CARD}
+    card = ModelCard.load(hub.repo("someone/tiny-bert-siamese") / CARD)
+    assert "hfsiamese" in card.data.tags and "trust_remote_code=True" in card.text
 
     child = run_without_hfsiamese(LOAD_CHILD, [hub.repo("someone/tiny-bert-siamese"), json.dumps(PAIRS)], tmp_path)
     assert child["threshold"] == 0.25
     assert child["similarity"] == pytest.approx(expected_scores(model, word_tokenizer), abs=1e-5)
+
+
+def test_model_loaded_from_a_folder_pushes_its_own_tokenizer_and_card(hub, tiny_lstm, word_tokenizer, tmp_path):
+    from transformers import AutoModel
+
+    folder = tmp_path / "trained"
+    tiny_lstm.save_pretrained(folder)
+    word_tokenizer.save_pretrained(folder)
+    (folder / CARD).write_text("---\nlicense: apache-2.0\ntags:\n- hfsiamese\n---\n# my trained model\n")
+    AutoModel.from_pretrained(folder).push_to_hub("someone/trained")
+    assert hub.files("someone/trained") == MODEL_FILES | TOKENIZER_FILES | {CARD}
+    assert (hub.repo("someone/trained") / CARD).read_text().endswith("# my trained model\n")
 
 
 def load_recipe(monkeypatch):
