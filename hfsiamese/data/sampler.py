@@ -33,8 +33,11 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
     Guarantees, for every epoch: each index at most once; all batches full except possibly the
     last; a last batch of one pair is dropped (in-batch negatives need two), and with `drop_last`
     any incomplete last batch; `len(self)` is the number of indices yielded, the same every
-    epoch. The order is shuffled per epoch from `seed + epoch` (call `set_epoch`, as the
-    Trainer/accelerate do). Nothing depends on the process rank: accelerate shards whole batches.
+    epoch. The order of an epoch is a pure function of `(seed, epoch)`: it draws only from its
+    own generator seeded with both (never from the global RNGs, never from earlier epochs), so a run
+    resumed mid-epoch replays the same batches (the Trainer and accelerate call `set_epoch`, then
+    skip the batches already trained on). Nothing depends on the process rank: accelerate shards
+    whole batches.
 
     When no such batching holds every pair (a group with more pairs than there are batches), each
     epoch uses a random subset of the largest feasible size of every oversized group, with a
@@ -59,6 +62,8 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
             raise ValueError(f"group_ids must be one-dimensional, got shape {groups.shape}")
         if len(groups) == 0:
             raise ValueError("group_ids is empty: nothing to sample")
+        if int(seed) != seed or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.batch_size = int(batch_size)
         self.seed = int(seed)
         self.drop_last = bool(drop_last)
@@ -92,7 +97,9 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
 
     # ----------------------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
-        """Use the order of `epoch` on the next iteration (reproducible: seeded by seed + epoch)."""
+        """Use the order of `epoch` on the next iteration (a function of `(seed, epoch)` only)."""
+        if int(epoch) != epoch or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative integer, got {epoch!r}")
         self.epoch = int(epoch)
 
     def __len__(self) -> int:
@@ -118,7 +125,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         shuffle buckets), so an epoch does not run from short to long. Returns None if the repair
         fails (pathological group structures); the caller then uses the length-blind order.
         """
-        rng = np.random.default_rng(self.seed + epoch)
+        rng = self._generator(epoch)
         kept = self._kept_indices(rng)
         jitter = 1.0 + 0.2 * (rng.random(len(kept)) - 0.5)
         stream = kept[np.argsort(self._lengths[kept] * jitter, kind="stable")].tolist()
@@ -203,7 +210,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         3. Shuffle the order of the full batches and the order inside each batch; the incomplete
            batch, if kept, comes last so that the DataLoader's chunks are exactly our batches.
         """
-        rng = np.random.default_rng(self.seed + epoch)
+        rng = self._generator(epoch)
         n, nb, size = self.num_kept, self.num_batches, self.batch_size
         kept = self._kept_indices(rng)
         gid = self._group_index[kept]
@@ -228,6 +235,10 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
         order = np.lexsort((rng.random(n), batch_rank[batch]))
         return sequence[order][: len(self)]
+
+    def _generator(self, epoch: int) -> np.random.Generator:
+        # Seeded with the pair (seed, epoch), not their sum: seed 1 epoch 0 and seed 0 epoch 1 must differ.
+        return np.random.default_rng([self.seed, epoch])
 
     def _kept_indices(self, rng: np.random.Generator) -> np.ndarray:
         """All indices, or, when groups are capped, a random `max_pairs_per_group` of each group."""

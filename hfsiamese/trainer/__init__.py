@@ -1,6 +1,6 @@
 """Training: `SiameseTrainer` and its arguments."""
 
 from .siamese_config import SiameseTrainingArguments
-from .siamese_trainer import SiameseTrainer
+from .siamese_trainer import NonFiniteLossError, SiameseTrainer
 
-__all__ = ["SiameseTrainer", "SiameseTrainingArguments"]
+__all__ = ["NonFiniteLossError", "SiameseTrainer", "SiameseTrainingArguments"]

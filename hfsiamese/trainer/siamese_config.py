@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from transformers import TrainingArguments
 
 from ..losses import LOSSES, get_loss, loss_kwargs_for
+from ..metrics.thresholds import check_calibration_options
 
 
 @dataclass
@@ -62,18 +63,36 @@ class SiameseTrainingArguments(TrainingArguments):
     calibrate_threshold: bool = field(
         default=True,
         metadata={
-            "help": "At each evaluation, choose the threshold that maximises `calibrate_for` on the evaluation "
+            "help": "At each evaluation, choose the threshold that is best for `calibrate_for` on the evaluation "
             "pairs and store it in model.config.threshold."
         },
     )
     calibrate_for: str = field(
-        default="accuracy", metadata={"help": "What threshold calibration maximises: 'accuracy' or 'f1'."}
+        default="accuracy",
+        metadata={
+            "help": "What threshold calibration optimises: 'accuracy' or 'f1' (maximised), or 'precision': the "
+            "lowest threshold whose precision reaches target_precision (the most recall at that precision).",
+            "choices": ["accuracy", "f1", "precision"],
+        },
+    )
+    target_precision: float | None = field(
+        default=None,
+        metadata={"help": "calibrate_for='precision': the precision the threshold must reach, in (0, 1]."},
     )
     no_duplicate_batches: bool = field(
         default=True,
         metadata={
             "help": "Sample training batches so that no duplicate group (hence no question) appears twice in a batch; "
             "needs a `group_id` column."
+        },
+    )
+    nan_policy: str = field(
+        default="raise",
+        metadata={
+            "help": "What a NaN or infinite training loss does: 'raise' stops training with an error naming the step "
+            "and the batch; 'skip' drops the batch (no backward pass, no update from it) and counts it in the logs "
+            "as `skipped_batches`.",
+            "choices": ["raise", "skip"],
         },
     )
     overwrite_output_dir: bool = field(
@@ -88,8 +107,9 @@ class SiameseTrainingArguments(TrainingArguments):
         super().__post_init__()
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; available: {sorted(LOSSES)}")
-        if self.calibrate_for not in ("accuracy", "f1"):
-            raise ValueError(f"calibrate_for must be 'accuracy' or 'f1', got {self.calibrate_for!r}")
+        if self.nan_policy not in ("raise", "skip"):
+            raise ValueError(f"nan_policy must be 'raise' or 'skip', got {self.nan_policy!r}")
+        check_calibration_options(self.calibrate_for, self.target_precision)
         if self.per_device_train_batch_size < 2:
             raise ValueError(
                 f"per_device_train_batch_size={self.per_device_train_batch_size}: in-batch negatives need at least "

@@ -225,3 +225,37 @@ def test_length_grouping_cuts_padding():
 def test_lengths_must_match():
     with pytest.raises(ValueError, match="one length per pair"):
         NoDuplicateGroupSampler(np.arange(10), 4, lengths=[3, 4])
+
+
+@pytest.mark.parametrize("lengths", [False, True])
+def test_order_is_a_pure_function_of_seed_and_epoch(lengths):
+    """What exact resumption relies on: a fresh sampler set to epoch e yields the order of epoch e
+    of a sampler that went through epochs 0..e, whatever the global RNGs hold."""
+    groups, batch_size = random_groups(21)
+    kwargs = dict(seed=3, lengths=np.random.default_rng(0).integers(3, 50, len(groups)) if lengths else None)
+    running = NoDuplicateGroupSampler(groups, batch_size, **kwargs)
+    orders = []
+    for epoch in range(4):
+        running.set_epoch(epoch)
+        orders.append(list(running))
+    for epoch in (3, 1, 2):
+        np.random.seed(epoch)  # the global generators must not matter
+        torch.manual_seed(epoch)
+        fresh = NoDuplicateGroupSampler(groups, batch_size, **kwargs)
+        fresh.set_epoch(epoch)
+        assert list(fresh) == orders[epoch]
+    assert len({tuple(order) for order in orders}) == 4
+
+
+def test_seed_and_epoch_do_not_alias():
+    groups, batch_size = random_groups(5)
+    one = NoDuplicateGroupSampler(groups, batch_size, seed=1)
+    zero = NoDuplicateGroupSampler(groups, batch_size, seed=0)
+    zero.set_epoch(1)
+    assert list(one) != list(zero)  # seeded with (seed, epoch), not seed + epoch
+
+
+@pytest.mark.parametrize(("seed", "epoch"), [(-1, 0), (0, -2), (1.5, 0)])
+def test_negative_or_fractional_seed_and_epoch_are_errors(seed, epoch):
+    with pytest.raises(ValueError, match="seed" if seed != 0 else "epoch"):
+        NoDuplicateGroupSampler(np.arange(10), 4, seed=seed).set_epoch(epoch)

@@ -1,0 +1,174 @@
+"""A recipe run killed with SIGKILL mid-epoch and resumed ends where an uninterrupted run ends.
+
+The kill is not timed: a callback (added by a small wrapper around recipes/train.py) writes a marker
+file at a chosen step, after a checkpoint was saved, and then waits; the test sends SIGKILL (to the
+whole process group) as soon as the marker appears. The resumed run must give the uninterrupted
+run's weights, logged losses and metrics, which needs the checkpoint's optimizer/scheduler/RNG
+states and the sampler's order of the resumed epoch (a function of seed and epoch) to be restored
+exactly: with one process, and with two (where each process restores its own RNG state, and where
+the sampler's epoch is only set by SiameseTrainer itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from safetensors.torch import load_file
+
+from tests.conftest import REPO_ROOT
+
+TRAIN = REPO_ROOT / "recipes" / "train.py"
+FLAGS = dict(
+    embedding_dim=16,
+    hidden_size=16,
+    vocab_size=2000,
+    max_length=32,
+    max_train_pairs=300,
+    max_eval_pairs=100,
+    per_device_train_batch_size=16,
+    per_device_eval_batch_size=64,
+    warmup_steps=2,
+    eval_strategy="epoch",
+    save_strategy="steps",
+    save_total_limit=2,
+    disable_tqdm=True,
+)
+ACCELERATE_2 = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+# One process: 9 batches per epoch, 18 steps; checkpoints every 4 steps; killed at step 14, after
+# checkpoint-12 (3 steps into epoch 2). Two processes (global batch 32): 5 steps per epoch, 15 steps;
+# checkpoints every 2 steps; killed at step 7, after checkpoint-6 (1 step into epoch 2).
+SETTINGS = {
+    "one_process": dict(launcher=[sys.executable], flags=dict(num_train_epochs=2, save_steps=4, logging_steps=2), kill_at=14, resume_at=12, steps=18),
+    "two_processes": dict(launcher=ACCELERATE_2, flags=dict(num_train_epochs=3, save_steps=2, logging_steps=1), kill_at=7, resume_at=6, steps=15),
+}  # fmt: skip
+# Timing figures differ between any two runs; train_loss is the mean over the steps run by this
+# process (transformers restarts that mean on resume), so it is compared through the logged losses.
+RUN_DEPENDENT = ("_runtime", "_per_second", "train_loss")
+
+WRAPPER = """
+import os, runpy, sys, time
+import transformers.trainer
+from transformers import TrainerCallback
+
+class StopAndWait(TrainerCallback):
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == {step}:
+            open({marker!r}, "w").close()
+            time.sleep(600)  # the test sends SIGKILL now
+
+transformers.trainer.DEFAULT_CALLBACKS.append(StopAndWait())
+sys.argv = [{train!r}, *sys.argv[1:]]
+runpy.run_path({train!r}, run_name="__main__")
+"""
+
+
+def env():
+    return dict(
+        os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
+        ACCELERATE_USE_CPU="1",
+    )  # fmt: skip
+
+
+def flags(output_dir, **extra):
+    return [f"--{k}={v}" for k, v in {**FLAGS, **extra}.items()] + ["--output_dir", str(output_dir)]
+
+
+def train(cwd, launcher, *args, timeout=600):
+    result = subprocess.run([*launcher, str(TRAIN), *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result
+
+
+def kill_at_step(cwd, launcher, args, step, timeout=600):
+    """Run the recipe until it finished `step` (and any checkpoint due then), then SIGKILL all its processes."""
+    wrapper = cwd / "kill_wrapper.py"
+    marker = cwd / f"reached_step_{step}"
+    marker.unlink(missing_ok=True)
+    wrapper.write_text(WRAPPER.format(step=step, marker=str(marker), train=str(TRAIN)))
+    with (cwd / "killed_run.log").open("w") as log:
+        process = subprocess.Popen(
+            [*launcher, str(wrapper), *args], cwd=cwd, env=env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while not marker.exists():
+                if process.poll() is not None:
+                    raise AssertionError(f"the run ended before step {step}:\n{(cwd / 'killed_run.log').read_text()[-4000:]}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"step {step} not reached in {timeout}s")
+                time.sleep(0.2)
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)  # the launcher and every process it started
+            returncode = process.wait(timeout=60)
+    assert returncode == -signal.SIGKILL
+
+
+def losses_after(output_dir, step):
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    return {entry["step"]: entry["loss"] for entry in history if "loss" in entry and entry["step"] > step}
+
+
+def comparable(results):
+    return {k: v for k, v in results.items() if not any(part in k for part in RUN_DEPENDENT)}
+
+
+@pytest.fixture(scope="module", params=sorted(SETTINGS))
+def runs(request, tmp_path_factory):
+    setting = SETTINGS[request.param]
+    tmp = tmp_path_factory.mktemp(request.param)
+    straight, interrupted = tmp / "straight", tmp / "interrupted"
+    train(tmp, setting["launcher"], *flags(straight, **setting["flags"]))
+    kill_at_step(tmp, setting["launcher"], flags(interrupted, **setting["flags"]), setting["kill_at"])
+    killed_state = {p.name for p in interrupted.iterdir()}
+    checkpoint = interrupted / f"checkpoint-{setting['resume_at']}"
+    epoch = json.loads((checkpoint / "trainer_state.json").read_text())["epoch"]
+    assert 1 < epoch < 2, f"{checkpoint.name} should be mid-epoch 2, is at epoch {epoch}"
+    resumed = train(tmp, setting["launcher"], *flags(interrupted, **setting["flags"]), "--resume_from_checkpoint", "auto")
+    return dict(setting, straight=straight, interrupted=interrupted, killed_state=killed_state, resumed=resumed)
+
+
+def test_killed_run_left_only_complete_checkpoints(runs):
+    # save_total_limit=2; no final model, no staging folder
+    step, every = runs["resume_at"], runs["flags"]["save_steps"]
+    assert runs["killed_state"] == {f"checkpoint-{step - every}", f"checkpoint-{step}"}
+    assert f"resuming from {runs['interrupted']}/checkpoint-{step}" in runs["resumed"].stderr
+
+
+def test_resumed_run_ends_with_the_uninterrupted_weights(runs):
+    expected, got = load_file(runs["straight"] / "model.safetensors"), load_file(runs["interrupted"] / "model.safetensors")
+    assert expected.keys() == got.keys()
+    for name in expected:
+        assert (expected[name] - got[name]).abs().max().item() <= 1e-6, name
+
+
+def test_resumed_run_logs_the_same_losses_and_metrics(runs):
+    straight, interrupted, step = runs["straight"], runs["interrupted"], runs["resume_at"]
+    expected_losses = losses_after(straight, step)
+    assert max(expected_losses) == runs["steps"] and len(expected_losses) >= 2
+    assert losses_after(interrupted, step) == pytest.approx(expected_losses, abs=1e-6)
+    expected = comparable(json.loads((straight / "all_results.json").read_text()))
+    got = comparable(json.loads((interrupted / "all_results.json").read_text()))
+    assert got.keys() == expected.keys() and "eval_average_precision" in got
+    assert got == pytest.approx(expected, abs=1e-9)
+    for run in (straight, interrupted):
+        assert json.loads((run / "trainer_state.json").read_text())["global_step"] == runs["steps"]
+
+
+def test_auto_without_a_checkpoint_is_a_clear_error(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    (out / "notes.txt").write_text("not a checkpoint")
+    result = subprocess.run(
+        [sys.executable, str(TRAIN), *flags(out), "--resume_from_checkpoint", "auto"],
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "no complete checkpoint-N folder in" in result.stderr and str(out) in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
