@@ -1,0 +1,194 @@
+#!/usr/bin/env python
+"""Find the indexed questions most similar to new ones: "has this already been asked?".
+
+    python recipes/search.py --model_name_or_path outputs/lstm_qqp --corpus questions.txt \\
+        --query "How do I learn Python?" --query "Why is the sky blue?" --k 5
+    python recipes/search.py --model_name_or_path outputs/lstm_qqp --corpus recipes/data/qqp_dev.tsv \\
+        --index_dir outputs/qqp_index --query "How do I learn Python?"        # builds and saves the index
+    python recipes/search.py --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
+        --query "How can I lose weight?" --json                               # reuses it
+
+The corpus is read as:
+  * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
+  * a table (csv/tsv/json/jsonl/parquet) when --text_column names its text column (--id_column
+    optionally its ids);
+  * otherwise a question-pair file (any format `hfsiamese.data.load_pairs` reads): the questions
+    of both columns, each distinct text once, with its question id where the file has ids.
+--corpus_format forces one of `lines`, `table`, `pairs`.
+
+Prints the top matches per query (score = cosine similarity, "duplicate" where the score reaches
+the model's calibrated threshold or --threshold), or with --json one JSON object.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This folder holds `evaluate.py`, which would shadow the `evaluate` library that hfsiamese imports:
+# keep the script's own folder off the import path.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import datasets
+import transformers
+from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+
+import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
+from hfsiamese.cli_args import parse_config_and_flags
+from hfsiamese.data import load_pairs
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+
+CORPUS_FORMATS = ("auto", "lines", "table", "pairs")
+_TABLE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+
+@dataclass
+class SearchArguments:
+    model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
+    query: list[str] = field(
+        metadata={"help": "A text to search for; repeat the flag (or give several) for more.", "action": "extend"}
+    )
+    corpus: str | None = field(default=None, metadata={"help": "File of texts to search (see the formats above)."})
+    corpus_format: str = field(default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS})
+    text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
+    id_column: str | None = field(default=None, metadata={"help": "Id column of a table corpus (default: row numbers)."})
+    index_dir: str | None = field(
+        default=None,
+        metadata={"help": "Load the index saved here; if the folder is empty or missing, build it from --corpus and save it here."},
+    )
+    overwrite_index: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
+    k: int = field(default=5, metadata={"help": "Matches per query."})
+    backend: str = field(default="exact", metadata={"help": "exact (torch) or faiss.", "choices": ("exact", "faiss")})
+    threshold: float | None = field(default=None, metadata={"help": "Cosine threshold for 'duplicate' (default: the model's)."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
+
+
+def read_corpus(args: SearchArguments) -> tuple[list[str], list[Any] | None]:
+    """The texts (and ids, where the file has them) of the corpus file."""
+    path = Path(args.corpus)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file not found: {path}")
+    kind = args.corpus_format
+    if kind == "auto":
+        if args.text_column is not None:
+            kind = "table"
+        elif path.suffix.lower() == ".txt" and "\t" not in _first_line(path):
+            kind = "lines"
+        else:
+            kind = "pairs"
+    if kind == "lines":
+        with open(path, encoding="utf-8") as handle:
+            return [line.strip() for line in handle if line.strip()], None
+    if kind == "table":
+        if args.text_column is None:
+            raise ValueError("--corpus_format table needs --text_column")
+        builder = _TABLE_BUILDERS.get(path.suffix.lower())
+        if builder is None:
+            raise ValueError(f"cannot read {path} as a table: use a {'/'.join(_TABLE_BUILDERS)} file")
+        options = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
+        table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
+        for flag, column in (("--text_column", args.text_column), ("--id_column", args.id_column)):
+            if column is not None and column not in table.column_names:
+                raise ValueError(f"{flag} {column!r} is not a column of {path}; columns: {table.column_names}")
+        texts = list(table[args.text_column])
+        ids = list(table[args.id_column]) if args.id_column else None
+        return texts, ids
+    pairs = load_pairs(str(path))
+    return distinct_questions(pairs)
+
+
+def distinct_questions(pairs: datasets.Dataset) -> tuple[list[str], list[Any] | None]:
+    """Both question columns of a pair data set, each distinct text once (first id kept, if any)."""
+    has_ids = {"qid1", "qid2"} <= set(pairs.column_names)
+    first_id: dict[str, Any] = {}
+    for side in ("1", "2"):
+        texts = pairs[f"question{side}"]
+        ids = pairs[f"qid{side}"] if has_ids else [None] * len(texts)
+        for text, qid in zip(texts, ids):
+            first_id.setdefault(text, qid)
+    texts = list(first_id)
+    if not has_ids:
+        return texts, None
+    ids = list(first_id.values())
+    # One question text may carry two ids in a messy file, and two texts one id: ids must be unique.
+    return texts, ids if len(set(ids)) == len(ids) else None
+
+
+def _first_line(path: Path) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.readline()
+
+
+def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
+    options = {"backend": args.backend, "batch_size": args.batch_size, "max_length": args.max_length}
+    if args.threshold is not None:
+        options["threshold"] = args.threshold
+    saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
+    if saved and not args.overwrite_index:
+        if args.corpus is not None:
+            raise ValueError(
+                f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index "
+                "to rebuild it from the corpus"
+            )
+        model = AutoModel.from_pretrained(args.model_name_or_path)
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        return DuplicateIndex.load(args.index_dir, model, tokenizer, **options)
+    if args.corpus is None:
+        where = f" ({args.index_dir} holds no index yet)" if args.index_dir else ""
+        raise ValueError(f"pass --corpus to build an index{where}")
+    if args.index_dir is not None and not args.overwrite_index:
+        target = Path(args.index_dir)
+        # Checked before the corpus is embedded, which may take minutes, rather than when saving.
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise FileExistsError(
+                f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index"
+            )
+    texts, ids = read_corpus(args)
+    model = AutoModel.from_pretrained(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+    index = DuplicateIndex.build(texts, model, tokenizer, ids=ids, **options)
+    if args.index_dir is not None:
+        index.save(args.index_dir, overwrite=args.overwrite_index)
+    return index
+
+
+def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> str:
+    lines = []
+    for query, matches in zip(queries, results):
+        lines.append(f"Query: {query}")
+        for rank, match in enumerate(matches, start=1):
+            flag = "duplicate" if match.get("is_duplicate") else ""
+            lines.append(f"  {rank:>2}. {match['score']:.4f} {flag:<9}  [{match['id']}] {match['text']}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    (args,) = parse_config_and_flags(HfArgumentParser(SearchArguments), argv)
+    logging.basicConfig(level=logging.WARNING)
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+    index = build_or_load_index(args)
+    results = index.search(args.query, k=args.k)
+    output = {
+        "model_name_or_path": args.model_name_or_path,
+        "num_texts": len(index),
+        "k": args.k,
+        "threshold": index.threshold,
+        "results": [{"query": query, "matches": matches} for query, matches in zip(args.query, results)],
+    }
+    print(json.dumps(output, ensure_ascii=False) if args.json else format_results(args.query, results))
+    return output
+
+
+if __name__ == "__main__":
+    main()
