@@ -21,6 +21,7 @@ import argparse
 import datetime as dt
 import json
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -76,6 +77,29 @@ def main() -> None:
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device here")
+    if len(args.losses) > 1:
+        # Peak RSS only ever grows within a process: each loss runs in its own, so that its
+        # memory figures are its own and not the previous loss's peak.
+        rows = []
+        for loss_name in args.losses:
+            argv = [a for a in sys.argv[1:] if a != "--append"]
+            if "--losses" in argv:
+                start = argv.index("--losses")
+                end = next((i for i in range(start + 1, len(argv)) if argv[i].startswith("--")), len(argv))
+                argv = argv[:start] + argv[end:]
+            result = subprocess.run([sys.executable, __file__, *argv, "--losses", loss_name], capture_output=True, text=True)
+            if result.returncode != 0:
+                sys.exit(f"{loss_name} failed:\n{result.stderr[-4000:]}")
+            for line in result.stdout.strip().splitlines():
+                rows.append(json.loads(line))
+                print(line, flush=True)
+    else:
+        rows = run_sizes(args)
+    if args.append:
+        append_table(rows)
+
+
+def run_sizes(args: argparse.Namespace) -> list[dict]:
     peak = matmul_peak(torch.float32, device=args.device)
     rows = []
     for loss_name in args.losses:
@@ -97,24 +121,28 @@ def main() -> None:
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
-    if args.append:
-        command = "python benchmarks/loss_cost.py " + " ".join(sys.argv[1:]).replace("--append", "").strip()
-        lines = [
-            "",
-            f"### {dt.date.today().isoformat()}, {machine() if args.device == 'cpu' else torch.cuda.get_device_name()}: `{command.strip()}`",
-            "",
-            f"Measured fp32 matmul peak: {rows[0]['peak_fp32_tflops']} TFLOP/s.",
-            "",
-            "| loss | B | loss fwd+bwd ms | at peak ms | memory growth MiB | MiniLM step at peak ms | loss share of step |",
-            "|---|---|---|---|---|---|---|",
-            *[
-                f"| {r['loss']} | {r['batch_size']} | {r['loss_ms']} | {r['loss_ms_at_peak']} | {r['memory_growth_mib']} | "
-                f"{r['minilm_step_ms_at_peak']} | {r['share_of_step']:.2%} |"
-                for r in rows
-            ],
-        ]
-        with README.open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
+    return rows
+
+
+def append_table(rows: list[dict]) -> None:
+    command = "python benchmarks/loss_cost.py " + " ".join(sys.argv[1:]).replace("--append", "").strip()
+    device = rows[0]["device"]
+    lines = [
+        "",
+        f"#### {dt.date.today().isoformat()}, {machine() if device == 'cpu' else torch.cuda.get_device_name()}: `{command.strip()}`",
+        "",
+        f"Measured fp32 matmul peak: {rows[0]['peak_fp32_tflops']} TFLOP/s.",
+        "",
+        "| loss | B | loss fwd+bwd ms | at peak ms | memory growth MiB | MiniLM step at peak ms | loss share of step |",
+        "|---|---|---|---|---|---|---|",
+        *[
+            f"| {r['loss']} | {r['batch_size']} | {r['loss_ms']} | {r['loss_ms_at_peak']} | {r['memory_growth_mib']} | "
+            f"{r['minilm_step_ms_at_peak']} | {r['share_of_step']:.2%} |"
+            for r in rows
+        ],
+    ]
+    with README.open("a", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
