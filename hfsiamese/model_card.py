@@ -107,30 +107,31 @@ def _count(n: int) -> str:
     return f"{n / 1e6:.2f} M" if n >= 1e5 else f"{n:,}"
 
 
-def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None) -> list[tuple[str, str]]:
-    """The "Model" table: what the encoder is, and its size."""
-    config = model.config
-    rows = []
+def _encoder_summary(config: Any, base_model: str | None) -> str:
+    """The "encoder" row of the "Model" table: the architecture in one line."""
     if config.encoder_type == "lstm":
         directions = "bidirectional LSTM" if config.bidirectional else "LSTM"
         layers = f"{config.num_layers} layers of " if config.num_layers > 1 else ""
-        encoder = (
+        return (
             f"word embedding {config.embedding_dim} → {layers}{directions}, {config.hidden_size} units per direction, "
             f"packed sequences → {config.pooling} pooling over real tokens"
         )
-        rows.append(("encoder", encoder))
-        if config.dropout:
-            rows.append(("regularisation", f"dropout {config.dropout} on the embeddings"))
-    else:
-        encoder_config = config.encoder_config or {}
-        kind = encoder_config.get("model_type", "transformer")
-        # A local folder's full path means nothing to a reader of the card: its name does.
-        name = base_model or Path(encoder_config.get("_name_or_path") or kind).name
-        encoder = (
-            f"{kind} ({name}), {encoder_config.get('num_hidden_layers', '?')} layers, "
-            f"hidden size {encoder_config.get('hidden_size', '?')} → {config.pooling} pooling"
-        )
-        rows.append(("encoder", encoder))
+    encoder_config = config.encoder_config or {}
+    kind = encoder_config.get("model_type", "transformer")
+    # A local folder's full path means nothing to a reader of the card: its name does.
+    name = base_model or Path(encoder_config.get("_name_or_path") or kind).name
+    return (
+        f"{kind} ({name}), {encoder_config.get('num_hidden_layers', '?')} layers, "
+        f"hidden size {encoder_config.get('hidden_size', '?')} → {config.pooling} pooling"
+    )
+
+
+def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None) -> list[tuple[str, str]]:
+    """The "Model" table: what the encoder is, and its size."""
+    config = model.config
+    rows = [("encoder", _encoder_summary(config, base_model))]
+    if config.encoder_type == "lstm" and config.dropout:
+        rows.append(("regularisation", f"dropout {config.dropout} on the embeddings"))
     if config.projection_dim:
         rows.append(("projection", f"linear layer to {config.projection_dim} dimensions"))
     rows.append(("embedding", f"{config.sentence_embedding_dim}-d, L2-normalised"))

@@ -16,8 +16,8 @@ from huggingface_hub.repocard_data import eval_results_to_model_index, model_ind
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import tokenize_pairs
 from hfsiamese.model_card import BASE_TAGS, build_model_card, hub_model_id, local_card_license
-from hfsiamese.trainer import SiameseTrainer
-from tests.trainer.test_siamese_trainer import _args, _eval_pairs, _pairs
+from tests.helpers import trainer_on_tiny_pairs
+from tests.trainer.test_siamese_trainer import _args, _eval_pairs
 
 
 def yaml_block(text):
@@ -27,13 +27,7 @@ def yaml_block(text):
 @pytest.fixture
 def trained(tiny_lstm, word_tokenizer, tmp_path):
     args = _args(tmp_path, max_steps=3, hub_token="hf_not_for_cards", margin=0.3)
-    trainer = SiameseTrainer(
-        model=tiny_lstm,
-        args=args,
-        train_dataset=tokenize_pairs(_pairs(), word_tokenizer),
-        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
-        processing_class=word_tokenizer,
-    )
+    trainer = trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, args)
     trainer.train()
     metrics = trainer.evaluate()
     metrics.update(trainer.evaluate(tokenize_pairs(_eval_pairs(), word_tokenizer), metric_key_prefix="test"))

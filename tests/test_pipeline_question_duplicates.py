@@ -1,9 +1,6 @@
 """The `question-duplicates` pipeline, with hfsiamese imported and from a checkpoint where it is not."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -11,6 +8,7 @@ from transformers import pipeline
 
 from hfsiamese import QuestionDuplicatesPipeline, SiameseConfig, SiameseModel
 from hfsiamese.pipeline_question_duplicates import PIPELINE_TASK
+from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
 PAIRS = [
     ("how do i learn python ?", "what is the best way to learn python ?"),
@@ -19,19 +17,6 @@ PAIRS = [
     # Longer than the test tokenizer's 16 tokens: the pipeline truncates where encode does.
     ("how do i learn python ? " * 5, "what is the capital of france ?"),
 ]
-
-# Child interpreter: importing hfsiamese fails there, as where it is not installed.
-BLOCK_HFSIAMESE = r"""
-import importlib.abc, sys
-
-class NoHfsiamese(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "hfsiamese" or name.startswith("hfsiamese."):
-            raise ImportError("hfsiamese is not installed here")
-        return None
-
-sys.meta_path.insert(0, NoHfsiamese())
-"""
 
 PIPELINE_CHILD = BLOCK_HFSIAMESE + r"""
 import json
@@ -44,16 +29,6 @@ for folder in sys.argv[2:]:
     results[folder] = {"out": out, "pipeline": type(pipe).__module__, "model": type(pipe.model).__module__}
 print(json.dumps(results))
 """
-
-
-def run_without_hfsiamese(code, args, tmp_path):
-    """Run `code` in a fresh interpreter that cannot import hfsiamese; its last stdout line, parsed as JSON."""
-    env = dict(os.environ, HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", PYTHONPATH="")
-    result = subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def save_checkpoint(model, tokenizer, folder, threshold=0.3):

@@ -5,10 +5,8 @@ uploaded into a local "repository" folder (selecting files the way `upload_folde
 then checks that folder holds exactly what a downstream `from_pretrained(..., trust_remote_code=True)` needs.
 """
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +15,10 @@ from huggingface_hub import CommitInfo, CommitOperationAdd, HfApi, ModelCard, Re
 from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
-from hfsiamese.data import tokenize_pairs
-from hfsiamese.trainer import SiameseTrainer
-from tests.conftest import QQP_FILE, REPO_ROOT
-from tests.test_pipeline_question_duplicates import BLOCK_HFSIAMESE, PAIRS, expected_scores, run_without_hfsiamese
-from tests.trainer.test_siamese_trainer import _args, _eval_pairs, _pairs
+from tests.conftest import QQP_FILE
+from tests.helpers import BLOCK_HFSIAMESE, TINY_LSTM_BASE, load_recipe, run_without_hfsiamese, trainer_on_tiny_pairs
+from tests.test_pipeline_question_duplicates import PAIRS, expected_scores
+from tests.trainer.test_siamese_trainer import _args
 
 MODEL_FILES = {"config.json", "model.safetensors", "configuration_siamese.py", "modeling_siamese.py", "pipeline_question_duplicates.py"}
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json"}
@@ -121,13 +118,7 @@ def loadable_copy(repo: Path, tmp_path: Path) -> Path:
 
 def test_trainer_push_uploads_a_complete_checkpoint(hub, tiny_lstm, word_tokenizer, tmp_path):
     args = _args(tmp_path, max_steps=3, push_to_hub=True, hub_model_id="someone/tiny-siamese")
-    trainer = SiameseTrainer(
-        model=tiny_lstm,
-        args=args,
-        train_dataset=tokenize_pairs(_pairs(), word_tokenizer),
-        eval_dataset=tokenize_pairs(_eval_pairs(), word_tokenizer),
-        processing_class=word_tokenizer,
-    )
+    trainer = trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, args)
     assert hub.created == ["someone/tiny-siamese"]  # the Trainer creates the repository at once
     trainer.train()
     metrics = trainer.evaluate()
@@ -182,28 +173,18 @@ def test_model_loaded_from_a_folder_pushes_its_own_tokenizer_and_card(hub, tiny_
     assert (hub.repo("someone/trained") / CARD).read_text().endswith("# my trained model\n")
 
 
-def load_recipe(monkeypatch):
-    """recipes/train.py as a module, run in this process (so that the fake Hub applies)."""
-    spec = importlib.util.spec_from_file_location("hfsiamese_recipe_train", REPO_ROOT / "recipes" / "train.py")
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
-    monkeypatch.setattr(sys, "path", list(sys.path))  # it edits sys.path on import
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def recipe(monkeypatch):
+    """recipes/train.py as a module, run in this process (so that the fake Hub applies)."""
     return load_recipe(monkeypatch)
 
 
 def test_recipe_pushes_with_its_card(hub, recipe, tmp_path):
     out = tmp_path / "run"
     config = dict(
-        embedding_dim=16, hidden_size=16, vocab_size=2000, max_train_pairs=400, max_eval_pairs=200,
-        per_device_train_batch_size=16, max_steps=4, eval_strategy="no", save_strategy="no", report_to="none",
-        disable_tqdm=True, use_cpu=True,
-    )  # fmt: skip
+        TINY_LSTM_BASE, max_train_pairs=400, max_eval_pairs=200, max_steps=4, eval_strategy="no", save_strategy="no",
+        report_to="none", use_cpu=True,
+    )
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
     recipe.main([str(tmp_path / "tiny.yaml"), "--output_dir", str(out), "--push_to_hub", "--hub_model_id", "someone/qqp-lstm"])
 

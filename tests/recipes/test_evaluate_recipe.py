@@ -1,6 +1,5 @@
 """recipes/evaluate.py with a report and retrieval metrics, on a tiny saved model and real QQP pairs."""
 
-import importlib.util
 import json
 import sys
 
@@ -11,20 +10,10 @@ from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import evaluate_retrieval, question_corpus
 from hfsiamese.tokenization import train_word_tokenizer
-from tests.conftest import QQP_FILE, REPO_ROOT
-from tests.recipes.test_recipes import run
+from tests.conftest import QQP_FILE
+from tests.helpers import EVALUATE, load_recipe, run_offline
 
-EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
 THRESHOLD = 0.6
-
-
-def _load_recipe():
-    # Loaded under another name: a module called `evaluate` would shadow the evaluate library.
-    spec = importlib.util.spec_from_file_location("hfsiamese_evaluate_recipe", EVALUATE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +34,12 @@ def saved_model_and_pairs(tmp_path_factory):
     return model_dir, pairs_file, model, tokenizer, pairs
 
 
-def test_report_and_retrieval_in_one_json_object(saved_model_and_pairs, tmp_path, capsys):
+def test_report_and_retrieval_in_one_json_object(saved_model_and_pairs, tmp_path, capsys, monkeypatch):
     model_dir, pairs_file, model, tokenizer, pairs = saved_model_and_pairs
     report = tmp_path / "report"
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
     args += ["--retrieval", "--retrieval_k", "1", "3"]
-    returned = _load_recipe().main(args)
+    returned = load_recipe(monkeypatch, "evaluate").main(args)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert len(lines) == 1
     printed = json.loads(lines[0])
@@ -72,13 +61,13 @@ def test_report_and_retrieval_in_one_json_object(saved_model_and_pairs, tmp_path
         assert (report / name).stat().st_size > 10_000, name
 
 
-def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tmp_path, capsys):
+def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tmp_path, capsys, monkeypatch):
     model_dir, pairs_file, *_ = saved_model_and_pairs
     report = tmp_path / "report"
     report.mkdir()
     (report / "keep.txt").write_text("a user's file")
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
-    recipe = _load_recipe()
+    recipe = load_recipe(monkeypatch, "evaluate")
     with pytest.raises(FileExistsError, match="--overwrite_report_dir"):
         recipe.main(args)
     assert capsys.readouterr().out == ""
@@ -91,7 +80,7 @@ def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
     model_dir, pairs_file, *_ = saved_model_and_pairs
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)]
     args += ["--retrieval", "--report_dir", str(tmp_path / "report")]
-    result = run([sys.executable, str(EVALUATE), *args], cwd=tmp_path)
+    result = run_offline([sys.executable, str(EVALUATE), *args], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     printed = json.loads(result.stdout)
     assert {"retrieval_mrr@10", "retrieval_recall@5", "retrieval_ndcg@1", "average_precision"} <= set(printed)

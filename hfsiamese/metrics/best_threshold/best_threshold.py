@@ -4,26 +4,22 @@ A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.lo
 """
 
 # One import per line: evaluate's loader for local modules reads imports line by line.
-import datasets
-import evaluate
 import sklearn.metrics
 
+from hfsiamese.metrics.base import PAIR_ARGS_DOC
+from hfsiamese.metrics.base import PairScoreMetric
 from hfsiamese.metrics.thresholds import best_threshold
-from hfsiamese.metrics.thresholds import check_pair_inputs
 
-_DESCRIPTION = """
+
+class BestThreshold(PairScoreMetric):
+    _description = """
 Searches every distinct score for the cut `score >= threshold` that is best on these pairs:
 "accuracy" and "f1" maximise that metric; "precision" takes the lowest cut whose precision is at
 least `target_precision`, which is the cut with the most recall at that precision (an error when
 no cut reaches it). Reports the threshold, halfway between the chosen cut and the next lower score,
 and the metric it optimised. Calibrate on validation pairs, then score test pairs at the threshold.
 """
-
-_KWARGS_DESCRIPTION = """
-Args:
-    predictions (`list` of `float`): similarity score of each pair (higher = more likely duplicate).
-    references (`list` of `int`): 1 for duplicates, 0 otherwise.
-    calibrate_for (`str`, defaults to "accuracy"): "accuracy", "f1" or "precision".
+    _kwargs_description = PAIR_ARGS_DOC + """    calibrate_for (`str`, defaults to "accuracy"): "accuracy", "f1" or "precision".
     target_precision (`float`, optional): the precision to reach, in (0, 1]; needed by
         calibrate_for="precision" and refused otherwise.
     threshold: accepted and ignored (this metric chooses it), so that `evaluate.combine` can pass
@@ -37,34 +33,9 @@ Examples:
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1], calibrate_for="f1")
     {'best_threshold': 0.30000000000000004, 'best_f1': 0.8}
 """
+    _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.roc_curve.html"
 
-_CITATION = """
-@article{scikit-learn,
-  title={Scikit-learn: Machine Learning in {P}ython},
-  author={Pedregosa, F. and others},
-  journal={Journal of Machine Learning Research},
-  volume={12},
-  pages={2825--2830},
-  year={2011}
-}
-"""
-
-
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class BestThreshold(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("float64"), "references": datasets.Value("int64")}
-            ),
-            reference_urls=["https://scikit-learn.org/stable/modules/generated/sklearn.metrics.roc_curve.html"],
-        )
-
-    def _compute(self, predictions, references, threshold=None, calibrate_for="accuracy", target_precision=None):
-        scores, labels = check_pair_inputs(predictions, references)
+    def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):
         chosen = best_threshold(scores, labels, calibrate_for, target_precision)
         decisions = (scores >= chosen).astype(labels.dtype)
         if calibrate_for == "accuracy":

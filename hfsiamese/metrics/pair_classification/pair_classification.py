@@ -5,16 +5,15 @@ A local `evaluate` module, shipped inside hfsiamese so that it loads offline:
 """
 
 # One import per line: evaluate's loader for local modules reads imports line by line.
-import datasets
-import evaluate
 import numpy
 import sklearn.metrics
 
+from hfsiamese.metrics.base import PairScoreMetric
 from hfsiamese.metrics.thresholds import best_threshold
-from hfsiamese.metrics.thresholds import check_calibration_options
-from hfsiamese.metrics.thresholds import check_pair_inputs
 
-_DESCRIPTION = """
+
+class PairClassification(PairScoreMetric):
+    _description = """
 Scores each pair by a similarity (higher = more likely duplicate) and reports:
 accuracy, precision, recall and F1 of the decision `score >= threshold`; average precision and
 ROC-AUC of the scores (threshold-free); and the threshold itself. Without a `threshold`, one is
@@ -23,8 +22,7 @@ chosen on these very pairs and reported: the one that maximises `calibrate_for` 
 `target_precision` (the most recall at that precision; an error when none reaches it). So
 calibrate on validation data and pass that threshold when scoring test data.
 """
-
-_KWARGS_DESCRIPTION = """
+    _kwargs_description = """
 Args:
     predictions (`list` of `float`): similarity score of each pair.
     references (`list` of `int`): 1 for duplicates, 0 otherwise.
@@ -39,35 +37,10 @@ Examples:
     >>> metric.compute(predictions=[0.9, 0.2, 0.8], references=[1, 0, 0], threshold=0.5)["accuracy"]
     0.6666666666666666
 """
+    _reference_url = "https://scikit-learn.org/stable/modules/model_evaluation.html"
+    _check_calibration_first = True
 
-_CITATION = """
-@article{scikit-learn,
-  title={Scikit-learn: Machine Learning in {P}ython},
-  author={Pedregosa, F. and others},
-  journal={Journal of Machine Learning Research},
-  volume={12},
-  pages={2825--2830},
-  year={2011}
-}
-"""
-
-
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class PairClassification(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("float64"), "references": datasets.Value("int64")}
-            ),
-            reference_urls=["https://scikit-learn.org/stable/modules/model_evaluation.html"],
-        )
-
-    def _compute(self, predictions, references, threshold=None, calibrate_for="accuracy", target_precision=None):
-        check_calibration_options(calibrate_for, target_precision)
-        scores, labels = check_pair_inputs(predictions, references)
+    def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):
         if threshold is None:
             threshold = best_threshold(scores, labels, calibrate_for, target_precision)
         decisions = (scores >= threshold).astype(numpy.int64)

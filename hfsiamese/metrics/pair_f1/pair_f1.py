@@ -4,59 +4,26 @@ A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.lo
 """
 
 # One import per line: evaluate's loader for local modules reads imports line by line.
-import datasets
-import evaluate
 import sklearn.metrics
 
-from hfsiamese.metrics.thresholds import check_pair_inputs
+from hfsiamese.metrics.base import THRESHOLD_ARGS_DOC
+from hfsiamese.metrics.base import PairScoreMetric
 from hfsiamese.metrics.thresholds import decisions_at
 
-_DESCRIPTION = """
+
+class PairF1(PairScoreMetric):
+    _description = """
 Harmonic mean of the precision and recall of the decisions `score >= threshold`; 0 when both are 0.
 """
-
-_KWARGS_DESCRIPTION = """
-Args:
-    predictions (`list` of `float`): similarity score of each pair (higher = more likely duplicate).
-    references (`list` of `int`): 1 for duplicates, 0 otherwise.
-    threshold (`float`): decision threshold; required (choose it on validation pairs, e.g. with the
-        best_threshold metric).
-    calibrate_for, target_precision: accepted and ignored, so that `evaluate.combine` can pass the
-        best_threshold options to every pair metric at once.
-Returns:
+    _kwargs_description = THRESHOLD_ARGS_DOC + """Returns:
     f1 (`float`).
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.PAIR_F1)
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1], threshold=0.5)
     {'f1': 0.5}
 """
+    _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.f1_score.html"
 
-_CITATION = """
-@article{scikit-learn,
-  title={Scikit-learn: Machine Learning in {P}ython},
-  author={Pedregosa, F. and others},
-  journal={Journal of Machine Learning Research},
-  volume={12},
-  pages={2825--2830},
-  year={2011}
-}
-"""
-
-
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class PairF1(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {"predictions": datasets.Value("float64"), "references": datasets.Value("int64")}
-            ),
-            reference_urls=["https://scikit-learn.org/stable/modules/generated/sklearn.metrics.f1_score.html"],
-        )
-
-    def _compute(self, predictions, references, threshold=None, calibrate_for=None, target_precision=None):
-        scores, labels = check_pair_inputs(predictions, references)
-        decisions = decisions_at(scores, threshold, "pair_f1")
+    def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):
+        decisions = decisions_at(scores, threshold, self.name)
         return {"f1": float(sklearn.metrics.f1_score(labels, decisions, zero_division=0))}

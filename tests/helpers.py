@@ -1,0 +1,98 @@
+"""Helpers shared by test modules: running the recipes, tiny training runs, a child without hfsiamese."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+TRAIN = REPO_ROOT / "recipes" / "train.py"
+EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
+
+# The model and batch size of the tiny LSTM recipe runs; each test adds the data sizes and schedule it needs.
+TINY_LSTM_BASE = dict(embedding_dim=16, hidden_size=16, vocab_size=2000, per_device_train_batch_size=16, disable_tqdm=True)
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    """The environment of a recipe subprocess: offline, and no tokenizers warning after a fork."""
+    return dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", **extra)
+
+
+def run_offline(args: list[str], cwd: Path, timeout: float = 600, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run a command (a recipe) offline in `cwd`, capturing its output; `extra_env` adds variables."""
+    return subprocess.run([*args], cwd=cwd, env=offline_env(**extra_env), capture_output=True, text=True, timeout=timeout)
+
+
+def recipe_flags(values: dict[str, Any], output_dir: Path | None = None) -> list[str]:
+    """`--key=value` flags of a recipe, then `--output_dir` when one is given."""
+    flags = [f"--{k}={v}" for k, v in values.items()]
+    return flags + (["--output_dir", str(output_dir)] if output_dir is not None else [])
+
+
+def accelerate_launch(num_processes: int) -> list[str]:
+    """`accelerate launch` on CPU processes, without a config file (`--multi_gpu` starts DDP for several)."""
+    multi = ["--multi_gpu"] if num_processes > 1 else []
+    return [sys.executable, "-m", "accelerate.commands.launch", *multi, "--num_processes", str(num_processes),
+            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
+
+
+def load_recipe(monkeypatch: pytest.MonkeyPatch, script: str = "train") -> ModuleType:
+    """
+    recipes/<script>.py as a module, run in this process; sys.modules and sys.path are restored after the test.
+
+    The module gets a name of its own: one called `evaluate` would shadow the evaluate library.
+    """
+    spec = importlib.util.spec_from_file_location(f"hfsiamese_recipe_{script}", REPO_ROOT / "recipes" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
+    monkeypatch.setattr(sys, "path", list(sys.path))  # it edits sys.path on import
+    spec.loader.exec_module(module)
+    return module
+
+
+def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
+    """A SiameseTrainer on the trainer tests' tiny training and evaluation pairs."""
+    from hfsiamese.data import tokenize_pairs
+    from hfsiamese.trainer import SiameseTrainer
+    from tests.trainer.test_siamese_trainer import _eval_pairs, _pairs
+
+    return SiameseTrainer(
+        model=model,
+        args=args,
+        train_dataset=tokenize_pairs(_pairs(), tokenizer),
+        eval_dataset=tokenize_pairs(_eval_pairs(), tokenizer),
+        processing_class=tokenizer,
+    )
+
+
+# Prefix of a child interpreter's code: importing hfsiamese fails there, as where it is not installed.
+BLOCK_HFSIAMESE = r"""
+import importlib.abc, sys
+
+class NoHfsiamese(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "hfsiamese" or name.startswith("hfsiamese."):
+            raise ImportError("hfsiamese is not installed here")
+        return None
+
+sys.meta_path.insert(0, NoHfsiamese())
+"""
+
+
+def run_without_hfsiamese(code: str, args: list[Any], tmp_path: Path) -> Any:
+    """Run `code` in a fresh interpreter that cannot import hfsiamese; its last stdout line, parsed as JSON."""
+    env = dict(os.environ, HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", PYTHONPATH="")
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
