@@ -29,7 +29,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent

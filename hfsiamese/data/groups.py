@@ -63,7 +63,7 @@ def question_groups(dataset: datasets.Dataset, *, normalize: bool = True) -> tup
     duplicate = column_numpy(dataset, "label") == 1
     component = _components(codes1[duplicate], codes2[duplicate], n_questions)
     # Same numbering as assign_duplicate_groups: order of first appearance over question1.
-    ids, uniques = pd.factorize(component[codes1])
+    _, uniques = pd.factorize(component[codes1])
     lookup = np.full(n_questions, -1, dtype=np.int64)
     lookup[uniques] = np.arange(len(uniques))
     group_of = lookup[component]

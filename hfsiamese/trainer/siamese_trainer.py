@@ -550,8 +550,8 @@ def _check_training_labels(train_dataset: datasets.Dataset | None, loss_fn: nn.M
 def _check_pair_columns(name: str, dataset: Any) -> None:
     if dataset is None:
         return
-    for dataset in dataset.values() if isinstance(dataset, dict) else [dataset]:
-        columns = getattr(dataset, "column_names", None)
+    for part in dataset.values() if isinstance(dataset, dict) else [dataset]:
+        columns = getattr(part, "column_names", None)
         if columns is None:
             continue
         missing = [c for c in REQUIRED_COLUMNS if c not in columns]
