@@ -15,24 +15,12 @@ validated (and calibrated its threshold) on. Written as JSON lines (`question1`,
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-TRAIN_RECIPE = REPO / "recipes" / "train.py"
-DEFAULT_CONFIG = REPO / "recipes" / "configs" / "lstm_qqp.yaml"
-
-
-def load_train_recipe():
-    """recipes/train.py as a module (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("hfsiamese_train_recipe", TRAIN_RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from qqp_slices import DEFAULT_CONFIG, recipe_splits  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -46,16 +34,10 @@ def main(argv: list[str] | None = None) -> dict:
     if output.exists() and not args.overwrite:
         raise SystemExit(f"{output} exists: pass --overwrite to replace it")
 
-    recipe = load_train_recipe()
     import datasets
 
-    from hfsiamese.cli_args import read_config_file
-
     datasets.utils.logging.disable_progress_bar()
-
-    data_keys = {f.name for f in dataclasses.fields(recipe.DataArguments)}
-    data_args = recipe.DataArguments(**{k: v for k, v in read_config_file(args.config).items() if k in data_keys})
-    splits = recipe.load_data(data_args)
+    splits = recipe_splits(args.config)
     if args.split not in splits:
         raise SystemExit(f"the config makes no {args.split!r} split (it makes {sorted(splits)})")
     pairs = splits[args.split]

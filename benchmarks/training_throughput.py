@@ -44,12 +44,9 @@ def _peak_rss_mib() -> float:
 
 
 def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, float]:
-    import importlib.util
+    from qqp_slices import load_train_recipe
 
-    spec = importlib.util.spec_from_file_location("hfsiamese_train_recipe", REPO / "recipes" / "train.py")
-    recipe = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = recipe  # its dataclasses look their module up by name
-    spec.loader.exec_module(recipe)
+    recipe = load_train_recipe()
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir", output_dir,
