@@ -60,6 +60,12 @@ class SiameseConfig(PretrainedConfig):
             Standard deviation of the normal initialisation of embeddings and linear layers.
         pad_token_id (`int`, *optional*, defaults to 0):
             Id of the padding token of the LSTM vocabulary (its embedding is kept at zero).
+        sub_batch_size (`int`, *optional*, defaults to 32):
+            Transformer encoders only: `forward` sorts all texts of its call (both sides and any
+            negatives) by length and runs the encoder on sub-batches of at most this many texts,
+            each padded only to its own longest text, so padding is barely computed while the loss
+            still sees the whole batch. Results equal one padded call up to float rounding. Raise it
+            on GPUs (e.g. 256), where fewer, larger calls pay; `None` embeds each side in one call.
     """
 
     model_type = "siamese"
@@ -81,6 +87,7 @@ class SiameseConfig(PretrainedConfig):
         threshold: float | None = None,
         initializer_range: float = 0.02,
         pad_token_id: int = 0,
+        sub_batch_size: int | None = 32,
         **kwargs: Any,
     ) -> None:
         if encoder_type not in ENCODER_TYPES:
@@ -110,6 +117,11 @@ class SiameseConfig(PretrainedConfig):
         self.classifier_hidden_size = classifier_hidden_size
         self.threshold = threshold
         self.initializer_range = initializer_range
+        if sub_batch_size is not None and (
+            isinstance(sub_batch_size, bool) or not isinstance(sub_batch_size, int) or sub_batch_size < 1
+        ):
+            raise ValueError(f"sub_batch_size must be a positive integer or None, got {sub_batch_size!r}")
+        self.sub_batch_size = sub_batch_size
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
     @classmethod

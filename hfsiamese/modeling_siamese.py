@@ -51,11 +51,47 @@ class SiameseModelOutput(ModelOutput):
     logits: torch.FloatTensor | None = None
 
 
+# Transformer families whose embeddings module only looks `input_ids` up (see `embed_sides`).
+_INPUTS_EMBEDS_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "mpnet", "distilbert"})
+
+
+# Dropout probabilities of transformer configs (BERT/RoBERTa/MPNet names, then DistilBERT's and others').
+_DROPOUT_ATTRIBUTES = (
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "dropout",
+    "attention_dropout",
+    "hidden_dropout",
+    "activation_dropout",
+)
+
+
+def _with_dropout(config: Any, probability: float) -> Any:
+    """`config` with every dropout probability it declares set to `probability`."""
+    if not 0.0 <= probability < 1.0:
+        raise ValueError(f"encoder_dropout is a probability in [0, 1), got {probability}")
+    found = [name for name in _DROPOUT_ATTRIBUTES if isinstance(getattr(config, name, None), float)]
+    if not found:
+        raise ValueError(
+            f"encoder_dropout: {type(config).__name__} declares none of the dropout settings {_DROPOUT_ATTRIBUTES}; "
+            "set its own dropout fields through its config instead"
+        )
+    for name in found:
+        setattr(config, name, probability)
+    return config
+
+
+def _is_right_padded(attention_mask: torch.Tensor) -> bool:
+    """Is every row of the mask of the form ``1…1 0…0``?"""
+    lengths = attention_mask.sum(dim=1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1))
+
+
 def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
     """Token counts per row; refuses masks that are not ``1…1 0…0`` (packing needs right padding)."""
     lengths = attention_mask.sum(dim=1)
-    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
-    if not torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1)):
+    if not _is_right_padded(attention_mask):
         raise ValueError(
             "the LSTM encoder needs right-padded inputs (attention_mask of the form 1…1 0…0); "
             "set tokenizer.padding_side = 'right'"
@@ -313,14 +349,30 @@ class SiameseModel(SiamesePreTrainedModel):
 
     @classmethod
     def from_encoder_pretrained(
-        cls, encoder_name_or_path: str, *, pooling: str = "mean", projection_dim: int | None = None, **config_kwargs: Any
+        cls,
+        encoder_name_or_path: str,
+        *,
+        pooling: str = "mean",
+        projection_dim: int | None = None,
+        encoder_dropout: float | None = None,
+        **config_kwargs: Any,
     ) -> SiameseModel:
-        """Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights only)."""
+        """
+        Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights only).
+
+        `encoder_dropout` overrides every dropout probability the encoder's config declares (hidden
+        states and attention). `encoder_kwargs` go to `AutoModel.from_pretrained` (e.g.
+        `{"attn_implementation": "eager"}`); the other keyword arguments to [`SiameseConfig`].
+        """
         encoder_kwargs = dict(config_kwargs.pop("encoder_kwargs", {}))
         if encoder_kwargs.pop("use_safetensors", None) is False:
             raise ValueError("Siamese models load safetensors weights only (use_safetensors=False would unpickle)")
         source = str(encoder_name_or_path)
         weights = _weights_file(source, encoder_kwargs)
+        if encoder_dropout is not None:
+            encoder_kwargs["config"] = _with_dropout(
+                encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path), encoder_dropout
+            )
         with _clear_loading_errors(source, weights, what="encoder"):
             encoder = AutoModel.from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
         _check_finite(encoder, weights)
@@ -445,14 +497,76 @@ class SiameseModel(SiamesePreTrainedModel):
         if attention_mask is None:
             attention_mask = (input_ids != self.config.pad_token_id).long()
         if self.config.encoder_type == "lstm":
-            pooled = self.encoder(input_ids, attention_mask)
-        else:
-            extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-            states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
-            pooled = states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
+            return self._finish(self.encoder(input_ids, attention_mask))
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        return self._finish(self._pool(states, attention_mask))
+
+    def _pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
+
+    def _finish(self, pooled: torch.Tensor) -> torch.Tensor:
         if self.projection is not None:
             pooled = self.projection(pooled)
         return F.normalize(pooled.float(), p=2, dim=-1)
+
+    def embed_sides(
+        self, sides: Sequence[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]]
+    ) -> list[torch.Tensor]:
+        """
+        Embed several sides (`(input_ids, attention_mask, token_type_ids)` each) of one forward.
+
+        Transformer encoders with `config.sub_batch_size` set run all texts together, sorted by
+        length, in sub-batches padded only to their own longest text: a batch padded to its longest
+        question computes ~40% padding on QQP even with length-grouped batches, ~9% this way, and
+        the batch (hence the in-batch negatives) is unchanged. Left-padded inputs take one call per
+        side instead.
+        """
+        size = self.config.sub_batch_size
+        masks = [mask if mask is not None else (ids != self.config.pad_token_id).long() for ids, mask, _ in sides]
+        if self.config.encoder_type == "lstm" or not size or not all(_is_right_padded(mask) for mask in masks):
+            return [self.embed(ids, mask, types) for (ids, _, types), mask in zip(sides, masks, strict=True)]
+        width = max(ids.shape[1] for ids, _, _ in sides)
+        pad_id = self.encoder.config.pad_token_id or 0
+        input_ids = torch.cat([F.pad(ids, (0, width - ids.shape[1]), value=pad_id) for ids, _, _ in sides])
+        attention_mask = torch.cat([F.pad(mask, (0, width - mask.shape[1])) for mask in masks])
+        token_type_ids = None
+        if any(types is not None for _, _, types in sides):
+            token_type_ids = torch.cat(
+                [
+                    F.pad(types, (0, width - types.shape[1])) if types is not None else torch.zeros_like(ids)
+                    for ids, _, types in sides
+                ]
+            )
+        lengths = attention_mask.sum(dim=1)
+        order = torch.argsort(lengths, stable=True)
+        chunks = order.split(size)
+        # Sorted ascending, so each sub-batch's longest text is its last one; one host sync for all.
+        widths = lengths[order][torch.tensor([len(c) for c in chunks], device=order.device).cumsum(0) - 1].tolist()
+        # One embedding lookup for the whole batch: its backward then fills one dense gradient of
+        # the vocabulary table instead of one per sub-batch.
+        words = self.encoder.get_input_embeddings()(input_ids) if self._encoder_takes_inputs_embeds() else None
+        pooled = []
+        for chunk, chunk_width in zip(chunks, widths, strict=True):
+            chunk_width = max(int(chunk_width), 1)
+            mask = attention_mask[chunk, :chunk_width]
+            inputs: dict[str, torch.Tensor] = {"attention_mask": mask}
+            if words is not None:
+                inputs["inputs_embeds"] = words[chunk, :chunk_width]
+            else:
+                inputs["input_ids"] = input_ids[chunk, :chunk_width]
+            if token_type_ids is not None:
+                inputs["token_type_ids"] = token_type_ids[chunk, :chunk_width]
+            pooled.append(self._pool(self.encoder(**inputs).last_hidden_state, mask))
+        embeddings = self._finish(torch.cat(pooled)[torch.argsort(order)])
+        return list(embeddings.split([ids.shape[0] for ids, _, _ in sides]))
+
+    def _encoder_takes_inputs_embeds(self) -> bool:
+        """Families whose embedding layer does nothing with `input_ids` but look them up (with
+        right padding, their position ids are the same either way); others get `input_ids`."""
+        return getattr(self.encoder.config, "model_type", None) in _INPUTS_EMBEDS_FAMILIES and isinstance(
+            self.encoder.get_input_embeddings(), nn.Embedding
+        )
 
     def forward(
         self,
@@ -479,9 +593,11 @@ class SiameseModel(SiamesePreTrainedModel):
         """
         if input_ids_b is None:
             raise ValueError("SiameseModel.forward needs both input_ids_a and input_ids_b")
-        embeddings_a = self.embed(input_ids_a, attention_mask_a, token_type_ids_a)
-        embeddings_b = self.embed(input_ids_b, attention_mask_b, token_type_ids_b)
-        embeddings_n = self.embed(input_ids_n, attention_mask_n, token_type_ids_n) if input_ids_n is not None else None
+        sides = [(input_ids_a, attention_mask_a, token_type_ids_a), (input_ids_b, attention_mask_b, token_type_ids_b)]
+        if input_ids_n is not None:
+            sides.append((input_ids_n, attention_mask_n, token_type_ids_n))
+        embeddings_a, embeddings_b, *rest = self.embed_sides(sides)
+        embeddings_n = rest[0] if rest else None
         similarity = (embeddings_a * embeddings_b).sum(dim=-1)
         logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
         output = SiameseModelOutput(
