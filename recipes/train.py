@@ -94,6 +94,21 @@ class ModelArguments:
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
     max_length: int = field(default=64, metadata={"help": "Tokens kept per text (longer texts are truncated)."})
+    encoder_dropout: float | None = field(
+        default=None,
+        metadata={"help": "Transformer: set every dropout probability of the encoder (default: the checkpoint's own)."},
+    )
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={"help": "Transformer: attention kernel passed to AutoModel.from_pretrained ('sdpa', 'eager', ...)."},
+    )
+    sub_batch_size: int = field(
+        default=32,
+        metadata={
+            "help": "Transformer: texts of a step are sorted by length and encoded in sub-batches of this many, "
+            "each padded to its own longest text (0: one padded call per side). See SiameseConfig.sub_batch_size."
+        },
+    )
     export_sentence_transformers: str | None = field(
         default=None,
         metadata={
@@ -225,12 +240,26 @@ def build_model_and_tokenizer(model_args: ModelArguments, train_pairs: datasets.
     path = model_args.model_name_or_path
     if path is not None:
         require_local_or_cached(path)  # offline, a Hub id that is not cached fails here, saying so
+    sub_batch_size = model_args.sub_batch_size or None
+    encoder_kwargs = {"attn_implementation": model_args.attn_implementation} if model_args.attn_implementation else {}
     if path is not None and getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
-        return AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        if model_args.encoder_dropout is not None:
+            raise ValueError("encoder_dropout applies when starting from a base encoder, not from a saved Siamese checkpoint")
+        model = AutoModel.from_pretrained(path)
+        if model_args.attn_implementation and model.config.encoder_type == "transformer":
+            model.encoder.set_attn_implementation(model_args.attn_implementation)
+        model.config.sub_batch_size = sub_batch_size
+        return model, AutoTokenizer.from_pretrained(path)
     if model_args.encoder_type == "transformer":
         base = path or resolve_minilm_path()
         model = SiameseModel.from_encoder_pretrained(
-            base, pooling=model_args.pooling, projection_dim=model_args.projection_dim, classifier_head=classifier_head
+            base,
+            pooling=model_args.pooling,
+            projection_dim=model_args.projection_dim,
+            encoder_dropout=model_args.encoder_dropout,
+            classifier_head=classifier_head,
+            sub_batch_size=sub_batch_size,
+            encoder_kwargs=encoder_kwargs,
         )
         tokenizer = AutoTokenizer.from_pretrained(base)
         tokenizer.model_max_length = model_args.max_length
