@@ -22,6 +22,21 @@ from machine_info import machine
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
+RECIPE_TABLE_HEADER = "| date | machine | command | wall s | steps | s/step |"
+
+
+def insert_table_row(readme: Path, header_prefix: str, line: str) -> None:
+    """Add `line` as the last row of the table whose header starts with `header_prefix` (not at the
+    file's end, where later sections would separate it from its table)."""
+    lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
+    starts = [i for i, text in enumerate(lines) if text.startswith(header_prefix)]
+    if not starts:
+        raise SystemExit(f"{readme} has no table starting with {header_prefix!r}")
+    end = starts[0]
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    lines.insert(end, line)
+    readme.write_text("".join(lines), encoding="utf-8")
 
 
 
@@ -66,8 +81,7 @@ def main() -> None:
             f"| {date} | {machine()} | `{cmd}` | {row['wall_s']} | {row['steps']} | {row['s_per_step']} | "
             f"{row['eval_average_precision']} | {row['eval_roc_auc']} | {row['eval_accuracy']} | {row['eval_f1']} | {row['eval_threshold']} |\n"
         )
-        with README.open("a", encoding="utf-8") as handle:
-            handle.write(line)
+        insert_table_row(README, RECIPE_TABLE_HEADER, line)
 
 
 if __name__ == "__main__":
