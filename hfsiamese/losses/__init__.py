@@ -15,6 +15,7 @@ from typing import Any
 from torch import nn
 
 from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
+from .contrastive_triplet import ContrastiveTripletLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .triplet import TripletLoss
@@ -25,6 +26,7 @@ LOSSES: dict[str, type[nn.Module]] = {
     "triplet": TripletLoss,
     "contrastive": ContrastiveLoss,
     "online_contrastive": OnlineContrastiveLoss,
+    "contrastive_triplet": ContrastiveTripletLoss,
     "multiple_negatives_ranking": MultipleNegativesRankingLoss,
     "verification_identification": VerificationIdentificationLoss,
 }
@@ -63,6 +65,7 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
 __all__ = [
     "LOSSES",
     "ContrastiveLoss",
+    "ContrastiveTripletLoss",
     "HardNegativeTripletLoss",
     "MultipleNegativesRankingLoss",
     "OnlineContrastiveLoss",

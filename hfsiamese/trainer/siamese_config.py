@@ -49,6 +49,12 @@ class SiameseTrainingArguments(TrainingArguments):
     verification_weight: float | None = field(
         default=None, metadata={"help": "verification_identification: weight w of the cosine-embedding term."}
     )
+    triplet_margin: float | None = field(
+        default=None, metadata={"help": "contrastive_triplet: margin α of its in-batch triplet term (default 0.25)."}
+    )
+    triplet_weight: float | None = field(
+        default=None, metadata={"help": "contrastive_triplet: weight w of its in-batch triplet term (default 1.0)."}
+    )
     gather_across_devices: bool | None = field(
         default=None,
         metadata={"help": "In-batch losses under several processes: use the other processes' pairs as negatives too (default on)."},
@@ -124,7 +130,8 @@ class SiameseTrainingArguments(TrainingArguments):
         """The loss options the user set (unset ones keep each loss's own default)."""
         names = (
             "margin", "use_mean_negative", "use_closest_negative", "negative_selection", "in_batch_negatives",
-            "temperature", "symmetric", "verification_weight", "gather_across_devices",
+            "temperature", "symmetric", "verification_weight", "triplet_margin", "triplet_weight",
+            "gather_across_devices",
         )  # fmt: skip
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
