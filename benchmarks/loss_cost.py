@@ -32,10 +32,10 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, matmul_peak  # noqa: E402
 from machine_info import machine  # noqa: E402
+from readme_tables import append_section, markdown_table  # noqa: E402
 
 from hfsiamese.losses import get_loss  # noqa: E402
 
-README = Path(__file__).resolve().parent / "README.md"
 TOKENS_PER_QUESTION = 16
 
 
@@ -133,16 +133,16 @@ def append_table(rows: list[dict]) -> None:
         "",
         f"Measured fp32 matmul peak: {rows[0]['peak_fp32_tflops']} TFLOP/s.",
         "",
-        "| loss | B | loss fwd+bwd ms | at peak ms | memory growth MiB | MiniLM step at peak ms | loss share of step |",
-        "|---|---|---|---|---|---|---|",
-        *[
-            f"| {r['loss']} | {r['batch_size']} | {r['loss_ms']} | {r['loss_ms_at_peak']} | {r['memory_growth_mib']} | "
-            f"{r['minilm_step_ms_at_peak']} | {r['share_of_step']:.2%} |"
-            for r in rows
-        ],
+        *markdown_table(
+            ["loss", "B", "loss fwd+bwd ms", "at peak ms", "memory growth MiB", "MiniLM step at peak ms", "loss share of step"],
+            [
+                [r["loss"], r["batch_size"], r["loss_ms"], r["loss_ms_at_peak"], r["memory_growth_mib"],
+                 r["minilm_step_ms_at_peak"], f"{r['share_of_step']:.2%}"]
+                for r in rows
+            ],
+        ),
     ]
-    with README.open("a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+    append_section(lines)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -54,16 +53,13 @@ def run_recipe(name: str, flags: list[str], epochs: int) -> dict:
     import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
     from hfsiamese.evaluation import evaluate_pairs
 
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run"
-        _run([
-            sys.executable, str(REPO / "recipes" / "train.py"), str(REPO / "recipes" / "configs" / "lstm_qqp.yaml"),
-            "--output_dir", str(out), "--num_train_epochs", str(epochs), "--eval_strategy", "no",
-            "--save_strategy", "no", "--disable_tqdm", "true", *flags,
-        ])
-        results = json.loads((out / "all_results.json").read_text())
+    from recipe_runs import trained_recipe
+
+    flags = ["--num_train_epochs", str(epochs), "--eval_strategy", "no", "--save_strategy", "no", *flags]
+    with trained_recipe(REPO / "recipes" / "configs" / "lstm_qqp.yaml", flags) as run:
+        results = run["results"]
         _, validation = qqp_train_and_validation()
-        at_seeds_threshold = evaluate_pairs(AutoModel.from_pretrained(out), validation, threshold=0.7)
+        at_seeds_threshold = evaluate_pairs(AutoModel.from_pretrained(run["output_dir"]), validation, threshold=0.7)
     return {
         "model": name,
         "train_s": round(results["train_runtime"], 1),

@@ -10,35 +10,54 @@ The run goes to a fresh temporary output folder, so nothing of the user's is tou
 from __future__ import annotations
 
 import argparse
+import os
 import datetime as dt
 import json
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from machine_info import machine
+from readme_tables import insert_table_row
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
 RECIPE_TABLE_HEADER = "| date | machine | command | wall s | steps | s/step |"
+EVAL_KEYS = ("eval_average_precision", "eval_roc_auc", "eval_accuracy", "eval_f1", "eval_threshold")
 
 
-def insert_table_row(readme: Path, header_prefix: str, line: str) -> None:
-    """Add `line` as the last row of the table whose header starts with `header_prefix` (not at the
-    file's end, where later sections would separate it from its table)."""
-    lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
-    starts = [i for i, text in enumerate(lines) if text.startswith(header_prefix)]
-    if not starts:
-        raise SystemExit(f"{readme} has no table starting with {header_prefix!r}")
-    end = starts[0]
-    while end < len(lines) and lines[end].startswith("|"):
-        end += 1
-    lines.insert(end, line)
-    readme.write_text("".join(lines), encoding="utf-8")
+@contextmanager
+def trained_recipe(config: str | Path, flags: list[str]) -> Iterator[dict[str, Any]]:
+    """
+    Run `recipes/train.py CONFIG FLAGS` into a fresh temporary folder (nothing of the user's is
+    touched) and yield {output_dir, results (all_results.json), steps, wall_s}; the folder is
+    deleted afterwards. A failed run ends the benchmark with the recipe's error output.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        command = [sys.executable, str(REPO / "recipes" / "train.py"), str(config), "--output_dir", str(out), "--disable_tqdm", "true", *flags]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)
+        wall = time.perf_counter() - start
+        if result.returncode != 0:
+            sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-4000:]}")
+        yield {
+            "output_dir": out,
+            "results": json.loads((out / "all_results.json").read_text()),
+            "steps": json.loads((out / "trainer_state.json").read_text())["global_step"],
+            "wall_s": wall,
+        }
 
 
+def eval_figures(results: dict[str, Any]) -> dict[str, float]:
+    """The validation figures of a recipe's all_results.json, rounded for the tables."""
+    return {key: round(results[key], 4) for key in EVAL_KEYS}
 
 
 def main() -> None:
@@ -48,16 +67,8 @@ def main() -> None:
     # Anything this script does not know (after `--`) goes to recipes/train.py.
     args, extra = parser.parse_known_args()
     flags = [f for f in extra if f != "--"]
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run"
-        command = [sys.executable, str(REPO / "recipes" / "train.py"), args.config, "--output_dir", str(out), "--disable_tqdm", "true", *flags]
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if result.returncode != 0:
-            sys.exit(f"recipe failed:\n{result.stderr[-4000:]}")
-        results = json.loads((out / "all_results.json").read_text())
-        steps = json.loads((out / "trainer_state.json").read_text())["global_step"]
+    with trained_recipe(args.config, flags) as run:
+        results, steps, wall = run["results"], run["steps"], run["wall_s"]
     row = {
         "config": Path(args.config).name,
         "flags": " ".join(flags),
@@ -66,11 +77,7 @@ def main() -> None:
         "steps": steps,
         "s_per_step": round(results["train_runtime"] / max(steps, 1), 3),
         "train_pairs_per_s": round(results["train_samples_per_second"], 1),
-        "eval_average_precision": round(results["eval_average_precision"], 4),
-        "eval_roc_auc": round(results["eval_roc_auc"], 4),
-        "eval_accuracy": round(results["eval_accuracy"], 4),
-        "eval_f1": round(results["eval_f1"], 4),
-        "eval_threshold": round(results["eval_threshold"], 4),
+        **eval_figures(results),
         "eval_num_pairs": results["eval_num_pairs"],
     }
     print(json.dumps(row))

@@ -9,8 +9,10 @@ same number of steps, then score the same 1,000 validation pairs:
 
 - sentence-transformers: `SentenceTransformerTrainer` + `MultipleNegativesRankingLoss` with the
   NO_DUPLICATES batch sampler, every other setting at its default (learning rate 5e-5).
-- hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml` (in-batch triplet loss, lr 2e-5,
-  max length 64) with batches grouped by length, its speed setting.
+- hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss hard_negative_triplet` (the
+  in-batch triplet loss on the same duplicate pairs, lr 2e-5, max length 64, the recipe's speed
+  settings: no dropout, eager attention, texts length-sorted into sub-batches of 32) with batches
+  grouped by length.
 
 `bf16` sets the Trainer's `bf16=True` on both sides (autocast to bfloat16 on CPU, AMX where the CPU
 has it). Each run is its own process (so peak RSS is its own), and the configurations alternate
@@ -52,6 +54,7 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, floa
         "--output_dir", output_dir,
         "--per_device_train_batch_size", str(BATCH_SIZE),
         "--max_steps", str(steps),
+        "--loss", "hard_negative_triplet",  # the library's in-batch loss on duplicate pairs, like MNRL
         "--train_sampling_strategy", "group_by_length",
         "--disable_tqdm", "true",
         "--logging_steps", str(max(steps, 1)),
@@ -69,47 +72,18 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, floa
 
 
 def run_sentence_transformers(steps: int, precision: str, output_dir: str) -> dict[str, float]:
-    import numpy as np
     from qqp_slices import qqp_train_and_validation
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-        losses,
-    )
-    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    from st_baselines import sentence_transformer_scores, train_sentence_transformers
 
     from hfsiamese.metrics import pair_classification_metrics
-    from hfsiamese.utils import resolve_minilm_path
 
-    train_pairs, validation = qqp_train_and_validation()
-    duplicates = train_pairs.filter(lambda label: label == 1, input_columns="label")
-    train_dataset = duplicates.select_columns(["question1", "question2"]).rename_columns(
-        {"question1": "anchor", "question2": "positive"}
+    model, timing = train_sentence_transformers(
+        "mnrl", output_dir, batch_size=BATCH_SIZE, max_steps=steps, precision=precision
     )
-    model = SentenceTransformer(resolve_minilm_path(), device="cpu")
-    args = SentenceTransformerTrainingArguments(
-        output_dir=output_dir,
-        per_device_train_batch_size=BATCH_SIZE,
-        max_steps=steps,
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        bf16=precision == "bf16",
-        use_cpu=True,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        logging_steps=max(steps, 1),
-        seed=42,
-    )
-    trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=losses.MultipleNegativesRankingLoss(model)
-    )
-    metrics = trainer.train().metrics
-    a = model.encode(list(validation["question1"]), batch_size=128, convert_to_numpy=True, normalize_embeddings=True)
-    b = model.encode(list(validation["question2"]), batch_size=128, convert_to_numpy=True, normalize_embeddings=True)
-    scores = (np.asarray(a) * np.asarray(b)).sum(axis=1)
+    _, validation = qqp_train_and_validation()
+    scores = sentence_transformer_scores(model, list(validation["question1"]), list(validation["question2"]))
     return {
-        "train_s": metrics["train_runtime"],
+        "train_s": timing["train_s"],
         "eval_average_precision": pair_classification_metrics(scores, list(validation["label"]))["average_precision"],
     }
 
