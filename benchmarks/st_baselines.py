@@ -28,6 +28,7 @@ def train_sentence_transformers(
     num_train_epochs: float = 1.0,
     precision: str = "fp32",
     seed: int = 42,
+    device: str = "cpu",
 ) -> tuple[Any, dict[str, float]]:
     """Train one sentence-transformers baseline; returns the model and {train_s (the Trainer's train_runtime), steps}."""
     from qqp_slices import qqp_train_and_validation
@@ -44,7 +45,7 @@ def train_sentence_transformers(
     if loss_name not in ST_LOSSES:
         raise ValueError(f"loss_name must be one of {ST_LOSSES}, got {loss_name!r}")
     train_pairs, _ = qqp_train_and_validation()
-    model = SentenceTransformer(resolve_minilm_path(), device="cpu")
+    model = SentenceTransformer(resolve_minilm_path(), device=device)
     if loss_name == "mnrl":
         duplicates = train_pairs.filter(lambda label: label == 1, input_columns="label")
         train_dataset = duplicates.select_columns(["question1", "question2"]).rename_columns(
@@ -65,7 +66,7 @@ def train_sentence_transformers(
         num_train_epochs=num_train_epochs,
         batch_sampler=sampler,
         bf16=precision == "bf16",
-        use_cpu=True,
+        use_cpu=device == "cpu",
         save_strategy="no",
         report_to="none",
         disable_tqdm=True,

