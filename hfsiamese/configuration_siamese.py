@@ -64,7 +64,7 @@ class SiameseConfig(PretrainedConfig):
             Transformer encoders only: `forward` sorts all texts of its call (both sides and any
             negatives) by length and runs the encoder on sub-batches of at most this many texts,
             each padded only to its own longest text, so padding is barely computed while the loss
-            still sees the whole batch. Results equal one padded call up to float rounding. Raise it
+            still sees the whole batch; `encode` runs each of its batches the same way. Results equal one padded call up to float rounding. Raise it
             on GPUs (e.g. 256), where fewer, larger calls pay; `None` embeds each side in one call.
     """
 

@@ -561,6 +561,11 @@ class SiameseModel(SiamesePreTrainedModel):
         embeddings = self._finish(torch.cat(pooled)[torch.argsort(order)])
         return list(embeddings.split([ids.shape[0] for ids, _, _ in sides]))
 
+    def _embed_batch(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One tokenised batch of `encode`, in length-sorted sub-batches like `forward`."""
+        side = (features["input_ids"], features.get("attention_mask"), features.get("token_type_ids"))
+        return self.embed_sides([side])[0]
+
     def _encoder_takes_inputs_embeds(self) -> bool:
         """Families whose embedding layer does nothing with `input_ids` but look them up (with
         right padding, their position ids are the same either way); others get `input_ids`."""
@@ -683,7 +688,7 @@ class SiameseModel(SiamesePreTrainedModel):
                 raise TypeError("encode expects a list of texts, not a single string")
             if isinstance(texts, dict) or hasattr(texts, "keys"):
                 batch = {k: v.to(self.device) for k, v in texts.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-                return self.embed(**batch).cpu()
+                return self._embed_batch(batch).cpu()
             texts = list(texts)
             if not texts:
                 return torch.empty(0, self.config.sentence_embedding_dim)
@@ -706,7 +711,7 @@ class SiameseModel(SiamesePreTrainedModel):
                 features = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
                 truncated += _truncated_count(features, max_length)
                 features = {k: v.to(self.device) for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-                chunks.append(self.embed(**features).cpu())
+                chunks.append(self._embed_batch(features).cpu())
             if truncated:
                 warnings.warn(
                     f"{truncated} of {len(texts)} texts were longer than max_length={max_length} tokens and were truncated",

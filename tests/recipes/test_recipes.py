@@ -65,7 +65,8 @@ def test_group_pairs_view_length_batches_and_test_split(tmp_path):
     out = tmp_path / "run"
     result = run_offline(
         [sys.executable, str(TRAIN), *recipe_flags(TINY_LSTM, out), "--max_steps", "3", "--test_fraction", "0.1",
-         "--train_view", "group_pairs", "--max_pairs_per_group", "5", "--train_sampling_strategy", "group_by_length"],
+         "--train_view", "group_pairs", "--max_pairs_per_group", "5", "--train_sampling_strategy", "group_by_length",
+         "--loss", "hard_negative_triplet"],  # group pairs are duplicates: an in-batch loss
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-4000:]
@@ -136,6 +137,8 @@ def test_minilm_recipe_smoke(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     config = json.loads((out / "config.json").read_text())
     assert config["encoder_type"] == "transformer" and config["encoder_config"]["model_type"] == "bert"
+    # The recipe's speed settings reach the saved model: no dropout, length-sorted sub-batches.
+    assert config["encoder_config"]["hidden_dropout_prob"] == 0.0 and config["sub_batch_size"] == 32
     assert last_json(result.stdout)["eval_num_pairs"] == 64
 
 

@@ -26,6 +26,7 @@ from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env,
 FLAGS = dict(
     TINY_LSTM_BASE, max_length=32, max_train_pairs=300, max_eval_pairs=100, per_device_eval_batch_size=64,
     warmup_steps=2, eval_strategy="epoch", save_strategy="steps", save_total_limit=2,
+    loss="hard_negative_triplet",  # duplicate pairs only: the step/epoch positions below count those rows
 )
 ACCELERATE_2 = accelerate_launch(2)
 ENV = dict(OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="1")  # added to `offline_env`'s settings
