@@ -26,12 +26,12 @@ from pathlib import Path
 import torch
 
 BENCHMARKS = Path(__file__).resolve().parent
-README = BENCHMARKS / "README.md"
 QQP_FILE = BENCHMARKS.parent / "recipes" / "data" / "qqp_dev.tsv"
 sys.path.insert(0, str(BENCHMARKS))
 
 from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, ceiling_report  # noqa: E402
 from machine_info import machine  # noqa: E402
+from readme_tables import append_section, markdown_table  # noqa: E402
 
 MAX_LENGTH = 256
 
@@ -145,20 +145,20 @@ def main() -> None:
             f"{len(texts):,} questions, {mean_tokens:.1f} real tokens each on average; matmul peak fp32 "
             f"{ceiling['peak_fp32_tflops']} / bf16 {ceiling['peak_bf16_tflops']} TFLOP/s.",
             "",
-            "| library | precision | batch | sentences/s | ceiling | of ceiling | bf16 vs fp32: max abs diff | min cosine |",
-            "|---|---|---|---|---|---|---|---|",
-            *[
-                f"| {r['library']} | {r['precision']} | {r['batch_size']} | {r['sentences_per_s']} | {r['ceiling_sentences_per_s']} | "
-                f"{r['fraction_of_ceiling']:.1%} | {r.get('vs_fp32_max_abs_diff', '')} | {r.get('vs_fp32_min_cosine', '')} |"
-                for r in rows
-            ],
+            *markdown_table(
+                ["library", "precision", "batch", "sentences/s", "ceiling", "of ceiling", "bf16 vs fp32: max abs diff", "min cosine"],
+                [
+                    [r["library"], r["precision"], r["batch_size"], r["sentences_per_s"], r["ceiling_sentences_per_s"],
+                     f"{r['fraction_of_ceiling']:.1%}", r.get("vs_fp32_max_abs_diff"), r.get("vs_fp32_min_cosine")]
+                    for r in rows
+                ],
+            ),
             "",
             "Ratios (sentences/s): " + ", ".join(f"{k} {v}×" for k, v in ratios.items()) + ".",
         ]
         if agreement:
             lines.append(f"hfsiamese vs sentence-transformers at fp32: {agreement}.")
-        with README.open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
+        append_section(lines)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
-README = BENCHMARKS / "README.md"
 sys.path.insert(0, str(BENCHMARKS))
 
 SEEDS_SIZE_FLAGS = [
@@ -81,6 +80,7 @@ def main() -> None:
     parser.add_argument("--append", action="store_true", help="append the table to benchmarks/README.md")
     args = parser.parse_args()
     from machine_info import machine
+    from readme_tables import append_section, markdown_table
 
     rows = [json.loads(_run([sys.executable, str(BENCHMARKS / "seeds_siamese.py"), "--epochs", str(args.epochs)]).strip().splitlines()[-1])]
     rows[0]["model"] = "seeds (re-implemented)"
@@ -99,19 +99,19 @@ def main() -> None:
             "",
             f"### {dt.date.today().isoformat()}, {machine()}: `{command.strip()}`",
             "",
-            "| model | train s | pairs/s | val AP | ROC-AUC | acc at τ=0.7 | acc at calibrated τ | F1 | τ |",
-            "|---|---|---|---|---|---|---|---|---|",
-            *[
-                f"| {r['model']} | {r['train_s']} | {r['train_pairs_per_s']} | {r['eval_average_precision']} | {r['eval_roc_auc']} | "
-                f"{r['eval_accuracy_at_0.7']} | {r['eval_accuracy_calibrated']} | {r['eval_f1_calibrated']} | {r['eval_threshold']} |"
-                for r in rows
-            ],
+            *markdown_table(
+                ["model", "train s", "pairs/s", "val AP", "ROC-AUC", "acc at τ=0.7", "acc at calibrated τ", "F1", "τ"],
+                [
+                    [r["model"], r["train_s"], r["train_pairs_per_s"], r["eval_average_precision"], r["eval_roc_auc"],
+                     r["eval_accuracy_at_0.7"], r["eval_accuracy_calibrated"], r["eval_f1_calibrated"], r["eval_threshold"]]
+                    for r in rows
+                ],
+            ),
             "",
             f"Equal-size throughput vs the seeds' model: {ratios['equal_size_pairs_per_s_vs_seeds']}×; "
             f"recipe AP minus the seeds' AP: {ratios['recipe_ap_minus_seeds']:+.4f}.",
         ]
-        with README.open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
+        append_section(lines)
 
 
 if __name__ == "__main__":

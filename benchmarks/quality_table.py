@@ -69,18 +69,13 @@ def configurations() -> dict[str, list[str]]:
 
 
 def _scored(scores, labels, train_s: float | None, steps: int | None) -> dict:
+    from recipe_runs import eval_figures
+
     from hfsiamese.metrics import pair_classification_metrics
 
     metrics = pair_classification_metrics(scores, labels)
-    return {
-        "train_s": None if train_s is None else round(train_s, 1),
-        "steps": steps,
-        "eval_average_precision": round(metrics["average_precision"], 4),
-        "eval_roc_auc": round(metrics["roc_auc"], 4),
-        "eval_accuracy": round(metrics["accuracy"], 4),
-        "eval_f1": round(metrics["f1"], 4),
-        "eval_threshold": round(metrics["threshold"], 4),
-    }
+    figures = eval_figures({f"eval_{name}": value for name, value in metrics.items()})  # the recipes' keys
+    return {"train_s": None if train_s is None else round(train_s, 1), "steps": steps, **figures}
 
 
 def worker(kind: str, extra: list[str]) -> dict:

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from machine_info import machine
-from readme_tables import insert_table_row
+from readme_tables import README, insert_table_row
 
 REPO = Path(__file__).resolve().parents[1]
-README = Path(__file__).resolve().parent / "README.md"
 RECIPE_TABLE_HEADER = "| date | machine | command | wall s | steps | s/step |"
 EVAL_KEYS = ("eval_average_precision", "eval_roc_auc", "eval_accuracy", "eval_f1", "eval_threshold")
 

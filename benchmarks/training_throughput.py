@@ -36,7 +36,6 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
-README = BENCHMARKS / "README.md"
 sys.path.insert(0, str(BENCHMARKS))
 
 DEFAULT_BATCH_SIZE = 64
@@ -144,6 +143,7 @@ def main() -> None:
     import torch
     from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, ceiling_report
     from machine_info import machine
+    from readme_tables import append_section, markdown_table
 
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("--device cuda: no CUDA device here")
@@ -187,18 +187,18 @@ def main() -> None:
             f"Matmul peak: fp32 {ceiling['peak_fp32_tflops']} TFLOP/s, bf16 {ceiling['peak_bf16_tflops']} TFLOP/s; "
             f"{tokens:.1f} real tokens per question on average. Best of {args.repeats} alternating repeats.",
             "",
-            "| library | precision | steps × batch | pairs/s | ceiling pairs/s | of ceiling | peak RSS MiB | val AP |",
-            "|---|---|---|---|---|---|---|---|",
-            *[
-                f"| {r['library']} | {r['precision']} | {r['steps']} × {r['batch_size']} | {r['pairs_per_s']} | "
-                f"{r['ceiling_pairs_per_s']} | {r['fraction_of_ceiling']:.1%} | {r['peak_rss_mib']} | {r['eval_average_precision']} |"
-                for r in best.values()
-            ],
+            *markdown_table(
+                ["library", "precision", "steps × batch", "pairs/s", "ceiling pairs/s", "of ceiling", "peak RSS MiB", "val AP"],
+                [
+                    [r["library"], r["precision"], f"{r['steps']} × {r['batch_size']}", r["pairs_per_s"],
+                     r["ceiling_pairs_per_s"], f"{r['fraction_of_ceiling']:.1%}", r["peak_rss_mib"], r["eval_average_precision"]]
+                    for r in best.values()
+                ],
+            ),
             "",
             "Ratios (pairs/s): " + ", ".join(f"{k.replace('_', ' ')} {v}×" for k, v in ratios.items()) + ".",
         ]
-        with README.open("a", encoding="utf-8") as handle:
-            handle.write("\n".join(lines) + "\n")
+        append_section(lines)
 
 
 if __name__ == "__main__":
