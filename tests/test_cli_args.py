@@ -4,7 +4,7 @@ import pytest
 from transformers import HfArgumentParser
 
 from hfsiamese.cli_args import parse_config_and_flags
-from hfsiamese.utils import ensure_writable_output_dir
+from hfsiamese.output_dirs import ensure_writable_output_dir
 
 
 @dataclass

@@ -21,7 +21,7 @@ from hfsiamese.data import (
 )
 from hfsiamese.evaluation import evaluate_pairs
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.utils import require_local_or_cached
+from hfsiamese.hub_access import require_local_or_cached
 from tests.conftest import QQP_FILE, REPO_ROOT
 
 NOT_CACHED = "someone-offline/not-cached-model"

