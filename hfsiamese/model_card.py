@@ -17,7 +17,7 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from .losses import LOSSES
+from .losses import LOSSES, SiameseLoss, get_loss, loss_kwargs_for, loss_name
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card_template.md"
 BASE_TAGS = ("hfsiamese", "siamese-network", "bi-encoder", "sentence-similarity", "duplicate-question-detection")
@@ -34,13 +34,13 @@ METRICS = (
 # Split prefixes of the Trainer's metrics, and the split name the model-index records.
 SPLITS = (("eval", "validation"), ("test", "test"))
 
-# Training arguments that shape the model (never paths, tokens or logging options).
+# Training arguments that shape the model (never paths, tokens or logging options), after the loss
+# and its options (which `SiameseTrainingArguments.loss_options` gives, from the losses' own list).
 TRAINING_ARGUMENTS = (
-    "loss", "margin", "use_mean_negative", "use_closest_negative", "negative_selection", "in_batch_negatives",
-    "temperature", "symmetric", "verification_weight", "gather_across_devices", "gradient_cache_mini_batch_size",
-    "no_duplicate_batches", "train_sampling_strategy", "calibrate_threshold", "calibrate_for",
-    "learning_rate", "weight_decay", "lr_scheduler_type", "warmup_steps", "optim", "num_train_epochs", "max_steps",
-    "per_device_train_batch_size", "gradient_accumulation_steps", "fp16", "bf16", "seed",
+    "gradient_cache_mini_batch_size", "no_duplicate_batches", "train_sampling_strategy", "calibrate_threshold",
+    "calibrate_for", "learning_rate", "weight_decay", "lr_scheduler_type", "warmup_steps", "optim",
+    "num_train_epochs", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "fp16", "bf16",
+    "seed",
 )  # fmt: skip
 
 
@@ -101,6 +101,16 @@ def _loss_summary(name: str) -> str:
     """The first paragraph of the loss class's docstring (one place describes each loss)."""
     doc = (LOSSES[name].__doc__ or "").strip()
     return " ".join(doc.split("\n\n")[0].split()) if doc else name
+
+
+def _trained_loss(loss: SiameseLoss | None, training_args: Any | None) -> tuple[str | None, dict[str, Any]]:
+    """The loss's name and its options, all of them (`get_config_dict`): the trained loss, else the one the arguments name."""
+    name = getattr(training_args, "loss", None)
+    if loss is None and name in LOSSES and hasattr(training_args, "loss_options"):
+        loss = get_loss(name, **loss_kwargs_for(name, **training_args.loss_options()))
+    if loss is None:
+        return name, {}
+    return loss_name(loss) or name, loss.get_config_dict()
 
 
 def _count(n: int) -> str:
@@ -165,7 +175,10 @@ def _metric_rows(metrics: Mapping[str, float]) -> list[dict[str, Any]]:
 def _training_arguments(training_args: Any | None) -> dict[str, Any]:
     if training_args is None:
         return {}
-    values = {name: getattr(training_args, name) for name in TRAINING_ARGUMENTS if hasattr(training_args, name)}
+    values = {"loss": getattr(training_args, "loss", None)}
+    if hasattr(training_args, "loss_options"):
+        values.update(training_args.loss_options())
+    values.update({name: getattr(training_args, name) for name in TRAINING_ARGUMENTS if hasattr(training_args, name)})
     values = {k: v for k, v in values.items() if v is not None and not (k in ("fp16", "bf16") and not v)}
     # max_steps > 0 overrides num_train_epochs; otherwise it is the "unset" -1.
     if values.get("max_steps", -1) > 0:
@@ -182,6 +195,7 @@ def build_model_card(
     metrics: Mapping[str, float] | None = None,
     training_args: Any | None = None,
     arguments: Mapping[str, Any] | None = None,
+    loss: SiameseLoss | None = None,
     tokenizer: Any | None = None,
     repo_id: str | None = None,
     dataset_name: str | None = None,
@@ -206,6 +220,8 @@ def build_model_card(
         training_args: the `SiameseTrainingArguments`; only the options that shape the model are shown.
         arguments: further arguments of the run (e.g. the recipe's model and data arguments), shown with the
             training options as one config that `recipes/train.py` reads back.
+        loss: the loss the model was trained with, whose options (`get_config_dict`) the card lists; default:
+            the one `training_args` name.
         tokenizer: the model's tokenizer, for the vocabulary size and truncation length.
         repo_id: where the checkpoint will be found (Hub id or folder), for the usage snippets.
         dataset_name / dataset_id / dataset_config: a readable name of the training data, and its Hub data
@@ -236,7 +252,7 @@ def build_model_card(
         eval_results=results or None,
     )
     config_yaml = _recipe_config(arguments, training_args)
-    loss = getattr(training_args, "loss", None)
+    trained_loss_name, loss_options = _trained_loss(loss, training_args)
     card = ModelCard.from_template(
         card_data,
         template_path=str(TEMPLATE_PATH),
@@ -251,9 +267,9 @@ def build_model_card(
         eval_pairs=eval_pairs,
         global_step=global_step,
         train_runtime=metrics.get("train_runtime"),
-        loss=loss,
-        loss_summary=_loss_summary(loss) if loss in LOSSES else None,
-        loss_options=training_args.loss_options() if hasattr(training_args, "loss_options") else {},
+        loss=trained_loss_name,
+        loss_summary=_loss_summary(trained_loss_name) if trained_loss_name in LOSSES else None,
+        loss_options=loss_options,
         config_yaml=config_yaml,
         metric_columns=[(key, pretty.split(" at ")[0]) for key, _, pretty in METRICS],
         metric_rows=_metric_rows(metrics),

@@ -15,9 +15,9 @@ from huggingface_hub.repocard_data import eval_results_to_model_index, model_ind
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import tokenize_pairs
+from hfsiamese.losses import VerificationIdentificationLoss
 from hfsiamese.model_card import BASE_TAGS, build_model_card, hub_model_id, local_card_license
-from tests.helpers import trainer_on_tiny_pairs
-from tests.trainer.test_siamese_trainer import _args, _eval_pairs
+from tests.fixtures import tiny_eval_pairs as _eval_pairs, tiny_training_args as _args, trainer_on_tiny_pairs
 
 
 def yaml_block(text):
@@ -100,3 +100,18 @@ def test_card_without_results_or_threshold(word_tokenizer):
     assert "No evaluation results were recorded" in card.text and "none stored; pass `threshold=...`" in card.text
     assert "score = out.logits.softmax(dim=-1)[:, 1]" in card.text
     assert 'SentenceTransformer("someone/st")' in card.text and "sentence-transformers" in card.data.tags
+
+
+def test_card_lists_every_option_of_the_loss(word_tokenizer, tmp_path):
+    """The card's config and loss line come from the losses' own option list (contrastive_triplet's were missing)."""
+    model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6))
+    args = _args(tmp_path, loss="contrastive_triplet", margin=0.4, triplet_margin=0.2, triplet_weight=0.5)
+    card = build_model_card(model, model_name="m", training_args=args)
+    config = yaml_block(card.text)
+    assert {k: config[k] for k in ("loss", "margin", "triplet_margin", "triplet_weight")} == {
+        "loss": "contrastive_triplet", "margin": 0.4, "triplet_margin": 0.2, "triplet_weight": 0.5,
+    }  # fmt: skip
+    assert "- Loss: `contrastive_triplet` (margin=0.4, triplet_margin=0.2, triplet_weight=0.5)" in card.text
+    # The loss a trainer was given is the one the card describes, defaults included.
+    trained = build_model_card(model, model_name="m", training_args=_args(tmp_path), loss=VerificationIdentificationLoss(margin=0.3))
+    assert "- Loss: `verification_identification` (margin=0.3, verification_weight=1.0)" in trained.text

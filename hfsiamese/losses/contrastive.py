@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from .inputs import check_labelled_pair_inputs
+from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 
 
-class ContrastiveLoss(nn.Module):
+class ContrastiveLoss(SiameseLoss):
     r"""
     The contrastive (Siamese) loss on labelled pairs, with the cosine distance.
 
@@ -37,30 +36,15 @@ class ContrastiveLoss(nn.Module):
         >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 0]))
     """
 
-    pair_type: str = "labelled"
-    uses_negatives: bool = False
+    requires_labels = True
 
     def __init__(self, margin: float = 0.5) -> None:
         super().__init__()
-        if margin < 0:
-            raise ValueError(f"margin must be non-negative, got {margin}")
+        require_non_negative("margin", margin)
         self.margin = margin
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        is_duplicate = check_labelled_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
-        return pair_terms(embeddings_a, embeddings_b, is_duplicate, self.margin).mean()
-
-    def extra_repr(self) -> str:
-        return f"margin={self.margin}"
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
+        return SiameseLossOutput(pair_terms(embeddings_a, embeddings_b, labels == 1, self.margin).mean())
 
 
 class OnlineContrastiveLoss(ContrastiveLoss):
@@ -83,7 +67,7 @@ class OnlineContrastiveLoss(ContrastiveLoss):
 
     i.e. the mean of the kept terms; when every pair is hard it equals `ContrastiveLoss`. The empty
     case returns a zero that stays on the graph, so backward (and DDP) still run. The mining is
-    per process: each process keeps the hard pairs of its own batch. ``last_stats``:
+    per process: each process keeps the hard pairs of its own batch. Statistics (`compute`):
     ``hard_positives``, ``hard_negatives``, ``pairs_used``. ``group_ids`` are ignored.
 
     Inputs:
@@ -97,23 +81,15 @@ class OnlineContrastiveLoss(ContrastiveLoss):
         >>> loss_fn = OnlineContrastiveLoss(margin=0.5)
         >>> a = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
         >>> b = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
-        >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 0, 1, 0]))
-        >>> sorted(loss_fn.last_stats)
+        >>> output = loss_fn.compute(a, b, labels=torch.tensor([1, 0, 1, 0, 1, 0]))
+        >>> sorted(output.stats)
         ['hard_negatives', 'hard_positives', 'pairs_used']
     """
 
     # Same margin, inputs and pair type as ContrastiveLoss; only the choice of pairs differs.
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        is_duplicate = check_labelled_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
+        is_duplicate = labels == 1
         distances = cosine_distance(embeddings_a, embeddings_b)
         with torch.no_grad():
             closest_negative = distances.masked_fill(is_duplicate, float("inf")).min()
@@ -121,12 +97,10 @@ class OnlineContrastiveLoss(ContrastiveLoss):
             hard_positive = is_duplicate & (distances > closest_negative)
             hard_negative = ~is_duplicate & (distances < farthest_positive)
             kept = hard_positive | hard_negative
-            counts = torch.stack([hard_positive.sum(), hard_negative.sum(), kept.sum()]).tolist()
-        self.last_stats = {
-            name: float(count) for name, count in zip(("hard_positives", "hard_negatives", "pairs_used"), counts)
-        }
+        stats = {"hard_positives": hard_positive.sum(), "hard_negatives": hard_negative.sum(), "pairs_used": kept.sum()}
         terms = _terms_from_distances(distances, is_duplicate, self.margin)
-        return (terms * kept).sum() / kept.sum().clamp(min=1)
+        return SiameseLossOutput((terms * kept).sum() / kept.sum().clamp(min=1), stats)
+
 
 def cosine_distance(embeddings_a: torch.Tensor, embeddings_b: torch.Tensor) -> torch.Tensor:
     """``1 − cos(a_i, b_i)`` per pair."""

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
+from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 from .contrastive import ContrastiveLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
-from .inputs import check_labelled_pair_inputs
 
 
-class ContrastiveTripletLoss(nn.Module):
+class ContrastiveTripletLoss(SiameseLoss):
     r"""
     Both kinds of negatives a labelled duplicate-question batch offers, in one loss.
 
@@ -26,8 +23,8 @@ class ContrastiveTripletLoss(nn.Module):
     in-batch negatives give every duplicate ``|D| − 1`` more. ``T`` is left out (0) for a batch with
     fewer than two duplicate rows, or whose duplicates all share one group. ``T`` is computed per
     process (no gathering: the number of duplicate rows differs between processes); under DDP the
-    gradients are averaged as usual. ``last_stats``: ``contrastive``, ``triplet`` (the two terms)
-    and ``duplicate_rows``.
+    gradients are averaged as usual. Statistics (`compute`): ``contrastive``, ``triplet`` (the two
+    terms) and ``duplicate_rows``.
 
     Inputs:
         embeddings_a, embeddings_b: ``(B, d)`` L2-normalised. labels: ``(B,)`` 0/1, required.
@@ -45,40 +42,25 @@ class ContrastiveTripletLoss(nn.Module):
         >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 1, 0, 1]))
     """
 
-    pair_type: str = "labelled"
-    uses_negatives: bool = False
+    requires_labels = True
+    uses_in_batch_negatives = True
 
     def __init__(self, margin: float = 0.5, triplet_margin: float = 0.25, triplet_weight: float = 1.0) -> None:
         super().__init__()
-        if triplet_weight < 0:
-            raise ValueError(f"triplet_weight must be non-negative, got {triplet_weight}")
+        require_non_negative("triplet_weight", triplet_weight)
         self.contrastive = ContrastiveLoss(margin=margin)
         self.triplet = HardNegativeTripletLoss(margin=triplet_margin, gather_across_devices=False)
+        self.margin = margin
+        self.triplet_margin = triplet_margin
         self.triplet_weight = triplet_weight
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        is_duplicate = check_labelled_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
+        is_duplicate = labels == 1
         contrastive = self.contrastive(embeddings_a, embeddings_b, labels=labels)
         rows = is_duplicate.nonzero().squeeze(1)
         groups = group_ids[rows] if group_ids is not None else None
         triplet = contrastive.new_zeros(())
         if rows.numel() >= 2 and (groups is None or bool((groups != groups[0]).any())):
             triplet = self.triplet(embeddings_a[rows], embeddings_b[rows], group_ids=groups)
-        self.last_stats = {
-            "contrastive": float(contrastive.detach()),
-            "triplet": float(triplet.detach()),
-            "duplicate_rows": float(rows.numel()),
-        }
-        return contrastive + self.triplet_weight * triplet
-
-    def extra_repr(self) -> str:
-        return f"triplet_weight={self.triplet_weight}"
+        stats = {"contrastive": contrastive.detach(), "triplet": triplet.detach(), "duplicate_rows": is_duplicate.sum()}
+        return SiameseLossOutput(contrastive + self.triplet_weight * triplet, stats)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 from .distributed import (
     check_equal_batch_sizes,
     gather,
@@ -14,12 +14,11 @@ from .distributed import (
     rank_offset,
     world_size,
 )
-from .inputs import check_duplicate_pair_inputs
 
 NEGATIVE_SELECTIONS = ("all", "semi_hard", "hard")
 
 
-class HardNegativeTripletLoss(nn.Module):
+class HardNegativeTripletLoss(SiameseLoss):
     r"""
     Triplet loss over a batch of duplicate pairs where every other pair's second text is a negative.
 
@@ -48,8 +47,7 @@ class HardNegativeTripletLoss(nn.Module):
     nothing; if no row keeps one the loss is 0 (on the graph). A batch with no candidate at all
     (every pair in one duplicate group, no explicit negatives) is an error.
 
-    After each forward, ``last_stats`` counts the candidates of this process's rows by class, with
-    margin α: ``negatives_easy`` (``n + α ≤ S_ii``), ``negatives_semi_hard``, ``negatives_hard``,
+    The statistics (`compute`) count the candidates of this process's rows by class, with margin α: ``negatives_easy`` (``n + α ≤ S_ii``), ``negatives_semi_hard``, ``negatives_hard``,
     plus ``negatives_used`` (kept) and ``anchors_used`` (``|R|``).
 
     Across processes (``gather_across_devices=True``, N > 1 processes of B pairs each): the
@@ -75,13 +73,13 @@ class HardNegativeTripletLoss(nn.Module):
         >>> loss_fn = HardNegativeTripletLoss(margin=0.25, negative_selection="semi_hard")
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)
-        >>> loss = loss_fn(a, p, group_ids=torch.tensor([0, 1, 1, 2]))
-        >>> sorted(loss_fn.last_stats)[:2]
+        >>> output = loss_fn.compute(a, p, group_ids=torch.tensor([0, 1, 1, 2]))
+        >>> sorted(output.stats)[:2]
         ['anchors_used', 'negatives_easy']
     """
 
-    pair_type: str = "duplicates"
-    uses_negatives: bool = True
+    uses_negatives = True
+    uses_in_batch_negatives = True
 
     def __init__(
         self,
@@ -94,8 +92,7 @@ class HardNegativeTripletLoss(nn.Module):
         super().__init__()
         if not (use_mean_negative or use_closest_negative):
             raise ValueError("HardNegativeTripletLoss needs at least one of use_mean_negative / use_closest_negative")
-        if margin < 0:
-            raise ValueError(f"margin must be non-negative, got {margin}")
+        require_non_negative("margin", margin)
         if negative_selection not in NEGATIVE_SELECTIONS:
             raise ValueError(f"negative_selection must be one of {NEGATIVE_SELECTIONS}, got {negative_selection!r}")
         self.margin = margin
@@ -103,18 +100,8 @@ class HardNegativeTripletLoss(nn.Module):
         self.use_closest_negative = use_closest_negative
         self.negative_selection = negative_selection
         self.gather_across_devices = gather_across_devices
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        check_duplicate_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         batch_size = embeddings_a.shape[0]
         gathered = self.gather_across_devices and world_size() > 1
         candidates_b, candidate_groups, offset = embeddings_b, group_ids, 0
@@ -138,7 +125,7 @@ class HardNegativeTripletLoss(nn.Module):
         if not candidate_mask.any():
             raise ValueError("no negatives in this batch: every pair belongs to the same duplicate group")
 
-        kept = self._select(scores.detach(), positives.detach(), candidate_mask)
+        kept, stats = self._select(scores.detach(), positives.detach(), candidate_mask)
         has_negative = kept.any(dim=1)
         losses = torch.zeros_like(positives)
         if self.use_mean_negative:
@@ -148,23 +135,17 @@ class HardNegativeTripletLoss(nn.Module):
             # a row with nothing kept gets -inf here, hence a zero hinge and a zero gradient
             closest_negative = scores.masked_fill(~kept, float("-inf")).max(dim=1).values
             losses = losses + torch.relu(self.margin - positives + closest_negative)
-        return global_mean((losses * has_negative).sum(), has_negative.sum(), gathered)
+        return SiameseLossOutput(global_mean((losses * has_negative).sum(), has_negative.sum(), gathered), stats)
 
-    def _select(self, scores: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-        """Kept-negative mask; also records the class counts of the candidates in `last_stats`."""
+    def _select(
+        self, scores: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Kept-negative mask, and the class counts of the candidates."""
         positive = positives.view(-1, 1)
         hard = candidates & (scores >= positive)
         semi_hard = candidates & (scores < positive) & (positive < scores + self.margin)
         easy = candidates & ~hard & ~semi_hard
         kept = {"all": candidates, "semi_hard": semi_hard, "hard": hard}[self.negative_selection]
-        counts = torch.stack([easy.sum(), semi_hard.sum(), hard.sum(), kept.sum(), kept.any(dim=1).sum()])
+        counts = (easy.sum(), semi_hard.sum(), hard.sum(), kept.sum(), kept.any(dim=1).sum())
         names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used", "anchors_used")
-        self.last_stats = dict(zip(names, (float(c) for c in counts.tolist())))
-        return kept
-
-    def extra_repr(self) -> str:
-        return (
-            f"margin={self.margin}, use_mean_negative={self.use_mean_negative}, "
-            f"use_closest_negative={self.use_closest_negative}, negative_selection={self.negative_selection!r}, "
-            f"gather_across_devices={self.gather_across_devices}"
-        )
+        return kept, dict(zip(names, counts))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
+from .base import SiameseLoss, SiameseLossOutput
 from .distributed import (
     check_equal_batch_sizes,
     gather,
@@ -14,10 +14,9 @@ from .distributed import (
     rank_offset,
     world_size,
 )
-from .inputs import check_duplicate_pair_inputs
 
 
-class MultipleNegativesRankingLoss(nn.Module):
+class MultipleNegativesRankingLoss(SiameseLoss):
     r"""
     Cross-entropy of finding each anchor's duplicate among every candidate of the batch.
 
@@ -64,8 +63,8 @@ class MultipleNegativesRankingLoss(nn.Module):
         True
     """
 
-    pair_type: str = "duplicates"
-    uses_negatives: bool = True
+    uses_negatives = True
+    uses_in_batch_negatives = True
 
     def __init__(self, temperature: float = 0.05, symmetric: bool = False, gather_across_devices: bool = True) -> None:
         super().__init__()
@@ -74,18 +73,8 @@ class MultipleNegativesRankingLoss(nn.Module):
         self.temperature = temperature
         self.symmetric = symmetric
         self.gather_across_devices = gather_across_devices
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        check_duplicate_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         batch_size = embeddings_a.shape[0]
         all_b, all_negatives, all_groups, offset = embeddings_b, negatives, group_ids, 0
         gathered = self.gather_across_devices and world_size() > 1
@@ -101,7 +90,7 @@ class MultipleNegativesRankingLoss(nn.Module):
             all_a = gather_with_grad(embeddings_a) if gathered else embeddings_a
             reverse = self._ranking_loss(embeddings_b, all_a, None, group_ids, all_groups, offset)
             loss = (loss + reverse) / 2
-        return loss
+        return SiameseLossOutput(loss)
 
     def _ranking_loss(
         self,
@@ -121,9 +110,3 @@ class MultipleNegativesRankingLoss(nn.Module):
         if extra_documents is not None:
             scores = torch.cat([scores, queries @ extra_documents.T], dim=1)
         return F.cross_entropy(scores / self.temperature, rows + offset)
-
-    def extra_repr(self) -> str:
-        return (
-            f"temperature={self.temperature}, symmetric={self.symmetric}, "
-            f"gather_across_devices={self.gather_across_devices}"
-        )

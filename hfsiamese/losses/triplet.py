@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 from .distributed import (
     check_equal_batch_sizes,
     gather,
@@ -14,10 +14,9 @@ from .distributed import (
     rank_offset,
     world_size,
 )
-from .inputs import check_duplicate_pair_inputs
 
 
-class TripletLoss(nn.Module):
+class TripletLoss(SiameseLoss):
     r"""
     The plain triplet loss: each anchor must be closer to its duplicate than to its negative by α.
 
@@ -42,7 +41,7 @@ class TripletLoss(nn.Module):
     ``negatives`` are optional; without them and with every pair of one group there is no term,
     which is an error. Without in-batch negatives ``group_ids`` are unused.
 
-    After each forward, ``last_stats`` counts the (anchor, negative) terms of this process by class:
+    The statistics (`compute`) count the (anchor, negative) terms of this process by class:
     ``negatives_easy`` (``s(A,N) + α ≤ s(A,P)``), ``negatives_semi_hard``
     (``s(A,N) < s(A,P) < s(A,N) + α``), ``negatives_hard`` (``s(A,N) ≥ s(A,P)``), and
     ``negatives_used`` (all of them, the denominator above).
@@ -68,35 +67,30 @@ class TripletLoss(nn.Module):
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)
         >>> n = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
-        >>> loss = loss_fn(a, p, negatives=n)
-        >>> loss_fn.last_stats["negatives_used"]
-        4.0
+        >>> output = loss_fn.compute(a, p, negatives=n)
+        >>> int(output.stats["negatives_used"])
+        4
     """
 
-    pair_type: str = "duplicates"
-    uses_negatives: bool = True
+    uses_negatives = True
+    negatives_optional_with = "in_batch_negatives=True"
 
     def __init__(self, margin: float = 0.25, in_batch_negatives: bool = False, gather_across_devices: bool = True) -> None:
         super().__init__()
-        if margin < 0:
-            raise ValueError(f"margin must be non-negative, got {margin}")
+        require_non_negative("margin", margin)
         self.margin = margin
         self.in_batch_negatives = in_batch_negatives
         self.gather_across_devices = gather_across_devices
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        check_duplicate_pair_inputs(type(self).__name__, embeddings_a, embeddings_b, labels, negatives)
-        if negatives is None and not self.in_batch_negatives:
-            raise ValueError("TripletLoss needs `negatives` (one explicit negative per anchor), or in_batch_negatives=True")
+    @property
+    def requires_negatives(self) -> bool:
+        return not self.in_batch_negatives
+
+    @property
+    def uses_in_batch_negatives(self) -> bool:
+        return self.in_batch_negatives
+
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         batch_size = embeddings_a.shape[0]
         gathered = self.in_batch_negatives and self.gather_across_devices and world_size() > 1
         columns, masks = [], []
@@ -123,21 +117,15 @@ class TripletLoss(nn.Module):
         if not mask.any():
             raise ValueError("no negatives in this batch: every pair belongs to the same duplicate group")
 
-        self._record_stats(negative_scores.detach(), positives.detach(), mask)
+        stats = self._term_counts(negative_scores.detach(), positives.detach(), mask)
         hinge = torch.relu(negative_scores - positives.view(-1, 1) + self.margin)
-        return global_mean((hinge * mask).sum(), mask.sum(), gathered)
+        return SiameseLossOutput(global_mean((hinge * mask).sum(), mask.sum(), gathered), stats)
 
-    def _record_stats(self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor) -> None:
+    def _term_counts(self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
         positive = positives.view(-1, 1)
         hard = mask & (scores >= positive)
         semi_hard = mask & (scores < positive) & (positive < scores + self.margin)
         easy = mask & ~hard & ~semi_hard
-        counts = torch.stack([easy.sum(), semi_hard.sum(), hard.sum(), mask.sum()]).tolist()
+        counts = (easy.sum(), semi_hard.sum(), hard.sum(), mask.sum())
         names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used")
-        self.last_stats = {name: float(count) for name, count in zip(names, counts)}
-
-    def extra_repr(self) -> str:
-        return (
-            f"margin={self.margin}, in_batch_negatives={self.in_batch_negatives}, "
-            f"gather_across_devices={self.gather_across_devices}"
-        )
+        return dict(zip(names, counts))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+
+from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 
 
-class VerificationIdentificationLoss(nn.Module):
+class VerificationIdentificationLoss(SiameseLoss):
     r"""
     Cross-entropy of a classification head on the pair features plus a weighted cosine-embedding
     loss on the embeddings themselves.
@@ -22,7 +23,8 @@ class VerificationIdentificationLoss(nn.Module):
     The classification term ("identification") learns the decision from rich pair features; the
     cosine term ("verification") keeps the embeddings themselves meaningful, so the model still
     serves retrieval and cosine scoring. The model must have a classification head
-    (`SiameseConfig(classifier_head=True)`); its logits come in as `logits`.
+    (`SiameseConfig(classifier_head=True)`); its logits come in as `logits`. Statistics (`compute`):
+    ``classification_loss`` and ``verification_loss``, the two terms.
 
     Inputs:
         embeddings_a, embeddings_b: ``(B, d)`` L2-normalised; labels: ``(B,)`` 0/1;
@@ -40,37 +42,18 @@ class VerificationIdentificationLoss(nn.Module):
         >>> loss = loss_fn(u, v, labels=torch.tensor([1, 0, 1, 0]), logits=torch.randn(4, 2))
     """
 
-    pair_type = "labelled"
-    uses_negatives = False
+    requires_labels = True
     uses_logits = True
 
     def __init__(self, margin: float = 0.5, verification_weight: float = 1.0) -> None:
         super().__init__()
         if not -1.0 <= margin <= 1.0:
             raise ValueError(f"margin is a cosine similarity and must lie in [-1, 1], got {margin}")
-        if verification_weight < 0:
-            raise ValueError(f"verification_weight must be non-negative, got {verification_weight}")
+        require_non_negative("verification_weight", verification_weight)
         self.margin = margin
         self.verification_weight = verification_weight
-        self.last_stats: dict[str, float] = {}
 
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-        logits: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        if labels is None:
-            raise ValueError("VerificationIdentificationLoss needs labels (0/1 for each pair)")
-        if logits is None:
-            raise ValueError(
-                "VerificationIdentificationLoss needs the logits of a classification head: "
-                "build the model with SiameseConfig(classifier_head=True)"
-            )
+    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         labels = labels.long()
         # bf16/fp16 logits are scored in float32; float64 stays float64.
         classification = F.cross_entropy(logits.to(torch.promote_types(logits.dtype, torch.float32)), labels)
@@ -80,8 +63,5 @@ class VerificationIdentificationLoss(nn.Module):
             embeddings_a.norm(dim=-1) * embeddings_b.norm(dim=-1)
         ).clamp_min(1e-12)
         verification = torch.where(labels == 1, 1.0 - cosine, torch.relu(cosine - self.margin)).mean()
-        self.last_stats = {"classification_loss": classification.item(), "verification_loss": verification.item()}
-        return classification + self.verification_weight * verification
-
-    def extra_repr(self) -> str:
-        return f"margin={self.margin}, verification_weight={self.verification_weight}"
+        stats = {"classification_loss": classification.detach(), "verification_loss": verification.detach()}
+        return SiameseLossOutput(classification + self.verification_weight * verification, stats)

@@ -1,6 +1,7 @@
-"""Training: `SiameseTrainer` and its arguments."""
+"""Training: `SiameseTrainer`, its arguments, and the collaborators it hands each job to (one module each)."""
 
-from .siamese_config import SiameseTrainingArguments
-from .siamese_trainer import NonFiniteLossError, SiameseTrainer
+from .nonfinite_loss import NonFiniteLossError
+from .siamese_trainer import SiameseTrainer
+from .training_arguments import SiameseTrainingArguments
 
 __all__ = ["NonFiniteLossError", "SiameseTrainer", "SiameseTrainingArguments"]

@@ -24,14 +24,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-SIDE_FIELDS = ("input_ids", "attention_mask", "token_type_ids")
+from ..token_fields import TOKEN_FIELDS
 
 
 def side_inputs(inputs: dict[str, torch.Tensor], side: str) -> dict[str, torch.Tensor] | None:
     """The embedding inputs of one side (`a`, `b` or `n`) of a collated batch, or None if absent."""
     if f"input_ids_{side}" not in inputs:
         return None
-    return {field: inputs[f"{field}_{side}"] for field in SIDE_FIELDS if f"{field}_{side}" in inputs}
+    return {field: inputs[f"{field}_{side}"] for field in TOKEN_FIELDS if f"{field}_{side}" in inputs}
 
 
 def _chunks(features: dict[str, torch.Tensor], size: int) -> Iterator[dict[str, torch.Tensor]]:

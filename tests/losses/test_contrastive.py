@@ -55,10 +55,10 @@ def test_contrastive_matches_loop_reference(seed):
 def test_online_contrastive_matches_loop_reference(seed):
     a, b, labels = _batch(seed, batch=4 + seed)
     loss_fn = OnlineContrastiveLoss(0.8)
-    loss = loss_fn(a, b, labels=labels)
+    output = loss_fn.compute(a, b, labels=labels)
     expected, hard_positives, hard_negatives = reference_online(a, b, labels, 0.8)
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-12)
-    assert loss_fn.last_stats == {
+    assert output.loss.item() == pytest.approx(expected.item(), abs=1e-12)
+    assert output.stats_as_floats() == {
         "hard_positives": hard_positives,
         "hard_negatives": hard_negatives,
         "pairs_used": hard_positives + hard_negatives,
@@ -92,8 +92,9 @@ def test_online_equals_contrastive_on_the_kept_pairs():
     b = F.normalize(torch.tensor([[0.0, 1.0], [1.0, 1.1], [1.0, 0.0], [0.0, 1.0]], dtype=torch.float64), dim=-1)
     labels = torch.tensor([1, 0, 0, 1])  # positives far apart (d 1, 0), negatives close (d ≈ 0.001, 0.005)
     online = OnlineContrastiveLoss(0.5)
-    value = online(a, b, labels=labels)
-    assert online.last_stats == {"hard_positives": 1, "hard_negatives": 2, "pairs_used": 3}
+    output = online.compute(a, b, labels=labels)
+    value = output.loss
+    assert output.stats_as_floats() == {"hard_positives": 1, "hard_negatives": 2, "pairs_used": 3}
     kept = torch.tensor([0, 1, 2])
     assert value.item() == pytest.approx(ContrastiveLoss(0.5)(a[kept], b[kept], labels=labels[kept]).item(), abs=1e-12)
 
@@ -117,7 +118,7 @@ def test_contrastive_values_by_hand():
 @pytest.mark.parametrize("loss_class", [ContrastiveLoss, OnlineContrastiveLoss])
 def test_interface_and_bad_inputs(loss_class):
     a, b, labels = _batch(0, batch=4)
-    assert loss_class.pair_type == "labelled" and not loss_class.uses_negatives
+    assert loss_class.requires_labels and not loss_class.uses_negatives
     assert loss_class()(a, b, labels=labels, group_ids=torch.zeros(4, dtype=torch.long)).item() == loss_class()(a, b, labels=labels).item()
     with pytest.raises(ValueError, match=f"{loss_class.__name__} needs `labels`"):
         loss_class()(a, b)

@@ -21,8 +21,9 @@ def test_is_the_contrastive_loss_plus_the_triplet_loss_on_the_duplicate_rows():
     expected = ContrastiveLoss(margin=0.4)(a, b, labels=labels) + 0.5 * HardNegativeTripletLoss(margin=0.3)(
         a[rows], b[rows], group_ids=groups[rows]
     )
-    torch.testing.assert_close(loss_fn(a, b, labels=labels, group_ids=groups), expected)
-    assert loss_fn.last_stats["duplicate_rows"] == 4.0
+    output = loss_fn.compute(a, b, labels=labels, group_ids=groups)
+    torch.testing.assert_close(output.loss, expected)
+    assert output.stats["duplicate_rows"] == 4.0
 
 
 def test_brute_force_triplet_term():
@@ -53,9 +54,9 @@ def test_brute_force_triplet_term():
 def test_triplet_term_is_left_out_when_the_batch_has_no_negative_for_it(labels, groups):
     a, b = _embeddings(4)
     loss_fn = ContrastiveTripletLoss()
-    loss = loss_fn(a, b, labels=labels, group_ids=groups)
-    torch.testing.assert_close(loss, ContrastiveLoss()(a, b, labels=labels))
-    assert loss_fn.last_stats["triplet"] == 0.0
+    output = loss_fn.compute(a, b, labels=labels, group_ids=groups)
+    torch.testing.assert_close(output.loss, ContrastiveLoss()(a, b, labels=labels))
+    assert output.stats["triplet"] == 0.0
 
 
 def test_gradients_reach_both_sides():

@@ -74,7 +74,7 @@ def test_bad_inputs():
 
 
 # ----------------------------------------------------------------------------------------------
-# Negative selection, explicit negatives, last_stats
+# Negative selection, explicit negatives, statistics
 # ----------------------------------------------------------------------------------------------
 def selection_reference(a, p, margin, selection, use_mean=True, use_closest=True, groups=None, negatives=None):
     """Loop version with torch scalars (so autograd runs through it); returns (loss, class counts)."""
@@ -120,10 +120,10 @@ def test_selection_matches_loop_reference_and_counts(seed, selection, with_negat
     negatives = _negatives(seed, a.shape[0]) if with_negatives else None
     margin = 0.2 + 0.05 * seed
     loss_fn = HardNegativeTripletLoss(margin, negative_selection=selection)
-    loss = loss_fn(a, p, group_ids=groups, negatives=negatives)
+    output = loss_fn.compute(a, p, group_ids=groups, negatives=negatives)
     expected, counts = selection_reference(a, p, margin, selection, groups=groups.tolist(), negatives=negatives)
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-10)
-    assert loss_fn.last_stats == counts
+    assert output.loss.item() == pytest.approx(expected.item(), abs=1e-10)
+    assert output.stats_as_floats() == counts
 
 
 def test_random_batches_hold_every_class():
@@ -171,10 +171,11 @@ def test_explicit_negative_is_one_more_candidate():
     far = -a  # s(A_i, N_i) = -1: easy
     close = a.clone()  # s(A_i, N_i) = s(A_i, P_i) = 1: a tie, which counts as hard
     loss_fn = HardNegativeTripletLoss(0.25, negative_selection="hard")
-    assert loss_fn(a, p, negatives=far).item() == 0.0 and loss_fn.last_stats["negatives_used"] == 0.0
-    loss = loss_fn(a, p, negatives=close)
-    assert loss.item() == pytest.approx(0.5) and loss_fn.last_stats["negatives_used"] == 3.0
-    assert loss_fn.last_stats["negatives_easy"] == 6.0  # the in-batch ones (orthogonal, s = 0)
+    output = loss_fn.compute(a, p, negatives=far)
+    assert output.loss.item() == 0.0 and output.stats["negatives_used"] == 0.0
+    output = loss_fn.compute(a, p, negatives=close)
+    assert output.loss.item() == pytest.approx(0.5) and output.stats["negatives_used"] == 3.0
+    assert output.stats["negatives_easy"] == 6.0  # the in-batch ones (orthogonal, s = 0)
     # with an explicit negative, one pair is enough
     assert HardNegativeTripletLoss(0.25)(a[:1], p[:1], negatives=close[:1]).item() > 0
 
@@ -182,15 +183,16 @@ def test_explicit_negative_is_one_more_candidate():
 def test_no_kept_negative_gives_zero_on_the_graph():
     a = torch.eye(4, dtype=torch.float64, requires_grad=True)
     loss_fn = HardNegativeTripletLoss(0.25, negative_selection="hard")
-    loss = loss_fn(a, torch.eye(4, dtype=torch.float64))
+    output = loss_fn.compute(a, torch.eye(4, dtype=torch.float64))
+    loss = output.loss
     assert loss.item() == 0.0 and loss.requires_grad
     loss.backward()
     assert torch.count_nonzero(a.grad) == 0
-    assert loss_fn.last_stats["anchors_used"] == 0.0 and loss_fn.last_stats["negatives_easy"] == 12.0
+    assert output.stats["anchors_used"] == 0.0 and output.stats["negatives_easy"] == 12.0
 
 
 def test_interface_and_new_bad_inputs():
-    assert HardNegativeTripletLoss.pair_type == "duplicates" and HardNegativeTripletLoss.uses_negatives
+    assert not HardNegativeTripletLoss.requires_labels and HardNegativeTripletLoss.uses_negatives
     with pytest.raises(ValueError, match="negative_selection"):
         HardNegativeTripletLoss(negative_selection="hardest")
     with pytest.raises(ValueError, match="negatives must be"):

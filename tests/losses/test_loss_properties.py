@@ -44,7 +44,7 @@ def _embeddings(seed: int, size: int, dim: int = 5) -> tuple[torch.Tensor, ...]:
 
 def _inputs(loss_fn, labels, groups, negatives) -> dict:
     inputs = {"group_ids": groups}
-    if loss_fn.pair_type == "labelled":
+    if loss_fn.requires_labels:
         inputs["labels"] = labels
     else:
         inputs["negatives"] = negatives
@@ -149,11 +149,10 @@ def test_permuting_the_pairs_changes_nothing(config, size, group_values, seed, d
     assume(len(set(group_values[:size])) > 1)
     order = torch.tensor(data.draw(st.permutations(range(size))))
     loss_fn = get_loss(*config[:1], **config[1])
-    loss = loss_fn(a, p, **_inputs(loss_fn, labels, groups, n))
-    stats = dict(loss_fn.last_stats)
-    permuted = loss_fn(a[order], p[order], **_inputs(loss_fn, labels[order], groups[order], n[order]))
-    assert permuted.item() == pytest.approx(loss.item(), abs=1e-10)
-    assert loss_fn.last_stats == stats
+    output = loss_fn.compute(a, p, **_inputs(loss_fn, labels, groups, n))
+    permuted = loss_fn.compute(a[order], p[order], **_inputs(loss_fn, labels[order], groups[order], n[order]))
+    assert permuted.loss.item() == pytest.approx(output.loss.item(), abs=1e-10)
+    assert permuted.stats_as_floats() == output.stats_as_floats()
 
 
 @SETTINGS
@@ -170,8 +169,8 @@ def test_candidate_classes_partition_the_candidates(selection, margin, size, gro
     groups = torch.tensor(group_values[:size])
     assume(with_negatives or len(set(group_values[:size])) > 1)
     loss_fn = get_loss("hard_negative_triplet", margin=margin, negative_selection=selection)
-    loss = loss_fn(a, p, group_ids=groups, negatives=n if with_negatives else None)
-    stats = loss_fn.last_stats
+    output = loss_fn.compute(a, p, group_ids=groups, negatives=n if with_negatives else None)
+    loss, stats = output.loss, output.stats_as_floats()
     candidates = int((groups.view(-1, 1) != groups.view(1, -1)).sum()) + (size if with_negatives else 0)
     assert stats["negatives_easy"] + stats["negatives_semi_hard"] + stats["negatives_hard"] == candidates
     used = {"all": candidates, "semi_hard": stats["negatives_semi_hard"], "hard": stats["negatives_hard"]}[selection]

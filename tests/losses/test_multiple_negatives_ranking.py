@@ -110,7 +110,7 @@ def test_uniform_scores_give_log_of_the_candidate_count():
 
 def test_bad_inputs():
     a, p, n = _batch(0)
-    assert MultipleNegativesRankingLoss.pair_type == "duplicates" and MultipleNegativesRankingLoss.uses_negatives
+    assert not MultipleNegativesRankingLoss.requires_labels and MultipleNegativesRankingLoss.uses_negatives
     with pytest.raises(ValueError, match="temperature"):
         MultipleNegativesRankingLoss(temperature=0)
     with pytest.raises(ValueError, match="negatives must be"):

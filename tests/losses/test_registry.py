@@ -1,15 +1,13 @@
-"""The common loss interface, the registry, `loss_kwargs_for`, and the docstring examples."""
+"""The registry, the contract every registered loss declares, `loss_kwargs_for`, and the docstring examples."""
 
 import doctest
-import importlib
 import inspect
 
 import pytest
 import torch
 
-from hfsiamese.losses import LOSSES, get_loss, loss_kwargs_for
+from hfsiamese.losses import LOSS_OPTIONS, LOSSES, SiameseLoss, get_loss, loss_kwargs_for, loss_name
 
-OURS = ["hard_negative_triplet", "triplet", "contrastive", "online_contrastive", "multiple_negatives_ranking"]
 ALL_OPTIONS = {
     "margin": 0.3,
     "use_mean_negative": True,
@@ -19,53 +17,69 @@ ALL_OPTIONS = {
     "temperature": 0.1,
     "symmetric": True,
     "gather_across_devices": False,
+    "triplet_margin": 0.2,
+    "triplet_weight": 0.5,
+    "verification_weight": 2.0,
 }
 EXPECTED_KWARGS = {
     "hard_negative_triplet": {"margin", "use_mean_negative", "use_closest_negative", "negative_selection", "gather_across_devices"},
     "triplet": {"margin", "in_batch_negatives", "gather_across_devices"},
     "contrastive": {"margin"},
     "online_contrastive": {"margin"},
+    "contrastive_triplet": {"margin", "triplet_margin", "triplet_weight"},
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
+    "verification_identification": {"margin", "verification_weight"},
 }
+DECLARATIONS = ("requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives")
 
 
 def test_registered_names():
-    assert set(OURS) <= set(LOSSES)
+    assert set(LOSSES) == set(EXPECTED_KWARGS)
+    assert LOSS_OPTIONS == set(ALL_OPTIONS)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_common_interface(name):
     loss_class = LOSSES[name]
-    assert loss_class.pair_type in ("duplicates", "labelled")
-    assert isinstance(loss_class.uses_negatives, bool)
-    parameters = inspect.signature(loss_class.forward).parameters
-    assert list(parameters)[:3] == ["self", "embeddings_a", "embeddings_b"]
-    for keyword in ("labels", "group_ids", "negatives"):
-        assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY and parameters[keyword].default is None
+    assert issubclass(loss_class, SiameseLoss)
+    loss = loss_class()
+    for declaration in DECLARATIONS:
+        assert isinstance(getattr(loss, declaration), bool), declaration
+    assert not (loss.requires_negatives and not loss.uses_negatives)
+    assert loss_name(loss) == name
+    for method in (loss_class.forward, loss_class.compute):
+        parameters = inspect.signature(method).parameters
+        assert list(parameters)[:3] == ["self", "embeddings_a", "embeddings_b"]
+        for keyword in ("labels", "group_ids", "negatives", "logits"):
+            assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY and parameters[keyword].default is None
 
 
-@pytest.mark.parametrize("name", OURS)
+@pytest.mark.parametrize("name", sorted(LOSSES))
 def test_loss_kwargs_for_picks_what_each_loss_takes(name):
     kwargs = loss_kwargs_for(name, **ALL_OPTIONS)
     assert set(kwargs) == EXPECTED_KWARGS[name]
     loss = get_loss(name, **kwargs)
     for key, value in kwargs.items():
         assert getattr(loss, key) == value
+    assert loss.get_config_dict() == kwargs
 
 
-@pytest.mark.parametrize("name", OURS)
-def test_every_loss_runs_on_its_pair_type(name):
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_runs_on_what_it_declares(name):
     torch.manual_seed(0)
     a, b, n = (torch.nn.functional.normalize(torch.randn(4, 5), dim=-1) for _ in range(3))
     loss_fn = get_loss(name)
     inputs = {"group_ids": torch.arange(4)}
-    if loss_fn.pair_type == "labelled":
+    if loss_fn.requires_labels:
         inputs["labels"] = torch.tensor([1, 0, 1, 0])
     if loss_fn.uses_negatives:
         inputs["negatives"] = n
-    loss = loss_fn(a, b, **inputs)
-    assert loss.dim() == 0 and torch.isfinite(loss)
-    assert isinstance(loss_fn.last_stats, dict)
+    if loss_fn.uses_logits:
+        inputs["logits"] = torch.randn(4, 2)
+    output = loss_fn.compute(a, b, **inputs)
+    assert output.loss.dim() == 0 and torch.isfinite(output.loss)
+    assert all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in output.stats.values())
+    assert torch.equal(loss_fn(a, b, **inputs), output.loss)
 
 
 def test_nothing_is_ignored_silently():
@@ -78,9 +92,13 @@ def test_nothing_is_ignored_silently():
     assert loss_kwargs_for("contrastive") == {}
 
 
-@pytest.mark.parametrize("module", ["hard_negative_triplet", "triplet", "contrastive", "multiple_negatives_ranking"])
-def test_docstring_examples_run(module):
-    module = importlib.import_module(f"hfsiamese.losses.{module}")
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_docstring_examples_run(name):
+    """Every registered loss's docstring has an example, and it runs: examples cannot rot unseen."""
+    loss_class = LOSSES[name]
+    (test,) = doctest.DocTestFinder(recurse=False).find(loss_class, globs={"torch": torch, loss_class.__name__: loss_class})
+    assert test.examples, f"{loss_class.__name__} has no docstring example"
     torch.manual_seed(0)
-    result = doctest.testmod(module, extraglobs={"torch": torch}, optionflags=doctest.ELLIPSIS)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    result = runner.run(test)
     assert result.attempted > 0 and result.failed == 0

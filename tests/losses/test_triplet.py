@@ -33,10 +33,10 @@ def _batch(seed, batch=6, dim=8):
 def test_matches_loop_reference(seed):
     a, p, n = _batch(seed, batch=2 + seed)
     loss_fn = TripletLoss(margin=0.1 + 0.05 * seed)
-    loss = loss_fn(a, p, negatives=n)
+    output = loss_fn.compute(a, p, negatives=n)
     expected, counts = reference_loss(a, p, loss_fn.margin, negatives=n)
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-12)
-    assert loss_fn.last_stats == counts
+    assert output.loss.item() == pytest.approx(expected.item(), abs=1e-12)
+    assert output.stats_as_floats() == counts
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -46,18 +46,19 @@ def test_in_batch_matches_loop_reference_with_groups(seed, with_negatives):
     groups = torch.tensor([0, 0, 1, 2, 2, 2, 3])
     negatives = n if with_negatives else None
     loss_fn = TripletLoss(margin=0.3, in_batch_negatives=True)
-    loss = loss_fn(a, p, group_ids=groups, negatives=negatives)
+    output = loss_fn.compute(a, p, group_ids=groups, negatives=negatives)
     expected, counts = reference_loss(a, p, 0.3, negatives, in_batch=True, groups=groups.tolist())
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-12)
-    assert loss_fn.last_stats == counts
+    assert output.loss.item() == pytest.approx(expected.item(), abs=1e-12)
+    assert output.stats_as_floats() == counts
 
 
 def test_group_mask_removes_a_duplicate_from_the_negatives():
     a, p, n = _batch(0, batch=5)
     p[1] = a[0]  # a duplicate of anchor 0 would be its hardest in-batch "negative"
     loss_fn = TripletLoss(margin=0.3, in_batch_negatives=True)
-    masked = loss_fn(a, p, negatives=n, group_ids=torch.tensor([0, 0, 1, 2, 3]))
-    assert loss_fn.last_stats["negatives_used"] == 5 + 5 * 4 - 2
+    output = loss_fn.compute(a, p, negatives=n, group_ids=torch.tensor([0, 0, 1, 2, 3]))
+    masked = output.loss
+    assert output.stats["negatives_used"] == 5 + 5 * 4 - 2
     assert masked.item() < loss_fn(a, p, negatives=n).item()
 
 
@@ -90,7 +91,7 @@ def test_perfect_embeddings_give_zero_loss():
 
 def test_bad_inputs():
     a, p, n = _batch(0)
-    assert TripletLoss.pair_type == "duplicates" and TripletLoss.uses_negatives
+    assert not TripletLoss.requires_labels and TripletLoss.uses_negatives
     with pytest.raises(ValueError, match="needs `negatives`"):
         TripletLoss()(a, p)
     with pytest.raises(ValueError, match="negatives must be"):

@@ -120,13 +120,13 @@ def _trainer(model, tokenizer, tmp_path, target):
         output_dir=str(tmp_path), calibrate_for="precision", target_precision=target, report_to="none", use_cpu=True
     )
     trainer = SiameseTrainer(model=model, args=args, processing_class=tokenizer)
-    trainer._calibrating = True  # as during an evaluation on the validation pairs
+    trainer.calibration.calibrating = True  # as during an evaluation on the validation pairs
     return trainer
 
 
 def test_trainer_calibrates_for_a_target_precision(tiny_lstm, word_tokenizer, tmp_path):
     scores, labels = _scored_pairs(2)
-    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 0.9)._compute_pair_metrics(EvalPrediction(predictions=scores, label_ids=labels))
+    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 0.9).calibration(EvalPrediction(predictions=scores, label_ids=labels))
     assert result["precision"] >= 0.9
     assert result["threshold"] == best_threshold(scores, labels, "precision", 0.9)
 
@@ -134,6 +134,6 @@ def test_trainer_calibrates_for_a_target_precision(tiny_lstm, word_tokenizer, tm
 def test_trainer_keeps_running_when_the_target_is_out_of_reach(tiny_lstm, word_tokenizer, tmp_path, caplog):
     scores = np.array([0.9, 0.8, 0.7, 0.1])
     labels = np.array([0, 1, 1, 0])
-    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 1.0)._compute_pair_metrics(EvalPrediction(predictions=scores, label_ids=labels))
+    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 1.0).calibration(EvalPrediction(predictions=scores, label_ids=labels))
     assert result["threshold"] > scores.max() and result["recall"] == 0.0
     assert "no threshold reaches precision 1.0" in caplog.text

@@ -9,7 +9,7 @@ from transformers import TrainerCallback
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import tokenize_pairs
-from hfsiamese.losses import MultipleNegativesRankingLoss
+from hfsiamese.losses import MultipleNegativesRankingLoss, SiameseLossOutput
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.trainer.siamese_trainer import NonFiniteLossError
 from tests.conftest import TEXTS
@@ -24,10 +24,10 @@ class RiggedLoss(MultipleNegativesRankingLoss):
         super().__init__()
         self.bad_calls, self.value, self.calls = set(bad_calls), value, 0
 
-    def forward(self, *args, **kwargs):
+    def compute(self, *args, **kwargs):
         self.calls += 1
-        loss = super().forward(*args, **kwargs)
-        return loss * self.value if self.calls in self.bad_calls else loss
+        output = super().compute(*args, **kwargs)
+        return SiameseLossOutput(output.loss * self.value, output.stats) if self.calls in self.bad_calls else output
 
 
 class WeightsAtEachStep(TrainerCallback):

@@ -1,52 +1,11 @@
 import datasets
-import numpy as np
 import pytest
 import torch
 
 from hfsiamese.data import tokenize_pairs
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from hfsiamese.trainer import SiameseTrainer
 from tests.conftest import TEXTS
-
-
-def _pairs(n_groups=12, label=1):
-    rng = np.random.default_rng(0)
-    q1, q2, groups = [], [], []
-    for g in range(n_groups):
-        for k in range(1 + g % 3):  # groups of 1..3 pairs
-            q1.append(f"{TEXTS[g % len(TEXTS)]} {g} {k}")
-            q2.append(f"{TEXTS[(g + 1) % len(TEXTS)]} {g} {k + 1}")
-            groups.append(g)
-    order = rng.permutation(len(q1))
-    return datasets.Dataset.from_dict(
-        {
-            "question1": [q1[i] for i in order],
-            "question2": [q2[i] for i in order],
-            "label": [label] * len(q1),
-            "group_id": [groups[i] for i in order],
-        }
-    )
-
-
-def _eval_pairs():
-    return datasets.Dataset.from_dict(
-        {"question1": TEXTS[0::2] * 2, "question2": TEXTS[1::2] + TEXTS[1::2][::-1], "label": [1, 1, 1, 0, 0, 0, 1, 0]}
-    )
-
-
-def _args(tmp_path, **overrides):
-    values = dict(
-        output_dir=str(tmp_path / "out"),
-        per_device_train_batch_size=4,
-        per_device_eval_batch_size=4,
-        max_steps=6,
-        learning_rate=1e-2,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        disable_tqdm=True,
-    )
-    values.update(overrides)
-    return SiameseTrainingArguments(**values)
+from tests.fixtures import tiny_eval_pairs as _eval_pairs, tiny_pairs as _pairs, tiny_training_args as _args
 
 
 class RecordingTrainer(SiameseTrainer):
@@ -205,3 +164,8 @@ def test_negative_counts_are_logged(tiny_lstm, word_tokenizer, tmp_path):
     for entry in logged:
         candidates = entry["loss_negatives_easy"] + entry["loss_negatives_semi_hard"] + entry["loss_negatives_hard"]
         assert candidates == pytest.approx(4 * 3)  # batch of 4 pairs: 3 in-batch candidates per anchor
+
+
+def test_a_loss_must_declare_what_it_needs(tiny_lstm, word_tokenizer, tmp_path):
+    with pytest.raises(TypeError, match="SiameseLoss"):
+        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), processing_class=word_tokenizer, loss=torch.nn.MSELoss())

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from transformers import TrainingArguments
 
-from ..losses import LOSSES, get_loss, loss_kwargs_for
+from ..losses import LOSS_OPTIONS, LOSSES, SiameseLoss, get_loss, loss_kwargs_for
 from ..metrics.thresholds import check_calibration_options
+from .nonfinite_loss import NAN_POLICIES
 
 
 @dataclass
@@ -18,6 +20,9 @@ class SiameseTrainingArguments(TrainingArguments):
 
     Differences from the Trainer's defaults: `remove_unused_columns=False`, because the duplicate
     group ids the sampler and loss need are not arguments of the model's `forward`.
+
+    The loss options are one field each, named as the losses name them (`hfsiamese.losses.LOSS_OPTIONS`);
+    unset (None) keeps the chosen loss's own default.
     """
 
     loss: str = field(
@@ -92,6 +97,14 @@ class SiameseTrainingArguments(TrainingArguments):
             "needs a `group_id` column."
         },
     )
+    num_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "CPU threads per process. Unset: your OMP_NUM_THREADS if you set it, else the cores this process "
+            "owns divided by the processes of the job on this machine (`accelerate launch` would otherwise leave "
+            "one thread per process: hfsiamese.cpu_threads)."
+        },
+    )
     nan_policy: str = field(
         default="raise",
         metadata={
@@ -113,7 +126,7 @@ class SiameseTrainingArguments(TrainingArguments):
         super().__post_init__()
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; available: {sorted(LOSSES)}")
-        if self.nan_policy not in ("raise", "skip"):
+        if self.nan_policy not in NAN_POLICIES:
             raise ValueError(f"nan_policy must be 'raise' or 'skip', got {self.nan_policy!r}")
         check_calibration_options(self.calibrate_for, self.target_precision)
         if self.per_device_train_batch_size < 2:
@@ -126,20 +139,27 @@ class SiameseTrainingArguments(TrainingArguments):
         # Build the loss once to validate its options now, not at the first training step.
         self.build_loss()
 
-    def loss_options(self) -> dict:
-        """The loss options the user set (unset ones keep each loss's own default)."""
-        names = (
-            "margin", "use_mean_negative", "use_closest_negative", "negative_selection", "in_batch_negatives",
-            "temperature", "symmetric", "verification_weight", "triplet_margin", "triplet_weight",
-            "gather_across_devices",
-        )  # fmt: skip
-        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+    def loss_options(self) -> dict[str, Any]:
+        """The loss options the user set, in field order (unset ones keep each loss's own default)."""
+        return {name: getattr(self, name) for name in LOSS_OPTION_FIELDS if getattr(self, name) is not None}
 
-    def build_loss(self):
-        """The loss module named by `loss`, with the options that it takes."""
+    def build_loss(self) -> SiameseLoss:
+        """The loss module named by `loss`, with the options that it takes: the one place a loss is built from arguments."""
         options = self.loss_options()
         accepted = loss_kwargs_for(self.loss, **options)
         unused = sorted(set(options) - set(accepted))
         if unused:
             warnings.warn(f"options {unused} do not apply to loss {self.loss!r} and are ignored", UserWarning, stacklevel=2)
         return get_loss(self.loss, **accepted)
+
+
+def _loss_option_fields() -> tuple[str, ...]:
+    """The loss-option fields in field order; a loss option without its field fails at import, not in a run."""
+    names = tuple(f.name for f in fields(SiameseTrainingArguments) if f.name in LOSS_OPTIONS)
+    missing = sorted(LOSS_OPTIONS - set(names))
+    if missing:
+        raise TypeError(f"SiameseTrainingArguments lacks a field for the loss options {missing}")
+    return names
+
+
+LOSS_OPTION_FIELDS = _loss_option_fields()

@@ -1,0 +1,164 @@
+"""
+`SiameseLoss`: what every loss declares, checks and returns, so the trainer and the recipes read
+one contract instead of guessing with `getattr`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class SiameseLossOutput:
+    """
+    A loss value and the statistics computed with it.
+
+    ``stats`` hold 0-d tensors on the loss's device (counts of easy/semi-hard/hard negatives, the
+    terms of a sum, ...): reading them forces a host synchronisation, so the trainer adds them up
+    and converts them only when it logs.
+    """
+
+    loss: torch.Tensor
+    stats: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def stats_as_floats(self) -> dict[str, float]:
+        """The statistics as Python floats (one host synchronisation per value)."""
+        return {name: float(value) for name, value in self.stats.items()}
+
+
+class SiameseLoss(nn.Module):
+    """
+    Base class of the Siamese losses: declarations, shared input checks, options.
+
+    A loss declares what it needs; the trainer passes exactly that, the recipes prepare the data
+    for it, and the model gets a classification head when asked:
+
+    - ``requires_labels``: trains on labelled pairs (duplicates AND non-duplicates, labels 0/1);
+      the trainer passes ``labels``. Otherwise it trains on duplicate pairs only, and labels, if
+      given, must all be 1.
+    - ``uses_negatives``: takes one explicit negative embedding per row (``negatives=``) when the
+      data has a negative column.
+    - ``requires_negatives``: cannot run without explicit negatives (a property where an option
+      decides, as for the plain triplet loss without in-batch negatives).
+    - ``uses_logits``: needs the logits of the model's classification head (``logits=``).
+    - ``uses_in_batch_negatives``: the batch's other rows serve as negatives, so a batch must not
+      hold two pairs of one duplicate group (or must pass ``group_ids`` to mask them).
+
+    Subclasses implement `_compute` (the inputs already checked) and take their options as
+    keyword arguments of ``__init__``, stored under the same names: `get_config_dict` reads them
+    back, for the model card and the training arguments.
+    """
+
+    requires_labels: bool = False
+    uses_negatives: bool = False
+    uses_logits: bool = False
+    uses_in_batch_negatives: bool = False
+    #: What makes explicit negatives optional, named in the error when a loss requiring them gets none.
+    negatives_optional_with: str | None = None
+
+    @property
+    def requires_negatives(self) -> bool:
+        return False
+
+    def compute(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+        logits: torch.Tensor | None = None,
+    ) -> SiameseLossOutput:
+        """Check the inputs against the declarations, then compute the loss and its statistics."""
+        self.check_inputs(embeddings_a, embeddings_b, labels=labels, negatives=negatives, logits=logits)
+        return self._compute(embeddings_a, embeddings_b, labels=labels, group_ids=group_ids, negatives=negatives, logits=logits)
+
+    def forward(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        group_ids: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+        logits: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The scalar loss (`compute` without the statistics)."""
+        return self.compute(embeddings_a, embeddings_b, labels=labels, group_ids=group_ids, negatives=negatives, logits=logits).loss
+
+    def _compute(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None,
+        group_ids: torch.Tensor | None,
+        negatives: torch.Tensor | None,
+        logits: torch.Tensor | None,
+    ) -> SiameseLossOutput:
+        raise NotImplementedError(f"{type(self).__name__} must implement _compute")
+
+    def check_inputs(
+        self,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        *,
+        labels: torch.Tensor | None = None,
+        negatives: torch.Tensor | None = None,
+        logits: torch.Tensor | None = None,
+    ) -> None:
+        """The checks every loss shares, chosen by its declarations: one wording for one mistake."""
+        name = type(self).__name__
+        if embeddings_a.shape != embeddings_b.shape or embeddings_a.dim() != 2:
+            raise ValueError(
+                f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
+                f"and {tuple(embeddings_b.shape)}"
+            )
+        if negatives is not None and self.uses_negatives and negatives.shape != embeddings_a.shape:
+            raise ValueError(f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}")
+        if self.requires_labels:
+            if labels is None:
+                raise ValueError(f"{name} needs `labels` (0/1 per pair): it trains on labelled pairs")
+            if labels.shape != embeddings_a.shape[:1]:
+                raise ValueError(f"labels must be ({embeddings_a.shape[0]},), got {tuple(labels.shape)}")
+            if bool(((labels != 0) & (labels != 1)).any()):
+                raise ValueError(f"{name} labels must be 0 or 1, got {sorted(set(labels.tolist()))}")
+        elif labels is not None and bool((labels != 1).any()):
+            raise ValueError(f"{name} trains on duplicate pairs only, but labels hold non-duplicates (label != 1)")
+        if negatives is not None and not self.uses_negatives:
+            raise ValueError(f"{name} takes no explicit `negatives`: its negatives are the pairs labelled 0")
+        if negatives is None and self.requires_negatives:
+            alternative = f", or {self.negatives_optional_with}" if self.negatives_optional_with else ""
+            raise ValueError(f"{name} needs `negatives` (one explicit negative per anchor){alternative}")
+        if self.uses_logits and logits is None:
+            raise ValueError(
+                f"{name} needs the logits of a classification head: build the model with SiameseConfig(classifier_head=True)"
+            )
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """The options this loss takes: the keyword arguments of its ``__init__``."""
+        parameters = inspect.signature(cls.__init__).parameters
+        return tuple(name for name in parameters if name != "self")
+
+    def get_config_dict(self) -> dict[str, Any]:
+        """The loss's options and their values (the model card shows them), as sentence-transformers losses give them."""
+        return {name: getattr(self, name) for name in self.option_names()}
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={value!r}" for name, value in self.get_config_dict().items())
+
+
+def require_non_negative(name: str, value: float) -> None:
+    """A margin or weight below 0 turns the loss upside down: refuse it when the loss is built."""
+    if value < 0:
+        raise ValueError(f"{name} must be non-negative, got {value}")
+
+
+__all__ = ["SiameseLoss", "SiameseLossOutput", "require_non_negative"]

@@ -1,0 +1,59 @@
+"""The losses by name: what `SiameseTrainingArguments.loss` selects, and which options each one takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import SiameseLoss
+from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
+from .contrastive_triplet import ContrastiveTripletLoss
+from .hard_negative_triplet import HardNegativeTripletLoss
+from .multiple_negatives_ranking import MultipleNegativesRankingLoss
+from .triplet import TripletLoss
+from .verification_identification import VerificationIdentificationLoss
+
+LOSSES: dict[str, type[SiameseLoss]] = {
+    "hard_negative_triplet": HardNegativeTripletLoss,
+    "triplet": TripletLoss,
+    "contrastive": ContrastiveLoss,
+    "online_contrastive": OnlineContrastiveLoss,
+    "contrastive_triplet": ContrastiveTripletLoss,
+    "multiple_negatives_ranking": MultipleNegativesRankingLoss,
+    "verification_identification": VerificationIdentificationLoss,
+}
+
+# Every option any registered loss takes, once each: the training arguments hold one field per name
+# and the model card reports them, so a new loss option cannot be forgotten in either.
+LOSS_OPTIONS: frozenset[str] = frozenset(name for loss_class in LOSSES.values() for name in loss_class.option_names())
+
+
+def get_loss(name: str, **kwargs: Any) -> SiameseLoss:
+    """Build the loss registered under `name` with its keyword arguments."""
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
+    return LOSSES[name](**kwargs)
+
+
+def loss_name(loss: SiameseLoss) -> str | None:
+    """The name `loss` is registered under (its exact class), or None for a loss built elsewhere."""
+    return next((name for name, loss_class in LOSSES.items() if type(loss) is loss_class), None)
+
+
+def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
+    """
+    The options among ``all_options`` that loss ``name`` takes, for ``get_loss(name, **...)``.
+
+    The trainer holds one flat set of options (margin, temperature, ...) for every loss; each loss
+    takes only some. An option that no registered loss takes is a typo and raises, so nothing is
+    dropped silently except what the chosen loss does not use.
+    """
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
+    unknown = sorted(set(all_options) - LOSS_OPTIONS)
+    if unknown:
+        raise ValueError(f"no loss takes the options {unknown}; known options: {sorted(LOSS_OPTIONS)}")
+    accepted = LOSSES[name].option_names()
+    return {key: value for key, value in all_options.items() if key in accepted}
+
+
+__all__ = ["LOSSES", "LOSS_OPTIONS", "get_loss", "loss_kwargs_for", "loss_name"]
