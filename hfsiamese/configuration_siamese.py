@@ -1,8 +1,8 @@
 """Configuration of a Siamese (bi-encoder) model.
 
-This file is copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), so it
-must import nothing from ``hfsiamese``: a checkpoint has to load where only ``transformers`` is
-installed.
+This file is copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), with the
+siblings it imports relatively, so it imports nothing else from ``hfsiamese``: a checkpoint has to load
+where only ``transformers`` is installed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 from transformers import PretrainedConfig
 from transformers.utils import CONFIG_NAME
+
+from .scoring import check_threshold
 
 ENCODER_TYPES = ("lstm", "transformer")
 LSTM_POOLINGS = ("mean", "max", "last")
@@ -54,18 +56,13 @@ class SiameseConfig(PretrainedConfig):
         classifier_hidden_size (`int`, *optional*):
             Hidden layer of the classification head (none by default: a single linear layer).
         threshold (`float`, *optional*):
-            Cosine similarity at or above which a pair is called a duplicate; calibrated on
+            Score at or above which a pair is called a duplicate, in the unit of the pair score (cosine
+            similarity, or the classification head's P(duplicate): see `scoring`); calibrated on
             validation data by the trainer.
         initializer_range (`float`, *optional*, defaults to 0.02):
             Standard deviation of the normal initialisation of embeddings and linear layers.
         pad_token_id (`int`, *optional*, defaults to 0):
             Id of the padding token of the LSTM vocabulary (its embedding is kept at zero).
-        sub_batch_size (`int`, *optional*, defaults to 32):
-            Transformer encoders only: `forward` sorts all texts of its call (both sides and any
-            negatives) by length and runs the encoder on sub-batches of at most this many texts,
-            each padded only to its own longest text, so padding is barely computed while the loss
-            still sees the whole batch; `encode` runs each of its batches the same way. Results equal one padded call up to float rounding. Raise it
-            on GPUs (e.g. 256), where fewer, larger calls pay; `None` embeds each side in one call.
     """
 
     model_type = "siamese"
@@ -87,7 +84,6 @@ class SiameseConfig(PretrainedConfig):
         threshold: float | None = None,
         initializer_range: float = 0.02,
         pad_token_id: int = 0,
-        sub_batch_size: int | None = 32,
         **kwargs: Any,
     ) -> None:
         if encoder_type not in ENCODER_TYPES:
@@ -101,8 +97,7 @@ class SiameseConfig(PretrainedConfig):
                 "encoder_type='transformer' needs encoder_config (the base model's config.to_dict()); "
                 "use SiameseModel.from_encoder_pretrained(name_or_path) to build one from a checkpoint"
             )
-        if threshold is not None and not -1.0 <= float(threshold) <= 1.0:
-            raise ValueError(f"threshold is a cosine similarity and must lie in [-1, 1], got {threshold}")
+        check_threshold(threshold)
         self.encoder_type = encoder_type
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
@@ -117,11 +112,9 @@ class SiameseConfig(PretrainedConfig):
         self.classifier_hidden_size = classifier_hidden_size
         self.threshold = threshold
         self.initializer_range = initializer_range
-        if sub_batch_size is not None and (
-            isinstance(sub_batch_size, bool) or not isinstance(sub_batch_size, int) or sub_batch_size < 1
-        ):
-            raise ValueError(f"sub_batch_size must be a positive integer or None, got {sub_batch_size!r}")
-        self.sub_batch_size = sub_batch_size
+        # Checkpoints saved before sub-batching became a runtime choice (SiameseModel.set_sub_batching) carry
+        # `sub_batch_size`: drop it, so that a CPU-tuned value never slows the GPU user who loads them.
+        kwargs.pop("sub_batch_size", None)
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
     @classmethod

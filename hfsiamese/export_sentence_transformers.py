@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoTokenizer
+
+from .modeling_siamese import SiameseModel
 
 MODULES_FILE = "modules.json"
 MODEL_CONFIG_FILE = "config_sentence_transformers.json"
-# Any tokenizer's model_max_length above this is the "no limit" placeholder, not a real length.
-UNSET_MAX_LENGTH = 1_000_000
 
 
 def check_export(model: Any, output_dir: str | os.PathLike, *, overwrite: bool = False) -> None:
@@ -78,7 +78,8 @@ def export_sentence_transformers(
 
     if isinstance(model, (str, os.PathLike)):
         tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model, trust_remote_code=True)
-        model = AutoModel.from_pretrained(model, trust_remote_code=True)
+        # This package's class, not the code saved beside the weights: the export needs this version's API.
+        model = SiameseModel.from_pretrained(model)
     output_dir = Path(output_dir)
     check_export(model, output_dir, overwrite=overwrite)
     if tokenizer is None:
@@ -97,9 +98,7 @@ def export_sentence_transformers(
     output_dir.mkdir(parents=True, exist_ok=True)
 
     # Truncate where `SiameseModel.encode` does (sentence-transformers would go up to the encoder's positions).
-    default = getattr(model, "_default_max_length", None)
-    max_length = default(tokenizer) if default is not None else tokenizer.model_max_length
-    max_length = max_length if max_length < UNSET_MAX_LENGTH else None
+    max_length = model.default_max_length(tokenizer)
     with tempfile.TemporaryDirectory() as staging:
         # sentence-transformers builds its Transformer module from a folder only.
         model.encoder.save_pretrained(staging)

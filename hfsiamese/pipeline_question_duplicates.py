@@ -6,7 +6,9 @@ declares it under `custom_pipelines`. Hence, where hfsiamese is not installed,
 
     pipeline("question-duplicates", model=folder_or_repo, trust_remote_code=True)
 
-still works. Like the modeling file, it may import only torch, transformers and the standard library.
+still works. Like the modeling file, it may import only torch, transformers, the standard library and
+siblings that obey the same rule (`scoring` says what a score and a threshold are, `token_fields` which
+tokenizer outputs a side is made of).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 import torch
 from transformers import Pipeline
 
+from .scoring import pair_scores, resolve_threshold
+from .token_fields import token_fields
+
 PIPELINE_TASK = "question-duplicates"
-SIDE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def pipeline_config_entry() -> dict[str, dict[str, Any]]:
@@ -104,33 +108,22 @@ class QuestionDuplicatesPipeline(Pipeline):
         return outputs[0] if single else outputs
 
     def _threshold(self, threshold: float | None) -> float:
-        threshold = self.model.config.threshold if threshold is None else threshold
-        if threshold is None:
-            raise ValueError(
-                "no threshold: this model's config.threshold is not set (it is calibrated by SiameseTrainer.evaluate) "
-                "and no threshold= was passed to the pipeline"
-            )
-        return float(threshold)
+        return resolve_threshold(threshold, self.model.config.threshold)
 
     def preprocess(self, pair: tuple[str, str], max_length: int | None = None) -> dict[str, torch.Tensor]:
         if max_length is None:
             # Truncate where the model's own `encode` does, so that scores equal `predict`'s.
-            default = getattr(self.model, "_default_max_length", None)
-            max_length = default(self.tokenizer) if default is not None else None
+            max_length = self.model.default_max_length(self.tokenizer)
         # Each side is tokenised on its own: the encoder embeds every text separately.
         features = {}
         for side, text in zip(("a", "b"), pair):
             encoded = self.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
-            for key in SIDE_INPUTS:
-                if key in encoded:
-                    features[f"{key}_{side}"] = encoded[key]
+            features.update({f"{key}_{side}": value for key, value in token_fields(encoded).items()})
         return features
 
     def _forward(self, model_inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         outputs = self.model(**model_inputs, return_dict=True)
-        if outputs.logits is not None:
-            return {"scores": outputs.logits.float().softmax(dim=-1)[:, 1]}
-        return {"scores": outputs.similarity.float()}
+        return {"scores": pair_scores(outputs.similarity, outputs.logits).float()}
 
     def postprocess(self, model_outputs: dict[str, torch.Tensor], threshold: float | None = None) -> dict[str, Any]:
         score = float(model_outputs["scores"].reshape(-1)[0])

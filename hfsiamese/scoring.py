@@ -9,16 +9,22 @@ A Siamese model scores a pair `(a, b)` one of two ways, fixed by its config:
   duplicate, in [0, 1] (unit `"probability"`).
 
 `config.threshold` is in the unit of that score: a pair is a duplicate when `score >= threshold`.
-The trainer, the model's inference API, the pipeline and the duplicate index all ask here.
+The trainer, the model's inference API, the pipeline and the duplicate index all ask here. This
+file travels with every checkpoint as remote code (the modeling file imports it relatively), so it
+may import only torch and the standard library.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
 
 ScoreUnit = Literal["cosine", "probability"]
+
+# A classification head: L2-normalised embeddings of both sides, `(n, dim)` each, to `(n, 2)` logits.
+PairHead = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def score_unit(config: Any) -> ScoreUnit:
@@ -26,9 +32,14 @@ def score_unit(config: Any) -> ScoreUnit:
     return "probability" if getattr(config, "classifier_head", False) else "cosine"
 
 
+def pair_probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """(not duplicate, duplicate) probabilities from a classification head's `(n, 2)` logits, as float32."""
+    return logits.float().softmax(dim=-1)
+
+
 def duplicate_probability(logits: torch.Tensor) -> torch.Tensor:
     """P(duplicate) from a classification head's `(n, 2)` logits, as float32."""
-    return logits.float().softmax(dim=-1)[:, 1]
+    return pair_probabilities(logits)[:, 1]
 
 
 def pair_scores(similarity: torch.Tensor, logits: torch.Tensor | None = None) -> torch.Tensor:
@@ -36,4 +47,79 @@ def pair_scores(similarity: torch.Tensor, logits: torch.Tensor | None = None) ->
     return duplicate_probability(logits) if logits is not None else similarity
 
 
-__all__ = ["ScoreUnit", "duplicate_probability", "pair_scores", "score_unit"]
+def embedding_pair_scores(
+    a: torch.Tensor, b: torch.Tensor, head: PairHead | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """
+    Scores of the pairs `(a[i], b[i])` of L2-normalised embeddings, and with a `head` also both
+    classes' probabilities (else `None`). The head runs where its weights are; the results come back
+    on `a`'s device.
+    """
+    if head is None:
+        return (a * b).sum(dim=-1), None
+    device = _device_of(head, a)
+    with torch.inference_mode():
+        probabilities = pair_probabilities(head(a.to(device), b.to(device))).to(a.device)
+    return probabilities[:, 1], probabilities
+
+
+def embedding_score_matrix(a: torch.Tensor, b: torch.Tensor, head: PairHead | None = None) -> torch.Tensor:
+    """
+    Scores of every pair `(a[i], b[j])`: their cosines, or the head's P(duplicate), computed one row
+    of `a` at a time (so never `len(a) * len(b)` pair features at once).
+    """
+    if head is None:
+        return a @ b.T
+    device = _device_of(head, a)
+    with torch.inference_mode():
+        rows = [duplicate_probability(head(row.expand(len(b), -1), b.to(device))).to(a.device) for row in a.to(device)]
+    return torch.stack(rows) if rows else torch.empty(0, len(b))
+
+
+def threshold_in_unit(config: Any, unit: ScoreUnit) -> float | None:
+    """`config.threshold` where it is in `unit`, else `None` (a head's probability threshold is no cosine threshold)."""
+    if config is None or score_unit(config) != unit:
+        return None
+    return getattr(config, "threshold", None)
+
+
+def check_threshold(threshold: float | None) -> float | None:
+    """A threshold as a float (`None` stays `None`), refusing one no pair score can be compared with."""
+    if threshold is not None and not -1.0 <= float(threshold) <= 1.0:
+        raise ValueError(f"threshold is a cosine similarity and must lie in [-1, 1], got {threshold}")
+    return None if threshold is None else float(threshold)
+
+
+def resolve_threshold(threshold: float | None, calibrated: float | None, *, purpose: str = "", hint: str = "") -> float:
+    """
+    `threshold` if given, else the `calibrated` one (`config.threshold`, set by `SiameseTrainer.evaluate`),
+    as a float; the one "no threshold" error when neither is set. `purpose` says what the threshold is
+    for (e.g. " to say 'none of them'"), `hint` ends the message.
+    """
+    chosen = threshold if threshold is not None else calibrated
+    if chosen is None:
+        raise ValueError(
+            f"no threshold{purpose}: pass threshold=..., or calibrate the model's config.threshold "
+            f"(SiameseTrainer.evaluate does it){hint}"
+        )
+    return float(chosen)
+
+
+def _device_of(head: PairHead, fallback: torch.Tensor) -> torch.device:
+    parameter = next(head.parameters(), None) if isinstance(head, torch.nn.Module) else None
+    return parameter.device if parameter is not None else fallback.device
+
+
+__all__ = [
+    "PairHead",
+    "ScoreUnit",
+    "check_threshold",
+    "duplicate_probability",
+    "embedding_pair_scores",
+    "embedding_score_matrix",
+    "pair_probabilities",
+    "pair_scores",
+    "resolve_threshold",
+    "score_unit",
+    "threshold_in_unit",
+]

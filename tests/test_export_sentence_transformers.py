@@ -13,7 +13,7 @@ from transformers import AutoModel  # noqa: E402
 from hfsiamese import SiameseModel  # noqa: E402
 from hfsiamese.export_sentence_transformers import export_sentence_transformers, main  # noqa: E402
 from tests.conftest import TEXTS  # noqa: E402
-from tests.test_push_to_hub import load_recipe  # noqa: E402
+from tests.helpers import load_recipe  # noqa: E402
 
 # One text longer than the tokenizer's 16 tokens: both sides must truncate alike.
 SENTENCES = TEXTS + ["what is the best way to learn python and how do i cook rice when the sky is blue ?"]

@@ -1,10 +1,11 @@
-"""Length-sorted sub-batches (`SiameseConfig.sub_batch_size`) and encoder settings of `from_encoder_pretrained`."""
+"""Length-sorted sub-batches (`SiameseModel.set_sub_batching`, `hfsiamese.sub_batching`) and encoder settings of `from_encoder_pretrained`."""
 
 import pytest
 import torch
 from transformers import AutoModel, BertConfig, DistilBertConfig, RobertaConfig
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.sub_batching import CPU_TOKEN_BUDGET, plan_sub_batches, resolve_token_budget
 
 TEXTS_A = ["how do i learn python ?", "why is the sky blue ?", "how", "what is the capital of france ?", "how can i lose weight fast ?"]
 TEXTS_B = ["what is the best way to learn python ?", "what makes the sky look blue ?", "how do i cook rice ?", "france", "rice"]
@@ -50,12 +51,14 @@ def _forward_and_grads(model, inputs):
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])
 @pytest.mark.parametrize("padding_side", ["right", "left"])
-def test_sub_batches_give_the_embeddings_and_gradients_of_one_call(tmp_path, word_tokenizer, family, padding_side):
-    model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, family), sub_batch_size=4)
+@pytest.mark.parametrize("plan", [{"max_texts": 4}, {"max_tokens": 20}])
+def test_sub_batches_give_the_embeddings_and_gradients_of_one_call(tmp_path, word_tokenizer, family, padding_side, plan):
+    model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, family))
+    model.set_sub_batching(**{"max_tokens": None, **plan})
     model.eval()  # no dropout: the two ways must agree up to float rounding
     inputs = _sides(word_tokenizer, TEXTS_A, TEXTS_B, NEGATIVES, padding_side=padding_side)
     sorted_out, sorted_grads = _forward_and_grads(model, inputs)
-    model.config.sub_batch_size = None
+    model.set_sub_batching(max_tokens=0)
     plain_out, plain_grads = _forward_and_grads(model, inputs)
     for key in ("embeddings_a", "embeddings_b", "embeddings_n", "similarity"):
         torch.testing.assert_close(getattr(sorted_out, key), getattr(plain_out, key), atol=1e-6, rtol=1e-5)
@@ -67,6 +70,7 @@ def test_sub_batches_give_the_embeddings_and_gradients_of_one_call(tmp_path, wor
 def test_sub_batches_run_the_encoder_on_short_padding(tmp_path, word_tokenizer):
     """Each encoder call sees at most sub_batch_size texts, padded to the longest of them only."""
     model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, "bert"), sub_batch_size=3)
+    assert (model.sub_batch_tokens, model.sub_batch_size) == ("auto", 3)  # an explicit count wins over "auto"
     inputs = _sides(word_tokenizer, TEXTS_A, TEXTS_B)
     calls = []
     model.encoder.register_forward_pre_hook(
@@ -86,10 +90,60 @@ def test_lstm_ignores_sub_batch_size(tiny_lstm, word_tokenizer):
     torch.testing.assert_close(out.embeddings_a, tiny_lstm.embed(inputs["input_ids_a"], inputs["attention_mask_a"]))
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "32"])
-def test_config_rejects_bad_sub_batch_size(bad):
+def test_token_budget_cuts_calls_by_padded_tokens(tmp_path, word_tokenizer):
+    model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, "bert"), sub_batch_tokens=16)
+    inputs = _sides(word_tokenizer, TEXTS_A, TEXTS_B)
+    calls = []
+    model.encoder.register_forward_pre_hook(
+        lambda module, args, kwargs: calls.append(kwargs["attention_mask"].clone()), with_kwargs=True
+    )
+    model(**inputs)
+    assert sum(mask.shape[0] for mask in calls) == 10 and len(calls) > 1
+    # Every call within the budget, except a lone text longer than it.
+    assert all(mask.numel() <= 16 or mask.shape[0] == 1 for mask in calls)
+
+
+@pytest.mark.parametrize(
+    ("lengths", "rules", "sizes"),
+    [
+        ([1, 2, 3, 4, 5], {"max_texts": 2}, [2, 2, 1]),
+        ([2, 2, 2, 2, 8, 9], {"max_tokens": 8}, [4, 1, 1]),  # 4 × 2 fits; 9 alone exceeds the budget
+        ([3, 3, 3, 3], {"max_tokens": 100, "max_texts": 3}, [3, 1]),
+        ([0, 0, 1], {"max_tokens": 1}, [1, 1, 1]),  # an empty text still counts as one column
+        ([], {"max_tokens": 8}, []),
+    ],
+)
+def test_plan_sub_batches(lengths, rules, sizes):
+    assert plan_sub_batches(lengths, **rules) == sizes
+
+
+def test_auto_budget_is_on_for_cpus_only():
+    assert resolve_token_budget("auto", None, torch.device("cpu")) == (CPU_TOKEN_BUDGET, None)
+    assert resolve_token_budget("auto", None, torch.device("meta")) == (None, None)
+    assert resolve_token_budget("auto", 0, torch.device("cpu")) == (None, None)  # 0: off, as documented
+    assert resolve_token_budget(0, None, torch.device("cpu")) == (None, None)
+    assert resolve_token_budget(512, 8, torch.device("cpu")) == (512, 8)
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "32"])
+def test_set_sub_batching_rejects_bad_values(tmp_path, word_tokenizer, bad):
+    model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, "bert"))
     with pytest.raises(ValueError, match="sub_batch_size"):
-        SiameseConfig(sub_batch_size=bad)
+        model.set_sub_batching(max_texts=bad)
+    with pytest.raises(ValueError, match="sub_batch_tokens"):
+        model.set_sub_batching(max_tokens=bad)
+
+
+def test_sub_batching_is_not_saved_with_the_model(tmp_path, word_tokenizer):
+    """A checkpoint saved with CPU sub-batches must not impose them on whoever loads it (e.g. on a GPU)."""
+    model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, "bert"), sub_batch_size=32)
+    model.save_pretrained(tmp_path / "saved")
+    assert "sub_batch_size" not in (tmp_path / "saved" / "config.json").read_text()
+    loaded = SiameseModel.from_pretrained(tmp_path / "saved")
+    assert (loaded.sub_batch_tokens, loaded.sub_batch_size) == ("auto", None)
+    # A config written before the change still loads, and its value is dropped.
+    legacy = SiameseConfig(encoder_type="lstm", sub_batch_size=32)
+    assert not hasattr(legacy, "sub_batch_size")
 
 
 def test_encoder_dropout_sets_every_dropout_of_the_encoder(tmp_path, word_tokenizer):

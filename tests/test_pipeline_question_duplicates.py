@@ -8,15 +8,8 @@ from transformers import pipeline
 
 from hfsiamese import QuestionDuplicatesPipeline, SiameseConfig, SiameseModel
 from hfsiamese.pipeline_question_duplicates import PIPELINE_TASK
+from tests.fixtures import PAIRS, expected_scores
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
-
-PAIRS = [
-    ("how do i learn python ?", "what is the best way to learn python ?"),
-    ("why is the sky blue ?", "how do i cook rice ?"),
-    ("how can i lose weight fast ?", "what is the fastest way to lose weight ?"),
-    # Longer than the test tokenizer's 16 tokens: the pipeline truncates where encode does.
-    ("how do i learn python ? " * 5, "what is the capital of france ?"),
-]
 
 PIPELINE_CHILD = BLOCK_HFSIAMESE + r"""
 import json
@@ -36,11 +29,6 @@ def save_checkpoint(model, tokenizer, folder, threshold=0.3):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
-
-
-def expected_scores(model, tokenizer, pairs=PAIRS):
-    a, b = zip(*pairs)
-    return model.eval().score_pairs(list(a), list(b), tokenizer).tolist()
 
 
 def test_saved_checkpoint_declares_the_pipeline(tiny_lstm, word_tokenizer, tmp_path):

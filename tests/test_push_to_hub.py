@@ -16,11 +16,15 @@ from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 from tests.conftest import QQP_FILE
-from tests.helpers import BLOCK_HFSIAMESE, TINY_LSTM_BASE, load_recipe, run_without_hfsiamese, trainer_on_tiny_pairs
-from tests.test_pipeline_question_duplicates import PAIRS, expected_scores
-from tests.trainer.test_siamese_trainer import _args
+from tests.fixtures import PAIRS, expected_scores, tiny_training_args as _args, trainer_on_tiny_pairs
+from tests.helpers import BLOCK_HFSIAMESE, TINY_LSTM_BASE, load_recipe, run_without_hfsiamese
 
-MODEL_FILES = {"config.json", "model.safetensors", "configuration_siamese.py", "modeling_siamese.py", "pipeline_question_duplicates.py"}
+# The modeling code and every sibling it imports relatively: all travel with the weights as remote code.
+CODE_FILES = {
+    "configuration_siamese.py", "modeling_siamese.py", "pipeline_question_duplicates.py", "safe_loading.py", "inference.py",
+    "hub_sharing.py", "scoring.py", "token_fields.py", "sub_batching.py",
+}  # fmt: skip
+MODEL_FILES = {"config.json", "model.safetensors"} | CODE_FILES
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json"}
 CARD = "README.md"
 

@@ -1,0 +1,71 @@
+"""Checks on what callers hand a `DuplicateIndex` (texts, ids, a corpus `Dataset`, `k`): errors say which item is wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import datasets
+
+
+def check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer of at least 1, got {k!r}")
+    return k
+
+
+def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
+    """`texts` as a list, refusing a single string, non-strings and empty texts (naming the position)."""
+    if isinstance(texts, str):
+        raise TypeError(f"{what} must be a list of strings, not a single string: wrap it in a list")
+    texts = list(texts)
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{what}[{position}] is {type(text).__name__}, not a string")
+        if not text.strip():
+            raise ValueError(f"{what}[{position}] is empty: drop empty texts before indexing or searching")
+    return texts
+
+
+def id_type(ids: list[Any]) -> str:
+    """'int' or 'str': one Arrow column type for all ids, so that indexes can be saved and extended."""
+    if all(isinstance(i, str) for i in ids):
+        return "str"
+    if all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return "int"
+    kinds = sorted({type(i).__name__ for i in ids})
+    raise TypeError(f"ids must be all integers or all strings, got {kinds}")
+
+
+def plain_ids(ids: Sequence[Any]) -> list[Any]:
+    """numpy / torch integers become plain ints, so that they are checked and stored as such."""
+    if isinstance(ids, str):
+        raise TypeError("ids must be a list, not a single string")
+    return [i.item() if hasattr(i, "item") and not isinstance(i, (str, bytes)) else i for i in ids]
+
+
+def texts_and_ids(
+    corpus: Sequence[str] | datasets.Dataset,
+    ids: Sequence[int | str] | None,
+    text_column: str,
+    id_column: str | None,
+) -> tuple[list[str], list[Any] | None]:
+    """The texts and ids (if any) of a corpus given as a list of texts or as one `datasets.Dataset` split."""
+    if isinstance(corpus, (datasets.DatasetDict, datasets.IterableDataset, datasets.IterableDatasetDict)):
+        raise TypeError(f"pass one split as a datasets.Dataset, not a {type(corpus).__name__}")
+    if isinstance(corpus, datasets.Dataset):
+        for name, column in (("text_column", text_column), ("id_column", id_column)):
+            if column is not None and column not in corpus.column_names:
+                raise KeyError(f"{name} {column!r} is not a column of the dataset; columns: {corpus.column_names}")
+        if ids is not None and id_column is not None:
+            raise ValueError("pass either ids or id_column, not both")
+        texts = check_texts(list(corpus[text_column]), f"corpus[{text_column!r}]")
+        if id_column is not None:
+            ids = list(corpus[id_column])
+        return texts, ids
+    if id_column is not None:
+        raise ValueError("id_column applies to a datasets.Dataset corpus; with a list of texts pass ids=...")
+    return check_texts(corpus, "corpus"), ids
+
+
+__all__ = ["check_k", "check_texts", "id_type", "plain_ids", "texts_and_ids"]
