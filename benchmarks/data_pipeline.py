@@ -105,7 +105,7 @@ def run_pipeline(path: str, cache_dir: str, minilm: bool) -> None:
         tokenize_pairs,
     )
     from hfsiamese.data.arrow_columns import column_numpy
-    from hfsiamese.data.cleaning import deduplicate_pairs
+    from hfsiamese.data.deduplication import deduplicate_pairs
     from hfsiamese.tokenization import train_word_tokenizer
 
     start_all = time.perf_counter()

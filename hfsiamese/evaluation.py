@@ -1,5 +1,5 @@
 """
-Scoring data with a trained model: pair decisions (what `recipes/evaluate.py` prints) and
+Scoring data with a trained model: pair decisions (what `recipes/evaluate_pairs.py` prints) and
 retrieval over duplicate groups (each question searching all the others for its duplicates).
 """
 
@@ -11,11 +11,10 @@ from typing import Any
 
 import datasets
 import numpy as np
-import pyarrow as pa
 import torch
 
-from .data.arrow_columns import column_arrow
 from .data.groups import question_groups
+from .data.question_ids import question_texts
 from .metrics import pair_classification_metrics, retrieval_metrics
 from .metrics.ranking import check_ks
 from .search import topk_cosine
@@ -91,14 +90,12 @@ def question_corpus(pairs: datasets.Dataset, *, normalize: bool = True) -> tuple
     """
     The distinct questions of a pair data set and the duplicate group of each.
 
-    Questions are identified as `hfsiamese.data.assign_duplicate_groups` identifies them (ids when
+    Questions are identified as everywhere in the library (`hfsiamese.data.question_ids`: ids when
     the pairs have `qid1`/`qid2`, else normalised text); each is represented by the text of its
     first occurrence. Groups are the connected components of the duplicate (label-1) pairs.
     """
     _, _, group_of, first_position = question_groups(pairs, normalize=normalize)
-    # first_position indexes the concatenation [question1 column, question2 column].
-    both_sides = pa.chunked_array(column_arrow(pairs, "question1").chunks + column_arrow(pairs, "question2").chunks)
-    return both_sides.take(pa.array(first_position)).to_pylist(), group_of
+    return question_texts(pairs, first_position).to_pylist(), group_of
 
 
 def evaluate_retrieval(

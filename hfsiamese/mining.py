@@ -6,11 +6,11 @@ from typing import Any
 
 import datasets
 import numpy as np
-import pyarrow as pa
 import torch
 
-from .data.arrow_columns import column_arrow, column_numpy
+from .data.arrow_columns import column_numpy
 from .data.groups import question_groups
+from .data.question_ids import question_texts
 
 __all__ = ["mine_hard_negatives"]
 
@@ -50,8 +50,7 @@ def mine_hard_negatives(
             f"got num_negatives={num_negatives}, skip_top={skip_top}, top_k={top_k}"
         )
     codes1, codes2, group_of, first_position = question_groups(dataset)
-    texts = pa.chunked_array(column_arrow(dataset, "question1").chunks + column_arrow(dataset, "question2").chunks)
-    corpus = texts.take(pa.array(first_position)).to_pylist()  # one text per question code
+    corpus = question_texts(dataset, first_position).to_pylist()  # one text per question code
     embeddings = model.encode(corpus, tokenizer, batch_size=batch_size, show_progress_bar=show_progress_bar)
     rows = np.flatnonzero(column_numpy(dataset, "label") == 1)
     if len(rows) == 0:
@@ -84,6 +83,6 @@ def mine_hard_negatives(
     view = dataset.select(kept_rows)
     if "group_id" in view.column_names:
         view = view.remove_columns("group_id")
-    view = view.add_column("negative", texts.take(pa.array(first_position[negatives])).combine_chunks(), feature=datasets.Value("string"))
+    view = view.add_column("negative", question_texts(dataset, first_position[negatives]).combine_chunks(), feature=datasets.Value("string"))
     view = view.add_column("group_id", group_of[codes1[kept_rows]], feature=datasets.Value("int64"))
     return view.add_column("negative_score", np.concatenate(picked_scores).astype(np.float32), feature=datasets.Value("float32"))

@@ -18,6 +18,7 @@ import numpy as np
 import sklearn.metrics
 
 from .metrics.thresholds import check_pair_inputs, threshold_sweep
+from .output_dirs import ensure_writable_folder
 
 __all__ = ["REPORT_FILES", "check_report_dir", "write_evaluation_report"]
 
@@ -83,14 +84,13 @@ def write_evaluation_report(
 def check_report_dir(report_dir: str | Path, *, overwrite: bool = False) -> None:
     """Fail early (before any scoring) when the report could not be written: a non-empty folder
     without `overwrite`, or matplotlib missing."""
-    report_dir = Path(report_dir)
-    if report_dir.exists() and not report_dir.is_dir():
-        raise FileExistsError(f"report_dir {report_dir} exists and is not a folder")
-    if report_dir.is_dir() and any(report_dir.iterdir()) and not overwrite:
-        raise FileExistsError(
-            f"report_dir {report_dir} is not empty: pass overwrite=True (--overwrite_report_dir in "
-            "recipes/evaluate.py) to replace the report there, or choose another folder"
-        )
+    ensure_writable_folder(
+        report_dir,
+        overwrite=overwrite,
+        label="report_dir",
+        remedy="pass overwrite=True (--overwrite_report_dir in recipes/evaluate_pairs.py) to replace the report "
+        "there, or choose another folder",
+    )
     _matplotlib()
 
 

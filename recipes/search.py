@@ -13,7 +13,8 @@ The corpus is read as:
   * a table (csv/tsv/json/jsonl/parquet) when --text_column names its text column (--id_column
     optionally its ids);
   * otherwise a question-pair file (any format `hfsiamese.data.load_pairs` reads): the questions
-    of both columns, each distinct text once, with its question id where the file has ids.
+    of both columns, each distinct question once (by id where the file has ids, else by
+    normalised text, as everywhere in hfsiamese), with its id where the file has ids.
 --corpus_format forces one of `lines`, `table`, `pairs`.
 
 Prints the top matches per query (score = cosine similarity, "duplicate" where the score reaches
@@ -22,16 +23,10 @@ the model's calibrated threshold or --threshold), or with --json one JSON object
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# This folder holds `evaluate.py`, which would shadow the `evaluate` library that hfsiamese imports:
-# keep the script's own folder off the import path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import json
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -39,8 +34,9 @@ import transformers
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.cli_args import parse_config_and_flags
+from hfsiamese.arguments import parse_config_and_flags
 from hfsiamese.data import load_pairs
+from hfsiamese.data.question_ids import distinct_questions
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
 
@@ -103,23 +99,6 @@ def read_corpus(args: SearchArguments) -> tuple[list[str], list[Any] | None]:
         return texts, ids
     pairs = load_pairs(str(path))
     return distinct_questions(pairs)
-
-
-def distinct_questions(pairs: datasets.Dataset) -> tuple[list[str], list[Any] | None]:
-    """Both question columns of a pair data set, each distinct text once (first id kept, if any)."""
-    has_ids = {"qid1", "qid2"} <= set(pairs.column_names)
-    first_id: dict[str, Any] = {}
-    for side in ("1", "2"):
-        texts = pairs[f"question{side}"]
-        ids = pairs[f"qid{side}"] if has_ids else [None] * len(texts)
-        for text, qid in zip(texts, ids):
-            first_id.setdefault(text, qid)
-    texts = list(first_id)
-    if not has_ids:
-        return texts, None
-    ids = list(first_id.values())
-    # One question text may carry two ids in a messy file, and two texts one id: ids must be unique.
-    return texts, ids if len(set(ids)) == len(ids) else None
 
 
 def _first_line(path: Path) -> str:

@@ -1,5 +1,4 @@
 import datasets
-import numpy as np
 import pytest
 import torch
 
@@ -70,4 +69,14 @@ def test_with_a_real_model(tiny_lstm, word_tokenizer):
     pairs = data([(TEXTS[0], TEXTS[1], 1), (TEXTS[2], TEXTS[3], 1), (TEXTS[4], TEXTS[6], 0), (TEXTS[5], TEXTS[7], 0)])
     mined = mine_hard_negatives(tiny_lstm, pairs, word_tokenizer, num_negatives=2, margin=-2.0)
     assert len(mined) == 4
-    assert set(mined["negative"]) <= set(TEXTS) and np.all(np.isfinite(mined["negative_score"]))
+    # The negatives are the model's two nearest questions outside the anchor's group, best first,
+    # with their cosine scores (margin -2 lets every candidate through).
+    embeddings = tiny_lstm.encode(TEXTS[:8], word_tokenizer)
+    groups = {TEXTS[0]: {0, 1}, TEXTS[2]: {2, 3}}
+    for anchor in groups:
+        row = TEXTS.index(anchor)
+        scores = (embeddings[row] @ embeddings.T).tolist()
+        nearest = sorted((i for i in range(8) if i not in groups[anchor]), key=lambda i: -scores[i])[:2]
+        got = [(n, s) for q, n, s in zip(mined["question1"], mined["negative"], mined["negative_score"]) if q == anchor]
+        assert [n for n, _ in got] == [TEXTS[i] for i in nearest]
+        assert [s for _, s in got] == pytest.approx([scores[i] for i in nearest], abs=1e-5)

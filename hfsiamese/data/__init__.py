@@ -1,14 +1,18 @@
 """
-Data: loading pair files into one shape, duplicate groups, leak-free splits, batch sampling,
-tokenisation and collation.
+Data: loading pair files into one shape, question identity, duplicate groups, leak-free splits,
+training views, batch sampling, tokenisation and collation. (`hfsiamese.data.preparation` chains
+them for a training run; it is not imported here, since its mined view needs `hfsiamese.mining`.)
 """
 
-from .cleaning import NORMALIZATIONS, DeduplicationReport, deduplicate_pairs, normalize_texts
+from .deduplication import DeduplicationReport, deduplicate_pairs
 from .collator import SiamesePairCollator
-from .groups import assign_duplicate_groups, split_by_group, split_report
+from .groups import assign_duplicate_groups
 from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from .preprocessing import tokenize_pairs
+from .question_ids import distinct_questions, with_question_keys
 from .sampler import NoDuplicateGroupSampler
+from .splits import split_by_group, split_report
+from .text_normalization import NORMALIZATIONS, normalize_texts
 from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 
 __all__ = [
@@ -21,6 +25,7 @@ __all__ = [
     "NoDuplicateGroupSampler",
     "SiamesePairCollator",
     "assign_duplicate_groups",
+    "distinct_questions",
     "duplicate_pairs",
     "group_pairs",
     "labelled_pairs",
@@ -30,4 +35,5 @@ __all__ = [
     "tokenize_pairs",
     "triplets",
     "view_sizes",
+    "with_question_keys",
 ]

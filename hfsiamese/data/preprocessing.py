@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import datasets
 import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
+from ..token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
 from .arrow_columns import column_arrow
-from .collator import TOKEN_FIELDS
+from .question_ids import KEY_COLUMNS
 
 # Per-row count of truncated texts, written by the map (so that it survives caching and
 # `num_proc` workers) and dropped once summed.
 _TRUNCATED_COLUMN = "__hfsiamese_truncated"
-# Without a limit of its own, a tokenizer says 1e30 (transformers' "no limit"); texts are cut here.
-DEFAULT_MAX_LENGTH = 512
 
 
 def tokenize_pairs(
@@ -36,14 +34,15 @@ def tokenize_pairs(
     the data set has a `negative_column`, as `hfsiamese.data.triplets` makes), truncated to
     `max_length` (the tokenizer's `model_max_length` by default, at most 512), with a warning
     giving the count of texts that were cut. Padding is left to the collator. The `label` column
-    becomes `labels`, the name the Trainer passes to the loss. Text columns are dropped unless
-    `keep_text`. A null or non-text value is a ValueError naming its column and row.
+    becomes `labels`, the name the Trainer passes to the loss. Text columns (and the stored
+    question identity) are dropped unless `keep_text`. A null or non-text value is a ValueError
+    naming its column and row.
     """
     for column in (question1_column, question2_column):
         if column not in dataset.column_names:
             raise ValueError(f"dataset has no column {column!r} (columns: {dataset.column_names})")
     if max_length is None:
-        max_length = min(tokenizer.model_max_length, DEFAULT_MAX_LENGTH)
+        max_length = tokenizer_max_length(tokenizer)
     if _TRUNCATED_COLUMN in dataset.column_names:
         raise ValueError(f"dataset has a column named {_TRUNCATED_COLUMN!r}, which tokenize_pairs uses itself")
 
@@ -58,7 +57,7 @@ def tokenize_pairs(
             texts = batch[column]
             _check_texts(texts, column, indices)
             encoded = tokenizer(texts, truncation=True, max_length=max_length)
-            for i, cut in enumerate(_truncated(encoded, max_length)):
+            for i, cut in enumerate(truncated_flags(encoded, max_length)):
                 truncated[i] += cut
             for field in TOKEN_FIELDS:
                 if field in encoded:
@@ -66,19 +65,14 @@ def tokenize_pairs(
         out[_TRUNCATED_COLUMN] = truncated
         return out
 
-    remove = [] if keep_text else [column for _, column in sides]
+    # The stored question identity (see question_ids) is text too, and no use to the trainer.
+    remove = [] if keep_text else [column for _, column in sides] + [c for c in KEY_COLUMNS if c in dataset.column_names]
     tokenized = dataset.map(
         encode, batched=True, with_indices=True, num_proc=num_proc, remove_columns=remove, desc="Tokenizing pairs"
     )
     cut = pc.sum(column_arrow(tokenized, _TRUNCATED_COLUMN)).as_py() or 0
     tokenized = tokenized.remove_columns(_TRUNCATED_COLUMN)
-    if cut:
-        warnings.warn(
-            f"{cut} of {len(tokenized) * len(sides)} texts were longer than max_length={max_length} tokens and were "
-            "truncated",
-            UserWarning,
-            stacklevel=2,
-        )
+    warn_truncated(cut, len(tokenized) * len(sides), max_length)
     if "label" in tokenized.column_names and "labels" not in tokenized.column_names:
         tokenized = tokenized.rename_column("label", "labels")
     return tokenized
@@ -92,12 +86,3 @@ def _check_texts(texts: list[Any], column: str, indices: list[int]) -> None:
                 f"column {column!r} holds {'a null' if text is None else f'a non-text value {text!r} ({type(text).__name__})'} in row "
                 f"{indices[position]}, not text; drop or fill such rows first (hfsiamese.data.load_pairs drops empty ones)"
             )
-
-
-def _truncated(encoded: Any, max_length: int) -> list[bool]:
-    """Per text of a tokenised batch: was it cut at `max_length`?"""
-    encodings = getattr(encoded, "encodings", None)
-    if encodings:  # fast tokenizers keep the cut-off tokens of each text
-        return [bool(encoding.overflowing) for encoding in encodings]
-    # Python tokenizers keep no overflow: texts that reached the limit (an upper bound).
-    return [len(ids) >= max_length for ids in encoded["input_ids"]]

@@ -13,8 +13,9 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from .arrow_columns import column_arrow, column_numpy
+from .arrow_columns import column_numpy
 from .groups import assign_duplicate_groups, question_groups
+from .question_ids import question_texts, with_question_keys
 
 __all__ = ["duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "view_sizes"]
 
@@ -45,7 +46,6 @@ def triplets(dataset: datasets.Dataset, *, seed: int = 0) -> datasets.Dataset:
     """
     codes1, codes2, group_of, first_position = question_groups(dataset)
     labels = column_numpy(dataset, "label")
-    texts = pa.chunked_array(column_arrow(dataset, "question1").chunks + column_arrow(dataset, "question2").chunks)
     non_duplicate = labels == 0
     # Each non-duplicate (x, y) gives y as a negative of x's group and x as one of y's group.
     cand_group = np.concatenate([group_of[codes1[non_duplicate]], group_of[codes2[non_duplicate]]])
@@ -63,7 +63,7 @@ def triplets(dataset: datasets.Dataset, *, seed: int = 0) -> datasets.Dataset:
     if len(rows) == 0:
         raise ValueError("no duplicate pair has a labelled non-duplicate in its group: cannot build triplets")
     pick = starts[pair_group] + (np.random.default_rng(seed).random(len(rows)) * counts[pair_group]).astype(np.int64)
-    negative_text = texts.take(pa.array(first_position[cand_question[pick]]))
+    negative_text = question_texts(dataset, first_position[cand_question[pick]])
     view = dataset.select(rows)
     if "group_id" in view.column_names:
         view = view.remove_columns("group_id")
@@ -111,11 +111,10 @@ def group_pairs(
         right_parts.append(right.ravel())
         group_parts.append(np.repeat(group_ids[of_size], left.shape[1]))
     left, right, groups = (np.concatenate(parts) for parts in (left_parts, right_parts, group_parts))
-    texts = pa.chunked_array(column_arrow(dataset, "question1").chunks + column_arrow(dataset, "question2").chunks)
     table = pa.table(
         {
-            "question1": texts.take(pa.array(first_position[left])).combine_chunks(),
-            "question2": texts.take(pa.array(first_position[right])).combine_chunks(),
+            "question1": question_texts(dataset, first_position[left]).combine_chunks(),
+            "question2": question_texts(dataset, first_position[right]).combine_chunks(),
             "label": pa.array(np.ones(len(left), dtype=np.int64)),
             "group_id": pa.array(groups.astype(np.int64)),
         }
@@ -125,6 +124,7 @@ def group_pairs(
 
 def view_sizes(dataset: datasets.Dataset, *, max_pairs_per_group: int | None = None) -> dict[str, int]:
     """How many rows each view gives (and the group statistics behind them)."""
+    dataset = with_question_keys(dataset)  # identified once for all the views below
     grouped = labelled_pairs(dataset)
     _, _, group_of, _ = question_groups(dataset)
     questions_per_group = np.bincount(group_of)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hfsiamese.data import PAIR_FORMATS, HubUnreachableError, load_pairs
-from hfsiamese.data import loading as loading_module
+from hfsiamese.data import readers as readers_module
 
 BASE = ["question1", "question2", "label"]
 WITH_IDS = BASE + ["qid1", "qid2"]
@@ -320,8 +320,8 @@ def test_hub_loading_resolves_columns(tmp_path, monkeypatch):
         calls.append((name, config, split))
         return hub
 
-    monkeypatch.setattr(loading_module, "_hub_offline", lambda: False)
-    monkeypatch.setattr(loading_module.datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(readers_module, "hub_offline", lambda: False)
+    monkeypatch.setattr(readers_module.datasets, "load_dataset", fake_load_dataset)
     ds = load("nyu-mll/glue:qqp", tmp_path, split="validation")
     check_schema(ds, BASE)
     assert calls == [("nyu-mll/glue", "qqp", "validation")]
@@ -332,8 +332,8 @@ def test_hub_connection_error_is_reported(tmp_path, monkeypatch):
     def unreachable(*args, **kwargs):
         raise ConnectionError("Failed to resolve 'huggingface.co'")
 
-    monkeypatch.setattr(loading_module, "_hub_offline", lambda: False)
-    monkeypatch.setattr(loading_module.datasets, "load_dataset", unreachable)
+    monkeypatch.setattr(readers_module, "hub_offline", lambda: False)
+    monkeypatch.setattr(readers_module.datasets, "load_dataset", unreachable)
     with pytest.raises(HubUnreachableError, match="unreachable"):
         load("some-dataset", tmp_path)
 

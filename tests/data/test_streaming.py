@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hfsiamese.data import load_pairs
-from hfsiamese.data import loading as loading_module
+from hfsiamese.data import readers as readers_module
 
 
 def write(path, text: str) -> str:
@@ -165,8 +165,8 @@ def test_hub_streaming_keeps_shards(monkeypatch):
         calls.append((name, config, split, streaming))
         return hub
 
-    monkeypatch.setattr(loading_module, "_hub_offline", lambda: False)
-    monkeypatch.setattr(loading_module.datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(readers_module, "hub_offline", lambda: False)
+    monkeypatch.setattr(readers_module.datasets, "load_dataset", fake_load_dataset)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = load_pairs("nyu-mll/glue:qqp", split="validation", streaming=True)

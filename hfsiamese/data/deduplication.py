@@ -1,15 +1,10 @@
 """
-Cleaning of loaded pair data sets: collapsing repeated pairs, and optional text normalisation.
+Collapsing repeated pairs: a pair that occurs twice (or once as (q1, q2) and once as the mirror
+(q2, q1)) is one training example, not two; repeats over-weight it and, after a split, can put the
+same pair in train and validation.
 
-* `deduplicate_pairs`: a pair that occurs twice (or once as (q1, q2) and once as the mirror
-  (q2, q1)) is one training example, not two; repeats over-weight it and, after a split, can put
-  the same pair in train and validation. Identity of a question is the one `groups.py` uses (ids
-  when the data set has `qid1`/`qid2`, else normalised text: stripped, lowercased, whitespace
-  collapsed), so "the same pair" means the same thing everywhere in the library.
-* `normalize_texts`: Unicode NFKC and/or lowercasing of the question texts, in Arrow
-  (`pyarrow.compute.utf8_normalize` / `utf8_lower`), for encoders whose tokenizer does not
-  normalise by itself.
-
+Identity of a question is the library's one (`question_ids`: ids when the data set has
+`qid1`/`qid2`, else normalised text), so "the same pair" means the same thing everywhere.
 Everything is vectorised (pandas factorize + numpy over integer codes); no Python loop per row.
 """
 
@@ -22,14 +17,11 @@ import datasets
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .arrow_columns import column_numpy
-from .groups import _question_codes
+from .question_ids import identity_name, question_codes
 
-__all__ = ["NORMALIZATIONS", "DeduplicationReport", "deduplicate_pairs", "normalize_texts"]
-
-NORMALIZATIONS: tuple[str | None, ...] = (None, "lower", "nfkc", "nfkc_lower")
+__all__ = ["DeduplicationReport", "deduplicate_pairs"]
 
 
 @dataclass(frozen=True)
@@ -60,14 +52,15 @@ def deduplicate_pairs(
     """
     Keep the first row of every unordered question pair; drop exact repeats and mirrors.
 
-    Identity of a question is `qid1`/`qid2` when present, else its normalised text (the rule of
-    `assign_duplicate_groups`). When copies disagree on the label, the first copy's label is kept
+    Identity of a question is `qid1`/`qid2` when present, else its normalised text
+    (`hfsiamese.data.question_ids`). When copies disagree on the label, the first copy's label is kept
     (a conflict is label noise; no vote). With `warn`, a `UserWarning` gives the count collapsed,
     the count of conflicting copies and `source`. Row order is kept. The result is a flat Arrow
     data set (no indices mapping), written to the cache next to `dataset`'s files when it has some.
     """
-    codes1, codes2, n_questions = _question_codes(dataset, normalize=True)
-    identity = "question ids" if {"qid1", "qid2"} <= set(dataset.column_names) else "normalised text"
+    codes = question_codes(dataset)
+    codes1, codes2, n_questions = codes.codes1, codes.codes2, codes.count
+    identity = identity_name(dataset)
     n = len(dataset)
     low, high = np.minimum(codes1, codes2), np.maximum(codes1, codes2)
     if n_questions < 3_000_000_000:  # low * n + high fits in int64
@@ -117,18 +110,3 @@ def _keep_rows(dataset: datasets.Dataset, keep: np.ndarray) -> datasets.Dataset:
 
 def _filter_batch(batch: pa.Table, indices: list[int], *, keep: np.ndarray) -> pa.Table:
     return batch.filter(pa.array(keep[np.asarray(indices, dtype=np.int64)]))
-
-
-def normalize_texts(texts: pa.Array | pa.ChunkedArray, normalization: str | None) -> pa.Array | pa.ChunkedArray:
-    """Apply one of `NORMALIZATIONS` to an Arrow string array: None (as is), "lower", "nfkc", "nfkc_lower"."""
-    check_normalization(normalization)
-    if normalization in {"nfkc", "nfkc_lower"}:
-        texts = pc.utf8_normalize(texts, form="NFKC")
-    if normalization in {"lower", "nfkc_lower"}:
-        texts = pc.utf8_lower(texts)
-    return texts
-
-
-def check_normalization(normalization: str | None) -> None:
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")

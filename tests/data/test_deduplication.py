@@ -1,4 +1,4 @@
-"""Cleaning: repeated pairs and mirrors collapsed in load_pairs / deduplicate_pairs; text normalisation."""
+"""De-duplication: repeated pairs and mirrors collapsed in load_pairs / deduplicate_pairs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from hfsiamese.data import load_pairs
-from hfsiamese.data.cleaning import NORMALIZATIONS, deduplicate_pairs, normalize_texts
+from hfsiamese.data.deduplication import deduplicate_pairs
 
 
 def write(path, text: str) -> str:
@@ -31,9 +31,6 @@ def no_warnings(func, *args, **kwargs):
     return result
 
 
-# --------------------------------------------------------------------------------------------
-# De-duplication
-# --------------------------------------------------------------------------------------------
 def test_repeats_and_mirrors_collapse_by_normalised_text(tmp_path):
     rows = [
         "1\tHow do I learn Python ?\tWhat is the best way to learn Python ?\t1",
@@ -128,49 +125,3 @@ def test_deduplicate_pairs_is_vectorised():
     pairs = {frozenset((a, b)) if a != b else (a,) for a, b in zip(q1.tolist(), q2.tolist(), strict=True)}
     assert len(out) == len(pairs) == n - report.collapsed
     assert elapsed < 20, elapsed  # seconds for 300k rows; a per-row Python loop with normalisation would crawl
-
-
-# --------------------------------------------------------------------------------------------
-# Text normalisation
-# --------------------------------------------------------------------------------------------
-TEXTS = "question1,question2,is_duplicate\nWhat Is ＡＩ ?,The ﬁle Ⅻ ?,1\n"
-
-
-@pytest.mark.parametrize(
-    ("normalization", "q1", "q2"),
-    [
-        (None, "What Is ＡＩ ?", "The ﬁle Ⅻ ?"),
-        ("lower", "what is ａｉ ?", "the ﬁle ⅻ ?"),
-        ("nfkc", "What Is AI ?", "The file XII ?"),
-        ("nfkc_lower", "what is ai ?", "the file xii ?"),
-    ],
-)
-def test_normalization_choices(tmp_path, normalization, q1, q2):
-    ds = load(write(tmp_path / "texts.csv", TEXTS), tmp_path, normalization=normalization)
-    assert ds[0]["question1"] == q1 and ds[0]["question2"] == q2
-
-
-def test_normalization_is_validated(tmp_path):
-    path = write(tmp_path / "texts.csv", TEXTS)
-    with pytest.raises(ValueError, match=r"normalization must be one of .*'nfkc_lower'.*got 'upper'"):
-        load(path, tmp_path, normalization="upper")
-    assert set(NORMALIZATIONS) == {None, "lower", "nfkc", "nfkc_lower"}
-
-
-def test_normalization_happens_before_deduplication_and_emptiness(tmp_path):
-    # NFKC turns the ligature into "fi" (so the pairs repeat) and a no-break space into a space.
-    text = "question1,question2,is_duplicate\nThe ﬁle ?,a ?,1\nThe file ?,A ?,1\n\u00a0,b ?,0\n"
-    path = write(tmp_path / "nfkc.csv", text)
-    with pytest.warns(UserWarning) as info:
-        ds = load(path, tmp_path, normalization="nfkc")
-    messages = " | ".join(str(w.message) for w in info)
-    assert "dropped 1 of 3" in messages and "collapsed 1 of 2" in messages
-    assert ds["question1"][:] == ["The file ?"]
-    with pytest.warns(UserWarning, match="dropped 1 of 3"):
-        assert len(load(path, tmp_path)) == 2  # without NFKC the ligature makes another text
-
-
-def test_normalize_texts_on_arrow():
-    array = pa.array(["ＡＢ", None, "Ǆ"])
-    assert normalize_texts(array, "nfkc_lower").to_pylist() == ["ab", None, "dž"]
-    assert normalize_texts(array, None) is array

@@ -1,0 +1,115 @@
+"""
+Leak-free train/validation(/test) splits of pair data sets, and a report that checks them.
+
+The units of a split are the connected components over *all* pairs (duplicates and
+non-duplicates), so that no question is seen on two sides: a question in both would leak its
+labels, and its embedding, from training into validation.
+"""
+
+from __future__ import annotations
+
+import datasets
+import numpy as np
+import pyarrow as pa
+
+from .arrow_columns import column_numpy
+from .groups import connected_questions
+from .question_ids import question_codes, question_keys, with_question_keys
+
+__all__ = ["split_by_group", "split_report"]
+
+
+def split_by_group(
+    dataset: datasets.Dataset,
+    *,
+    validation_fraction: float = 0.1,
+    test_fraction: float = 0.0,
+    seed: int = 42,
+) -> datasets.DatasetDict:
+    """
+    Split into train/validation (and test, when `test_fraction > 0`) so that no question appears
+    on two sides.
+
+    The units are the connected components over all pairs (duplicates and non-duplicates). They
+    are shuffled with `seed` and dealt to validation, then test, until each holds about its
+    fraction of the pairs (a unit larger than that whole share stays in train unless nothing else
+    fits). Row order inside each side is kept. Questions are identified as in
+    `hfsiamese.data.question_ids` (ids, else normalised text, which merges at least as much as raw
+    text, so the split is leak-free for either identity); every side carries that identity along.
+    """
+    fractions = {"validation": validation_fraction, "test": test_fraction}
+    if not 0.0 < validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must be strictly between 0 and 1, got {validation_fraction}")
+    if not 0.0 <= test_fraction < 1.0 or validation_fraction + test_fraction >= 1.0:
+        raise ValueError(
+            f"test_fraction must be in [0, 1) and leave room for training (validation_fraction + test_fraction < 1), "
+            f"got validation_fraction={validation_fraction}, test_fraction={test_fraction}"
+        )
+    n = len(dataset)
+    dataset = with_question_keys(dataset)
+    codes = question_codes(dataset)
+    component = connected_questions(codes.codes1, codes.codes2, codes.count)[codes.codes1]
+    units, pair_unit = np.unique(component, return_inverse=True)
+    unit_sizes = np.bincount(pair_unit, minlength=len(units))
+
+    order = np.random.default_rng(seed).permutation(len(units))
+    # Units bigger than a whole held-out share (a "giant" component) go last, so that they only
+    # land there when nothing else can (tiny data sets); otherwise one of them would decide the
+    # split size alone.
+    largest_target = max(f * n for f in fractions.values() if f > 0)
+    order = order[np.argsort(unit_sizes[order] > largest_target, kind="stable")]
+    unit_split = np.zeros(len(units), dtype=np.int8)  # 0 = train
+    for code, name in enumerate(("validation", "test"), start=1):
+        if fractions[name] == 0:
+            continue
+        remaining = order[unit_split[order] == 0]
+        k = _prefix_closest_to(np.cumsum(unit_sizes[remaining]), fractions[name] * n)
+        unit_split[remaining[:k]] = code
+    pair_split = unit_split[pair_unit]
+    names = ["train", "validation"] + (["test"] if test_fraction > 0 else [])
+    indices = {name: np.flatnonzero(pair_split == code) for code, name in enumerate(names)}
+    empty = [name for name, idx in indices.items() if len(idx) == 0]
+    if empty:
+        raise ValueError(
+            f"cannot split {n} pairs ({len(units)} connected question components, the largest "
+            f"{int(unit_sizes.max())} pairs) with validation_fraction={validation_fraction}, "
+            f"test_fraction={test_fraction}: {', '.join(empty)} would be empty"
+        )
+    return datasets.DatasetDict({name: dataset.select(idx) for name, idx in indices.items()})
+
+
+def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
+    """
+    Size and duplicate rate of each split, and how many questions two splits share (0 for a
+    leak-free split). Questions are identified as in `split_by_group`.
+    """
+    report: dict[str, dict[str, float]] = {}
+    question_sets = {}
+    for name, split in splits.items():
+        labels = column_numpy(split, "label")
+        key1, key2 = question_keys(split)
+        question_sets[name] = set(pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique().to_pylist())
+        report[name] = {
+            "pairs": len(split),
+            "duplicates": int((labels == 1).sum()),
+            "duplicate_rate": float((labels == 1).mean()) if len(split) else 0.0,
+            "questions": len(question_sets[name]),
+        }
+        if "group_id" in split.column_names:
+            report[name]["duplicate_groups"] = int(len(np.unique(column_numpy(split, "group_id"))))
+    names = list(splits)
+    shared = {
+        f"{a}/{b}": len(question_sets[a] & question_sets[b]) for i, a in enumerate(names) for b in names[i + 1 :]
+    }
+    report["shared_questions"] = shared
+    return report
+
+
+def _prefix_closest_to(filled: np.ndarray, target: float) -> int:
+    """Length of the prefix of units whose cumulative size is closest to `target` (at least 1)."""
+    if len(filled) == 0:
+        return 0
+    k = int(np.searchsorted(filled, target)) + 1
+    if k > 1 and abs(filled[k - 2] - target) <= abs(filled[min(k, len(filled)) - 1] - target):
+        k -= 1
+    return min(k, len(filled))
