@@ -4,12 +4,12 @@
     python benchmarks/export_validation_slice.py outputs/qqp_validation.jsonl
     python benchmarks/export_validation_slice.py outputs/qqp_test.jsonl --config my.yaml --split test
 
-The split is recomputed with `recipes/train.py`'s own `load_data`, from the data keys of the
-recipe config (default: recipes/configs/lstm_qqp.yaml: the embedded QQP pairs, split by question
-with validation_fraction 0.1 and split_seed 42), so the rows are exactly the ones the recipe
+The split is recomputed with the package's `load_splits`, as `recipes/train.py` does, from the
+data keys of the recipe config (default: recipes/configs/lstm_qqp.yaml: the embedded QQP pairs,
+split by question with validation_fraction 0.1 and split_seed 42), so the rows are exactly the ones the recipe
 validated (and calibrated its threshold) on. Written as JSON lines (`question1`, `question2`,
 `label`, plus `qid1`/`qid2` when the source has them), which `hfsiamese.data.load_pairs` and
-`recipes/evaluate.py` read.
+`recipes/evaluate_pairs.py` read.
 """
 
 from __future__ import annotations

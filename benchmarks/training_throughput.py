@@ -37,11 +37,9 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 REPO = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
+TRAIN_SCRIPT = REPO / "recipes" / "train.py"
 
 DEFAULT_BATCH_SIZE = 64
-#: Texts per encoder call (SiameseConfig.sub_batch_size): the recipe's 32 suits CPUs; on a GPU
-#: fewer, larger calls pay.
-SUB_BATCH_SIZE = {"cpu": 32, "cuda": 256}
 
 
 def _peak_rss_mib() -> float:
@@ -49,14 +47,10 @@ def _peak_rss_mib() -> float:
 
 
 def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
-    from qqp_slices import load_train_recipe
-
-    recipe = load_train_recipe()
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir", output_dir,
         "--per_device_train_batch_size", str(batch_size),
-        "--sub_batch_size", str(SUB_BATCH_SIZE[device]),
         "--max_steps", str(steps),
         "--loss", "hard_negative_triplet",  # the library's in-batch loss on duplicate pairs, like MNRL
         "--train_sampling_strategy", "group_by_length",
@@ -68,11 +62,24 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, 
         argv += ["--use_cpu", "true"]
     else:
         argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)  # the Trainer refuses bf16 without a GPU unless told it is on CPU
-    results = recipe.main(argv)
+    results = run_train_script(argv, Path(output_dir))
     return {
         "train_s": results["train_runtime"],
         "eval_average_precision": results["eval_average_precision"],
     }
+
+
+def run_train_script(argv: list[str], output_dir: Path) -> dict[str, float]:
+    """`python recipes/train.py ARGV` in this worker process (so its peak RSS is the run's); its all_results.json."""
+    import runpy
+
+    saved_argv = sys.argv
+    sys.argv = [str(TRAIN_SCRIPT), *argv]
+    try:
+        runpy.run_path(str(TRAIN_SCRIPT), run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+    return json.loads((output_dir / "all_results.json").read_text(encoding="utf-8"))
 
 
 def run_sentence_transformers(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:

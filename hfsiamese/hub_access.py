@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 _ENV_TRUE = {"1", "ON", "YES", "TRUE"}
 

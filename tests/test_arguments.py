@@ -3,8 +3,7 @@ from dataclasses import dataclass, field
 import pytest
 from transformers import HfArgumentParser
 
-from hfsiamese.cli_args import parse_config_and_flags
-from hfsiamese.output_dirs import ensure_writable_output_dir
+from hfsiamese.arguments import DataArguments, ModelArguments, model_card_kwargs, parse_config_and_flags
 
 
 @dataclass
@@ -47,13 +46,18 @@ def test_missing_config_and_wrong_suffix(tmp_path):
         parse_config_and_flags(HfArgumentParser(Args), ["config.txt"])
 
 
-def test_output_dir_guard(tmp_path):
-    ensure_writable_output_dir(tmp_path / "new")  # absent: fine
-    (tmp_path / "full").mkdir()
-    (tmp_path / "full" / "weights").write_text("x")
-    with pytest.raises(FileExistsError, match="not empty"):
-        ensure_writable_output_dir(tmp_path / "full")
-    ensure_writable_output_dir(tmp_path / "full", overwrite=True)
-    ensure_writable_output_dir(tmp_path / "full", resuming=True)
-    with pytest.raises(FileExistsError, match="not a folder"):
-        ensure_writable_output_dir(tmp_path / "full" / "weights")
+
+def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_bert_dir):
+    lstm = model_card_kwargs(ModelArguments(embedding_dim=16), DataArguments())
+    assert (lstm["dataset_tags"], lstm["language"], lstm["finetuned_from"], lstm["license"]) == ("quora", "en", None, "apache-2.0")
+    assert lstm["arguments"] == {"embedding_dim": 16}  # only what differs from the defaults
+
+    hub = model_card_kwargs(
+        ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)),
+        DataArguments(dataset_name="nyu-mll/glue:qqp", split_seed=7),
+    )
+    assert (hub["dataset"], hub["dataset_tags"], hub["dataset_args"]) == ("nyu-mll/glue:qqp", "nyu-mll/glue", "qqp")
+    assert hub["finetuned_from"] == str(tiny_bert_dir) and hub["license"] is None  # the folder declares none
+    assert hub["arguments"] == {"encoder_type": "transformer", "model_name_or_path": str(tiny_bert_dir),
+                                "dataset_name": "nyu-mll/glue:qqp", "split_seed": 7}  # fmt: skip
+    assert model_card_kwargs(ModelArguments(), DataArguments(train_file="/data/pairs.csv"))["dataset"] == "pairs.csv"

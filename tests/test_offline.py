@@ -140,7 +140,7 @@ runpy.run_path(script, run_name="__main__")
     "script,flags",
     [
         ("train.py", ["--encoder_type", "transformer", "--model_name_or_path", NOT_CACHED, "--max_train_pairs", "50"]),
-        ("evaluate.py", ["--model_name_or_path", NOT_CACHED, "--test_file", str(QQP_FILE)]),
+        ("evaluate_pairs.py", ["--model_name_or_path", NOT_CACHED, "--test_file", str(QQP_FILE)]),
     ],
 )
 def test_recipes_with_a_hub_model_not_cached(tmp_path, script, flags):

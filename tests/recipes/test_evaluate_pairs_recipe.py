@@ -1,4 +1,4 @@
-"""recipes/evaluate.py with a report and retrieval metrics, on a tiny saved model and real QQP pairs."""
+"""recipes/evaluate_pairs.py with a report and retrieval metrics, on a tiny saved model and real QQP pairs."""
 
 import json
 import sys
@@ -39,7 +39,7 @@ def test_report_and_retrieval_in_one_json_object(saved_model_and_pairs, tmp_path
     report = tmp_path / "report"
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
     args += ["--retrieval", "--retrieval_k", "1", "3"]
-    returned = load_recipe(monkeypatch, "evaluate").main(args)
+    returned = load_recipe(monkeypatch, "evaluate_pairs").main(args)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert len(lines) == 1
     printed = json.loads(lines[0])
@@ -67,7 +67,7 @@ def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tm
     report.mkdir()
     (report / "keep.txt").write_text("a user's file")
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--report_dir", str(report)]
-    recipe = load_recipe(monkeypatch, "evaluate")
+    recipe = load_recipe(monkeypatch, "evaluate_pairs")
     with pytest.raises(FileExistsError, match="--overwrite_report_dir"):
         recipe.main(args)
     assert capsys.readouterr().out == ""
@@ -76,7 +76,7 @@ def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tm
 
 
 def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
-    """As a user runs it: the script's folder (holding `evaluate.py`) must not shadow the evaluate library."""
+    """As a user runs it: `python recipes/evaluate_pairs.py ...`, printing one JSON object."""
     model_dir, pairs_file, *_ = saved_model_and_pairs
     args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)]
     args += ["--retrieval", "--report_dir", str(tmp_path / "report")]

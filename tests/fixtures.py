@@ -1,0 +1,86 @@
+"""Tiny data, arguments and trainers shared by several test modules (no test module imports another)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+
+from tests.conftest import TEXTS
+
+# Question pairs scored by the pipeline and push-to-Hub tests.
+PAIRS = [
+    ("how do i learn python ?", "what is the best way to learn python ?"),
+    ("why is the sky blue ?", "how do i cook rice ?"),
+    ("how can i lose weight fast ?", "what is the fastest way to lose weight ?"),
+    # Longer than the test tokenizer's 16 tokens: the pipeline truncates where encode does.
+    ("how do i learn python ? " * 5, "what is the capital of france ?"),
+]
+
+
+def expected_scores(model: Any, tokenizer: Any, pairs: list[tuple[str, str]] = PAIRS) -> list[float]:
+    """The model's own scores of `pairs`, which every other way of scoring them must reproduce."""
+    a, b = zip(*pairs)
+    return model.eval().score_pairs(list(a), list(b), tokenizer).tolist()
+
+
+def tiny_pairs(n_groups: int = 12, label: int = 1) -> datasets.Dataset:
+    """Training pairs in `n_groups` duplicate groups of 1 to 3 pairs each, shuffled."""
+    rng = np.random.default_rng(0)
+    q1, q2, groups = [], [], []
+    for g in range(n_groups):
+        for k in range(1 + g % 3):  # groups of 1..3 pairs
+            q1.append(f"{TEXTS[g % len(TEXTS)]} {g} {k}")
+            q2.append(f"{TEXTS[(g + 1) % len(TEXTS)]} {g} {k + 1}")
+            groups.append(g)
+    order = rng.permutation(len(q1))
+    return datasets.Dataset.from_dict(
+        {
+            "question1": [q1[i] for i in order],
+            "question2": [q2[i] for i in order],
+            "label": [label] * len(q1),
+            "group_id": [groups[i] for i in order],
+        }
+    )
+
+
+def tiny_eval_pairs() -> datasets.Dataset:
+    """Eight labelled validation pairs, duplicates and not."""
+    return datasets.Dataset.from_dict(
+        {"question1": TEXTS[0::2] * 2, "question2": TEXTS[1::2] + TEXTS[1::2][::-1], "label": [1, 1, 1, 0, 0, 0, 1, 0]}
+    )
+
+
+def tiny_training_args(tmp_path: Path, **overrides: Any) -> Any:
+    """SiameseTrainingArguments of a few CPU steps writing under `tmp_path`; `overrides` replace any value."""
+    from hfsiamese.trainer import SiameseTrainingArguments
+
+    values = dict(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        max_steps=6,
+        learning_rate=1e-2,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    values.update(overrides)
+    return SiameseTrainingArguments(**values)
+
+
+def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
+    """A SiameseTrainer on the tiny training and evaluation pairs."""
+    from hfsiamese.data import tokenize_pairs
+    from hfsiamese.trainer import SiameseTrainer
+
+    return SiameseTrainer(
+        model=model,
+        args=args,
+        train_dataset=tokenize_pairs(tiny_pairs(), tokenizer),
+        eval_dataset=tokenize_pairs(tiny_eval_pairs(), tokenizer),
+        processing_class=tokenizer,
+    )
