@@ -5,6 +5,7 @@ them for a training run; it is not imported here, since its mined view needs `hf
 """
 
 from .deduplication import DeduplicationReport, deduplicate_pairs
+from .arrow_batches import ArrowBatchDataset, arrow_batch_dataset
 from .collator import SiamesePairCollator
 from .groups import assign_duplicate_groups
 from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
@@ -16,6 +17,8 @@ from .text_normalization import NORMALIZATIONS, normalize_texts
 from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 
 __all__ = [
+    "ArrowBatchDataset",
+    "arrow_batch_dataset",
     "NORMALIZATIONS",
     "DeduplicationReport",
     "deduplicate_pairs",

@@ -1,16 +1,33 @@
-"""Batch collation for pairs: both sides padded dynamically, to the longest text of each side."""
+"""Batch collation for pairs: each side padded to its own longest text, by whole-batch array operations."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from ..padding import pad_ragged, padded_width, ragged_from_rows, token_positions
+from ..token_fields import TOKEN_FIELDS
+
 SIDES = ("a", "b")
 OPTIONAL_SIDES = ("n",)  # explicit negatives
-TOKEN_FIELDS = ("input_ids", "attention_mask", "token_type_ids")
+LABEL_COLUMNS = ("labels", "label")  # `labels` wins when a data set has both
+GROUP_COLUMN = "group_id"
+#: Every column the collator reads; the others (texts, lengths) are never gathered into a batch.
+PAIR_BATCH_COLUMNS = (
+    *(f"{field}_{side}" for side in SIDES + OPTIONAL_SIDES for field in TOKEN_FIELDS),
+    *LABEL_COLUMNS,
+    GROUP_COLUMN,
+)
+
+# The same batch, whichever way it came: rows as dicts, or one Arrow table (`arrow_batches.py`).
+PairBatch = Sequence[dict[str, Any]] | pa.Table | pa.RecordBatch
 
 
 @dataclass
@@ -19,35 +36,108 @@ class SiamesePairCollator:
     Collate tokenised pairs (`input_ids_a`, `attention_mask_a`, `input_ids_b`, ..., and the `_n`
     side of explicit negatives when present) into tensors.
 
-    Each side is padded with the tokenizer's own `pad` (its pad id and padding side) to the longest
-    text of that side in the batch, not of the pair: short questions are not padded to long ones.
-    `labels` and `group_ids` (from a `group_id` column) pass through as tensors; other columns are
-    ignored, so datasets may keep their text columns.
+    Each side is padded as the tokenizer's own `pad` would (its pad id, pad token type id and
+    padding side, `pad_to_multiple_of`) to the longest text of that side in the batch, not of the
+    pair: short questions are not padded to long ones. `labels` and `group_ids` (from a `group_id`
+    column) pass through as tensors; other columns are ignored, so datasets may keep their text
+    columns.
+
+    The batch is a list of row dicts (what a `datasets.Dataset` gives a DataLoader) or one Arrow
+    table of rows (what `arrow_batch_dataset` gives it, with no Python object per token). Either
+    way the padding is whole-batch array operations, never a Python loop over tokens.
     """
 
     tokenizer: PreTrainedTokenizerBase
     pad_to_multiple_of: int | None = None
 
-    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        if not features:
+    def __call__(self, features: PairBatch) -> dict[str, torch.Tensor]:
+        columns = _ArrowColumns(features) if isinstance(features, (pa.Table, pa.RecordBatch)) else _RowColumns(features)
+        names = columns.names
+        if not columns.num_rows:
             raise ValueError("cannot collate an empty batch")
-        missing = [f"input_ids_{side}" for side in SIDES if f"input_ids_{side}" not in features[0]]
+        missing = [f"input_ids_{side}" for side in SIDES if f"input_ids_{side}" not in names]
         if missing:
             raise ValueError(
                 f"pair features lack {missing}; tokenise pairs with hfsiamese.data.tokenize_pairs first "
-                f"(found keys: {sorted(features[0])})"
+                f"(found keys: {sorted(names)})"
             )
+        pad_values = {
+            "input_ids": self._pad_token_id(),
+            "attention_mask": 0,
+            "token_type_ids": getattr(self.tokenizer, "pad_token_type_id", 0),
+        }
+        with_mask = "attention_mask" in getattr(self.tokenizer, "model_input_names", ())
         batch: dict[str, torch.Tensor] = {}
-        for side in SIDES + tuple(side for side in OPTIONAL_SIDES if f"input_ids_{side}" in features[0]):
-            side_features = [
-                {field: f[f"{field}_{side}"] for field in TOKEN_FIELDS if f"{field}_{side}" in f} for f in features
-            ]
-            padded = self.tokenizer.pad(side_features, pad_to_multiple_of=self.pad_to_multiple_of, return_tensors="pt")
-            for field, tensor in padded.items():
-                batch[f"{field}_{side}"] = tensor
-        if "labels" in features[0] or "label" in features[0]:
-            key = "labels" if "labels" in features[0] else "label"
-            batch["labels"] = torch.tensor([f[key] for f in features], dtype=torch.long)
-        if "group_id" in features[0]:
-            batch["group_ids"] = torch.tensor([f["group_id"] for f in features], dtype=torch.long)
+        for side in SIDES + tuple(side for side in OPTIONAL_SIDES if f"input_ids_{side}" in names):
+            ids, lengths = columns.ragged(f"input_ids_{side}")
+            positions = token_positions(lengths, padded_width(lengths, self.pad_to_multiple_of), self.tokenizer.padding_side)
+            for field in TOKEN_FIELDS:
+                name = f"{field}_{side}"
+                if name not in names:
+                    continue
+                values, field_lengths = (ids, lengths) if field == "input_ids" else columns.ragged(name)
+                if not np.array_equal(field_lengths, lengths):
+                    raise ValueError(f"{name} and input_ids_{side} differ in length on some rows: tokenise them together")
+                batch[name] = pad_ragged(values, positions, pad_values[field])
+            if with_mask and f"attention_mask_{side}" not in names:  # tokenizer.pad makes one too
+                batch[f"attention_mask_{side}"] = torch.from_numpy(positions.astype(np.int64))
+        label = next((name for name in LABEL_COLUMNS if name in names), None)
+        if label is not None:
+            batch["labels"] = columns.scalars(label)
+        if GROUP_COLUMN in names:
+            batch["group_ids"] = columns.scalars(GROUP_COLUMN)
         return batch
+
+    def _pad_token_id(self) -> int:
+        """The pad id, refused where `tokenizer.pad` refuses it (even for a batch needing no padding)."""
+        pad_id = self.tokenizer.pad_token_id
+        if self.tokenizer.pad_token is None or pad_id is None or pad_id < 0:
+            raise ValueError(
+                "Asking to pad but the tokenizer does not have a padding token. "
+                "Please select a token to use as `pad_token` `(tokenizer.pad_token = tokenizer.eos_token e.g.)` "
+                "or add a new pad token via `tokenizer.add_special_tokens({'pad_token': '[PAD]'})`."
+            )
+        return int(pad_id)
+
+
+class _RowColumns:
+    """A list of row dicts seen column by column (its first row names the columns, as before)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.rows = rows
+        self.num_rows = len(rows)
+        self.names = list(rows[0]) if rows else []
+
+    def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        return ragged_from_rows([row[name] for row in self.rows])
+
+    def scalars(self, name: str) -> torch.Tensor:
+        return torch.tensor([row[name] for row in self.rows], dtype=torch.long)
+
+
+class _ArrowColumns:
+    """An Arrow table (or record batch) of rows, read column by column without Python objects per row."""
+
+    def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
+        self.table = table
+        self.num_rows = table.num_rows
+        self.names = table.schema.names
+
+    def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """
+        The flat values and per-row lengths of a list column. `list_flatten` and `list_value_length`
+        respect slices and chunks (a taken batch may be a slice of a larger buffer, whose raw `.values`
+        child would hold rows outside the batch).
+        """
+        column = self.table.column(name)
+        if column.null_count:
+            raise ValueError(f"column {name!r} holds {column.null_count} null rows: tokenise every text first")
+        lengths = pc.list_value_length(column).to_numpy()
+        return pc.list_flatten(column).to_numpy(), np.asarray(lengths, dtype=np.int64)
+
+    def scalars(self, name: str) -> torch.Tensor:
+        """One int64 value per row (labels, group ids)."""
+        column = self.table.column(name)
+        if column.null_count:
+            raise ValueError(f"column {name!r} holds {column.null_count} null rows")
+        return torch.from_numpy(np.array(column.to_numpy(), dtype=np.int64))  # a copy: Arrow buffers are read-only

@@ -8,6 +8,8 @@ of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import datasets
@@ -15,6 +17,7 @@ import torch
 from torch import nn
 from transformers import Trainer
 
+from ..data.arrow_batches import arrow_batch_dataset
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import SiameseLoss
@@ -112,6 +115,31 @@ class SiameseTrainer(Trainer):
             length_column=self.args.length_column_name if by_length else None,
         )
         return self._group_sampler
+
+    def _get_dataloader(
+        self,
+        dataset: Any,
+        description: str,
+        batch_size: int,
+        sampler_fn: Callable[[Any], torch.utils.data.Sampler] | None = None,
+        is_training: bool = False,
+        dataloader_key: str | None = None,
+    ) -> torch.utils.data.DataLoader:
+        """
+        Pairs reach the collator as one Arrow table per batch (`arrow_batch_dataset`), padded by array
+        operations: no Python int per token between the Arrow columns and the batch tensors. The samplers
+        still see the `datasets.Dataset`. With `remove_unused_columns` the Trainer wraps the collator in a
+        row-dict filter, so the rows then travel as dicts (the collator pads those the same way).
+        """
+        if (
+            isinstance(dataset, datasets.Dataset)
+            and isinstance(self.data_collator, SiamesePairCollator)
+            and not self.args.remove_unused_columns
+        ):
+            if sampler_fn is not None:
+                sampler_fn = partial(_sampler_of_view, sampler_fn)
+            dataset = arrow_batch_dataset(dataset)
+        return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
 
     def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
         """
@@ -358,3 +386,8 @@ class SiameseTrainer(Trainer):
 
 
 __all__ = ["NonFiniteLossError", "SiameseTrainer"]
+
+
+def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:
+    """The Trainer's sampler built on the `datasets.Dataset` behind an Arrow batch view."""
+    return sampler_fn(view.dataset)

@@ -1,0 +1,55 @@
+"""
+Padding ragged token columns into int64 matrices with whole-batch array operations.
+
+A batch of tokenised texts is ragged: one flat array of token ids and one length per text. Padding
+it row by row in Python (as `tokenizer.pad` does over lists of lists) costs more than a small
+encoder's forward pass at large batches; here the padded matrix is one `np.full` and one boolean
+scatter, whatever the batch size. The collator and `encode` both pad here; this file travels with
+every checkpoint as remote code, so it imports only numpy, torch and the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["pad_ragged", "padded_width", "ragged_from_rows", "token_positions"]
+
+
+def ragged_from_rows(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The flat values and per-row lengths of a list of token sequences (lists, numpy arrays or tensors)."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    if rows and isinstance(rows[0], (np.ndarray, torch.Tensor)):
+        values = np.concatenate([np.asarray(row, dtype=np.int64).reshape(-1) for row in rows])
+    else:
+        values = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
+    return values, lengths
+
+
+def padded_width(lengths: np.ndarray, pad_to_multiple_of: int | None = None) -> int:
+    """The longest row, rounded up to a multiple of `pad_to_multiple_of` (as `tokenizer.pad` rounds)."""
+    width = int(lengths.max()) if len(lengths) else 0
+    if pad_to_multiple_of is not None and width % pad_to_multiple_of != 0:
+        width = (width // pad_to_multiple_of + 1) * pad_to_multiple_of
+    return width
+
+
+def token_positions(lengths: np.ndarray, width: int, padding_side: str) -> np.ndarray:
+    """Boolean `(rows, width)` matrix: True where a row's tokens go, on the side away from the padding."""
+    columns = np.arange(width)
+    if padding_side == "right":
+        return columns < lengths[:, None]
+    if padding_side == "left":
+        return columns >= (width - lengths)[:, None]
+    raise ValueError(f"Invalid padding strategy:{padding_side}")  # tokenizer.pad's own words
+
+
+def pad_ragged(values: np.ndarray, positions: np.ndarray, pad_value: int) -> torch.Tensor:
+    """An int64 tensor of `positions`' shape: `values` at the True positions in row order, `pad_value` elsewhere."""
+    padded = np.full(positions.shape, pad_value, dtype=np.int64)
+    padded[positions] = values
+    return torch.from_numpy(padded)
