@@ -13,6 +13,7 @@ its siblings.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -21,8 +22,9 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer
 
+from .encoding_batches import dataset_chunk, padded_batches, text_chunks
 from .scoring import embedding_pair_scores, embedding_score_matrix, resolve_threshold
-from .token_fields import tokenizer_max_length, token_fields, truncated_flags, warn_truncated
+from .token_fields import tokenizer_max_length, token_fields, warn_truncated
 
 
 def _tokenizer_file(tokenizer: Any) -> str:
@@ -33,6 +35,11 @@ def _tokenizer_file(tokenizer: Any) -> str:
             if os.path.isfile(os.path.join(name, file)):
                 return os.path.join(name, file)
     return name or "the tokenizer given (built in memory, not loaded from a file)"
+
+
+def _is_dataset(value: Any) -> bool:
+    """A `datasets.Dataset` (duck-typed: this file must not import `datasets`, see the module docstring)."""
+    return hasattr(value, "column_names") and hasattr(value, "data") and hasattr(value, "flatten_indices")
 
 
 def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
@@ -99,56 +106,92 @@ class SiameseInferenceMixin:
     @torch.inference_mode()
     def encode(
         self,
-        texts: Sequence[str] | dict[str, torch.Tensor],
+        texts: Sequence[str] | dict[str, torch.Tensor] | Any,
         tokenizer: Any | None = None,
         *,
         batch_size: int = 64,
         max_length: int | None = None,
         show_progress_bar: bool = False,
+        dtype: torch.dtype | None = None,
     ) -> torch.Tensor:
         """
-        Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside
-        the model) or an already tokenised batch (`input_ids`, `attention_mask`). Texts are sorted by
-        length so that batches carry little padding; the result is in input order, on CPU, float32.
-        Texts longer than `max_length` tokens (default: `default_max_length`, at most 512) are
-        truncated, with a warning giving their count.
+        Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside the
+        model), a pre-tokenised `datasets.Dataset` (its `input_ids` column, read without tokenising
+        again: tokenise once with `Dataset.map(..., num_proc=N)`), or one tokenised batch (`input_ids`,
+        `attention_mask`). The result is in input order, on CPU, float32.
+
+        Texts are tokenised in large chunks on a background thread while the model embeds the previous
+        chunk; each chunk is sorted by token length and cut into batches of `batch_size` padded only to
+        their own longest text. Embeddings stay on the model's device until the end. Texts longer than
+        `max_length` tokens (default: `default_max_length`, at most 512) are truncated, with a warning
+        giving their count. `dtype` (e.g. `torch.bfloat16`) runs the encoder under autocast in that type.
         """
         was_training = self.training
         self.eval()
         try:
             if isinstance(texts, str):
                 raise TypeError("encode expects a list of texts, not a single string")
-            if isinstance(texts, dict) or hasattr(texts, "keys"):
-                return self._embed_batch(token_fields(texts, self.device)).cpu()
-            texts = list(texts)
-            if not texts:
-                return torch.empty(0, self.config.sentence_embedding_dim)
-            bad = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
-            if bad is not None:
-                raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
-            tokenizer = self._resolve_tokenizer(tokenizer)
-            if max_length is None:
-                max_length = self.default_max_length(tokenizer)
-            truncated = 0
-            order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
-            starts = range(0, len(texts), batch_size)
+            if batch_size < 1:
+                raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+            if _is_dataset(texts):
+                # No tokenizer needed: the ids are there; it only says how to pad, when given.
+                tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+                if max_length is None:
+                    max_length = self.default_max_length(tokenizer)
+                chunks, total = iter([dataset_chunk(texts, max_length)]), len(texts)
+                pad_id, side = self._pad_id_and_side(tokenizer)
+            elif isinstance(texts, dict) or hasattr(texts, "keys"):
+                with self._autocast(dtype):
+                    return self._embed_batch(token_fields(texts, self.device)).float().cpu()
+            else:
+                texts = list(texts)
+                bad = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
+                if bad is not None:
+                    raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
+                if not texts:
+                    return torch.empty(0, self.config.sentence_embedding_dim)
+                tokenizer = self._resolve_tokenizer(tokenizer)
+                if max_length is None:
+                    max_length = self.default_max_length(tokenizer)
+                chunks, total = text_chunks(texts, tokenizer, max_length), len(texts)
+                pad_id, side = self._pad_id_and_side(tokenizer)
+            result = torch.empty(total, self.config.sentence_embedding_dim, device=self.device)
+            progress = None
             if show_progress_bar:
                 from tqdm.auto import tqdm
 
-                starts = tqdm(starts, desc="Encoding", unit="batch")
-            chunks = []
-            for start in starts:
-                chunk = [texts[i] for i in order[start : start + batch_size]]
-                features = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-                truncated += sum(truncated_flags(features, max_length))
-                chunks.append(self._embed_batch(token_fields(features, self.device)).cpu())
-            warn_truncated(truncated, len(texts), max_length, stacklevel=3)
-            embeddings = torch.cat(chunks)
-            result = torch.empty_like(embeddings)
-            result[torch.tensor(order)] = embeddings
-            return result
+                progress = tqdm(total=total, desc="Encoding", unit="text")
+            truncated = 0
+            try:
+                for chunk in chunks:
+                    truncated += chunk.truncated
+                    for batch in padded_batches(chunk, batch_size, pad_id, side):
+                        features = {name: value.to(self.device, non_blocking=True) for name, value in batch.features.items()}
+                        with self._autocast(dtype):
+                            embeddings = self._embed_batch(features)
+                        result[torch.from_numpy(batch.positions).to(self.device)] = embeddings.float()
+                        if progress is not None:
+                            progress.update(len(batch.positions))
+            finally:
+                if progress is not None:
+                    progress.close()
+            warn_truncated(truncated, total, max_length, stacklevel=3)
+            return result.cpu()
         finally:
             self.train(was_training)
+
+    def _pad_id_and_side(self, tokenizer: Any | None) -> tuple[int, str]:
+        """How `encode` pads: as the tokenizer would (its pad id and side), else with the model's pad id on the right."""
+        pad = getattr(tokenizer, "pad_token_id", None)
+        if pad is None:
+            pad = self.config.pad_token_id if self.config.encoder_type == "lstm" else ((self.config.encoder_config or {}).get("pad_token_id") or 0)
+        return int(pad), getattr(tokenizer, "padding_side", "right") or "right"
+
+    def _autocast(self, dtype: torch.dtype | None) -> Any:
+        """`torch.autocast` on the model's device in `dtype`, or nothing when `dtype` is None."""
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=dtype)
 
     # ----------------------------------------------------------------------------------------
     # Pairs

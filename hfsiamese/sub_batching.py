@@ -21,7 +21,7 @@ import torch
 AUTO: Literal["auto"] = "auto"
 # Padded tokens per encoder call on CPUs when the budget is "auto" (MiniLM-L6 on 2 cores:
 # benchmarks/README.md, "Sub-batches by token budget").
-CPU_TOKEN_BUDGET = 2048
+CPU_TOKEN_BUDGET = 512
 
 TokenBudget = int | Literal["auto"] | None
 
