@@ -70,7 +70,7 @@ class ModelArguments:
         default="auto",
         metadata={
             "help": "Transformer: a step's texts are sorted by length and encoded in sub-batches of about this many "
-            "padded tokens, each padded to its own longest text; 'auto': 512 on CPUs, one call per side on GPUs; "
+            "padded tokens, each padded to its own longest text; 'auto': 512 on CPUs (2048 without gradients), one call per side on GPUs; "
             "0: off. A runtime choice, not saved with the model (see hfsiamese.sub_batching)."
         },
     )

@@ -82,26 +82,45 @@ def test_dataset_without_token_ids_is_refused(tiny_bert):
 
 
 def test_an_error_while_tokenising_reaches_the_caller(tiny_lstm, word_tokenizer, monkeypatch):
+    real = encoding_batches._encode_with_backend
     calls = []
 
-    class Failing:
-        """The real tokenizer for the first chunk, then a failure on the producer thread."""
+    def failing(*args, **kwargs):
+        """The real encoder for the first chunk, then a failure on the producer thread."""
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("tokenizer broke on chunk 2")
+        return real(*args, **kwargs)
 
-        def __getattr__(self, name):
-            return getattr(word_tokenizer, name)
-
-        def __len__(self):
-            return len(word_tokenizer)
-
-        def __call__(self, texts, **kwargs):
-            calls.append(len(texts))
-            if len(calls) > 1:
-                raise RuntimeError("tokenizer broke on chunk 2")
-            return word_tokenizer(texts, **kwargs)
-
+    monkeypatch.setattr(encoding_batches, "_encode_with_backend", failing)
     monkeypatch.setattr(encoding_batches.text_chunks, "__defaults__", (4,))
     with pytest.raises(RuntimeError, match="tokenizer broke on chunk 2"):
-        tiny_lstm.encode(TEXTS, Failing(), batch_size=2)
+        tiny_lstm.encode(TEXTS, word_tokenizer, batch_size=2)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_backend_encoding_equals_the_tokenizers_own_call(word_tokenizer, tiny_bert_dir, side, tmp_path):
+    """The Rust fast path gives the ids, type ids and truncation count of `tokenizer(texts, truncation=True)`."""
+    from transformers import BertTokenizerFast
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "how", "do", "i", "learn", "python", "?", "why"]))
+    for tokenizer in (word_tokenizer, BertTokenizerFast(vocab_file=str(vocab))):
+        tokenizer.truncation_side = side
+        try:
+            chunk = tokenize_chunk(tokenizer, TEXTS, np.arange(len(TEXTS)), max_length=5)
+            expected = tokenizer(TEXTS, truncation=True, max_length=5)
+            assert chunk.values.tolist() == [t for ids in expected["input_ids"] for t in ids]
+            assert chunk.lengths.tolist() == [len(ids) for ids in expected["input_ids"]]
+            if "token_type_ids" in expected:
+                assert chunk.type_values.tolist() == [t for ids in expected["token_type_ids"] for t in ids]
+            else:
+                assert chunk.type_values is None
+            assert chunk.truncated == sum(1 for text in TEXTS if len(tokenizer(text)["input_ids"]) > 5)
+            # The tokenizer's own settings are left as they were.
+            assert tokenizer.backend_tokenizer.padding is None
+        finally:
+            tokenizer.truncation_side = "right"
 
 
 def test_a_consumer_that_stops_early_stops_the_producer():

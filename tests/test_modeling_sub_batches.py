@@ -5,7 +5,7 @@ import torch
 from transformers import AutoModel, BertConfig, DistilBertConfig, RobertaConfig
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.sub_batching import CPU_TOKEN_BUDGET, plan_sub_batches, resolve_token_budget
+from hfsiamese.sub_batching import CPU_INFERENCE_TOKEN_BUDGET, CPU_TOKEN_BUDGET, plan_sub_batches, resolve_token_budget
 
 TEXTS_A = ["how do i learn python ?", "why is the sky blue ?", "how", "what is the capital of france ?", "how can i lose weight fast ?"]
 TEXTS_B = ["what is the best way to learn python ?", "what makes the sky look blue ?", "how do i cook rice ?", "france", "rice"]
@@ -119,6 +119,8 @@ def test_plan_sub_batches(lengths, rules, sizes):
 
 def test_auto_budget_is_on_for_cpus_only():
     assert resolve_token_budget("auto", None, torch.device("cpu")) == (CPU_TOKEN_BUDGET, None)
+    with torch.no_grad():  # encode and evaluation: larger calls
+        assert resolve_token_budget("auto", None, torch.device("cpu")) == (CPU_INFERENCE_TOKEN_BUDGET, None)
     assert resolve_token_budget("auto", None, torch.device("meta")) == (None, None)
     assert resolve_token_budget("auto", 0, torch.device("cpu")) == (None, None)  # 0: off, as documented
     assert resolve_token_budget(0, None, torch.device("cpu")) == (None, None)
