@@ -84,3 +84,12 @@ def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
         eval_dataset=tokenize_pairs(tiny_eval_pairs(), tokenizer),
         processing_class=tokenizer,
     )
+
+
+def random_rows(seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4) -> list[tuple[str, str, int]]:
+    """Random (question, question, label) rows over `n_questions` questions, spelled two ways (case, spaces)."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n_questions, n_pairs)
+    b = rng.integers(0, n_questions, n_pairs)
+    y = (rng.random(n_pairs) < p_dup).astype(int)
+    return [(f"question {i}", f"Question  {j} ", int(v)) for i, j, v in zip(a, b, y)]

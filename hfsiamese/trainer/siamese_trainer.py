@@ -139,7 +139,13 @@ class SiameseTrainer(Trainer):
             if sampler_fn is not None:
                 sampler_fn = partial(_sampler_of_view, sampler_fn)
             dataset = arrow_batch_dataset(dataset)
-        return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
+        # Pinned host memory only speeds copies to an accelerator; on a CPU run torch warns about it per loader.
+        pin_memory = self.args.dataloader_pin_memory
+        self.args.dataloader_pin_memory = pin_memory and self.args.device.type != "cpu"
+        try:
+            return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
+        finally:
+            self.args.dataloader_pin_memory = pin_memory
 
     def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
         """

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hfsiamese.data import assign_duplicate_groups
+from tests.fixtures import random_rows
 
 
 def pairs(rows, **extra) -> datasets.Dataset:
@@ -30,14 +31,6 @@ def reference_groups(rows) -> list[int]:
         if y == 1:
             parent[find(a)] = find(b)
     return [find(a) for a, _, _ in norm]
-
-
-def random_rows(seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, n_questions, n_pairs)
-    b = rng.integers(0, n_questions, n_pairs)
-    y = (rng.random(n_pairs) < p_dup).astype(int)
-    return [(f"question {i}", f"Question  {j} ", int(v)) for i, j, v in zip(a, b, y)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,19 +7,12 @@ import numpy as np
 import pytest
 
 from hfsiamese.data import assign_duplicate_groups, split_by_group
+from tests.fixtures import random_rows
 
 
 def pairs(rows, **extra) -> datasets.Dataset:
     q1, q2, label = zip(*rows)
     return datasets.Dataset.from_dict({"question1": list(q1), "question2": list(q2), "label": list(label), **extra})
-
-
-def random_rows(seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4):
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, n_questions, n_pairs)
-    b = rng.integers(0, n_questions, n_pairs)
-    y = (rng.random(n_pairs) < p_dup).astype(int)
-    return [(f"question {i}", f"Question  {j} ", int(v)) for i, j, v in zip(a, b, y)]
 
 
 def identities(ds: datasets.Dataset, use_ids: bool) -> set[str]:

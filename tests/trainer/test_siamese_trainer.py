@@ -169,3 +169,27 @@ def test_negative_counts_are_logged(tiny_lstm, word_tokenizer, tmp_path):
 def test_a_loss_must_declare_what_it_needs(tiny_lstm, word_tokenizer, tmp_path):
     with pytest.raises(TypeError, match="SiameseLoss"):
         SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), processing_class=word_tokenizer, loss=torch.nn.MSELoss())
+
+
+def test_batches_come_from_arrow_tables_as_the_collator_pads_rows(tiny_lstm, word_tokenizer, tmp_path):
+    """The training loader hands the collator Arrow tables; its batches equal the row-dict collation of the same rows."""
+    from hfsiamese.data import ArrowBatchDataset, SiamesePairCollator
+
+    args = _args(tmp_path)
+    args.dataloader_pin_memory = True  # as a run without --use_cpu has it
+    train = tokenize_pairs(_pairs(), word_tokenizer)
+    trainer = SiameseTrainer(model=tiny_lstm, args=args, train_dataset=train, processing_class=word_tokenizer)
+    loader = trainer.get_train_dataloader()
+    assert isinstance(loader.dataset, ArrowBatchDataset)
+    assert not loader.pin_memory and args.dataloader_pin_memory  # nothing to pin for on a CPU; the user's args untouched
+    order = list(trainer._get_train_sampler(train))  # the same (seed, epoch 0) order the loader draws
+    size = args.per_device_train_batch_size
+    sampler_batches = [order[start : start + size] for start in range(0, len(order), size)]
+    row_collator = SiamesePairCollator(word_tokenizer)
+    batches = list(loader)
+    assert len(batches) == len(sampler_batches)
+    for batch, rows in zip(batches, sampler_batches, strict=True):
+        expected = row_collator([train[i] for i in rows])
+        assert batch.keys() == expected.keys()
+        for key in expected:
+            assert torch.equal(batch[key], expected[key]), key
