@@ -14,7 +14,6 @@ standard library and its siblings (pyarrow, for a Dataset, is imported when one 
 
 from __future__ import annotations
 
-import importlib
 import queue
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .padding import pad_ragged, ragged_from_rows, token_positions
+from .padding import pad_ragged, padded_width, ragged_from_arrow, ragged_from_rows, token_positions
 from .token_fields import truncated_flags
 
 # Texts tokenised per call of the tokenizer: large enough for its parallel batch encoder, small
@@ -97,7 +96,7 @@ def padded_batches(chunk: TokenChunk, batch_size: int, pad_token_id: int, paddin
         rows = order[start : start + batch_size]
         lengths = chunk.lengths[rows]
         take = _token_indices(offsets[rows], lengths)
-        width = int(lengths.max()) if len(rows) else 0
+        width = padded_width(lengths)
         where = token_positions(lengths, width, padding_side)
         features = {"input_ids": pad_ragged(chunk.values[take], where, pad_token_id), "attention_mask": torch.from_numpy(where.astype(np.int64))}
         if chunk.type_values is not None:
@@ -121,15 +120,11 @@ def dataset_chunk(dataset: Any, max_length: int | None) -> TokenChunk:
     """
     if "input_ids" not in dataset.column_names:
         raise ValueError(f"a Dataset given to encode needs an `input_ids` column (tokenise it first); columns: {dataset.column_names}")
-    pc = importlib.import_module("pyarrow.compute")
-    flat = dataset.flatten_indices() if getattr(dataset, "_indices", None) is not None else dataset
-    table = flat.data.table
+    indices = getattr(dataset, "_indices", None)  # after select/shuffle/split: one take, not a copy of every column
 
     def ragged(name: str) -> tuple[np.ndarray, np.ndarray]:
-        column = table.column(name)
-        if column.null_count:
-            raise ValueError(f"column {name!r} holds {column.null_count} null rows: tokenise every text first")
-        return pc.list_flatten(column).to_numpy().astype(np.int64, copy=False), pc.list_value_length(column).to_numpy().astype(np.int64)
+        column = dataset.data.column(name)
+        return ragged_from_arrow(column.take(indices.column(0)) if indices is not None else column, name)
 
     values, lengths = ragged("input_ids")
     type_values = ragged("token_type_ids")[0] if "token_type_ids" in dataset.column_names else None

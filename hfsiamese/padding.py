@@ -10,6 +10,7 @@ every checkpoint as remote code, so it imports only numpy, torch and the standar
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from itertools import chain
 from typing import Any
@@ -17,7 +18,21 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["pad_ragged", "padded_width", "ragged_from_rows", "token_positions"]
+__all__ = ["pad_ragged", "padded_width", "ragged_from_arrow", "ragged_from_rows", "token_positions"]
+
+
+def ragged_from_arrow(column: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """
+    The flat int64 values and per-row lengths of an Arrow list column, without Python objects per row.
+    `list_flatten` and `list_value_length` respect slices and chunks (a taken batch may be a slice of a
+    larger buffer, whose raw `.values` child would hold rows outside it). pyarrow is imported here, not at
+    the top: it is there whenever an Arrow column is, but not everywhere this file runs as remote code.
+    """
+    pc = importlib.import_module("pyarrow.compute")
+    if column.null_count:
+        raise ValueError(f"column {name!r} holds {column.null_count} null rows: tokenise every text first")
+    values = pc.list_flatten(column).to_numpy().astype(np.int64, copy=False)
+    return values, pc.list_value_length(column).to_numpy().astype(np.int64)
 
 
 def ragged_from_rows(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:

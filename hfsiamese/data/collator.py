@@ -8,11 +8,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from ..padding import pad_ragged, padded_width, ragged_from_rows, token_positions
+from ..padding import pad_ragged, padded_width, ragged_from_arrow, ragged_from_rows, token_positions
 from ..token_fields import TOKEN_FIELDS
 
 SIDES = ("a", "b")
@@ -124,16 +123,7 @@ class _ArrowColumns:
         self.names = table.schema.names
 
     def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        """
-        The flat values and per-row lengths of a list column. `list_flatten` and `list_value_length`
-        respect slices and chunks (a taken batch may be a slice of a larger buffer, whose raw `.values`
-        child would hold rows outside the batch).
-        """
-        column = self.table.column(name)
-        if column.null_count:
-            raise ValueError(f"column {name!r} holds {column.null_count} null rows: tokenise every text first")
-        lengths = pc.list_value_length(column).to_numpy()
-        return pc.list_flatten(column).to_numpy(), np.asarray(lengths, dtype=np.int64)
+        return ragged_from_arrow(self.table.column(name), name)
 
     def scalars(self, name: str) -> torch.Tensor:
         """One int64 value per row (labels, group ids)."""
