@@ -36,12 +36,8 @@ def assign_duplicate_groups(dataset: datasets.Dataset, *, normalize: bool = True
     """
     if normalize:
         dataset = with_question_keys(dataset)
-    codes = question_codes(dataset, normalize=normalize)
-    duplicate = column_numpy(dataset, "label").astype(np.int64, copy=False) == 1
-    component = connected_questions(codes.codes1[duplicate], codes.codes2[duplicate], codes.count)
-    # Renumber so that ids are contiguous over the groups the pairs actually carry.
-    group_ids, _ = pd.factorize(component[codes.codes1])
-    group_ids = group_ids.astype(np.int64, copy=False)
+    codes1, _, group_of, _ = question_groups(dataset, normalize=normalize)
+    group_ids = group_of[codes1]  # a pair's group is its question1's
     if "group_id" in dataset.column_names:
         dataset = dataset.remove_columns("group_id")
     return dataset.add_column("group_id", group_ids, feature=datasets.Value("int64"))

@@ -17,8 +17,10 @@ import datasets
 
 from ..mining import mine_hard_negatives
 from .arrow_columns import column_numpy
+from .deduplication import deduplicate_pairs
 from .groups import assign_duplicate_groups
 from .loading import load_pairs
+from .question_ids import with_question_keys
 from .splits import split_by_group, split_report
 from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 
@@ -55,14 +57,14 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
         raise ValueError("pass either --train_file or --dataset_name, not both")
     if data_args.dataset_name:
         train_file = data_args.dataset_name
-        pairs = load_pairs(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
+        pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
     else:
         if not data_args.train_file and default_train_file is None:
             raise ValueError("pass --train_file or --dataset_name: no pairs to train on")
         train_file = data_args.train_file or str(default_train_file)
-        pairs = load_pairs(train_file, **columns)
+        pairs = _load_with_identity(train_file, **columns)
     if data_args.validation_file:
-        splits = datasets.DatasetDict(train=pairs, validation=load_pairs(data_args.validation_file, **columns))
+        splits = datasets.DatasetDict(train=pairs, validation=_load_with_identity(data_args.validation_file, **columns))
     else:
         splits = split_by_group(
             pairs,
@@ -107,3 +109,13 @@ def training_view(
             model, train_pairs, tokenizer, top_k=data_args.mining_top_k, margin=data_args.mining_margin
         ).remove_columns("negative_score")
     raise ValueError(f"train_view must be one of {', '.join(TRAIN_VIEWS)}; got {data_args.train_view!r}")
+
+
+def _load_with_identity(source: str, **options: Any) -> datasets.Dataset:
+    """
+    `load_pairs(source, **options)` with the question identity computed once, before de-duplication,
+    and kept as columns for the splits, groups, split report and views that follow (`load_pairs`
+    itself returns only the pair columns, so it would fold the texts for de-duplication and drop them).
+    """
+    pairs = load_pairs(source, **options, deduplicate=False)
+    return deduplicate_pairs(with_question_keys(pairs), source=source, stacklevel=3)[0]
