@@ -9,6 +9,7 @@ hfsiamese. It is rendered by `huggingface_hub.ModelCard.from_template` from `tem
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-from .losses import LOSSES, SiameseLoss, get_loss, loss_kwargs_for, loss_name
+from .losses import LOSSES, SiameseLoss, loss_name
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card_template.md"
 BASE_TAGS = ("hfsiamese", "siamese-network", "bi-encoder", "sentence-similarity", "duplicate-question-detection")
@@ -106,8 +107,10 @@ def _loss_summary(name: str) -> str:
 def _trained_loss(loss: SiameseLoss | None, training_args: Any | None) -> tuple[str | None, dict[str, Any]]:
     """The loss's name and its options, all of them (`get_config_dict`): the trained loss, else the one the arguments name."""
     name = getattr(training_args, "loss", None)
-    if loss is None and name in LOSSES and hasattr(training_args, "loss_options"):
-        loss = get_loss(name, **loss_kwargs_for(name, **training_args.loss_options()))
+    if loss is None and name in LOSSES and hasattr(training_args, "build_loss"):
+        with warnings.catch_warnings():  # building it warned once already, where the arguments were read
+            warnings.simplefilter("ignore")
+            loss = training_args.build_loss()
     if loss is None:
         return name, {}
     return loss_name(loss) or name, loss.get_config_dict()
@@ -147,9 +150,7 @@ def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None
     rows.append(("embedding", f"{config.sentence_embedding_dim}-d, L2-normalised"))
     if tokenizer is not None:
         vocabulary = f"{len(tokenizer):,} tokens"
-        max_length = getattr(tokenizer, "model_max_length", None)
-        if max_length and max_length < 1_000_000:
-            vocabulary += f"; texts truncated to {max_length} tokens"
+        vocabulary += f"; texts truncated to {model.default_max_length(tokenizer)} tokens"  # as encode cuts them
         rows.append(("vocabulary", vocabulary))
     if config.classifier_head:
         hidden = f", hidden layer {config.classifier_hidden_size}" if config.classifier_hidden_size else ""

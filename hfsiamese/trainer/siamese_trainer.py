@@ -3,13 +3,15 @@
 The class keeps only what a Trainer subclass must override; each job it hands on lives in a module
 of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the NaN/inf policy),
 `loss_statistics`, `atomic_save` and `checkpoints` (saves that appear only complete, and resuming),
-`threshold_calibration` and `model_card_writer`.
+`threshold_calibration`; `create_model_card` hands what the trainer knows of the run to `hfsiamese.model_card`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -21,6 +23,7 @@ from ..data.arrow_batches import arrow_batch_dataset
 from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import SiameseLoss
+from ..model_card import build_model_card, metrics_from_log_history
 from ..scoring import pair_scores
 from .atomic_save import CheckpointStaging, save_model_atomically
 from .batch_sampling import length_grouped_sampler, training_sampler
@@ -28,7 +31,6 @@ from .checkpoints import resolve_resume_checkpoint
 from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .loss_statistics import LossStatistics
-from .model_card_writer import write_model_card
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
 from .threshold_calibration import ThresholdCalibration
 from .training_arguments import SiameseTrainingArguments
@@ -375,23 +377,42 @@ class SiameseTrainer(Trainer):
         """
         if not self.is_world_process_zero():
             return
-        write_model_card(
-            self,
+        args = self.args
+        model = self.accelerator.unwrap_model(self.model)
+        repo_id = getattr(self, "hub_model_id", None) or args.hub_model_id or args.output_dir
+        if sentence_transformers_path and Path(sentence_transformers_path).resolve() == Path(args.output_dir).resolve():
+            sentence_transformers_path = repo_id  # exported into this very folder: it loads from the same place
+        card = build_model_card(
+            model,
+            model_name=model_name or Path(args.output_dir).name,
+            metrics=metrics if metrics is not None else metrics_from_log_history(self.state.log_history),
+            training_args=args,
+            arguments=arguments,
+            loss=self.loss_fn,
+            tokenizer=self.processing_class,
+            repo_id=repo_id,
+            dataset_name=", ".join(dataset) if isinstance(dataset, list) else dataset,
+            dataset_id=_first(dataset_tags),
+            dataset_config=_first(dataset_args),
+            train_rows=len(self.train_dataset) if isinstance(self.train_dataset, datasets.Dataset) else None,
+            eval_pairs=len(self.eval_dataset) if isinstance(self.eval_dataset, datasets.Dataset) else None,
+            global_step=self.state.global_step or None,
+            base_model=finetuned_from,
             language=language,
             license=license,
-            tags=tags,
-            model_name=model_name,
-            finetuned_from=finetuned_from,
-            dataset_tags=dataset_tags,
-            dataset=dataset,
-            dataset_args=dataset_args,
-            arguments=arguments,
-            metrics=metrics,
+            tags=[tags] if isinstance(tags, str) else tags,
             sentence_transformers_path=sentence_transformers_path,
         )
+        os.makedirs(args.output_dir, exist_ok=True)
+        card.save(os.path.join(args.output_dir, "README.md"))
+
 
 
 __all__ = ["NonFiniteLossError", "SiameseTrainer"]
+
+
+def _first(value: str | list[str] | None) -> str | None:
+    return value[0] if isinstance(value, list) and value else value or None
 
 
 def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:
