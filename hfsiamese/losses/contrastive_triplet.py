@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import SiameseLoss, SiameseLossOutput, require_non_negative
-from .contrastive import ContrastiveLoss
+from .contrastive import pair_terms
 from .hard_negative_triplet import HardNegativeTripletLoss
 
 
@@ -47,16 +47,20 @@ class ContrastiveTripletLoss(SiameseLoss):
 
     def __init__(self, margin: float = 0.5, triplet_margin: float = 0.25, triplet_weight: float = 1.0) -> None:
         super().__init__()
+        require_non_negative("margin", margin)
         require_non_negative("triplet_weight", triplet_weight)
-        self.contrastive = ContrastiveLoss(margin=margin)
         self.triplet = HardNegativeTripletLoss(margin=triplet_margin, gather_across_devices=False)
         self.margin = margin
-        self.triplet_margin = triplet_margin
         self.triplet_weight = triplet_weight
+
+    @property
+    def triplet_margin(self) -> float:
+        return self.triplet.margin
 
     def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         is_duplicate = labels == 1
-        contrastive = self.contrastive(embeddings_a, embeddings_b, labels=labels)
+        # The labelled terms directly: this loss's inputs are checked already (`compute`).
+        contrastive = pair_terms(embeddings_a, embeddings_b, is_duplicate, self.margin).mean()
         rows = is_duplicate.nonzero().squeeze(1)
         groups = group_ids[rows] if group_ids is not None else None
         triplet = contrastive.new_zeros(())
