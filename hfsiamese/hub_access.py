@@ -1,11 +1,11 @@
-"""The Hugging Face Hub in offline mode: tell whether it is set, and fail at once, naming the model, when a Hub id cannot be served."""
+"""The Hugging Face Hub in offline mode: tell whether it is set (also as `datasets` and `huggingface_hub` read it at import), and fail at once, naming the model, when a Hub id cannot be served."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-_ENV_TRUE = {"1", "ON", "YES", "TRUE"}
+from .safe_loading import env_flag_set, not_cached_message
 
 
 class HubUnreachableError(ConnectionError, ValueError):
@@ -20,9 +20,11 @@ def hub_offline() -> bool:
     import datasets
     from huggingface_hub import constants
 
-    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-    env = {os.environ.get(name, "").upper() for name in names}
-    return bool(env & _ENV_TRUE) or bool(constants.HF_HUB_OFFLINE) or bool(datasets.config.HF_HUB_OFFLINE)
+    return (
+        env_flag_set("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+        or bool(constants.HF_HUB_OFFLINE)
+        or bool(datasets.config.HF_HUB_OFFLINE)
+    )
 
 
 def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", filename: str = "config.json") -> None:
@@ -42,7 +44,4 @@ def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", fi
     except HFValidationError as err:  # not a Hub id: a path that is not there
         raise FileNotFoundError(f"{what} not found: {name} is neither a local folder nor a Hub id") from err
     if not isinstance(cached, str):
-        raise HubUnreachableError(
-            f"cannot load the {what} {name!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not in the local "
-            "Hugging Face cache; pass a local folder, or download it once with network access"
-        )
+        raise HubUnreachableError(not_cached_message(what, name))

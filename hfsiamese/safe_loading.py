@@ -26,12 +26,25 @@ _ENV_TRUE = {"1", "ON", "YES", "TRUE"}
 SAFETENSORS_ONLY = "Siamese models load safetensors weights only (use_safetensors=False would unpickle)"
 
 
+def env_flag_set(*names: str) -> bool:
+    """Whether any of these environment variables is set to a true value (1/ON/YES/TRUE, as huggingface_hub reads them)."""
+    return any(os.environ.get(name, "").upper() in _ENV_TRUE for name in names)
+
+
 def offline_mode_set() -> bool:
     """
     HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE as set now. `hfsiamese.hub_access.hub_offline` says more (it also
     reads `datasets`), but this file runs as remote code where `datasets` may not be installed.
     """
-    return any(os.environ.get(name, "").upper() in _ENV_TRUE for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return env_flag_set("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def not_cached_message(what: str, name: str) -> str:
+    """The one error text for a Hub id that offline mode cannot serve from the local cache."""
+    return (
+        f"cannot load the {what} {name!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not (or not whole) in the "
+        "local Hugging Face cache; pass a local folder, or download it once with network access"
+    )
 
 
 def refuse_pickle_loading(kwargs: dict[str, Any]) -> None:
@@ -90,10 +103,7 @@ def clear_loading_errors(name_or_path: str, weights: str, *, what: str = "model"
                 "save or download it again"
             ) from err
         if isinstance(err, OSError) and not os.path.exists(name_or_path) and offline_mode_set():
-            raise OSError(
-                f"cannot load the {what} {name_or_path!r}: offline mode is set (HF_HUB_OFFLINE=1) and it is not (or not "
-                "whole) in the local Hugging Face cache; pass a local folder, or download it once with network access"
-            ) from err
+            raise OSError(not_cached_message(what, name_or_path)) from err
         if isinstance(err, RuntimeError) and "ignore_mismatched_sizes" in str(err):
             raise ValueError(
                 f"{weights}: tensor shapes differ from those its config describes (see the load report above): "
