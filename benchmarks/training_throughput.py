@@ -12,8 +12,9 @@ same duplicate pairs (the training side of the recipes' QQP split, `qqp_slices.p
   NO_DUPLICATES batch sampler, every other setting at its default (learning rate 5e-5).
 - hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss hard_negative_triplet` (the
   in-batch triplet loss on the same duplicate pairs, the recipe's lr 5e-5 and max length 64, its
-  speed settings: no dropout, eager attention, texts length-sorted into sub-batches of 32) with
-  batches grouped by length. On `--device cuda`: SDPA attention and sub-batches of 256.
+  speed settings: no dropout, eager attention, texts length-sorted into sub-batches of about 512
+  padded tokens on CPUs, `hfsiamese.sub_batching`) with batches grouped by length. On `--device cuda`:
+  SDPA attention, one encoder call per side.
 
 `--as_user` runs hfsiamese as the README tells a user to: `accelerate launch recipes/train.py
 recipes/configs/minilm_qqp.yaml --max_steps N --per_device_train_batch_size B` (the shipped recipe as

@@ -184,7 +184,7 @@ class SiameseInferenceMixin:
         """How `encode` pads: as the tokenizer would (its pad id and side), else with the model's pad id on the right."""
         pad = getattr(tokenizer, "pad_token_id", None)
         if pad is None:
-            pad = self.config.pad_token_id if self.config.encoder_type == "lstm" else ((self.config.encoder_config or {}).get("pad_token_id") or 0)
+            pad = self.padding_id()
         return int(pad), getattr(tokenizer, "padding_side", "right") or "right"
 
     def _autocast(self, dtype: torch.dtype | None) -> Any:

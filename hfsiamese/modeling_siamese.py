@@ -302,6 +302,12 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
         return self._finish(self._pool(states, attention_mask))
 
+    def padding_id(self) -> int:
+        """The id this model pads with: the LSTM vocabulary's, else the transformer encoder's (0 when it names none)."""
+        if self.config.encoder_type == "lstm":
+            return self.config.pad_token_id
+        return self.encoder.config.pad_token_id or 0
+
     def _pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
 
@@ -328,7 +334,7 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         if self.config.encoder_type == "lstm" or off or not all(_is_right_padded(mask) for mask in masks):
             return [self.embed(ids, mask, types) for (ids, _, types), mask in zip(sides, masks, strict=True)]
         width = max(ids.shape[1] for ids, _, _ in sides)
-        pad_id = self.encoder.config.pad_token_id or 0
+        pad_id = self.padding_id()
         input_ids = torch.cat([F.pad(ids, (0, width - ids.shape[1]), value=pad_id) for ids, _, _ in sides])
         attention_mask = torch.cat([F.pad(mask, (0, width - mask.shape[1])) for mask in masks])
         token_type_ids = None

@@ -100,9 +100,10 @@ class SiameseTrainingArguments(TrainingArguments):
     num_threads: int | None = field(
         default=None,
         metadata={
-            "help": "CPU threads per process. Unset: your OMP_NUM_THREADS if you set it, else the cores this process "
-            "owns divided by the processes of the job on this machine (`accelerate launch` would otherwise leave "
-            "one thread per process: hfsiamese.cpu_threads)."
+            "help": "CPU threads per process, set by the recipes (in your own script: "
+            "hfsiamese.cpu_threads.apply_cpu_threads(args.num_threads)). Unset: your OMP_NUM_THREADS if you set it, "
+            "else the cores this process owns divided by the processes of the job on this machine (`accelerate "
+            "launch` would otherwise leave one thread per process)."
         },
     )
     nan_policy: str = field(
