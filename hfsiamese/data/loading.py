@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..hub_access import HubUnreachableError
 from .arrow_columns import column_arrow
-from .columns import (
+from .source_columns import (
     check_arrow_text_type,
     check_not_all_numbers,
     check_text_column,

@@ -6,7 +6,7 @@ on load rather than a million Python strings; the embeddings are one float32 ten
 exact cosine top-k, either in torch (`topk_cosine`, chunked, no extra install) or through the
 FAISS index that `datasets` attaches to a `Dataset` (`backend="faiss"`, see `backends`). The folder
 an index is saved to is described in `index_files`; mining duplicate pairs inside the index is
-`duplicate_pairs`.
+`paraphrase_pairs`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 
 from ..scoring import check_threshold, resolve_threshold, threshold_in_unit
 from .backends import Backend, check_backend, drop_faiss_index, ensure_faiss_index, faiss_topk
-from .duplicate_pairs import duplicate_pairs
+from .paraphrase_pairs import paraphrase_pairs
 from .exact import topk_cosine
 from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
 from .input_checks import check_k, check_texts, id_type, plain_ids, texts_and_ids
@@ -352,7 +352,7 @@ class DuplicateIndex:
 
         How: each text's `k` nearest other texts are found with the chunked exact top-k (the
         same search as `search`) and the pairs among them that pass the threshold are kept, each
-        once (see `duplicate_pairs`): no `N x N` matrix is ever built, whatever the threshold.
+        once (see `paraphrase_pairs`): no `N x N` matrix is ever built, whatever the threshold.
         A pair is missed only inside a cluster of more than `k + 1` near-identical texts; when a
         text's `k`-th neighbour still passes the threshold, a warning says how many texts were
         capped: raise `k` then (`k >= len(index) - 1` is exhaustive).
@@ -366,7 +366,7 @@ class DuplicateIndex:
                 "is a probability) gives it none"
             ),
         )
-        found = duplicate_pairs(
+        found = paraphrase_pairs(
             self._embeddings,
             threshold,
             k,

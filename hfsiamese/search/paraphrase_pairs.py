@@ -16,7 +16,7 @@ import torch
 from .exact import topk_cosine
 
 
-class DuplicatePairs(NamedTuple):
+class ParaphrasePairs(NamedTuple):
     """Row pairs `(rows_a[i], rows_b[i])`, `rows_a < rows_b`, best `scores` first (ties: row order)."""
 
     rows_a: list[int]
@@ -26,7 +26,7 @@ class DuplicatePairs(NamedTuple):
     capped: int
 
 
-def duplicate_pairs(
+def paraphrase_pairs(
     embeddings: torch.Tensor,
     threshold: float,
     k: int,
@@ -34,7 +34,7 @@ def duplicate_pairs(
     query_chunk_size: int = 1024,
     corpus_chunk_size: int = 65536,
     show_progress_bar: bool = False,
-) -> DuplicatePairs:
+) -> ParaphrasePairs:
     """
     Pairs of rows of `embeddings` (L2-normalised) whose dot product is at least `threshold`, each once.
 
@@ -45,7 +45,7 @@ def duplicate_pairs(
     """
     num_texts = len(embeddings)
     if num_texts < 2:
-        return DuplicatePairs([], [], [], 0)
+        return ParaphrasePairs([], [], [], 0)
     k = min(k, num_texts - 1)
     firsts, seconds, pair_scores = [], [], []
     capped = 0
@@ -74,14 +74,14 @@ def duplicate_pairs(
         pair_scores.append(scores[keep])
     first, second, score = torch.cat(firsts), torch.cat(seconds), torch.cat(pair_scores)
     if first.numel() == 0:
-        return DuplicatePairs([], [], [], capped)
+        return ParaphrasePairs([], [], [], capped)
     # Each pair may come from both of its rows' neighbour lists: keep it once, with its best
     # score (the two dot products can differ in the last bit when computed in other chunks).
     keys, inverse = torch.unique(first * num_texts + second, return_inverse=True)
     best = torch.full((len(keys),), float("-inf")).scatter_reduce(0, inverse, score, reduce="amax")
     order = torch.sort(best, descending=True, stable=True).indices  # ties: index order
     keys, best = keys[order], best[order]
-    return DuplicatePairs((keys // num_texts).tolist(), (keys % num_texts).tolist(), best.tolist(), capped)
+    return ParaphrasePairs((keys // num_texts).tolist(), (keys % num_texts).tolist(), best.tolist(), capped)
 
 
-__all__ = ["DuplicatePairs", "duplicate_pairs"]
+__all__ = ["ParaphrasePairs", "paraphrase_pairs"]
