@@ -65,14 +65,11 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, 
         "--bf16", "true" if precision == "bf16" else "false",
     ]
     if device == "cpu":
-        argv += ["--use_cpu", "true"]
+        argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
     else:
-        argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)  # the Trainer refuses bf16 without a GPU unless told it is on CPU
-    results = run_train_script(argv, Path(output_dir))
-    return {
-        "train_s": results["train_runtime"],
-        "eval_average_precision": results["eval_average_precision"],
-    }
+        argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)
+    run_train_script(argv)
+    return run_figures(Path(output_dir))
 
 
 def run_recipe_as_user(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
@@ -87,12 +84,17 @@ def run_recipe_as_user(steps: int, precision: str, output_dir: str, batch_size: 
     result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)
     if result.returncode != 0:
         sys.exit(f"accelerate launch failed:\n{result.stderr[-4000:]}")
-    results = json.loads((Path(output_dir) / "all_results.json").read_text(encoding="utf-8"))
+    return run_figures(Path(output_dir))
+
+
+def run_figures(output_dir: Path) -> dict[str, float]:
+    """A recipe run's training time and validation AP, from its `all_results.json`."""
+    results = json.loads((output_dir / "all_results.json").read_text(encoding="utf-8"))
     return {"train_s": results["train_runtime"], "eval_average_precision": results["eval_average_precision"]}
 
 
-def run_train_script(argv: list[str], output_dir: Path) -> dict[str, float]:
-    """`python recipes/train.py ARGV` in this worker process (so its peak RSS is the run's); its all_results.json."""
+def run_train_script(argv: list[str]) -> None:
+    """`python recipes/train.py ARGV` in this worker process (so its peak RSS is the run's)."""
     import runpy
 
     saved_argv = sys.argv
@@ -101,7 +103,6 @@ def run_train_script(argv: list[str], output_dir: Path) -> dict[str, float]:
         runpy.run_path(str(TRAIN_SCRIPT), run_name="__main__")
     finally:
         sys.argv = saved_argv
-    return json.loads((output_dir / "all_results.json").read_text(encoding="utf-8"))
 
 
 def run_sentence_transformers(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:

@@ -141,11 +141,21 @@ class HardNegativeTripletLoss(SiameseLoss):
         self, scores: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Kept-negative mask, and the class counts of the candidates."""
-        positive = positives.view(-1, 1)
-        hard = candidates & (scores >= positive)
-        semi_hard = candidates & (scores < positive) & (positive < scores + self.margin)
-        easy = candidates & ~hard & ~semi_hard
+        easy, semi_hard, hard = negative_classes(scores, positives, candidates, self.margin)
         kept = {"all": candidates, "semi_hard": semi_hard, "hard": hard}[self.negative_selection]
         counts = (easy.sum(), semi_hard.sum(), hard.sum(), kept.sum(), kept.any(dim=1).sum())
         names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used", "anchors_used")
         return kept, dict(zip(names, counts))
+
+
+def negative_classes(
+    scores: torch.Tensor, positives: torch.Tensor, candidates: torch.Tensor, margin: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """
+    The candidate negatives of each row split as the triplet literature names them, against the row's
+    positive score ``s_p``: hard (``s_n ≥ s_p``), semi-hard (``s_p − margin < s_n < s_p``), easy (the rest).
+    """
+    positive = positives.view(-1, 1)
+    hard = candidates & (scores >= positive)
+    semi_hard = candidates & (scores < positive) & (positive < scores + margin)
+    return candidates & ~hard & ~semi_hard, semi_hard, hard

@@ -14,6 +14,7 @@ from .distributed import (
     rank_offset,
     world_size,
 )
+from .hard_negative_triplet import negative_classes
 
 
 class TripletLoss(SiameseLoss):
@@ -122,10 +123,7 @@ class TripletLoss(SiameseLoss):
         return SiameseLossOutput(global_mean((hinge * mask).sum(), mask.sum(), gathered), stats)
 
     def _term_counts(self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
-        positive = positives.view(-1, 1)
-        hard = mask & (scores >= positive)
-        semi_hard = mask & (scores < positive) & (positive < scores + self.margin)
-        easy = mask & ~hard & ~semi_hard
+        easy, semi_hard, hard = negative_classes(scores, positives, mask, self.margin)
         counts = (easy.sum(), semi_hard.sum(), hard.sum(), mask.sum())
         names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used")
         return dict(zip(names, counts))
