@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from transformers import HfArgumentParser
 
+from .command_line import UsageError
 from .minilm import MINILM_HUB_ID, resolve_minilm_path
 from .model_card import local_card_license
 
@@ -30,7 +31,10 @@ EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qq
 class ModelArguments:
     """Which encoder to train, and its size."""
 
-    encoder_type: str = field(default="lstm", metadata={"help": "'lstm' or 'transformer'."})
+    encoder_type: str = field(
+        default="lstm",
+        metadata={"help": "'lstm', 'static' (a bag of learned token vectors, no recurrence) or 'transformer'."},
+    )
     model_name_or_path: str | None = field(
         default=None,
         metadata={
@@ -38,7 +42,9 @@ class ModelArguments:
             "all-MiniLM-L6-v2). Either type: a saved Siamese checkpoint to continue training."
         },
     )
-    pooling: str = field(default="mean", metadata={"help": "LSTM: mean/max/last; transformer: mean/cls."})
+    pooling: str = field(
+        default="mean", metadata={"help": "LSTM: mean/max/last; static: mean/weighted_mean; transformer: mean/cls."}
+    )
     projection_dim: int | None = field(default=None, metadata={"help": "Optional linear projection size."})
     embedding_dim: int = field(default=128, metadata={"help": "LSTM word-embedding width."})
     hidden_size: int = field(default=128, metadata={"help": "LSTM hidden units per direction."})
@@ -47,7 +53,9 @@ class ModelArguments:
     dropout: float = field(default=0.0, metadata={"help": "LSTM dropout (embeddings and between layers)."})
     embedding_init: str = field(
         default="random",
-        metadata={"help": "LSTM word embeddings: 'random', or 'glove' (GloVe 6B 50d, needs the `glove` extra and embedding_dim 50)."},
+        metadata={
+            "help": "LSTM word embeddings: 'random', or 'glove' (GloVe 6B 50d, needs the `glove` extra and embedding_dim 50)."
+        },
     )
     classifier_head: bool | None = field(
         default=None,
@@ -76,7 +84,9 @@ class ModelArguments:
     )
     sub_batch_size: int | None = field(
         default=None,
-        metadata={"help": "Transformer: at most this many texts per sub-batch (0: off; unset: the token budget alone)."},
+        metadata={
+            "help": "Transformer: at most this many texts per sub-batch (0: off; unset: the token budget alone)."
+        },
     )
     export_sentence_transformers: str | None = field(
         default=None,
@@ -91,18 +101,20 @@ class ModelArguments:
 class DataArguments:
     """Where the pairs come from and how validation is split off."""
 
-    train_file: str | None = field(
-        default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."}
-    )
+    train_file: str | None = field(default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."})
     dataset_name: str | None = field(
         default=None,
-        metadata={"help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue:qqp' (loaded with load_dataset)."},
+        metadata={
+            "help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue:qqp' (loaded with load_dataset)."
+        },
     )
     dataset_split: str = field(default="train", metadata={"help": "dataset_name: the split to train on."})
     validation_file: str | None = field(
         default=None, metadata={"help": "Labelled validation pairs; default: split off train_file by duplicate group."}
     )
-    data_format: str | None = field(default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."})
+    data_format: str | None = field(
+        default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."}
+    )
     question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
     question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
     label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
@@ -111,20 +123,35 @@ class DataArguments:
     validation_fraction: float = field(default=0.1, metadata={"help": "Share of pairs split off for validation."})
     test_fraction: float = field(
         default=0.0,
-        metadata={"help": "Share of pairs also split off as a test side (by question), scored at the end at the calibrated threshold."},
+        metadata={
+            "help": "Share of pairs also split off as a test side (by question), scored at the end at the calibrated threshold."
+        },
     )
     train_view: str = field(
         default="auto",
         metadata={
             "help": "Training rows: 'duplicate_pairs' (label-1 pairs), 'group_pairs' (all pairs within each duplicate group), "
-            "'labelled_pairs' (duplicates and non-duplicates), 'triplets' (negatives from labelled non-duplicates), "
+            "'labelled_pairs' (duplicates and non-duplicates), 'triplets' (negatives from labelled non-duplicates, "
+            "mined with the initial model where a pair's group has none), "
             "'mined_triplets' (negatives mined with the initial model), or 'auto': what the loss needs "
             "(labelled losses: labelled_pairs; triplet: mined_triplets; others: duplicate_pairs)."
         },
     )
-    mining_top_k: int = field(default=50, metadata={"help": "mined_triplets: nearest candidates considered."})
+    mining_top_k: int = field(default=50, metadata={"help": "mined_triplets, triplets: nearest candidates considered."})
     mining_margin: float = field(
-        default=0.05, metadata={"help": "mined_triplets: drop candidates above s(anchor, positive) − margin (false negatives)."}
+        default=0.05,
+        metadata={"help": "mined_triplets: drop candidates above s(anchor, positive) − margin (false negatives)."},
+    )
+    mining_relative_margin: float | None = field(
+        default=0.05,
+        metadata={
+            "help": "mined_triplets: also drop candidates above s(anchor, positive) · (1 − relative margin); "
+            "none to switch off."
+        },
+    )
+    mining_skip_top: int = field(
+        default=0,
+        metadata={"help": "mined_triplets: skip this many nearest candidates (likely unlabelled duplicates)."},
     )
     max_pairs_per_group: int | None = field(default=None, metadata={"help": "train_view=group_pairs: cap per group."})
     split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
@@ -162,6 +189,54 @@ class EvaluationArguments:
         metadata={"help": "Write an evaluation report here: metrics.json, score plots (PNG) and report.md."},
     )
     overwrite_report_dir: bool = field(default=False, metadata={"help": "Allow writing into a non-empty report_dir."})
+    calibration_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Labelled pairs of the test file's domain (not the test pairs): calibrate the model on them first "
+            "(see recipes/calibrate.py), then score the test file with that decision; read with the same column flags."
+        },
+    )
+    calibration_method: str = field(
+        default="threshold", metadata={"help": "With calibration_file: 'threshold', 'platt' or 'isotonic'."}
+    )
+    calibrate_for: str = field(
+        default="accuracy",
+        metadata={"help": "With calibration_file: the threshold maximises 'accuracy' or 'f1', or reaches 'precision'."},
+    )
+    target_precision: float | None = field(
+        default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
+    )
+
+
+@dataclass
+class CalibrationArguments:
+    """Which trained model to recalibrate, on which labelled pairs of the new domain, and where the copy goes."""
+
+    model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (only read)."})
+    calibration_file: str = field(
+        metadata={"help": "Labelled pairs of the new domain (any format hfsiamese.data.load_pairs reads; ~50+ pairs)."}
+    )
+    output_dir: str = field(metadata={"help": "New folder for the calibrated model (must not exist or be empty)."})
+    method: str = field(
+        default="threshold",
+        metadata={
+            "help": "'threshold' (move config.threshold), 'platt' or 'isotonic' (also store a score -> P(duplicate) map)."
+        },
+    )
+    calibrate_for: str = field(
+        default="accuracy", metadata={"help": "The threshold maximises 'accuracy' or 'f1', or reaches 'precision'."}
+    )
+    target_precision: float | None = field(
+        default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
+    )
+    data_format: str | None = field(default=None, metadata={"help": "Force the file format."})
+    question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
+    question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
+    label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
+    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90% interval."})
+    seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -173,11 +248,11 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"cannot parse config file {path}: {err}") from err
+        raise UsageError(f"cannot parse config file {path}: {err}") from err
     if values is None:
         return {}
     if not isinstance(values, dict):
-        raise ValueError(f"config file {path} must hold a mapping of argument names to values")
+        raise UsageError(f"config file {path} must hold a mapping of argument names to values")
     return values
 
 
@@ -189,29 +264,59 @@ def parse_config_and_flags(
 
     The config's values become the parser's defaults, so any flag given after it wins. Keys that no
     dataclass knows are an error naming them (a typo in a config must not be silently ignored).
-    With no config given, `default_config` (if any) is used.
+    With no config given, `default_config` (if any) is used. Flags must be spelled out: argparse's
+    prefix matching would take `--max_step` for `--max_steps` (or a future flag's prefix for another).
+    A mistake on the command line or in the config raises `UsageError` (exit status 2 in a recipe).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    config_path = None
+    parser.allow_abbrev = False
+    parser.error = _raise_usage_error  # argparse would print its (200-flag) usage and exit
+    config_path = config_file_of(argv, default_config)
     if argv and not argv[0].startswith("-"):
-        config_path = argv.pop(0)
-        if not config_path.endswith(CONFIG_SUFFIXES):
-            raise ValueError(f"the first argument must be a config file ({'/'.join(CONFIG_SUFFIXES)}), got {config_path!r}")
-    elif default_config is not None:
-        config_path = str(default_config)
+        argv.pop(0)
     if config_path is not None:
         values = read_config_file(config_path)
         known = {action.dest for action in parser._actions}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown keys in {config_path}: {unknown}")
+            raise UsageError(f"unknown keys in {config_path}: {unknown}")
         # argparse applies `type` to string defaults only; YAML gives typed values already.
         parser.set_defaults(**values)
         # Required arguments satisfied by the config must no longer be demanded on the command line.
         for action in parser._actions:
             if action.dest in values:
                 action.required = False
-    return parser.parse_args_into_dataclasses(args=argv, look_for_args_file=False)
+    try:
+        *parsed, remaining = parser.parse_args_into_dataclasses(
+            args=argv, look_for_args_file=False, return_remaining_strings=True
+        )
+    except UsageError:
+        raise
+    except (TypeError, ValueError) as err:  # a dataclass refusing a value or a combination of values
+        raise UsageError(str(err)) from err
+    if remaining:
+        raise UsageError(f"unrecognized arguments: {' '.join(remaining)}")
+    return tuple(parsed)
+
+
+def config_file_of(argv: Sequence[str], default_config: str | Path | None = None) -> str | None:
+    """The config file a command line uses: its first argument when that is not a flag, else `default_config`."""
+    if argv and not argv[0].startswith("-"):
+        if not argv[0].endswith(CONFIG_SUFFIXES):
+            raise UsageError(f"the first argument must be a config file ({'/'.join(CONFIG_SUFFIXES)}), got {argv[0]!r}")
+        return argv[0]
+    return str(default_config) if default_config is not None else None
+
+
+def value_given(name: str, argv: Sequence[str], config_file: str | Path | None) -> bool:
+    """Whether `--name` is on the command line or `name` in the config: set by the user, not a default."""
+    flag = f"--{name}"
+    on_command_line = any(arg == flag or arg.startswith(flag + "=") for arg in argv)
+    return on_command_line or (config_file is not None and name in read_config_file(config_file))
+
+
+def _raise_usage_error(message: str) -> None:
+    raise UsageError(message)
 
 
 def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict[str, Any]:
@@ -227,7 +332,7 @@ def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> d
         base = model_args.model_name_or_path or MINILM_HUB_ID
         license = local_card_license(model_args.model_name_or_path or resolve_minilm_path())
     else:
-        base, license = None, "apache-2.0"  # weights trained from scratch by this Apache-2.0 recipe
+        base, license = (None, "apache-2.0")  # weights trained from scratch by this Apache-2.0 recipe
     arguments = {}
     for args in (model_args, data_args):
         defaults = type(args)()

@@ -27,17 +27,34 @@ def hub_offline() -> bool:
     )
 
 
+def looks_like_local_path(name: str) -> bool:
+    """
+    Whether a name that does not exist was meant as a local folder: it starts like a path (`/`, `.`,
+    `~`) or lies in a folder that exists here (`outputs/lstm_qq`, a typo of `outputs/lstm_qqp`). A Hub
+    id `owner/name` has no such folder beside it.
+    """
+    if name.startswith(("/", ".", "~")) or os.sep in name.replace("/", "") or name.count("/") > 1:
+        return True
+    parent = os.path.dirname(name)
+    return bool(parent) and os.path.isdir(parent)
+
+
 def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", filename: str = "config.json") -> None:
     """
-    Fail at once, naming it, on a model that offline mode cannot serve: a path that does not
-    exist, or a Hub id whose `filename` is not in the local cache. transformers' own error in
-    that case names neither the id nor offline mode. Online, this checks nothing.
+    Fail at once, naming it, on a model that cannot be served: a local folder that does not exist
+    (online too: the Hub would answer "repository not found" for a typo), or offline a Hub id whose
+    `filename` is not in the local cache. transformers' own error in that case names neither the id
+    nor offline mode.
     """
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
 
     name = str(name_or_path)
-    if os.path.exists(name) or not hub_offline():
+    if os.path.exists(name):
+        return
+    if looks_like_local_path(name):
+        raise FileNotFoundError(f"{what} not found: no such folder: {name}")
+    if not hub_offline():
         return
     try:
         cached = try_to_load_from_cache(name, filename)

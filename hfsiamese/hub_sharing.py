@@ -97,7 +97,7 @@ class HubSharingMixin:
         saved = os.path.join(self.name_or_path, "README.md") if self.name_or_path else ""
         if saved and os.path.isfile(saved):
             with open(saved, encoding="utf-8") as handle:
-                return handle.read()
+                return card_for_repo(handle.read(), repo_id)
         try:  # only where hfsiamese is installed: this file also runs as remote code without it
             from hfsiamese.model_card import build_model_card
         except ImportError:
@@ -106,4 +106,17 @@ class HubSharingMixin:
         return str(build_model_card(self, model_name=repo_id.split("/")[-1], tokenizer=tokenizer, repo_id=repo_id))
 
 
-__all__ = ["HubSharingMixin"]
+def card_for_repo(card: str, repo_id: str) -> str:
+    """
+    A card written for a local folder, with its snippets loading `repo_id` instead: the recipe wrote
+    them for `outputs/...` (where the model was trained), which means nothing to a Hub visitor.
+    """
+    import re
+
+    loaded = re.search(r"""from_pretrained\(\s*["']([^"']+)["']""", card)
+    if loaded is None or loaded.group(1) == repo_id:
+        return card
+    return re.sub(rf"""(["']){re.escape(loaded.group(1))}\1""", lambda m: f"{m.group(1)}{repo_id}{m.group(1)}", card)
+
+
+__all__ = ["HubSharingMixin", "card_for_repo"]

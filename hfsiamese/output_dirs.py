@@ -1,12 +1,21 @@
 """Output folders: a user's earlier run, report or index is never overwritten by surprise.
 
 Every writer of a folder (the training output, an evaluation report, a saved index) refuses the
-same two cases with the same words; `ensure_writable_folder` is that one check.
+same two cases with the same words; `ensure_writable_folder` is that one check. A training run given
+no `--output_dir` gets a folder named after the run (`run_output_dir`), so two different runs do not
+meet in one folder, and a run repeated gets a numbered folder beside the first instead of an error.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+
+OUTPUTS_ROOT = Path("outputs")
 
 
 def ensure_writable_folder(path: str | Path, *, overwrite: bool = False, label: str = "", remedy: str) -> None:
@@ -35,4 +44,45 @@ def ensure_writable_output_dir(output_dir: str | Path, *, overwrite: bool = Fals
     )
 
 
-__all__ = ["ensure_writable_folder", "ensure_writable_output_dir"]
+def run_name(
+    config_file: str | Path | None, train_source: str | None, loss: str, config_loss: str | None = None
+) -> str:
+    """
+    The name of a training run: the training data's name and the loss (`pairs-contrastive` for
+    `--train_file data/pairs.csv`, `glue_qqp-triplet` for `--dataset_name nyu-mll/glue:qqp`), or without
+    training data of its own the config's name (`lstm_qqp`), plus the loss when it is not the config's.
+    """
+    if train_source:
+        source = str(train_source).rstrip("/")
+        stem = Path(source).name.split(".")[0] if Path(source).suffix else source.split("/")[-1]
+        return _safe(f"{stem}-{loss}")
+    name = Path(config_file).stem if config_file else "siamese"
+    return _safe(name if loss == config_loss else f"{name}-{loss}")
+
+
+def run_output_dir(name: str, *, root: str | Path = OUTPUTS_ROOT, reuse: bool = False) -> Path:
+    """
+    `root/name`, or when that folder already holds files the first free `root/name-2`, `name-3`, ...
+    (logged), so repeating a command never meets the previous run's folder. `reuse=True` (resuming,
+    or overwriting on purpose) keeps `root/name` whatever it holds.
+    """
+    first = Path(root) / name
+    if reuse:
+        return first
+    candidate, number = first, 1
+    while candidate.exists() and (not candidate.is_dir() or any(candidate.iterdir())):
+        number += 1
+        candidate = first.with_name(f"{name}-{number}")
+    if candidate != first:
+        logger.warning(
+            f"{first} holds an earlier run: this run writes to {candidate} (--output_dir chooses the folder)"
+        )
+    return candidate
+
+
+def _safe(name: str) -> str:
+    # A folder name on every file system: no separators, colons or spaces.
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
+
+
+__all__ = ["OUTPUTS_ROOT", "ensure_writable_folder", "ensure_writable_output_dir", "run_name", "run_output_dir"]

@@ -5,8 +5,11 @@
     accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml --max_steps 100
     python recipes/train.py --train_file pairs.csv --validation_file val.csv --output_dir outputs/mine
 
-A YAML/JSON config may come first; flags after it override it. The validation metrics are printed
-and written, with the training figures, to `<output_dir>/all_results.json`.
+A YAML/JSON config may come first; flags after it override it. Without `--output_dir` the run is
+saved to `outputs/<run name>` (the config's name, or the training data's name and the loss; a
+numbered folder beside it when that one holds an earlier run). The end of the run prints where the
+model went, its validation metrics and the commands to use it; `<output_dir>/all_results.json` holds
+every metric. Errors are one line (`--debug` shows the traceback).
 
 The steps are the package's (`hfsiamese.arguments`, `hfsiamese.model_building`,
 `hfsiamese.data.preparation`, `hfsiamese.trainer`); this script only puts them in order.
@@ -14,8 +17,8 @@ The steps are the package's (`hfsiamese.arguments`, `hfsiamese.model_building`,
 
 from __future__ import annotations
 
-import json
 import logging
+import sys
 from pathlib import Path
 
 import datasets
@@ -24,14 +27,16 @@ from transformers import HfArgumentParser, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from hfsiamese.arguments import DataArguments, ModelArguments, model_card_kwargs, parse_config_and_flags
+from hfsiamese.command_line import run_recipe
 from hfsiamese.cpu_threads import apply_cpu_threads
 from hfsiamese.data import tokenize_pairs
 from hfsiamese.data.preparation import load_splits, training_view
 from hfsiamese.export_sentence_transformers import check_export, export_sentence_transformers
 from hfsiamese.model_building import build_model_and_tokenizer, check_same_vocabulary
-from hfsiamese.output_dirs import ensure_writable_output_dir
+from hfsiamese.run_folder import claim_output_dir
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.trainer.checkpoints import resolve_resume_checkpoint
+from hfsiamese.trainer.run_end import end_run, save_run
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
@@ -41,18 +46,27 @@ logger = logging.getLogger("hfsiamese.recipes.train")
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=DEFAULT_CONFIG)
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity_warning()
+    transformers.utils.logging.disable_progress_bar()  # "Writing model shards": the training bar is the one bar
+    datasets.disable_progress_bars()
     if training_args.should_log:
         datasets.utils.logging.set_verbosity_warning()
-    ensure_writable_output_dir(
-        training_args.output_dir,
-        overwrite=training_args.overwrite_output_dir,
-        resuming=training_args.resume_from_checkpoint is not None,
-    )
+    lock = claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG)  # named, checked, locked
+    try:
+        return train(model_args, data_args, training_args)
+    finally:
+        lock.release()
+
+
+def train(
+    model_args: ModelArguments, data_args: DataArguments, training_args: SiameseTrainingArguments
+) -> dict[str, float]:
+    """The run itself, once the output folder is this run's."""
     # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
     # Seeded as the Trainer seeds itself: the model's initialisation draws from these generators.
@@ -75,7 +89,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         check_export(model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
     with training_args.main_process_first(desc="tokenising pairs"):
         tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
-        train_dataset = tokenize_pairs(training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize)
+        train_dataset = tokenize_pairs(
+            training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize
+        )
         eval_dataset = tokenize_pairs(splits["validation"], tokenizer, **tokenize)
         test_dataset = tokenize_pairs(splits["test"], tokenizer, **tokenize) if "test" in splits else None
     if training_args.process_index == 0:
@@ -108,28 +124,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         # Scored at the threshold just calibrated on validation, never re-fitted on test.
         eval_metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
         metrics.update(eval_metrics)
-    trainer.save_model()
-    trainer.log_metrics("all", metrics)
-    trainer.save_metrics("all", metrics)
-    trainer.save_state()
+    # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
+    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
     if model_args.export_sentence_transformers and trainer.is_world_process_zero():
         export_sentence_transformers(
             model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
         )
-    # The model card (README.md) goes beside the weights; push_to_hub writes it too, then uploads the folder.
-    card = model_card_kwargs(model_args, data_args)
-    if training_args.push_to_hub:
-        trainer.push_to_hub(**card)
-    else:
-        trainer.create_model_card(**card)
-    if trainer.is_world_process_zero():
-        print(json.dumps(eval_metrics, indent=2, sort_keys=True))
-    # Under several processes, tear the process group down before exit (gloo aborts otherwise).
-    accelerator = trainer.accelerator
-    del trainer, model
-    accelerator.end_training()
+    corpus = data_args.train_file or (None if data_args.dataset_name else DEFAULT_TRAIN_FILE)
+    end_run(trainer, metrics, corpus_file=corpus, recipes_dir=RECIPES_DIR)
     return metrics
 
 
 if __name__ == "__main__":
-    main()
+    run_recipe(main)

@@ -46,10 +46,14 @@ def test_missing_config_and_wrong_suffix(tmp_path):
         parse_config_and_flags(HfArgumentParser(Args), ["config.txt"])
 
 
-
 def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_bert_dir):
     lstm = model_card_kwargs(ModelArguments(embedding_dim=16), DataArguments())
-    assert (lstm["dataset_tags"], lstm["language"], lstm["finetuned_from"], lstm["license"]) == ("quora", "en", None, "apache-2.0")
+    assert (lstm["dataset_tags"], lstm["language"], lstm["finetuned_from"], lstm["license"]) == (
+        "quora",
+        "en",
+        None,
+        "apache-2.0",
+    )
     assert lstm["arguments"] == {"embedding_dim": 16}  # only what differs from the defaults
 
     hub = model_card_kwargs(
@@ -61,3 +65,27 @@ def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_b
     assert hub["arguments"] == {"encoder_type": "transformer", "model_name_or_path": str(tiny_bert_dir),
                                 "dataset_name": "nyu-mll/glue:qqp", "split_seed": 7}  # fmt: skip
     assert model_card_kwargs(ModelArguments(), DataArguments(train_file="/data/pairs.csv"))["dataset"] == "pairs.csv"
+
+
+def test_flags_are_never_abbreviated_and_mistakes_are_usage_errors():
+    from hfsiamese.command_line import UsageError
+
+    @dataclass
+    class Steps:
+        max_steps: int = 1
+
+    with pytest.raises(UsageError, match="unrecognized arguments: --max_step 5"):
+        parse_config_and_flags(HfArgumentParser(Steps), ["--max_step", "5"])
+    with pytest.raises(UsageError, match="invalid int value: 'many'"):
+        parse_config_and_flags(HfArgumentParser(Steps), ["--max_steps", "many"])
+
+
+def test_value_given_on_the_command_line_or_in_the_config(tmp_path):
+    from hfsiamese.arguments import config_file_of, value_given
+
+    config = tmp_path / "c.yaml"
+    config.write_text("output_dir: somewhere\n")
+    assert config_file_of([str(config), "--x", "1"], None) == str(config)
+    assert config_file_of(["--x", "1"], "default.yaml") == "default.yaml"
+    assert value_given("output_dir", [], config) and not value_given("max_steps", [], config)
+    assert value_given("max_steps", ["--max_steps=3"], None) and not value_given("max_steps", ["--max_steps_x"], None)

@@ -8,7 +8,10 @@ Also the one check that needs the file itself rather than the table: rows cut sh
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import logging
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ import pyarrow.csv as pa_csv
 from ..hub_access import HubUnreachableError, hub_offline
 from .formats import (
     BIMPM_COLUMNS,
+    LABEL_FIRST_COLUMNS,
     delimiter_for,
     first_line,
     has_rows_after_first_line,
@@ -72,6 +76,8 @@ def read_file(
         raise ValueError(f"{path} is empty or starts with a blank line; expected a header or a data row")
     if kind == "bimpm":
         delimiter, names, header = "\t", BIMPM_COLUMNS, None
+    elif kind == "label_first":
+        delimiter, names, header = "\t", LABEL_FIRST_COLUMNS, None
     elif kind == "mrpc":
         delimiter, header = "\t", 0
         names = parse_header(line, delimiter)
@@ -126,20 +132,46 @@ def _load_local(
     path: Path, builder: str, kwargs: dict[str, Any], cache_dir: str | None, *, streaming: bool = False
 ) -> datasets.Dataset | datasets.IterableDataset:
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _builder_errors_unlogged(builder):
             # pandas only warns when the first data row has more fields than the header and
             # then drops them; a later row with extra fields is an error. Make both errors.
             warnings.simplefilter("error", pd.errors.ParserWarning)
             return datasets.load_dataset(builder, split="train", cache_dir=cache_dir, streaming=streaming, **kwargs)
     except Exception as err:  # noqa: BLE001 - any reader failure becomes one clear message
-        raise reader_error(path, builder, err) from err
+        raise reader_error(path, builder, err, delimiter=kwargs.get("delimiter")) from err
 
 
-def reader_error(path: Path, builder: str, err: BaseException) -> ValueError:
-    """One message for any failure of the csv/json/parquet readers, naming the file."""
+@contextlib.contextmanager
+def _builder_errors_unlogged(builder: str) -> Any:
+    """
+    `datasets`' packaged readers log a failure ("Failed to read file ...") before raising it; the
+    error raised here says it once, so their log lines would print the same message twice more.
+    """
+    logger = logging.getLogger(f"datasets.packaged_modules.{builder}.{builder}")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def reader_error(path: Path, builder: str, err: BaseException, *, delimiter: str | None = None) -> ValueError:
+    """One message for any failure of the csv/json/parquet readers, naming the file (and the line of a row with too many fields)."""
     root = _innermost(err)
     if isinstance(root, UnicodeDecodeError):
         return ValueError(not_utf8_message(path))
+    extra = re.search(r"Expected (\d+) fields in line \d+, saw (\d+)", str(root))
+    if extra and delimiter:
+        expected, seen = int(extra.group(1)), int(extra.group(2))
+        line = _first_long_line(path, delimiter, expected)
+        where = f"line {line}" if line is not None else "a line"
+        cause = (
+            "a text holds a tab, or the line has an extra column"
+            if delimiter == "\t"
+            else f"a text that holds the delimiter {delimiter!r} must be quoted, or the file uses another delimiter"
+        )
+        return ValueError(f"{path}: {where} has {seen} fields, expected {expected}: {cause}")
     message = f"cannot parse {path} as {builder}: {type(root).__name__}: {root}"
     if "EOF inside string" in str(root):
         message += " (a quoted field is never closed: is the file truncated, or is a quote unbalanced?)"
@@ -168,6 +200,22 @@ def root_message(err: BaseException) -> str:
     """The innermost cause of a reader failure, as "Type: message"."""
     root = _innermost(err)
     return f"{type(root).__name__}: {root}"
+
+
+def _first_long_line(path: Path, delimiter: str, expected: int) -> int | None:
+    """
+    The physical line (1-based, the header counted) where the first record with more than `expected`
+    fields starts. pandas counts differently once a quoted text spans lines, so the file is read again.
+    """
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
+        start = 1
+        for record in reader:
+            if len(record) > expected:
+                return start
+            start = reader.line_num + 1
+    return None
 
 
 def _first_short_row(layout: TextLayout) -> tuple[int, int] | None:

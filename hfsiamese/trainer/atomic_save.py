@@ -21,6 +21,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 from transformers.utils import CONFIG_NAME, logging
 
 from .checkpoints import STAGING_PREFIX, TRAINER_STATE_NAME
+from .run_lock import pid_alive
 
 logger = logging.get_logger(__name__)
 
@@ -94,17 +95,27 @@ def save_model_atomically(output_dir: str | os.PathLike, write: Callable[[str], 
     parent = target.parent if fresh else target
     parent.mkdir(parents=True, exist_ok=True)
     # Not tempfile.mkdtemp: its folders are private (0o700), and this one becomes the user's output.
-    staging = parent / f"{STAGING_PREFIX}{target.name}-{uuid.uuid4().hex[:8]}"
+    # The pid in the name tells a crashed save's leftovers from a live save of another process.
+    staging = parent / f"{STAGING_PREFIX}{target.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     write(str(staging))
-    if fresh:
-        if target.exists():
-            target.rmdir()  # empty: make room for the rename
+    if fresh and _make_room(target):
         publish_folder(staging, target)
     else:
         fsync_tree(staging)
         move_model_files(staging, target)
     remove_staging_leftovers(parent, re.escape(target.name))  # of earlier saves that crashed
+
+
+def _make_room(target: Path) -> bool:
+    """Remove the empty `target` for the rename; False when something wrote into it meanwhile (then merge)."""
+    try:
+        target.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False  # not empty any more: never swap out a folder with files in it
+    return True
 
 
 def fsync_tree(folder: str | os.PathLike) -> None:
@@ -155,14 +166,18 @@ def move_model_files(staging: str | os.PathLike, target: str | os.PathLike) -> N
 
 
 def remove_staging_leftovers(folder: str | os.PathLike, name_pattern: str) -> None:
-    """Delete the staging folders (`tmp-<name>`, `tmp-<name>-<8 hex>`, `tmp-<name>-replaced`) that
-    crashed saves left in `folder`, for names matching the regular expression `name_pattern`."""
-    pattern = re.compile(rf"^{re.escape(STAGING_PREFIX)}(?:{name_pattern})(-[0-9a-f]{{8}}|-replaced)?$")
+    """Delete the staging folders (`tmp-<name>`, `tmp-<name>[-<pid>]-<8 hex>`, `tmp-<name>-replaced`) that
+    crashed saves left in `folder`, for names matching the regular expression `name_pattern`. A folder
+    whose pid is a live process other than this one is another save in progress, and stays."""
+    pattern = re.compile(rf"^{re.escape(STAGING_PREFIX)}(?:{name_pattern})(?:-(\d+))?(-[0-9a-f]{{8}}|-replaced)?$")
     root = Path(folder)
     if not root.is_dir():
         return
     for path in root.iterdir():
-        if path.is_dir() and pattern.match(path.name):
+        match = pattern.match(path.name) if path.is_dir() else None
+        if match and match.group(1) and int(match.group(1)) != os.getpid() and pid_alive(int(match.group(1))):
+            continue
+        if match:
             logger.info(f"removing {path}, left by a save that did not finish")
             shutil.rmtree(path, ignore_errors=True)
 
@@ -185,4 +200,11 @@ def _fsync_folder(path: str | os.PathLike) -> None:
         pass  # some file systems refuse fsync on folders; the rename itself is still atomic
 
 
-__all__ = ["CheckpointStaging", "fsync_tree", "move_model_files", "publish_folder", "remove_staging_leftovers", "save_model_atomically"]
+__all__ = [
+    "CheckpointStaging",
+    "fsync_tree",
+    "move_model_files",
+    "publish_folder",
+    "remove_staging_leftovers",
+    "save_model_atomically",
+]

@@ -9,6 +9,7 @@ of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -32,6 +33,8 @@ from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .loss_statistics import LossStatistics
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
+from .process_group import check_process_group
+from .progress import use_single_progress_bar
 from .threshold_calibration import ThresholdCalibration
 from .training_arguments import SiameseTrainingArguments
 
@@ -84,6 +87,7 @@ class SiameseTrainer(Trainer):
                 f"loss must be a hfsiamese.losses.SiameseLoss (it declares what it needs), got {type(loss_fn).__name__}"
             )
         check_training_labels(train_dataset, loss_fn, args.loss)
+        check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
         self.calibration = ThresholdCalibration(args, lambda: self.accelerator.unwrap_model(self.model).config)
         kwargs.setdefault("compute_metrics", self.calibration)
         super().__init__(
@@ -95,6 +99,7 @@ class SiameseTrainer(Trainer):
             processing_class=processing_class,
             **kwargs,
         )
+        use_single_progress_bar(self)
         self.loss_fn = loss_fn
         self.loss_statistics = LossStatistics()
         self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
@@ -164,7 +169,10 @@ class SiameseTrainer(Trainer):
         """With length grouping, group evaluation pairs by their two sides' lengths too."""
         if self.args.train_sampling_strategy == "group_by_length" and isinstance(eval_dataset, datasets.Dataset):
             return length_grouped_sampler(
-                eval_dataset, batch_size=self.args.eval_batch_size, seed=self.args.seed, length_column=self.args.length_column_name
+                eval_dataset,
+                batch_size=self.args.eval_batch_size,
+                seed=self.args.seed,
+                length_column=self.args.length_column_name,
             )
         return super()._get_eval_sampler(eval_dataset)
 
@@ -223,10 +231,7 @@ class SiameseTrainer(Trainer):
         return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval, **kwargs)
 
     def training_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        num_items_in_batch: torch.Tensor | int | None = None,
+        self, model: nn.Module, inputs: dict[str, torch.Tensor], num_items_in_batch: torch.Tensor | int | None = None
     ) -> torch.Tensor:
         """
         The Trainer's step, or a GradCache step when `gradient_cache_mini_batch_size` is set. A batch
@@ -256,7 +261,9 @@ class SiameseTrainer(Trainer):
         sides = {side: features for side in ("a", "b", "n") if (features := side_inputs(inputs, side)) is not None}
 
         def loss_of(embeddings: dict[str, torch.Tensor]) -> torch.Tensor:
-            logits = unwrapped.classifier(embeddings["a"], embeddings["b"]) if unwrapped.classifier is not None else None
+            logits = (
+                unwrapped.classifier(embeddings["a"], embeddings["b"]) if unwrapped.classifier is not None else None
+            )
             return self._loss_from_embeddings(inputs, embeddings["a"], embeddings["b"], embeddings.get("n"), logits)
 
         with self.compute_loss_context_manager():
@@ -288,13 +295,26 @@ class SiameseTrainer(Trainer):
 
     def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
         """The Trainer's checkpoint, written under `tmp-checkpoint-N/` and renamed to `checkpoint-N` in one step."""
-        write, push = super()._save_checkpoint, super()._push_from_checkpoint
-        self.checkpoint_staging.save(self, super()._get_output_dir(trial), lambda: write(model, trial), push)
+        write = super()._save_checkpoint
+        self.checkpoint_staging.save(
+            self, super()._get_output_dir(trial), lambda: write(model, trial), self._push_with_modeling_code
+        )
 
     def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
         # Called by the Trainer while the checkpoint is still in its staging folder: push it once renamed.
         if not self.checkpoint_staging.defer_push(checkpoint_folder):
-            super()._push_from_checkpoint(checkpoint_folder)
+            self._push_with_modeling_code(checkpoint_folder)
+
+    def _push_with_modeling_code(self, checkpoint_folder: str) -> None:
+        """
+        The Trainer's per-checkpoint push uploads `output_dir` after copying in only the weights and
+        config.json from the checkpoint: the modeling code saved beside them (`*.py`, which `auto_map`
+        points at) would be missing from the Hub until the final push. Copy it too.
+        """
+        if self.is_world_process_zero():
+            for code_file in Path(checkpoint_folder).glob("*.py"):
+                shutil.copy(code_file, Path(self.args.output_dir) / code_file.name)
+        super()._push_from_checkpoint(checkpoint_folder)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """
@@ -309,7 +329,8 @@ class SiameseTrainer(Trainer):
             return super().save_model(output_dir, _internal_call)
         write = super().save_model
         save_model_atomically(
-            output_dir if output_dir is not None else self.args.output_dir, lambda folder: write(folder, _internal_call=True)
+            output_dir if output_dir is not None else self.args.output_dir,
+            lambda folder: write(folder, _internal_call=True),
         )
         if self.args.push_to_hub and not _internal_call:  # `push_to_hub` itself saves with _internal_call
             self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
@@ -405,7 +426,6 @@ class SiameseTrainer(Trainer):
         )
         os.makedirs(args.output_dir, exist_ok=True)
         card.save(os.path.join(args.output_dir, "README.md"))
-
 
 
 __all__ = ["NonFiniteLossError", "SiameseTrainer"]

@@ -164,6 +164,7 @@ def test_explicit_format_overrides_detection(tmp_path):
         (["yes", "No", " YES ", "no"], [1, 0, 1, 0]),
         (["True", "false", "TRUE", "False"], [1, 0, 1, 0]),
         (["duplicate", "not_duplicate", "Duplicate", "NOT_DUPLICATE"], [1, 0, 1, 0]),
+        (["DUPLICATE", "non-duplicate", "Non-Duplicate", "non_duplicate"], [1, 0, 0, 0]),
         (["1.0", "0.0", "1", "0"], [1, 0, 1, 0]),
     ],
 )
@@ -171,6 +172,30 @@ def test_label_variants_in_csv(tmp_path, values, expected):
     body = "".join(f"q{i},p{i},{v}\n" for i, v in enumerate(values))
     ds = load(write(tmp_path / "labels.csv", "question1,question2,is_duplicate\n" + body), tmp_path)
     assert ds["label"][:] == expected
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".txt"])
+def test_headerless_label_first_tsv(tmp_path, suffix):
+    """`label<TAB>text1<TAB>text2` without a header, as many research dumps come; labels as words, any case."""
+    body = "Duplicate\tHow do I learn Python?\tBest way to learn Python?\nnon-duplicate\tWhy is the sky blue?\tHow do I cook rice?\n"
+    body += "TRUE\tA cat\tA kitten\nfalse\tQ 1\tQ 2\n1\tsame\tthe same\n"
+    ds = load(write(tmp_path / f"dump{suffix}", body), tmp_path, deduplicate=False)
+    assert ds.column_names == BASE
+    assert ds["label"][:] == [1, 0, 1, 0, 1]
+    assert ds["question1"][:2] == ["How do I learn Python?", "Why is the sky blue?"]
+    assert ds["question2"][4] == "the same"
+
+
+def test_label_first_tsv_with_an_unknown_label_names_it(tmp_path):
+    path = write(tmp_path / "dump.tsv", "duplicate\ta\tb\nmaybe\tc\td\n")
+    with pytest.raises(ValueError, match=r"invalid label 'maybe' in data row 2 .*duplicate/non-duplicate"):
+        load(path, tmp_path)
+
+
+def test_a_three_column_header_is_not_taken_for_a_label_first_row(tmp_path):
+    path = write(tmp_path / "pairs.tsv", "label\ttext1\ttext2\n1\ta\tb\n0\tc\td\n")
+    ds = load(path, tmp_path)
+    assert ds["label"][:] == [1, 0] and ds["question1"][:] == ["a", "c"]
 
 
 def test_label_variants_in_json(tmp_path):
@@ -246,7 +271,9 @@ def test_rows_with_extra_fields_are_an_error(tmp_path, bad_line):
     rows = ["a\tb\t1", "c\td\t0"]
     rows[bad_line - 1] += "\textra"
     path = write(tmp_path / "ragged.tsv", "question1\tquestion2\tis_duplicate\n" + "\n".join(rows) + "\n")
-    with pytest.raises(ValueError, match=r"cannot parse .*ragged\.tsv"):
+    # pandas words the first data row's extra field as a ParserWarning (no line number), a later row's with its line.
+    message = r"cannot parse .*ragged\.tsv" if bad_line == 1 else r"ragged\.tsv: line 3 has 4 fields, expected 3"
+    with pytest.raises(ValueError, match=message):
         load(path, tmp_path)
 
 

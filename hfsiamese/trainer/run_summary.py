@@ -1,0 +1,85 @@
+"""What a training run tells its user at the end: where the model went, how good it is, what to run next.
+
+The Trainer's own end-of-run output is a table of every metric (runtime, FLOPs, samples per second...)
+that never says where the model was saved. The recipe prints this summary instead; the full metrics
+are in `<output_dir>/all_results.json`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+# (metric key without its prefix, how the summary names it), in the order printed.
+THRESHOLD_FREE = (("average_precision", "average precision"), ("roc_auc", "ROC-AUC"))
+AT_THRESHOLD = (("accuracy", "accuracy"), ("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """`path` as a user types it from the current folder: relative below it, absolute elsewhere; shell-quoted."""
+    absolute = Path(os.path.abspath(path))  # not resolve(): a venv's python is a link that must stay one
+    try:
+        shown = str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(absolute)
+    return shlex.quote(shown)
+
+
+def python_command() -> str:
+    """The interpreter running now, as the user can type it (`.venv/bin/python` inside the repository)."""
+    return shown_path(sys.executable) if Path(os.path.abspath(sys.executable)).is_relative_to(Path.cwd()) else "python"
+
+
+def metrics_line(metrics: Mapping[str, float], prefix: str) -> str | None:
+    """`average precision 0.788, ROC-AUC 0.804; at threshold 0.463: accuracy 0.731, ...`, or None without metrics."""
+    free = [f"{name} {metrics[f'{prefix}_{key}']:.3f}" for key, name in THRESHOLD_FREE if f"{prefix}_{key}" in metrics]
+    fixed = [f"{name} {metrics[f'{prefix}_{key}']:.3f}" for key, name in AT_THRESHOLD if f"{prefix}_{key}" in metrics]
+    if not free and not fixed:
+        return None
+    threshold = metrics.get(f"{prefix}_threshold")
+    at = f"at threshold {threshold:.3f}: " if threshold is not None else ""
+    return "; ".join(part for part in (", ".join(free), at + ", ".join(fixed) if fixed else "") if part)
+
+
+def run_summary(
+    output_dir: str | os.PathLike,
+    metrics: Mapping[str, float],
+    *,
+    corpus_file: str | os.PathLike | None = None,
+    recipes_dir: str | os.PathLike = "recipes",
+) -> str:
+    """
+    The end-of-run summary: where the model was saved, its validation (and test) metrics, and the
+    commands that evaluate it on labelled pairs and search a corpus with it (`corpus_file`, e.g. the
+    training file; a placeholder when there is none) with the recipes in `recipes_dir`.
+    """
+    model = shown_path(output_dir)
+    python = python_command()
+    runtime = metrics.get("train_runtime")
+    took = f" after {_duration(runtime)} of training" if runtime is not None else ""
+    lines = [f"Model saved to {model}{took}."]
+    for prefix, label in (("eval", "Validation"), ("test", "Test")):
+        line = metrics_line(metrics, prefix)
+        if line is not None:
+            count = metrics.get(f"{prefix}_num_pairs")
+            pairs = f" ({int(count):,} pairs)" if count is not None else ""
+            lines.append(f"{label}{pairs}: {line}")
+    lines.append(f"All metrics: {shown_path(Path(output_dir) / 'all_results.json')}")
+    corpus = shown_path(corpus_file) if corpus_file is not None else "QUESTIONS.txt"
+    evaluate, search = (shown_path(Path(recipes_dir) / name) for name in ("evaluate_pairs.py", "search.py"))
+    lines.append(f"Evaluate: {python} {evaluate} --model_name_or_path {model} --test_file LABELLED_PAIRS.tsv")
+    lines.append(
+        f"Search:   {python} {search} --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
+    )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m {secs:02d}s" if minutes else f"{seconds:.1f}s"
+
+
+__all__ = ["metrics_line", "run_summary", "shown_path"]

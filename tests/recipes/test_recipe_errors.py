@@ -1,0 +1,139 @@
+"""Every recipe, as a user runs it, with each kind of bad file: one line `error: ...`, no traceback.
+
+The files are the bad-input table's (tests/data/test_bad_inputs.py) as a user would hand them to a
+command; the messages themselves are tested there and in tests/data/test_loading.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.command_line import run_recipe
+from tests.helpers import EVALUATE, TRAIN, accelerate_launch, load_recipe, run_offline
+
+SEARCH = TRAIN.parent / "search.py"
+
+BAD_FILES: dict[str, tuple[bytes, str]] = {  # name: (content, a part of the message)
+    "empty.tsv": (b"", "is empty"),
+    "header_only.csv": (b"question1,question2,is_duplicate\n", "has a header"),
+    "binary.csv": (bytes(range(256)) * 4, "is not a text file"),
+    "invalid_labels.tsv": (
+        b"question1\tquestion2\tis_duplicate\na ?\tb ?\t1\nc ?\td ?\tmaybe\n",
+        "invalid label 'maybe'",
+    ),
+    "missing_column.csv": (b"question1,question2\na ?,b ?\nc ?,d ?\n", "missing column(s) ['is_duplicate']"),
+    "latin1.csv": (b"question1,question2,is_duplicate\na,b,1\ncaf\xe9 ?,cafe ?,1\n", "is not UTF-8 text"),
+    "two_columns.tsv": (
+        b"how do i learn python ?\tbest way to learn python ?\nwhy ?\twhy not ?\n",
+        "missing column(s)",
+    ),
+    "unquoted_comma.csv": (
+        b'question1,question2,is_duplicate\n"a\nquestion over two lines ?",b ?,1\nhello, world ?,hi world ?,0\n',
+        "line 4 has 4 fields, expected 3",  # the physical line: the quoted text above spans two
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, word_tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0
+    )
+    path = tmp_path_factory.mktemp("errors_model")
+    SiameseModel(config).save_pretrained(path)
+    word_tokenizer.save_pretrained(path)
+    return path
+
+
+def recipe_command(recipe: str, bad_file: Path, model_dir: Path, tmp_path: Path) -> list[str]:
+    if recipe == "train":
+        return [str(TRAIN), "--train_file", str(bad_file), "--output_dir", str(tmp_path / "out"), "--max_steps", "1"]
+    if recipe == "evaluate_pairs":
+        return [str(EVALUATE), "--model_name_or_path", str(model_dir), "--test_file", str(bad_file)]
+    return [str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(bad_file), "--query", "hello ?"]
+
+
+def assert_one_error_line(result, message: str, status: int = 1) -> str:
+    """The command failed with `status`, and stderr's only unlogged line is `error: ...` holding `message`."""
+    assert result.returncode == status, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    # Log records (timestamped INFO lines, e.g. the thread count) are not errors; everything else is.
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line[:2].isdigit()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and message in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("recipe", ["train", "evaluate_pairs", "search"])
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_is_one_line(recipe, name, model_dir, tmp_path, monkeypatch, capsys):
+    """In process (an interpreter start per case would take minutes): `run_recipe(main)` as the script's last line runs it."""
+    content, message = BAD_FILES[name]
+    bad_file = tmp_path / name
+    bad_file.write_bytes(content)
+    module = load_recipe(monkeypatch, recipe)
+    monkeypatch.setattr(sys, "argv", [f"{recipe}.py", *recipe_command(recipe, bad_file, model_dir, tmp_path)[1:]])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        run_recipe(module.main)
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 1, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert lines == [f"error: {lines[0][7:]}"] and str(bad_file) in lines[0] and message in lines[0], stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("recipe", ["train", "evaluate_pairs", "search"])
+def test_bad_file_through_the_command_line(recipe, model_dir, tmp_path):
+    """The same as a user types it: a subprocess per recipe, nothing on stderr but the line (and log records)."""
+    bad_file = tmp_path / "unquoted_comma.csv"
+    bad_file.write_bytes(BAD_FILES[bad_file.name][0])
+    result = run_offline(
+        [sys.executable, *recipe_command(recipe, bad_file, model_dir, tmp_path)], cwd=tmp_path, timeout=300
+    )
+    assert_one_error_line(result, f"{bad_file}: line 4 has 4 fields, expected 3")
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--max_step", "5"], "unrecognized arguments: --max_step 5"),  # no prefix matching of --max_steps
+        (["--learning_rate", "fast"], "invalid float value: 'fast'"),
+        (["not_a_config.txt"], "the first argument must be a config file"),
+    ],
+)
+def test_usage_error_is_one_line_with_status_2(flags, message, tmp_path):
+    result = run_offline([sys.executable, str(TRAIN), *flags], cwd=tmp_path, timeout=300)
+    assert_one_error_line(result, message, status=2)
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    bad_file = tmp_path / "empty.tsv"
+    bad_file.write_bytes(b"")
+    command = [sys.executable, str(TRAIN), "--train_file", str(bad_file), "--output_dir", str(tmp_path / "o")]
+    for extra, env in (((("--debug",), {})), ((), {"HFSIAMESE_DEBUG": "1"})):
+        result = run_offline([*command, *extra], cwd=tmp_path, timeout=300, **env)
+        assert result.returncode == 1 and "Traceback" in result.stderr and "is empty" in result.stderr
+
+
+def test_error_under_accelerate_launch_quiet(tmp_path):
+    """`accelerate launch -q`: the recipe's line and the launcher's exit status 1, no launcher traceback."""
+    bad_file = tmp_path / "empty.tsv"
+    bad_file.write_bytes(b"")
+    command = [
+        *accelerate_launch(1),
+        "-q",
+        str(TRAIN),
+        "--train_file",
+        str(bad_file),
+        "--output_dir",
+        str(tmp_path / "o"),
+    ]
+    result = run_offline(command, cwd=tmp_path, timeout=300)
+    assert_one_error_line(result, "is empty")
