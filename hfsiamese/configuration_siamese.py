@@ -13,10 +13,14 @@ from typing import Any
 from transformers import PretrainedConfig
 from transformers.utils import CONFIG_NAME
 
+from .calibration import check_calibration
 from .scoring import check_threshold
 
-ENCODER_TYPES = ("lstm", "transformer")
+ENCODER_TYPES = ("lstm", "static", "transformer")
+# Encoders whose vocabulary is trained with them (`hfsiamese.tokenization`): the tokenizer IS their embedding table.
+WORD_VOCABULARY_ENCODERS = ("lstm", "static")
 LSTM_POOLINGS = ("mean", "max", "last")
+STATIC_POOLINGS = ("mean", "weighted_mean")
 TRANSFORMER_POOLINGS = ("mean", "cls")
 
 
@@ -27,12 +31,14 @@ class SiameseConfig(PretrainedConfig):
 
     Args:
         encoder_type (`str`, *optional*, defaults to `"lstm"`):
-            `"lstm"` (embedding → LSTM on packed sequences → pooling) or `"transformer"` (any
+            `"lstm"` (embedding → LSTM on packed sequences → pooling), `"static"` (a bag of learned
+            token vectors, pooled: no recurrence, the cheapest encoder) or `"transformer"` (any
             `AutoModel` architecture described by `encoder_config`).
         vocab_size (`int`, *optional*, defaults to 20000):
-            Size of the LSTM's word vocabulary (the trained tokenizer's size). Unused for transformers.
+            Size of the LSTM's (or static encoder's) word vocabulary (the trained tokenizer's size). Unused for
+            transformers.
         embedding_dim (`int`, *optional*, defaults to 128):
-            Width of the LSTM's word embeddings.
+            Width of the LSTM's (or static encoder's) word embeddings.
         hidden_size (`int`, *optional*, defaults to 128):
             Hidden units of each LSTM direction.
         num_layers (`int`, *optional*, defaults to 1):
@@ -40,10 +46,11 @@ class SiameseConfig(PretrainedConfig):
         bidirectional (`bool`, *optional*, defaults to `False`):
             Run the LSTM in both directions and concatenate them.
         dropout (`float`, *optional*, defaults to 0.0):
-            Dropout on the embeddings and between LSTM layers.
+            Dropout on the embeddings (LSTM and static) and between LSTM layers.
         pooling (`str`, *optional*, defaults to `"mean"`):
             How token states become one vector. LSTM: `"mean"`, `"max"` or `"last"` (final hidden
-            state of each direction); transformer: `"mean"` or `"cls"`. Padding never takes part.
+            state of each direction); static: `"mean"` or `"weighted_mean"` (a learned positive weight per
+            vocabulary entry, SIF-like); transformer: `"mean"` or `"cls"`. Padding never takes part.
         projection_dim (`int`, *optional*):
             If set, a linear layer maps the pooled vector to this size before normalisation.
         encoder_config (`dict`, *optional*):
@@ -58,11 +65,14 @@ class SiameseConfig(PretrainedConfig):
         threshold (`float`, *optional*):
             Score at or above which a pair is called a duplicate, in the unit of the pair score (cosine
             similarity, or the classification head's P(duplicate): see `scoring`); calibrated on
-            validation data by the trainer.
+            validation data by the trainer, or on a new domain's pairs by `model.calibrate`.
+        calibration (`dict`, *optional*):
+            What `model.calibrate` fitted, as plain numbers (see `calibration`): its method, the data it
+            saw, and for `"platt"`/`"isotonic"` the map from score to P(duplicate) that predictions apply.
         initializer_range (`float`, *optional*, defaults to 0.02):
             Standard deviation of the normal initialisation of embeddings and linear layers.
         pad_token_id (`int`, *optional*, defaults to 0):
-            Id of the padding token of the LSTM vocabulary (its embedding is kept at zero).
+            Id of the padding token of the LSTM's (or static encoder's) vocabulary (its embedding is kept at zero).
     """
 
     model_type = "siamese"
@@ -82,13 +92,14 @@ class SiameseConfig(PretrainedConfig):
         classifier_head: bool = False,
         classifier_hidden_size: int | None = None,
         threshold: float | None = None,
+        calibration: dict[str, Any] | None = None,
         initializer_range: float = 0.02,
         pad_token_id: int = 0,
         **kwargs: Any,
     ) -> None:
         if encoder_type not in ENCODER_TYPES:
             raise ValueError(f"encoder_type must be one of {ENCODER_TYPES}, got {encoder_type!r}")
-        poolings = LSTM_POOLINGS if encoder_type == "lstm" else TRANSFORMER_POOLINGS
+        poolings = {"lstm": LSTM_POOLINGS, "static": STATIC_POOLINGS}.get(encoder_type, TRANSFORMER_POOLINGS)
         if pooling not in poolings:
             raise ValueError(f"pooling {pooling!r} is not available for encoder_type={encoder_type!r}; choose from {poolings}")
         if encoder_type == "transformer" and encoder_config is None:
@@ -111,6 +122,7 @@ class SiameseConfig(PretrainedConfig):
         self.classifier_head = classifier_head
         self.classifier_hidden_size = classifier_hidden_size
         self.threshold = threshold
+        self.calibration = check_calibration(calibration)
         self.initializer_range = initializer_range
         # Checkpoints saved before sub-batching became a runtime choice (SiameseModel.set_sub_batching) carry
         # `sub_batch_size`: drop it, so that a CPU-tuned value never slows the GPU user who loads them.
@@ -144,6 +156,8 @@ class SiameseConfig(PretrainedConfig):
             return self.projection_dim
         if self.encoder_type == "lstm":
             return self.hidden_size * (2 if self.bidirectional else 1)
+        if self.encoder_type == "static":
+            return self.embedding_dim
         return self.encoder_config["hidden_size"]
 
 

@@ -17,9 +17,18 @@ from .data.groups import question_groups
 from .data.question_ids import question_texts
 from .metrics import pair_classification_metrics, retrieval_metrics
 from .metrics.ranking import check_ks
+from .metrics.reliability import calibration_metrics
+from .scoring import pair_probability
 from .search import topk_cosine
 
-__all__ = ["decision_threshold", "evaluate_pairs", "evaluate_retrieval", "question_corpus", "score_labelled_pairs"]
+__all__ = [
+    "calibrated_probabilities",
+    "decision_threshold",
+    "evaluate_pairs",
+    "evaluate_retrieval",
+    "question_corpus",
+    "score_labelled_pairs",
+]
 
 PAIR_COLUMNS = ("question1", "question2", "label")
 
@@ -40,6 +49,12 @@ def score_labelled_pairs(
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
     scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
     return scores.double().numpy(), np.asarray(dataset["label"], dtype=np.int64)
+
+
+def calibrated_probabilities(model: Any, scores: np.ndarray) -> np.ndarray | None:
+    """The calibrated P(duplicate) of scores from `score_labelled_pairs`, or None when the model stores no map."""
+    probabilities = pair_probability(model.config, torch.from_numpy(np.asarray(scores, dtype=np.float64)))
+    return None if probabilities is None else probabilities.double().numpy()
 
 
 def decision_threshold(model: Any, threshold: float | None = None) -> float | None:
@@ -74,7 +89,7 @@ def evaluate_pairs(
     """
     Score every pair of `dataset` (`question1`, `question2`, `label`) and compute accuracy,
     precision, recall and F1 at `threshold` (default: the model's calibrated `config.threshold`),
-    average precision and ROC-AUC.
+    average precision and ROC-AUC; for a model calibrated to probabilities also `ece` and `brier`.
 
     A model without a calibrated threshold gets one fitted on these very pairs, with a warning:
     that figure is optimistic and must not be reported as a test result.
@@ -83,7 +98,11 @@ def evaluate_pairs(
         model, dataset, tokenizer, batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar
     )
     threshold = decision_threshold(model, threshold)
-    return pair_classification_metrics(scores, labels, threshold=threshold)
+    metrics = pair_classification_metrics(scores, labels, threshold=threshold)
+    probabilities = calibrated_probabilities(model, scores)
+    if probabilities is not None:
+        metrics.update(calibration_metrics(probabilities, labels))
+    return metrics
 
 
 def question_corpus(pairs: datasets.Dataset, *, normalize: bool = True) -> tuple[list[str], np.ndarray]:

@@ -22,8 +22,15 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer
 
+from .configuration_siamese import WORD_VOCABULARY_ENCODERS
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
-from .scoring import embedding_pair_scores, embedding_score_matrix, resolve_threshold
+from .scoring import (
+    embedding_pair_scores,
+    embedding_score_matrix,
+    pair_probability,
+    resolve_decision_threshold,
+    stored_calibrator,
+)
 from .token_fields import tokenizer_max_length, token_fields, warn_truncated
 
 
@@ -57,26 +64,30 @@ class SiameseInferenceMixin:
         """
         Refuse a tokenizer that is not this model's, naming its file: ids past the embedding table
         would fail deep inside the forward (or, within it, embed the wrong words). An LSTM's
-        vocabulary IS its tokenizer, so sizes (and the pad id) must be equal; a transformer's
+        (or static encoder's) vocabulary IS its tokenizer, so sizes (and the pad id) must be equal; a transformer's
         table may have spare rows, so its tokenizer must only not be larger.
         """
         if not hasattr(tokenizer, "__len__"):
             return
-        rows, size = self.get_input_embeddings().num_embeddings, len(tokenizer)
-        lstm = self.config.encoder_type == "lstm"
-        if size > rows or (lstm and size != rows):
+        rows, size = self.embedding_rows(), len(tokenizer)
+        own_vocabulary = self.config.encoder_type in WORD_VOCABULARY_ENCODERS
+        if size > rows or (own_vocabulary and size != rows):
             raise ValueError(
                 f"{_tokenizer_file(tokenizer)}: the tokenizer has {size} tokens but the model's embedding table has "
-                f"{rows} rows{' (config.vocab_size)' if lstm else ''}: it is not the tokenizer this model was trained "
+                f"{rows} rows{' (config.vocab_size)' if own_vocabulary else ''}: it is not the tokenizer this model was trained "
                 "with; use the tokenizer saved beside the model"
-                + ("" if lstm else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))")
+                + ("" if own_vocabulary else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))")
             )
         pad = getattr(tokenizer, "pad_token_id", None)
-        if lstm and pad is not None and pad != self.config.pad_token_id:
+        if own_vocabulary and pad is not None and pad != self.config.pad_token_id:
             raise ValueError(
                 f"{_tokenizer_file(tokenizer)}: the tokenizer pads with id {pad} but the model's pad_token_id is "
                 f"{self.config.pad_token_id}: it is not the tokenizer this model was trained with"
             )
+
+    def embedding_rows(self) -> int:
+        """Rows of the token embedding table (an ONNX model, whose table is inside its graph, overrides it)."""
+        return self.get_input_embeddings().num_embeddings
 
     def _resolve_tokenizer(self, tokenizer: Any | None) -> Any:
         if tokenizer is None:
@@ -212,18 +223,26 @@ class SiameseInferenceMixin:
         tokenizer: Any | None = None,
         *,
         threshold: float | None = None,
+        probability_threshold: float | None = None,
         **encode_kwargs: Any,
     ) -> dict[str, torch.Tensor]:
         """
         Scores and duplicate decisions (`score >= threshold`, by default the calibrated
         `config.threshold`). With a classification head, the score is the head's probability of
         "duplicate" (and `probabilities` holds both classes); otherwise it is the cosine similarity.
+
+        A model calibrated to probabilities (`calibrate(..., method="platt" | "isotonic")`) also
+        returns `probability`, the calibrated P(duplicate) of each pair, and takes the decision as
+        `probability_threshold=p` (duplicate when P(duplicate) >= p) instead of `threshold=`.
         """
-        threshold = resolve_threshold(threshold, self.config.threshold)
+        threshold = resolve_decision_threshold(self.config, threshold, probability_threshold)
         scores, probabilities = self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)
         result = {"scores": scores, "is_duplicate": scores >= threshold}
         if probabilities is not None:
             result["probabilities"] = probabilities
+        probability = pair_probability(self.config, scores)
+        if probability is not None:
+            result["probability"] = probability
         return result
 
     def score_pairs(
@@ -232,6 +251,18 @@ class SiameseInferenceMixin:
         """The score `config.threshold` applies to: the head's P(duplicate) if the model has a
         classification head, else the cosine similarity."""
         return self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)[0]
+
+    def duplicate_probabilities(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """The calibrated P(duplicate) of each pair: `score_pairs` through the map `calibrate` stored."""
+        calibrator = stored_calibrator(self.config)
+        if calibrator is None:
+            raise ValueError(
+                "the model stores no probability calibration: model.calibrate(pairs, labels, method='platt' or "
+                "'isotonic') first (recipes/calibrate.py)"
+            )
+        return calibrator.probability(self.score_pairs(texts_a, texts_b, tokenizer, **encode_kwargs))
 
     def _pair_scores(
         self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any
@@ -253,6 +284,7 @@ class SiameseInferenceMixin:
         *,
         strategy: str = "nearest",
         threshold: float | None = None,
+        probability_threshold: float | None = None,
         unknown_label: Any = None,
         **encode_kwargs: Any,
     ) -> dict[str, Any]:
@@ -266,13 +298,15 @@ class SiameseInferenceMixin:
         The score is the one `config.threshold` was calibrated for (cosine similarity, or the head's
         P(duplicate) when the model has a classification head), so the calibrated threshold applies
         as is to `"nearest"`. Centroid cosines run higher than pair cosines for spread-out classes;
-        calibrate a threshold for them on held-out data if "none of them" matters.
+        calibrate a threshold for them on held-out data if "none of them" matters. A model calibrated
+        to probabilities takes `probability_threshold=` instead, and returns each text's `probability`.
 
         Returns:
             `labels` (a list, one per text), `scores` (best score per text), `classes` (the distinct
             support labels, in first-seen order), `class_scores` (`(len(texts), len(classes))`: per
             class, the best score for "nearest" or the centroid score), and for "nearest" also
-            `support_indices` (the index of the matched support example).
+            `support_indices` (the index of the matched support example); with a probability calibration,
+            `probability` (the calibrated P(duplicate) of each text's best score).
 
         Example:
 
@@ -294,9 +328,10 @@ class SiameseInferenceMixin:
             )
         if not support_labels:
             raise ValueError("the support set is empty: pass at least one labelled example")
-        threshold = resolve_threshold(
+        threshold = resolve_decision_threshold(
+            self.config,
             threshold,
-            self.config.threshold,
+            probability_threshold,
             purpose=" to say 'none of them'",
             hint="; threshold=float('-inf') always picks a class",
         )
@@ -319,6 +354,9 @@ class SiameseInferenceMixin:
             for score, index in zip(best_scores.tolist(), best_support.tolist())
         ]
         result = {"labels": labels, "scores": best_scores, "classes": classes, "class_scores": class_scores}
+        probability = pair_probability(self.config, best_scores)
+        if probability is not None:
+            result["probability"] = probability
         if strategy == "nearest":
             result["support_indices"] = best_support
         return result

@@ -1,8 +1,9 @@
 """Siamese (bi-encoder) model: one shared encoder, L2-normalised embeddings, cosine similarity.
 
 This file holds the modules, the `PreTrainedModel` and its forward. `SiameseModel` also inherits its
-safetensors-only loading (`safe_loading`), its inference API (`inference`: encode, predict, classify)
-and its Hub sharing (`hub_sharing`: save_pretrained's pipeline entry, push_to_hub) from sibling files.
+safetensors-only loading (`safe_loading`), its inference API (`inference`: encode, predict, classify),
+`calibrate` and the stored score-to-probability map (`calibration`), and its Hub sharing
+(`hub_sharing`: save_pretrained's pipeline entry, push_to_hub) from sibling files.
 All of them are copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), with
 every file they import relatively, so they import only torch, transformers and such siblings: a
 checkpoint loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` where hfsiamese is
@@ -23,10 +24,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from .configuration_siamese import SiameseConfig
+from .calibration import CalibrationMixin
+from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
 from .hub_sharing import HubSharingMixin
 from .inference import SiameseInferenceMixin
 from .safe_loading import SafetensorsLoadingMixin, check_finite, clear_loading_errors, refuse_pickle_loading, weights_file
+from .static_encoder import StaticEncoder
 from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
 
 
@@ -180,7 +183,9 @@ class SiamesePreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
 
-class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMixin, SiamesePreTrainedModel):
+class SiameseModel(
+    SafetensorsLoadingMixin, SiameseInferenceMixin, CalibrationMixin, HubSharingMixin, SiamesePreTrainedModel
+):
     r"""
     A Siamese network: ONE encoder embeds both texts of a pair (shared weights), each embedding is
     pooled and L2-normalised, and the pair's score is their cosine similarity (or, with a classification
@@ -201,6 +206,9 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         if config.encoder_type == "lstm":
             self.encoder = LSTMEncoder(config)
             pooled_dim = config.hidden_size * (2 if config.bidirectional else 1)
+        elif config.encoder_type == "static":
+            self.encoder = StaticEncoder(config)
+            pooled_dim = config.embedding_dim
         else:
             encoder_config = AutoConfig.for_model(**config.encoder_config)
             self.encoder = AutoModel.from_config(encoder_config)
@@ -274,12 +282,12 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         return model
 
     def get_input_embeddings(self) -> nn.Module:
-        if self.config.encoder_type == "lstm":
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
             return self.encoder.embeddings
         return self.encoder.get_input_embeddings()
 
     def set_input_embeddings(self, value: nn.Module) -> None:
-        if self.config.encoder_type == "lstm":
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
             self.encoder.embeddings = value
         else:
             self.encoder.set_input_embeddings(value)
@@ -296,15 +304,15 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         """Embed one side: pooled, projected and L2-normalised vectors of shape `(batch, dim)`."""
         if attention_mask is None:
             attention_mask = (input_ids != self.config.pad_token_id).long()
-        if self.config.encoder_type == "lstm":
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:  # LSTM and static encoders pool themselves
             return self._finish(self.encoder(input_ids, attention_mask))
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
         return self._finish(self._pool(states, attention_mask))
 
     def padding_id(self) -> int:
-        """The id this model pads with: the LSTM vocabulary's, else the transformer encoder's (0 when it names none)."""
-        if self.config.encoder_type == "lstm":
+        """The id this model pads with: its own vocabulary's (LSTM, static), else the transformer encoder's (0 when it names none)."""
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
             return self.config.pad_token_id
         return self.encoder.config.pad_token_id or 0
 
@@ -331,7 +339,10 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         max_tokens, max_texts = resolve_token_budget(self.sub_batch_tokens, self.sub_batch_size, self.device)
         masks = [mask if mask is not None else (ids != self.config.pad_token_id).long() for ids, mask, _ in sides]
         off = max_tokens is None and max_texts is None
-        if self.config.encoder_type == "lstm" or off or not all(_is_right_padded(mask) for mask in masks):
+        # Only transformer encoders are sub-batched: an LSTM packs its sequences and a static encoder
+        # computes nothing on padding, so neither would gain from it.
+        word_encoder = self.config.encoder_type in WORD_VOCABULARY_ENCODERS
+        if word_encoder or off or not all(_is_right_padded(mask) for mask in masks):
             return [self.embed(ids, mask, types) for (ids, _, types), mask in zip(sides, masks, strict=True)]
         width = max(ids.shape[1] for ids, _, _ in sides)
         pad_id = self.padding_id()
@@ -424,4 +435,4 @@ class SiameseModel(SafetensorsLoadingMixin, SiameseInferenceMixin, HubSharingMix
         return output if return_dict is not False else output.to_tuple()
 
 
-__all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder"]
+__all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder", "StaticEncoder"]

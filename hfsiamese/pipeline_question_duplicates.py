@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from transformers import Pipeline
 
-from .scoring import pair_scores, resolve_threshold
+from .scoring import pair_probability, pair_scores, resolve_decision_threshold
 from .token_fields import token_fields
 
 PIPELINE_TASK = "question-duplicates"
@@ -58,7 +58,9 @@ class QuestionDuplicatesPipeline(Pipeline):
     pairs (one result each) or a generator of pairs (results streamed). Output per pair: `{"score": float, "is_duplicate": bool}`, where the score is the cosine
     similarity of the two embeddings (the classification head's probability of "duplicate" when the model
     has one) and `is_duplicate` is `score >= threshold`. The threshold is `model.config.threshold`, the one
-    calibrated on validation pairs during training, unless `threshold=` is given.
+    calibrated on validation pairs during training (or by `model.calibrate`), unless `threshold=` is given.
+    A model calibrated to probabilities (`method="platt"` or `"isotonic"`) also gives `"probability"`,
+    the calibrated P(duplicate), and takes `probability_threshold=p` (duplicate when P(duplicate) >= p).
 
     Example:
 
@@ -76,12 +78,18 @@ class QuestionDuplicatesPipeline(Pipeline):
     _load_feature_extractor = False
 
     def _sanitize_parameters(
-        self, threshold: float | None = None, max_length: int | None = None, **kwargs: Any
+        self,
+        threshold: float | None = None,
+        max_length: int | None = None,
+        probability_threshold: float | None = None,
+        **kwargs: Any,
     ) -> tuple[dict, dict, dict]:
         if kwargs:
             raise TypeError(f"{PIPELINE_TASK} pipeline got unexpected parameters {sorted(kwargs)}")
         preprocess_params = {"max_length": max_length} if max_length is not None else {}
         postprocess_params = {"threshold": float(threshold)} if threshold is not None else {}
+        if probability_threshold is not None:
+            postprocess_params["probability_threshold"] = float(probability_threshold)
         return preprocess_params, {}, postprocess_params
 
     def __call__(self, inputs: Any, **kwargs: Any) -> dict[str, Any] | list[dict[str, Any]] | Iterator[dict[str, Any]]:
@@ -95,7 +103,7 @@ class QuestionDuplicatesPipeline(Pipeline):
             inputs = [_as_pair(item) for item in inputs]
             single = False
         elif isinstance(inputs, types.GeneratorType):
-            self._threshold(kwargs.get("threshold", self._postprocess_params.get("threshold")))
+            self._threshold(**self._threshold_options(kwargs))
             return super().__call__((_as_pair(item) for item in inputs), **kwargs)
         else:
             raise ValueError(
@@ -103,12 +111,19 @@ class QuestionDuplicatesPipeline(Pipeline):
                 f"got {type(inputs).__name__}"
             )
         # Fail before any compute when no threshold is known.
-        self._threshold(kwargs.get("threshold", self._postprocess_params.get("threshold")))
+        self._threshold(**self._threshold_options(kwargs))
         outputs = super().__call__([inputs] if single else inputs, **kwargs)
         return outputs[0] if single else outputs
 
-    def _threshold(self, threshold: float | None) -> float:
-        return resolve_threshold(threshold, self.model.config.threshold)
+    def _threshold_options(self, kwargs: dict[str, Any]) -> dict[str, float | None]:
+        """The thresholds postprocess will see: the pipeline's own, updated by this call's (as `Pipeline` merges them)."""
+        names = ("threshold", "probability_threshold")
+        options = {name: self._postprocess_params.get(name) for name in names}
+        options.update({name: kwargs[name] for name in names if kwargs.get(name) is not None})
+        return options
+
+    def _threshold(self, threshold: float | None = None, probability_threshold: float | None = None) -> float:
+        return resolve_decision_threshold(self.model.config, threshold, probability_threshold)
 
     def preprocess(self, pair: tuple[str, str], max_length: int | None = None) -> dict[str, torch.Tensor]:
         if max_length is None:
@@ -125,9 +140,19 @@ class QuestionDuplicatesPipeline(Pipeline):
         outputs = self.model(**model_inputs, return_dict=True)
         return {"scores": pair_scores(outputs.similarity, outputs.logits).float()}
 
-    def postprocess(self, model_outputs: dict[str, torch.Tensor], threshold: float | None = None) -> dict[str, Any]:
-        score = float(model_outputs["scores"].reshape(-1)[0])
-        return {"score": score, "is_duplicate": score >= self._threshold(threshold)}
+    def postprocess(
+        self,
+        model_outputs: dict[str, torch.Tensor],
+        threshold: float | None = None,
+        probability_threshold: float | None = None,
+    ) -> dict[str, Any]:
+        scores = model_outputs["scores"].reshape(-1)[:1]
+        score = float(scores[0])
+        result = {"score": score, "is_duplicate": score >= self._threshold(threshold, probability_threshold)}
+        probability = pair_probability(self.model.config, scores)
+        if probability is not None:
+            result["probability"] = float(probability[0])
+        return result
 
 
 __all__ = ["QuestionDuplicatesPipeline", "PIPELINE_TASK", "pipeline_config_entry"]

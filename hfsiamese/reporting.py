@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import sklearn.metrics
 
+from .metrics.reliability import expected_calibration_error, reliability_curve
 from .metrics.thresholds import check_pair_inputs, threshold_sweep
 from .output_dirs import ensure_writable_folder
 
@@ -27,6 +28,7 @@ REPORT_FILES = {
     "histogram": "similarity_histogram.png",
     "precision_recall": "precision_recall_curve.png",
     "threshold_sweep": "threshold_sweep.png",
+    "reliability": "reliability_diagram.png",  # only for a model calibrated to probabilities
     "summary": "report.md",
 }
 
@@ -41,6 +43,7 @@ def write_evaluation_report(
     model_name: str | None = None,
     data_name: str | None = None,
     overwrite: bool = False,
+    probabilities: Any | None = None,
 ) -> dict[str, Path]:
     """
     Write an evaluation report of scored pairs into `report_dir`:
@@ -49,6 +52,9 @@ def write_evaluation_report(
     - `similarity_histogram.png`: scores of duplicates and of non-duplicates, threshold drawn;
     - `precision_recall_curve.png`: the curve, with the operating point at `threshold`;
     - `threshold_sweep.png`: accuracy and F1 against the threshold, `threshold` marked;
+    - `reliability_diagram.png`, when the pairs' calibrated `probabilities` are given: predicted
+      P(duplicate) against the observed duplicate rate per probability bin, with the pairs behind
+      each point, and the expected calibration error;
     - `report.md`: the model and data names, a table of the metrics and the plots.
 
     A non-empty `report_dir` is refused unless `overwrite=True` (the files above are then
@@ -64,19 +70,27 @@ def write_evaluation_report(
     Figure, FigureCanvasAgg = _matplotlib()
 
     report_dir.mkdir(parents=True, exist_ok=True)
-    paths = {kind: report_dir / name for kind, name in REPORT_FILES.items()}
+    drawings = [
+        ("histogram", _draw_histogram, scores),
+        ("precision_recall", _draw_precision_recall, scores),
+        ("threshold_sweep", _draw_threshold_sweep, scores),
+    ]
+    if probabilities is not None:
+        probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1)
+        if len(probabilities) != len(labels):
+            raise ValueError(f"got {len(probabilities)} probabilities for {len(labels)} pairs")
+        drawings.append(("reliability", _draw_reliability, probabilities))
+    written = ["metrics", "summary", *(kind for kind, _, _ in drawings)]
+    paths = {kind: report_dir / REPORT_FILES[kind] for kind in written}
     paths["metrics"].write_text(json.dumps(dict(metrics), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    for kind, draw in (
-        ("histogram", _draw_histogram),
-        ("precision_recall", _draw_precision_recall),
-        ("threshold_sweep", _draw_threshold_sweep),
-    ):
+    for kind, draw, values in drawings:
         figure = Figure(figsize=(6.4, 4.4), dpi=100, layout="constrained")
         FigureCanvasAgg(figure)
-        draw(figure.add_subplot(), scores, labels, threshold)
+        draw(figure.add_subplot(), values, labels, threshold)
         figure.savefig(paths[kind], format="png")
     paths["summary"].write_text(
-        _summary(metrics, threshold, labels, model_name=model_name, data_name=data_name), encoding="utf-8"
+        _summary(metrics, threshold, labels, model_name=model_name, data_name=data_name, plots=written),
+        encoding="utf-8",
     )
     return paths
 
@@ -147,6 +161,21 @@ def _draw_threshold_sweep(axes, scores: np.ndarray, labels: np.ndarray, threshol
     axes.legend(loc="lower left")
 
 
+def _draw_reliability(axes, probabilities: np.ndarray, labels: np.ndarray, threshold: float) -> None:
+    curve = reliability_curve(probabilities, labels)
+    ece = expected_calibration_error(probabilities, labels)
+    axes.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
+    axes.plot(curve.predicted, curve.observed, "o-", color="tab:blue", label=f"this model (ECE {ece:.4f})")
+    for x, y, count in zip(curve.predicted, curve.observed, curve.counts):
+        axes.annotate(f"{count}", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    axes.set_xlim(0.0, 1.0)
+    axes.set_ylim(-0.02, 1.08)
+    axes.set_xlabel("predicted P(duplicate) (mean per bin; the numbers are the pairs in each bin)")
+    axes.set_ylabel("observed duplicate rate")
+    axes.set_title("Reliability of the calibrated probabilities")
+    axes.legend(loc="upper left")
+
+
 def _summary(
     metrics: Mapping[str, Any],
     threshold: float,
@@ -154,6 +183,7 @@ def _summary(
     *,
     model_name: str | None,
     data_name: str | None,
+    plots: Sequence[str] = ("histogram", "precision_recall", "threshold_sweep"),
 ) -> str:
     lines = ["# Evaluation report", ""]
     lines.append(f"- Model: `{model_name}`" if model_name else "- Model: (not named)")
@@ -175,6 +205,10 @@ def _summary(
         "",
         f"![Accuracy and F1 against the threshold]({REPORT_FILES['threshold_sweep']})",
         "",
+    ]
+    if "reliability" in plots:
+        lines += [f"![Predicted probability against the observed duplicate rate]({REPORT_FILES['reliability']})", ""]
+    lines += [
         f"All metrics: [{REPORT_FILES['metrics']}]({REPORT_FILES['metrics']})",
         "",
     ]

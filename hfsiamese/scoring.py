@@ -9,9 +9,16 @@ A Siamese model scores a pair `(a, b)` one of two ways, fixed by its config:
   duplicate, in [0, 1] (unit `"probability"`).
 
 `config.threshold` is in the unit of that score: a pair is a duplicate when `score >= threshold`.
+
+Once a model is calibrated with a probability method (`model.calibrate(..., method="platt" |
+"isotonic")`, stored in `config.calibration`), each score also has a *probability*: the stored map's
+P(duplicate) on the domain it was fitted on (`pair_probability`). A caller may then give the decision
+as `probability_threshold=p` instead of `threshold=`: it becomes the lowest score whose probability
+reaches `p` (`resolve_decision_threshold`), so every decision is still `score >= threshold`.
+
 The trainer, the model's inference API, the pipeline and the duplicate index all ask here. This
 file travels with every checkpoint as remote code (the modeling file imports it relatively), so it
-may import only torch and the standard library.
+may import only torch, numpy, the standard library and its siblings.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
+
+from .calibration import ScoreCalibrator
 
 ScoreUnit = Literal["cosine", "probability"]
 
@@ -105,6 +114,46 @@ def resolve_threshold(threshold: float | None, calibrated: float | None, *, purp
     return float(chosen)
 
 
+def stored_calibrator(config: Any, unit: ScoreUnit | None = None) -> ScoreCalibrator | None:
+    """The probability map in `config.calibration` (None without one), only where scores are in `unit` if given."""
+    if config is None or (unit is not None and score_unit(config) != unit):
+        return None
+    return ScoreCalibrator.from_config(config)
+
+
+def pair_probability(config: Any, scores: torch.Tensor) -> torch.Tensor | None:
+    """The calibrated P(duplicate) of each score, or None when the model stores no probability map."""
+    calibrator = stored_calibrator(config)
+    return None if calibrator is None else calibrator.probability(scores)
+
+
+def resolve_decision_threshold(
+    config: Any,
+    threshold: float | None = None,
+    probability_threshold: float | None = None,
+    *,
+    calibrator: ScoreCalibrator | None = None,
+    purpose: str = "",
+    hint: str = "",
+) -> float:
+    """
+    The score threshold of a decision: `threshold` (a score), else `probability_threshold` (a P(duplicate),
+    turned into the lowest score that reaches it by the stored calibrator, or `calibrator` if given), else
+    `config.threshold`. Giving both is an error: a number's meaning is never guessed from its value.
+    """
+    if threshold is not None and probability_threshold is not None:
+        raise ValueError("give threshold= (a score) or probability_threshold= (a P(duplicate)), not both")
+    if probability_threshold is not None:
+        calibrator = calibrator or stored_calibrator(config)
+        if calibrator is None:
+            raise ValueError(
+                "probability_threshold needs a model calibrated to probabilities: "
+                "model.calibrate(pairs, labels, method='platt' or 'isotonic') (recipes/calibrate.py)"
+            )
+        return calibrator.score_threshold(probability_threshold)
+    return resolve_threshold(threshold, getattr(config, "threshold", None), purpose=purpose, hint=hint)
+
+
 def _device_of(head: PairHead, fallback: torch.Tensor) -> torch.device:
     parameter = next(head.parameters(), None) if isinstance(head, torch.nn.Module) else None
     return parameter.device if parameter is not None else fallback.device
@@ -118,8 +167,11 @@ __all__ = [
     "embedding_pair_scores",
     "embedding_score_matrix",
     "pair_probabilities",
+    "pair_probability",
     "pair_scores",
+    "resolve_decision_threshold",
     "resolve_threshold",
     "score_unit",
+    "stored_calibrator",
     "threshold_in_unit",
 ]

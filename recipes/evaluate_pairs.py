@@ -10,6 +10,11 @@ never re-fitted on the test pairs; average precision and ROC-AUC are threshold-f
 adds duplicate retrieval over the file's questions (each searches all others for the rest of its
 duplicate group): `retrieval_mrr@k`, `retrieval_recall@k`, `retrieval_ndcg@k`. `--report_dir`
 also writes metrics.json, score plots and report.md there (needs `pip install "hfsiamese[report]"`).
+
+`--calibration_file FILE` (labelled pairs of the test file's domain, never the test pairs) first
+recalibrates the decision on FILE (`--calibration_method threshold|platt|isotonic`, `--calibrate_for`,
+as recipes/calibrate.py; nothing is saved), then scores the test file with it. A model calibrated
+to probabilities (here, or stored) adds `ece` and `brier`, and `--report_dir` a reliability diagram.
 """
 
 from __future__ import annotations
@@ -17,15 +22,25 @@ from __future__ import annotations
 import json
 import logging
 
+import datasets
 import transformers
-from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.arguments import EvaluationArguments, parse_config_and_flags
+from hfsiamese.command_line import run_recipe
 from hfsiamese.data import load_pairs
-from hfsiamese.evaluation import decision_threshold, evaluate_retrieval, question_corpus, score_labelled_pairs
+from hfsiamese.evaluation import (
+    calibrated_probabilities,
+    decision_threshold,
+    evaluate_retrieval,
+    question_corpus,
+    score_labelled_pairs,
+)
 from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.metrics import pair_classification_metrics
+from hfsiamese.metrics.reliability import calibration_metrics
+from hfsiamese.model_loading import load_siamese_model
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 
 
@@ -34,23 +49,39 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     logging.basicConfig(level=logging.WARNING)
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()  # reading the pairs: the output is one JSON object
     if args.report_dir:  # fail before scoring anything, not after
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
     require_local_or_cached(args.model_name_or_path)  # offline, a Hub id that is not cached fails here, saying so
-    model = AutoModel.from_pretrained(args.model_name_or_path)
+    model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-    pairs = load_pairs(
-        args.test_file,
+    columns = dict(
         format=args.data_format,
         question1_column=args.question1_column,
         question2_column=args.question2_column,
         label_column=args.label_column,
-        deduplicate=False,  # a test set is scored exactly as published
+        deduplicate=False,  # pairs scored exactly as published
     )
+    pairs = load_pairs(args.test_file, **columns)
     encode = dict(batch_size=args.batch_size, max_length=args.max_length)
+    if args.calibration_file:
+        report = model.calibrate(
+            load_pairs(args.calibration_file, **columns),
+            method=args.calibration_method,
+            target=args.calibrate_for,
+            target_precision=args.target_precision,
+            tokenizer=tokenizer,
+            data_name=args.calibration_file,
+            **encode,
+        )
+        for note in report.warnings:
+            logging.warning(f"calibration on {args.calibration_file}: {note}")
     threshold = decision_threshold(model, args.threshold)
     scores, labels = score_labelled_pairs(model, pairs, tokenizer, **encode)
     metrics = pair_classification_metrics(scores, labels, threshold=threshold)
+    probabilities = calibrated_probabilities(model, scores)
+    if probabilities is not None:
+        metrics.update(calibration_metrics(probabilities, labels))
     if args.retrieval:
         questions, group_ids = question_corpus(pairs)
         retrieval = evaluate_retrieval(model, questions, group_ids, tokenizer, k=args.retrieval_k, **encode)
@@ -65,6 +96,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             model_name=args.model_name_or_path,
             data_name=args.test_file,
             overwrite=args.overwrite_report_dir,
+            probabilities=probabilities,
         )
     text = json.dumps(metrics, sort_keys=True)
     print(text)
@@ -75,4 +107,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_recipe(main)

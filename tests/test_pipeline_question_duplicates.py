@@ -121,3 +121,25 @@ def test_pipeline_loads_without_hfsiamese(tiny_lstm, tiny_bert_dir, word_tokeniz
         expected = expected_scores(model, word_tokenizer)
         assert [o["score"] for o in result["out"]] == pytest.approx(expected, abs=1e-5)
         assert [o["is_duplicate"] for o in result["out"]] == [s >= 0.3 for s in expected]
+
+
+def test_a_calibrated_pipeline_gives_probabilities_and_takes_a_probability_threshold(tiny_lstm, word_tokenizer, tmp_path):
+    tiny_lstm.config.calibration = {"method": "platt", "coef": 6.0, "intercept": -1.0}
+    folder = save_checkpoint(tiny_lstm, word_tokenizer, tmp_path / "ckpt", threshold=0.99)
+    pipe = pipeline(PIPELINE_TASK, model=str(folder), trust_remote_code=True)
+    expected = tiny_lstm.predict([a for a, _ in PAIRS], [b for _, b in PAIRS], word_tokenizer)
+    out = pipe(PAIRS)
+    assert [o["probability"] for o in out] == pytest.approx(expected["probability"].tolist(), abs=1e-6)
+    p = _between(expected["probability"].tolist())
+    decided = pipe(PAIRS, probability_threshold=p)
+    assert [o["is_duplicate"] for o in decided] == (expected["probability"] >= p).tolist()
+    assert [o["is_duplicate"] for o in out] == [o["score"] >= 0.99 for o in out]  # the stored threshold otherwise
+    with pytest.raises(ValueError, match="not both"):
+        pipe(PAIRS[0], threshold=0.1, probability_threshold=0.5)
+
+
+def _between(probabilities):
+    """A probability threshold halfway between two middle distinct values: no pair sits on the cut."""
+    values = sorted(set(probabilities))
+    middle = len(values) // 2
+    return (values[middle - 1] + values[middle]) / 2

@@ -23,6 +23,7 @@ from tests.helpers import BLOCK_HFSIAMESE, TINY_LSTM_BASE, load_recipe, run_with
 CODE_FILES = {
     "configuration_siamese.py", "modeling_siamese.py", "pipeline_question_duplicates.py", "safe_loading.py", "inference.py",
     "hub_sharing.py", "scoring.py", "token_fields.py", "sub_batching.py", "encoding_batches.py", "padding.py",
+    "static_encoder.py", "calibration.py",
 }  # fmt: skip
 MODEL_FILES = {"config.json", "model.safetensors"} | CODE_FILES
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json"}
@@ -149,6 +150,22 @@ def test_trainer_push_uploads_a_complete_checkpoint(hub, tiny_lstm, word_tokeniz
     assert child["pipeline"] == pytest.approx(expected, abs=1e-5)
 
 
+def test_trainer_checkpoint_push_carries_the_modeling_code(hub, tiny_lstm, word_tokenizer, tmp_path, monkeypatch):
+    """The Trainer's per-save push (hub_strategy every_save) copies only weights and config from the
+    checkpoint; SiameseTrainer adds the code `auto_map` points at, so every pushed revision loads."""
+    from concurrent.futures import Future
+
+    def upload_as_future(api, **kwargs):  # the per-save push runs as a background job (run_as_future=True)
+        done = Future()
+        done.set_result(hub.upload_folder(api, **kwargs))
+        return done
+
+    monkeypatch.setattr(HfApi, "upload_folder", upload_as_future)
+    args = _args(tmp_path, max_steps=2, save_strategy="steps", save_steps=2, push_to_hub=True, hub_model_id="someone/per-save")
+    trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, args).train()  # no final push_to_hub()
+    assert CODE_FILES | {"config.json", "model.safetensors"} <= hub.files("someone/per-save")
+
+
 def test_model_push_uploads_weights_code_tokenizer_and_card(hub, tiny_bert_dir, word_tokenizer, tmp_path):
     from hfsiamese import SiameseModel
 
@@ -171,10 +188,13 @@ def test_model_loaded_from_a_folder_pushes_its_own_tokenizer_and_card(hub, tiny_
     folder = tmp_path / "trained"
     tiny_lstm.save_pretrained(folder)
     word_tokenizer.save_pretrained(folder)
-    (folder / CARD).write_text("---\nlicense: apache-2.0\ntags:\n- hfsiamese\n---\n# my trained model\n")
+    snippet = 'model = AutoModel.from_pretrained("outputs/lstm_qqp", trust_remote_code=True)\n'
+    (folder / CARD).write_text(f"---\nlicense: apache-2.0\ntags:\n- hfsiamese\n---\n# my trained model\n{snippet}")
     AutoModel.from_pretrained(folder).push_to_hub("someone/trained")
     assert hub.files("someone/trained") == MODEL_FILES | TOKENIZER_FILES | {CARD}
-    assert (hub.repo("someone/trained") / CARD).read_text().endswith("# my trained model\n")
+    # The card the recipe wrote for its local folder, its snippets now loading the repository.
+    uploaded = (hub.repo("someone/trained") / CARD).read_text()
+    assert uploaded.endswith('# my trained model\nmodel = AutoModel.from_pretrained("someone/trained", trust_remote_code=True)\n')
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from hfsiamese import SiameseModel
+from hfsiamese import SiameseConfig, SiameseModel
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
 # Runs in a child interpreter that cannot import hfsiamese: the model must come from the code saved
@@ -35,9 +35,20 @@ def _pair_batch(tokenizer):
     }
 
 
-@pytest.mark.parametrize("encoder", ["lstm", "transformer"])
+def _tiny_static(tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="static", vocab_size=len(tokenizer), embedding_dim=8, pooling="weighted_mean", projection_dim=6
+    )
+    return SiameseModel(config)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "static", "transformer"])
 def test_checkpoint_loads_without_hfsiamese(encoder, tiny_lstm, tiny_bert_dir, word_tokenizer, tmp_path):
-    model = tiny_lstm if encoder == "lstm" else SiameseModel.from_encoder_pretrained(str(tiny_bert_dir))
+    if encoder == "transformer":
+        model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir))
+    else:
+        model = tiny_lstm if encoder == "lstm" else _tiny_static(word_tokenizer)
     model.config.threshold = 0.42
     folder = tmp_path / "checkpoint"
     model.save_pretrained(folder)

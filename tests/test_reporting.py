@@ -80,3 +80,15 @@ def test_names_the_missing_extra(tmp_path, scored_pairs, monkeypatch):
 def test_needs_both_classes(tmp_path):
     with pytest.raises(ValueError, match="both duplicates and non-duplicates"):
         write_evaluation_report(tmp_path / "r", [0.1, 0.9], [1, 1], {}, 0.5)
+
+
+def test_calibrated_probabilities_add_a_reliability_diagram(tmp_path, scored_pairs):
+    scores, labels, metrics = scored_pairs
+    probabilities = 1 / (1 + np.exp(-4 * scores))
+    paths = write_evaluation_report(tmp_path / "report", scores, labels, metrics, metrics["threshold"], probabilities=probabilities)
+    pixels = matplotlib.image.imread(paths["reliability"])[..., :3]
+    assert paths["reliability"].name == REPORT_FILES["reliability"] and pixels.std() > 0.05
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50
+    assert f"]({REPORT_FILES['reliability']})" in paths["summary"].read_text()
+    plain = write_evaluation_report(tmp_path / "plain", scores, labels, metrics, metrics["threshold"])
+    assert "reliability" not in plain and not (tmp_path / "plain" / REPORT_FILES["reliability"]).exists()

@@ -157,7 +157,9 @@ def test_no_pickle_loading_in_the_package():
     offenders = []
     for path in (REPO_ROOT / "hfsiamese").rglob("*.py"):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if pattern.search(line) and "refus" not in line and "would unpickle" not in line and "save_file(" not in line:
+            # Lines that name training_args.bin to leave it behind when a folder is copied do not load it.
+            allowed = ("refus", "would unpickle", "save_file(", "NOT_COPIED")
+            if pattern.search(line) and not any(word in line for word in allowed):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
     assert not offenders, offenders
 

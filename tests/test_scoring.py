@@ -75,3 +75,19 @@ def test_check_threshold_refuses_what_no_score_reaches():
     assert check_threshold(None) is None and check_threshold(1) == 1.0
     with pytest.raises(ValueError, match=r"must lie in \[-1, 1\], got 1.5"):
         check_threshold(1.5)
+
+
+def test_a_probability_threshold_goes_through_the_stored_calibration():
+    from hfsiamese.scoring import pair_probability, resolve_decision_threshold
+
+    config = SiameseConfig(threshold=0.7, calibration={"method": "platt", "coef": 4.0, "intercept": -2.0})
+    assert resolve_decision_threshold(config) == 0.7
+    assert resolve_decision_threshold(config, threshold=0.1) == 0.1
+    assert resolve_decision_threshold(config, probability_threshold=0.5) == pytest.approx(0.5)  # 4 s - 2 = 0
+    assert torch.allclose(pair_probability(config, torch.tensor([0.5])), torch.tensor([0.5]))
+    with pytest.raises(ValueError, match="not both"):
+        resolve_decision_threshold(config, threshold=0.1, probability_threshold=0.5)
+    plain = SiameseConfig(threshold=0.7)
+    assert pair_probability(plain, torch.tensor([0.5])) is None
+    with pytest.raises(ValueError, match="needs a model calibrated to probabilities"):
+        resolve_decision_threshold(plain, probability_threshold=0.5)

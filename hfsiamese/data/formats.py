@@ -1,6 +1,7 @@
 """
 Which kind of pair file a path is: sniffing the extension and the first line (BiMPM, Quora,
-MRPC, generic csv/tsv, json, parquet, or a Hub id), and telling where a file stops being UTF-8.
+MRPC, headerless label-first tsv, generic csv/tsv, json, parquet, or a Hub id), and telling where
+a file stops being UTF-8.
 
 Only the first line of a text file is read here; the readers (`readers.py`) do the rest.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 __all__ = [
     "BIMPM_COLUMNS",
+    "LABEL_FIRST_COLUMNS",
     "MRPC_HEADER",
     "PAIR_FORMATS",
     "TEXT_FORMATS",
@@ -26,10 +28,12 @@ __all__ = [
     "parse_header",
 ]
 
-PAIR_FORMATS: tuple[str, ...] = ("bimpm", "quora", "mrpc", "csv", "tsv", "json", "parquet", "hub")
-TEXT_FORMATS = {"bimpm", "mrpc", "quora", "csv", "tsv"}  # read with the csv reader
+PAIR_FORMATS: tuple[str, ...] = ("bimpm", "label_first", "quora", "mrpc", "csv", "tsv", "json", "parquet", "hub")
+TEXT_FORMATS = {"bimpm", "label_first", "mrpc", "quora", "csv", "tsv"}  # read with the csv reader
 
 BIMPM_COLUMNS = ["label", "question1", "question2", "pair_id"]
+# Headerless `label<TAB>text1<TAB>text2`, as many research dumps of paraphrase/duplicate pairs come.
+LABEL_FIRST_COLUMNS = ["label", "text1", "text2"]
 MRPC_HEADER = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
 
 _TEXT_SUFFIXES = {".csv", ".tsv", ".txt"}
@@ -62,12 +66,22 @@ def detect_format(path: Path) -> str:
     # BiMPM: no header, `label<TAB>q1<TAB>q2<TAB>pair_id`; a header never has a 0/1 and an int there.
     if len(fields) == 4 and fields[0].strip() in {"0", "1"} and fields[3].strip().isdigit():
         return "bimpm"
+    # Label first, no header: a header's first name is never a label value.
+    if len(fields) == 3 and _is_label_value(fields[0]):
+        return "label_first"
     if [f.strip() for f in fields] == MRPC_HEADER:
         return "mrpc"
     header = set(parse_header(line, delimiter_for(path, line)))
     if {"question1", "question2", "is_duplicate"} <= header:
         return "quora"
     return "tsv" if delimiter_for(path, line) == "\t" else "csv"
+
+
+def _is_label_value(field: str) -> bool:
+    # Imported here: label_values reaches this module back through source_columns.
+    from .label_values import NEGATIVE_LABELS, POSITIVE_LABELS
+
+    return field.strip().lower() in POSITIVE_LABELS + NEGATIVE_LABELS
 
 
 def first_line(path: Path) -> str:

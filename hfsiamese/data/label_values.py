@@ -1,7 +1,7 @@
 """
 Reading labels as int64 0/1 from whatever a pair file holds: ints, floats, booleans, strings
-("yes", "duplicate", "1.0", ...) or JSON values of mixed types; anything else is an error that
-names the value, the row and the column.
+("yes", "duplicate", "non-duplicate", "True", "1.0", ... in any case) or JSON values of mixed
+types; anything else is an error that names the value, the row and the column.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .source_columns import is_json_type
 __all__ = ["NEGATIVE_LABELS", "POSITIVE_LABELS", "invalid_label_error", "labels_to_int"]
 
 POSITIVE_LABELS = ("1", "1.0", "true", "yes", "duplicate")
-NEGATIVE_LABELS = ("0", "0.0", "false", "no", "not_duplicate")
+NEGATIVE_LABELS = ("0", "0.0", "false", "no", "not_duplicate", "not-duplicate", "non_duplicate", "non-duplicate")
 
 
 def labels_to_int(column: pa.ChunkedArray, source: str, label_source: str) -> tuple[pa.Array, int | None]:
@@ -51,5 +51,5 @@ def invalid_label_error(column: pa.ChunkedArray, position: int, where: str, sour
         value = _label_text(column.slice(position, 1))[0].as_py()
     return ValueError(
         f"{source}: invalid label {value!r} in {where} (column {label_source!r}); "
-        f"accepted: 0/1, true/false, yes/no, duplicate/not_duplicate"
+        f"accepted, in any case: 0/1, true/false, yes/no, duplicate/non-duplicate (or not_duplicate)"
     )

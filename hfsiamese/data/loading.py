@@ -1,8 +1,8 @@
 """
 Load question pairs from the formats duplicate-question work meets into one `datasets.Dataset`.
 
-Every source (BiMPM's headerless QQP tsv, Kaggle/GLUE Quora files, MRPC, generic csv/tsv/json/
-parquet, a Hub data set) ends up with the same columns: `question1`, `question2` (stripped
+Every source (BiMPM's headerless QQP tsv, Kaggle/GLUE Quora files, MRPC, headerless label-first
+`label<TAB>text1<TAB>text2` dumps, generic csv/tsv/json/parquet, a Hub data set) ends up with the same columns: `question1`, `question2` (stripped
 strings), `label` (int64, 0/1) and, where the source knows question identities, `qid1`/`qid2`
 (strings). Downstream code (groups, tokenisation, the trainer) can then rely on that shape alone.
 

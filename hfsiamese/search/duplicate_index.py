@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import torch
 
-from ..scoring import check_threshold, resolve_threshold, threshold_in_unit
+from ..calibration import ScoreCalibrator
+from ..scoring import (
+    check_threshold,
+    resolve_decision_threshold,
+    resolve_threshold,
+    stored_calibrator,
+    threshold_in_unit,
+)
 from .backends import Backend, check_backend, drop_faiss_index, ensure_faiss_index, faiss_topk
 from .paraphrase_pairs import paraphrase_pairs
 from .exact import topk_cosine
@@ -41,7 +48,10 @@ class DuplicateIndex:
     `add`, save it to a folder and load it back. Scores are the cosine similarity of the model's
     L2-normalised embeddings (also for models with a classification head, whose head scores pairs,
     not a corpus). Where a cosine threshold is known (the model's calibrated `config.threshold`, or
-    `threshold=`), each match also says whether it counts as a duplicate.
+    `threshold=`), each match also says whether it counts as a duplicate. Where the model is calibrated
+    to probabilities on cosines (`model.calibrate(..., method="platt" | "isotonic")`), the index keeps
+    that map (and saves it): `find_duplicates` then gives each pair's `probability` and takes
+    `probability_threshold=`.
 
     Args:
         model: the `SiameseModel` that embeds texts (or the folder / Hub id to load one from). An
@@ -104,6 +114,8 @@ class DuplicateIndex:
         self.threshold = check_threshold(
             threshold if threshold is not None else threshold_in_unit(getattr(self.model, "config", None), "cosine")
         )
+        # Only a map of cosines applies here (a head's map is of its probabilities, which the index never computes).
+        self.calibrator: ScoreCalibrator | None = stored_calibrator(getattr(self.model, "config", None), "cosine")
         self.embedding_dim: int | None = self.model.config.sentence_embedding_dim if self.model is not None else None
         self.model_name_or_path: str | None = getattr(self.model, "name_or_path", None) or None
         self._embeddings = torch.empty(0, self.embedding_dim or 0)
@@ -223,9 +235,9 @@ class DuplicateIndex:
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
         if isinstance(model, (str, os.PathLike)):
-            from transformers import AutoModel
+            from ..model_loading import load_siamese_model
 
-            return AutoModel.from_pretrained(str(model))
+            return load_siamese_model(model)  # a PyTorch checkpoint or an ONNX export
         if model is not None and not hasattr(model, "encode"):
             raise TypeError(f"model must be a SiameseModel (or its folder), got {type(model).__name__}")
         return model
@@ -343,12 +355,19 @@ class DuplicateIndex:
     # Paraphrase mining
     # ----------------------------------------------------------------------------------------
     def find_duplicates(
-        self, threshold: float | None = None, k: int = 10, *, show_progress_bar: bool = False
+        self,
+        threshold: float | None = None,
+        k: int = 10,
+        *,
+        probability_threshold: float | None = None,
+        show_progress_bar: bool = False,
     ) -> list[dict[str, Any]]:
         """
         Pairs of indexed texts that look like duplicates of each other: every pair `(a, b)`, `a`
         before `b` in the index, whose cosine similarity is at least `threshold` (default: the
-        index's threshold), sorted by score (highest first).
+        index's threshold), sorted by score (highest first). With a probability calibration each
+        pair also has its `probability`, and `probability_threshold=p` keeps the pairs whose
+        calibrated P(duplicate) is at least `p` instead.
 
         How: each text's `k` nearest other texts are found with the chunked exact top-k (the
         same search as `search`) and the pairs among them that pass the threshold are kept, each
@@ -358,14 +377,20 @@ class DuplicateIndex:
         capped: raise `k` then (`k >= len(index) - 1` is exhaustive).
         """
         check_k(k)
-        threshold = resolve_threshold(
-            check_threshold(threshold),
-            self.threshold,
-            hint=(
-                "; the index compares cosine similarities, so a model with a classification head (whose threshold "
-                "is a probability) gives it none"
-            ),
-        )
+        calibrator = self.calibrator
+        if probability_threshold is not None:  # a P(duplicate), as the lowest cosine that reaches it
+            threshold = resolve_decision_threshold(
+                None, check_threshold(threshold), probability_threshold, calibrator=calibrator
+            )
+        else:
+            threshold = resolve_threshold(
+                check_threshold(threshold),
+                self.threshold,
+                hint=(
+                    "; the index compares cosine similarities, so a model with a classification head (whose threshold "
+                    "is a probability) gives it none"
+                ),
+            )
         found = paraphrase_pairs(
             self._embeddings,
             threshold,
@@ -382,10 +407,14 @@ class DuplicateIndex:
         if not found.scores:
             return []
         side_a, side_b = self._corpus[found.rows_a], self._corpus[found.rows_b]
-        return [
+        pairs = [
             {"id_a": ia, "text_a": ta, "id_b": ib, "text_b": tb, "score": s}
             for ia, ta, ib, tb, s in zip(side_a["id"], side_a["text"], side_b["id"], side_b["text"], found.scores)
         ]
+        if calibrator is not None:
+            for pair, probability in zip(pairs, calibrator.probability(found.scores).tolist()):
+                pair["probability"] = probability
+        return pairs
 
     # ----------------------------------------------------------------------------------------
     # Saving and loading
@@ -403,6 +432,7 @@ class DuplicateIndex:
             "num_texts": len(self),
             "id_type": self._id_type,
             "threshold": self.threshold,
+            "calibration": None if self.calibrator is None else self.calibrator.to_dict(),
         }
         write_index_folder(Path(save_directory), self._embeddings, self._corpus, config, overwrite=overwrite)
 
@@ -441,6 +471,8 @@ class DuplicateIndex:
             index.model_name_or_path = config["model_name_or_path"]
         if index.threshold is None:
             index.threshold = check_threshold(config["threshold"])
+        if index.calibrator is None and config.get("calibration"):  # folders saved before calibration lack the key
+            index.calibrator = ScoreCalibrator.from_dict(config["calibration"])
         index.embedding_dim = config["embedding_dim"]
         index._embeddings = embeddings
         index._corpus = corpus

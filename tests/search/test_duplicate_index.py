@@ -277,3 +277,31 @@ def test_classifier_threshold_is_not_used_as_a_cosine_threshold(word_tokenizer):
 def test_bad_input_gets_a_clear_error(tiny_lstm, word_tokenizer, call, error, message):
     with pytest.raises(error, match=message):
         call(tiny_lstm, word_tokenizer)
+
+
+def test_find_duplicates_by_calibrated_probability(tmp_path, qqp_texts, qqp_model):
+    model, tokenizer = qqp_model
+    model.config.calibration = {"method": "platt", "coef": 10.0, "intercept": -9.0}
+    try:
+        index = DuplicateIndex.build(qqp_texts, model, tokenizer)
+    finally:
+        model.config.calibration = None
+    everything = index.find_duplicates(threshold=-1.0, k=len(qqp_texts) - 1)
+    assert all(pair["probability"] == pytest.approx(1 / (1 + torch.exp(torch.tensor(9.0 - 10.0 * pair["score"]))).item(), abs=1e-5) for pair in everything)
+    p = _between([pair["probability"] for pair in everything])
+    kept = index.find_duplicates(k=len(qqp_texts) - 1, probability_threshold=p)
+    assert {(d["id_a"], d["id_b"]) for d in kept} == {(d["id_a"], d["id_b"]) for d in everything if d["probability"] >= p}
+    index.save(tmp_path / "index")
+    loaded = DuplicateIndex.load(tmp_path / "index")  # without the model: the map was saved with the index
+    assert loaded.find_duplicates(k=len(qqp_texts) - 1, probability_threshold=p) == kept
+    with pytest.raises(ValueError, match="not both"):
+        index.find_duplicates(threshold=0.5, probability_threshold=p)
+    with pytest.raises(ValueError, match="needs a model calibrated to probabilities"):
+        DuplicateIndex.build(qqp_texts[:5], model, tokenizer).find_duplicates(probability_threshold=0.5)
+
+
+def _between(probabilities):
+    """A probability threshold halfway between two middle distinct values: no pair sits on the cut."""
+    values = sorted(set(probabilities))
+    middle = len(values) // 2
+    return (values[middle - 1] + values[middle]) / 2
