@@ -11,8 +11,8 @@ validation pairs, never trained on. Each row is its own process. Rows:
 - `st mnrl`, `st online_contrastive`: sentence-transformers' trainer and losses (`st_baselines.py`)
   on the same MiniLM folder, one epoch over the rows their loss takes, batch 32 like our recipe.
 - `hfsiamese MiniLM <loss>`: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss <loss>`, one
-  epoch over the rows each loss takes (`--train_view auto`); the recipe's own loss is `contrastive`.
-- `hfsiamese LSTM random` / `glove`: `recipes/configs/lstm_qqp.yaml` as shipped (contrastive loss),
+  epoch over the rows each loss takes (`--train_view auto`); the recipe's own loss is `contrastive_triplet`.
+- `hfsiamese LSTM random` / `glove`: `recipes/configs/lstm_qqp.yaml` as shipped (contrastive_triplet),
   and with GloVe 6B 50d embeddings (`--embedding_init glove --embedding_dim 50`, the `glove` extra);
   `hfsiamese LSTM random <loss>`: the same with another loss.
 - `seeds`: `seeds_siamese.py` (the seeds' Trax model re-implemented), 10 epochs.
@@ -20,7 +20,10 @@ validation pairs, never trained on. Each row is its own process. Rows:
 Figures: AP and ROC-AUC of the cosine similarities (the head's P(duplicate) for
 verification_identification), accuracy and F1 at the threshold that maximises accuracy on these
 same pairs (one protocol for every row; optimistic for all alike), train time (the Trainer's
-train_runtime; the seeds' loop time).
+train_runtime; the seeds' loop time), and the second job, duplicate retrieval: MRR@10 and
+recall@10 of every validation question searching the slice's other questions for the rest of its
+duplicate group (`hfsiamese.evaluation.evaluate_retrieval`; not computed for the seeds' model).
+For mean ± sd over seeds of the recipes, see `both_jobs.py`.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def configurations() -> dict[str, list[str]]:
     rows["hfsiamese LSTM glove"] = [
         python, __file__, "--worker", "recipe:lstm_qqp.yaml", "--embedding_init", "glove", "--embedding_dim", "50",
     ]
-    for loss in ("hard_negative_triplet", "contrastive_triplet"):
+    for loss in ("hard_negative_triplet", "contrastive"):
         rows[f"hfsiamese LSTM random {loss}"] = [python, __file__, "--worker", "recipe:lstm_qqp.yaml", "--loss", loss]
     rows["seeds"] = [python, str(BENCHMARKS / "seeds_siamese.py"), "--epochs", "10"]
     return rows
@@ -78,6 +81,27 @@ def _scored(scores, labels, train_s: float | None, steps: int | None) -> dict:
     return {"train_s": None if train_s is None else round(train_s, 1), "steps": steps, **figures}
 
 
+def _retrieval(model, tokenizer, validation) -> dict:
+    """MRR@10 and recall@10 of duplicate retrieval over the validation pairs' distinct questions."""
+    from hfsiamese.evaluation import evaluate_retrieval, question_corpus
+
+    questions, groups = question_corpus(validation)
+    metrics = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,))
+    return {"retrieval_mrr@10": round(metrics["mrr@10"], 4), "retrieval_recall@10": round(metrics["recall@10"], 4)}
+
+
+class _SentenceTransformerEncoder:
+    """`encode(texts, tokenizer, ...)` as `evaluate_retrieval` calls it, over a SentenceTransformer."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def encode(self, texts, tokenizer=None, *, batch_size: int = 256, **_):
+        import torch
+
+        return torch.from_numpy(self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True))
+
+
 def worker(kind: str, extra: list[str]) -> dict:
     from qqp_slices import qqp_train_and_validation
 
@@ -91,23 +115,29 @@ def worker(kind: str, extra: list[str]) -> dict:
 
         model = SiameseModel.from_encoder_pretrained(resolve_minilm_path())
         tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
-        return _scored(model.similarity(question1, question2, tokenizer).numpy(), labels, None, 0)
+        scored = _scored(model.similarity(question1, question2, tokenizer).numpy(), labels, None, 0)
+        return {**scored, **_retrieval(model, tokenizer, validation)}
     if kind.startswith("st:"):
         from st_baselines import sentence_transformer_scores, train_sentence_transformers
 
         with tempfile.TemporaryDirectory() as tmp:
             model, timing = train_sentence_transformers(kind[3:], tmp, batch_size=BATCH_SIZE, num_train_epochs=1)
-        scores = sentence_transformer_scores(model, question1, question2)
-        return _scored(scores, labels, timing["train_s"], timing["steps"])
+            scores = sentence_transformer_scores(model, question1, question2)
+            retrieval = _retrieval(_SentenceTransformerEncoder(model), None, validation)
+        return {**_scored(scores, labels, timing["train_s"], timing["steps"]), **retrieval}
     from recipe_runs import eval_figures, trained_recipe
 
     config = REPO / "recipes" / "configs" / kind.removeprefix("recipe:")
     with trained_recipe(config, ["--eval_strategy", "no", "--save_strategy", "no", *extra]) as run:
         results, steps = run["results"], run["steps"]
+        from transformers import AutoModel, AutoTokenizer
+
+        model_dir = run["output_dir"]
+        retrieval = _retrieval(AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), validation)
     # The recipe scores its own validation split, the same pairs (checked by eval_num_pairs).
     if results["eval_num_pairs"] != len(labels):
         sys.exit(f"the recipe scored {results['eval_num_pairs']} validation pairs, expected {len(labels)}")
-    return {"train_s": round(results["train_runtime"], 1), "steps": steps, **eval_figures(results)}
+    return {"train_s": round(results["train_runtime"], 1), "steps": steps, **eval_figures(results), **retrieval}
 
 
 def main() -> None:
@@ -147,10 +177,11 @@ def main() -> None:
         f"### {dt.date.today().isoformat()}, {machine()}: `{command.strip()}`",
         "",
         *markdown_table(
-            ["model", "steps", "train s", "val AP", "ROC-AUC", "accuracy", "F1", "τ"],
+            ["model", "steps", "train s", "val AP", "ROC-AUC", "accuracy", "F1", "τ", "MRR@10", "recall@10"],
             [
                 [r["name"], r["steps"], r["train_s"], r["eval_average_precision"], r["eval_roc_auc"],
-                 r["eval_accuracy"], r["eval_f1"], r["eval_threshold"]]
+                 r["eval_accuracy"], r["eval_f1"], r["eval_threshold"], r.get("retrieval_mrr@10", ""),
+                 r.get("retrieval_recall@10", "")]
                 for r in rows
             ],
         ),

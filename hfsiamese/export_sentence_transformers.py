@@ -43,8 +43,9 @@ def check_export(model: Any, output_dir: str | os.PathLike, *, overwrite: bool =
     if getattr(config, "encoder_type", None) != "transformer":
         raise ValueError(
             f"only transformer encoders export to sentence-transformers; this model's encoder is "
-            f"{getattr(config, 'encoder_type', type(model).__name__)!r} (an LSTM's word tokenizer and packed-sequence "
-            "pooling have no exact sentence-transformers counterpart). Use the checkpoint itself with "
+            f"{getattr(config, 'encoder_type', type(model).__name__)!r} (the LSTM's packed-sequence pooling "
+            "and the static encoder's learned token weights have no exact sentence-transformers counterpart, and "
+            "exporting their word vocabularies is not implemented). Use the checkpoint itself with "
             "AutoModel.from_pretrained(..., trust_remote_code=True)"
         )
     existing = _existing_export(Path(output_dir))

@@ -24,6 +24,7 @@ def mine_hard_negatives(
     skip_top: int = 0,
     top_k: int = 50,
     margin: float = 0.05,
+    relative_margin: float | None = 0.05,
     batch_size: int = 256,
     chunk_size: int = 4096,
     show_progress_bar: bool = False,
@@ -34,9 +35,10 @@ def mine_hard_negatives(
 
     False negatives (unlabelled duplicates) hide among the nearest texts, so two guards apply:
     the rank window skips the `skip_top` nearest candidates and looks no further than `top_k`,
-    and a candidate scoring above `s(anchor, positive) − margin` is dropped (it looks at least as
-    much like a duplicate as the known one). Each duplicate pair gets up to `num_negatives` rows;
-    pairs with no candidate left are skipped.
+    and a candidate scoring above `s(anchor, positive) − margin`, or with `relative_margin` above
+    `s(anchor, positive) · (1 − relative_margin)` as well, is dropped: it looks at least as much like a
+    duplicate as the known one (sentence-transformers' miner names the same two margins). Each
+    duplicate pair gets up to `num_negatives` rows; pairs with no candidate left are skipped.
 
     `dataset` holds labelled pairs (`question1`, `question2`, `label`); non-duplicates only widen
     the pool of candidate texts. Similarities are computed in chunks of `chunk_size` anchors, so
@@ -49,6 +51,8 @@ def mine_hard_negatives(
             f"need 1 <= num_negatives, 0 <= skip_top and skip_top + num_negatives <= top_k; "
             f"got num_negatives={num_negatives}, skip_top={skip_top}, top_k={top_k}"
         )
+    if relative_margin is not None and not 0.0 <= relative_margin < 1.0:
+        raise ValueError(f"relative_margin must be in [0, 1), got {relative_margin}")
     codes1, codes2, group_of, first_position = question_groups(dataset)
     corpus = question_texts(dataset, first_position).to_pylist()  # one text per question code
     embeddings = model.encode(corpus, tokenizer, batch_size=batch_size, show_progress_bar=show_progress_bar)
@@ -69,6 +73,8 @@ def mine_hard_negatives(
         top_scores, top_index = scores.topk(k, dim=1)
         top_scores, top_index = top_scores[:, skip_top:], top_index[:, skip_top:]
         allowed = torch.isfinite(top_scores) & (top_scores <= positive_scores - margin)
+        if relative_margin is not None:
+            allowed &= top_scores <= positive_scores * (1.0 - relative_margin)
         # The first `num_negatives` allowed candidates of each row, best first.
         rank = allowed.cumsum(dim=1)
         chosen = allowed & (rank <= num_negatives)

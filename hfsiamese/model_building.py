@@ -1,7 +1,7 @@
 """Building the model and tokenizer a training run starts from, as `ModelArguments` describe them.
 
-Three starts: a fresh LSTM whose word vocabulary is trained on the run's training texts (once, on
-the main process, then shared), a pretrained transformer encoder (all-MiniLM-L6-v2 by default), or
+Three starts: a fresh LSTM (or static encoder) whose word vocabulary is trained on the run's training
+texts (once, on the main process, then shared), a pretrained transformer encoder (all-MiniLM-L6-v2 by default), or
 a saved Siamese checkpoint to continue training.
 """
 
@@ -20,7 +20,7 @@ from accelerate import PartialState
 from accelerate.utils import broadcast
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from .configuration_siamese import SiameseConfig
+from .configuration_siamese import ENCODER_TYPES, WORD_VOCABULARY_ENCODERS, SiameseConfig
 from .hub_access import require_local_or_cached
 from .minilm import resolve_minilm_path
 from .modeling_siamese import SiameseModel
@@ -41,7 +41,7 @@ def build_model_and_tokenizer(
     model_args: ModelArguments, train_pairs: datasets.Dataset, *, loss: SiameseLoss | None = None
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """
-    A fresh Siamese model (LSTM with a vocabulary trained on `train_pairs`, or a pretrained
+    A fresh Siamese model (LSTM or static encoder with a vocabulary trained on `train_pairs`, or a pretrained
     transformer encoder), or a saved Siamese checkpoint to continue from.
 
     A fresh model gets a pair classification head when `model_args.classifier_head` says so, or,
@@ -64,9 +64,9 @@ def build_model_and_tokenizer(
         classifier_head = loss is not None and loss.uses_logits
     if model_args.encoder_type == "transformer":
         return _transformer(model_args, classifier_head, sub_batching)
-    if model_args.encoder_type != "lstm":
-        raise ValueError(f"encoder_type must be 'lstm' or 'transformer', got {model_args.encoder_type!r}")
-    return _lstm(model_args, train_pairs, classifier_head)
+    if model_args.encoder_type not in WORD_VOCABULARY_ENCODERS:
+        raise ValueError(f"encoder_type must be one of {ENCODER_TYPES}, got {model_args.encoder_type!r}")
+    return _word_vocabulary_model(model_args, train_pairs, classifier_head)
 
 
 def sub_batching_of(model_args: ModelArguments) -> tuple[TokenBudget, int | None]:
@@ -101,10 +101,10 @@ def _transformer(
     return model, tokenizer
 
 
-def _lstm(
+def _word_vocabulary_model(
     model_args: ModelArguments, train_pairs: datasets.Dataset, classifier_head: bool
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
-    """An LSTM whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
+    """An LSTM or static encoder whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
     texts = (batch["question1"] + batch["question2"] for batch in train_pairs.iter(batch_size=1000))
     tokenizer = on_main_process_then_shared(
         lambda: train_word_tokenizer(
@@ -117,7 +117,7 @@ def _lstm(
         )
     )
     config = SiameseConfig(
-        encoder_type="lstm",
+        encoder_type=model_args.encoder_type,
         vocab_size=len(tokenizer),
         embedding_dim=model_args.embedding_dim,
         hidden_size=model_args.hidden_size,

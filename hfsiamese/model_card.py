@@ -129,6 +129,9 @@ def _encoder_summary(config: Any, base_model: str | None) -> str:
             f"word embedding {config.embedding_dim} → {layers}{directions}, {config.hidden_size} units per direction, "
             f"packed sequences → {config.pooling} pooling over real tokens"
         )
+    if config.encoder_type == "static":
+        pooling = "learned-weight mean" if config.pooling == "weighted_mean" else "mean"
+        return f"static word embedding {config.embedding_dim} → {pooling} pooling over real tokens (no recurrence)"
     encoder_config = config.encoder_config or {}
     kind = encoder_config.get("model_type", "transformer")
     # A local folder's full path means nothing to a reader of the card: its name does.
@@ -143,7 +146,7 @@ def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None
     """The "Model" table: what the encoder is, and its size."""
     config = model.config
     rows = [("encoder", _encoder_summary(config, base_model))]
-    if config.encoder_type == "lstm" and config.dropout:
+    if config.encoder_type in ("lstm", "static") and config.dropout:
         rows.append(("regularisation", f"dropout {config.dropout} on the embeddings"))
     if config.projection_dim:
         rows.append(("projection", f"linear layer to {config.projection_dim} dimensions"))

@@ -45,6 +45,16 @@ def test_nearest_non_duplicate_within_margin():
     assert mined["negative_score"][0] == pytest.approx(0.6, abs=1e-5)
 
 
+def test_relative_margin_drops_candidates_close_to_the_positive():
+    pairs = data([("a", "b", 1), ("c", "d", 0), ("e", "f", 0)])
+    # c (0.894) passes the absolute margin 0.0 but not s(a,b) * (1 - 0.1) = 0.859: d is next
+    mined = mine_hard_negatives(TableModel(VECTORS), pairs, margin=0.0, relative_margin=0.1)
+    assert mined["negative"] == ["d"]
+    assert mine_hard_negatives(TableModel(VECTORS), pairs, margin=0.0, relative_margin=None)["negative"] == ["c"]
+    with pytest.raises(ValueError, match="relative_margin must be in"):
+        mine_hard_negatives(TableModel(VECTORS), pairs, relative_margin=1.0)
+
+
 def test_group_members_are_never_negatives():
     pairs = data([("a", "b", 1), ("b", "c", 1), ("d", "e", 0), ("f", "e", 0)])  # a, b, c: one group
     mined = mine_hard_negatives(TableModel(VECTORS), pairs, num_negatives=3, top_k=5, margin=-1.0)
@@ -67,10 +77,10 @@ def test_with_a_real_model(tiny_lstm, word_tokenizer):
     from tests.conftest import TEXTS
 
     pairs = data([(TEXTS[0], TEXTS[1], 1), (TEXTS[2], TEXTS[3], 1), (TEXTS[4], TEXTS[6], 0), (TEXTS[5], TEXTS[7], 0)])
-    mined = mine_hard_negatives(tiny_lstm, pairs, word_tokenizer, num_negatives=2, margin=-2.0)
+    mined = mine_hard_negatives(tiny_lstm, pairs, word_tokenizer, num_negatives=2, margin=-2.0, relative_margin=None)
     assert len(mined) == 4
     # The negatives are the model's two nearest questions outside the anchor's group, best first,
-    # with their cosine scores (margin -2 lets every candidate through).
+    # with their cosine scores (margin -2 and no relative margin let every candidate through).
     embeddings = tiny_lstm.encode(TEXTS[:8], word_tokenizer)
     groups = {TEXTS[0]: {0, 1}, TEXTS[2]: {2, 3}}
     for anchor in groups:

@@ -111,7 +111,10 @@ def test_card_lists_every_option_of_the_loss(word_tokenizer, tmp_path):
     assert {k: config[k] for k in ("loss", "margin", "triplet_margin", "triplet_weight")} == {
         "loss": "contrastive_triplet", "margin": 0.4, "triplet_margin": 0.2, "triplet_weight": 0.5,
     }  # fmt: skip
-    assert "- Loss: `contrastive_triplet` (margin=0.4, triplet_margin=0.2, triplet_weight=0.5)" in card.text
+    assert (
+        "- Loss: `contrastive_triplet` (margin=0.4, triplet_margin=0.2, triplet_weight=0.5, "
+        "ranking_loss=hard_negative_triplet, ranking_candidates=all_rows, temperature=0.05)"
+    ) in card.text
     # The loss a trainer was given is the one the card describes, defaults included.
     trained = build_model_card(model, model_name="m", training_args=_args(tmp_path), loss=VerificationIdentificationLoss(margin=0.3))
     assert "- Loss: `verification_identification` (margin=0.3, verification_weight=1.0)" in trained.text

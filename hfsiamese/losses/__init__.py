@@ -10,8 +10,9 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
 - Declarations: ``requires_labels`` (trains on labelled pairs, 0/1; otherwise on duplicate pairs
   only), ``uses_negatives`` (takes one explicit negative per row when the data has them),
   ``requires_negatives`` (cannot run without them), ``uses_logits`` (needs the model's
-  classification head) and ``uses_in_batch_negatives`` (the batch's other rows are negatives, so
-  batches must not hold two pairs of one duplicate group).
+  classification head), ``uses_in_batch_negatives`` (the batch's other rows are negatives, so
+  batches must not hold two pairs of one duplicate group) and ``requires_teacher`` (learns a
+  teacher's embeddings, ``teacher_a``/``teacher_b``: `EmbeddingDistillationLoss`).
 - Checks: shapes, labels and the declared inputs are checked once, in the base class, with the
   same wording for every loss.
 - Options: the keyword arguments of ``__init__``; ``loss.get_config_dict()`` gives their values
@@ -21,6 +22,7 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
 from .base import SiameseLoss, SiameseLossOutput
 from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from .contrastive_triplet import ContrastiveTripletLoss
+from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .registry import LOSS_OPTIONS, LOSSES, get_loss, loss_kwargs_for, loss_name
@@ -32,6 +34,7 @@ __all__ = [
     "LOSS_OPTIONS",
     "ContrastiveLoss",
     "ContrastiveTripletLoss",
+    "EmbeddingDistillationLoss",
     "HardNegativeTripletLoss",
     "MultipleNegativesRankingLoss",
     "OnlineContrastiveLoss",

@@ -48,6 +48,8 @@ class SiameseLoss(nn.Module):
     - ``uses_logits``: needs the logits of the model's classification head (``logits=``).
     - ``uses_in_batch_negatives``: the batch's other rows serve as negatives, so a batch must not
       hold two pairs of one duplicate group (or must pass ``group_ids`` to mask them).
+    - ``requires_teacher``: learns a teacher's embeddings of both sides (``teacher_a=``,
+      ``teacher_b=`` to `compute`); only `hfsiamese.distillation.DistillationTrainer` passes them.
 
     Subclasses implement `_compute` (the inputs already checked) and take their options as
     keyword arguments of ``__init__``, stored under the same names: `get_config_dict` reads them
@@ -58,6 +60,7 @@ class SiameseLoss(nn.Module):
     uses_negatives: bool = False
     uses_logits: bool = False
     uses_in_batch_negatives: bool = False
+    requires_teacher: bool = False
     #: What makes explicit negatives optional, named in the error when a loss requiring them gets none.
     negatives_optional_with: str | None = None
 

@@ -7,6 +7,7 @@ from typing import Any
 from .base import SiameseLoss
 from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from .contrastive_triplet import ContrastiveTripletLoss
+from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .triplet import TripletLoss
@@ -20,6 +21,7 @@ LOSSES: dict[str, type[SiameseLoss]] = {
     "contrastive_triplet": ContrastiveTripletLoss,
     "multiple_negatives_ranking": MultipleNegativesRankingLoss,
     "verification_identification": VerificationIdentificationLoss,
+    "embedding_distillation": EmbeddingDistillationLoss,
 }
 
 # Every option any registered loss takes, once each: the training arguments hold one field per name

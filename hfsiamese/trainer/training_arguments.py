@@ -46,7 +46,7 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "triplet: also use the other pairs of the batch as negatives."}
     )
     temperature: float | None = field(
-        default=None, metadata={"help": "multiple_negatives_ranking: softmax temperature (default 0.05)."}
+        default=None, metadata={"help": "multiple_negatives_ranking, contrastive_triplet: softmax temperature (default 0.05)."}
     )
     symmetric: bool | None = field(
         default=None, metadata={"help": "multiple_negatives_ranking: add the second-to-first direction."}
@@ -58,7 +58,29 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "contrastive_triplet: margin α of its in-batch triplet term (default 0.25)."}
     )
     triplet_weight: float | None = field(
-        default=None, metadata={"help": "contrastive_triplet: weight w of its in-batch triplet term (default 1.0)."}
+        default=None, metadata={"help": "contrastive_triplet: weight w of its in-batch ranking term (default 1.0)."}
+    )
+    ranking_loss: str | None = field(
+        default=None,
+        metadata={
+            "help": "contrastive_triplet: its in-batch ranking term, 'hard_negative_triplet' or "
+            "'multiple_negatives_ranking' (default hard_negative_triplet)."
+        },
+    )
+    ranking_candidates: str | None = field(
+        default=None,
+        metadata={
+            "help": "contrastive_triplet: the in-batch negatives of a duplicate row, the other 'duplicates' rows' "
+            "second questions or those of 'all_rows' (default duplicates)."
+        },
+    )
+    embedding_weight: float | None = field(
+        default=None,
+        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's embeddings (default 1.0)."},
+    )
+    score_weight: float | None = field(
+        default=None,
+        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
     )
     gather_across_devices: bool | None = field(
         default=None,

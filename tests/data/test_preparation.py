@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import datasets
 import numpy as np
 import pytest
 
 from hfsiamese.arguments import DataArguments
 from hfsiamese.data import load_pairs, split_report
-from hfsiamese.data.preparation import load_splits, training_view, view_for_loss
+from hfsiamese.data.preparation import load_splits, training_view, view_for_loss, warn_if_thin
 from hfsiamese.losses import get_loss
 from tests.conftest import QQP_FILE, TEXTS
 
@@ -84,7 +86,22 @@ def test_training_views(tiny_lstm, word_tokenizer):
     assert np.all(np.asarray(mined["label"]) == 1)
     args = DataArguments(train_view="group_pairs", max_pairs_per_group=1)
     assert len(training_view(TRAIN, args, get_loss("contrastive"), tiny_lstm, word_tokenizer)) == 3
-    args = DataArguments(train_view="triplets")
-    assert training_view(TRAIN, args, get_loss("contrastive"), tiny_lstm, word_tokenizer)["question1"] == [TEXTS[0], TEXTS[2]]
+    # Labelled negatives where the group has one (T0's and T2's), a mined one for the rest (T4's).
+    args = DataArguments(train_view="triplets", mining_margin=-2.0, mining_relative_margin=None)
+    rows = training_view(TRAIN, args, get_loss("contrastive"), tiny_lstm, word_tokenizer)
+    assert rows["question1"] == [TEXTS[0], TEXTS[2], TEXTS[4]] and "__source_row" not in rows.column_names
+    args = DataArguments(train_view="triplets", mining_margin=1.5)  # mining finds nothing: the labelled ones stay
+    labelled = training_view(TRAIN, args, get_loss("contrastive"), tiny_lstm, word_tokenizer)
+    assert labelled["question1"] == [TEXTS[0], TEXTS[2]] and labelled["negative"] == rows["negative"][:2]
     with pytest.raises(ValueError, match="train_view must be one of auto, duplicate_pairs, .*; got 'pairs'"):
         training_view(TRAIN, DataArguments(train_view="pairs"), get_loss("contrastive"), tiny_lstm, word_tokenizer)
+
+
+def test_a_view_keeping_less_than_half_of_the_duplicates_warns(tiny_lstm, word_tokenizer):
+    pairs = datasets.Dataset.from_dict({"question1": TEXTS[0:8:2], "question2": TEXTS[1:8:2], "label": [1, 1, 1, 1]})
+    args = DataArguments(train_view="mined_triplets", mining_margin=-2.0, mining_relative_margin=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every pair keeps a negative: no warning
+        assert len(training_view(pairs, args, get_loss("triplet"), tiny_lstm, word_tokenizer)) == 4
+    with pytest.warns(UserWarning, match=r"train_view=triplets keeps 1 of 4 duplicate pairs \(25%\)"):
+        warn_if_thin("triplets", 1, 4)

@@ -19,18 +19,27 @@ ALL_OPTIONS = {
     "gather_across_devices": False,
     "triplet_margin": 0.2,
     "triplet_weight": 0.5,
+    "ranking_loss": "multiple_negatives_ranking",
+    "ranking_candidates": "duplicates",
     "verification_weight": 2.0,
+    "embedding_weight": 0.5,
+    "score_weight": 2.0,
 }
 EXPECTED_KWARGS = {
     "hard_negative_triplet": {"margin", "use_mean_negative", "use_closest_negative", "negative_selection", "gather_across_devices"},
     "triplet": {"margin", "in_batch_negatives", "gather_across_devices"},
     "contrastive": {"margin"},
     "online_contrastive": {"margin"},
-    "contrastive_triplet": {"margin", "triplet_margin", "triplet_weight"},
+    "contrastive_triplet": {
+        "margin", "triplet_margin", "triplet_weight", "ranking_loss", "ranking_candidates", "temperature"
+    },  # fmt: skip
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},
+    "embedding_distillation": {"embedding_weight", "score_weight"},
 }
-DECLARATIONS = ("requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives")
+DECLARATIONS = (
+    "requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives", "requires_teacher"
+)  # fmt: skip
 
 
 def test_registered_names():
@@ -76,6 +85,8 @@ def test_every_loss_runs_on_what_it_declares(name):
         inputs["negatives"] = n
     if loss_fn.uses_logits:
         inputs["logits"] = torch.randn(4, 2)
+    if loss_fn.requires_teacher:
+        inputs["teacher_a"], inputs["teacher_b"] = (torch.nn.functional.normalize(torch.randn(4, 5), dim=-1) for _ in range(2))
     output = loss_fn.compute(a, b, **inputs)
     assert output.loss.dim() == 0 and torch.isfinite(output.loss)
     assert all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in output.stats.values())

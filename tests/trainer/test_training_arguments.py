@@ -25,6 +25,9 @@ def test_build_loss_takes_the_options_that_apply(tmp_path):
     assert args.loss_options() == {"triplet_margin": 0.2, "triplet_weight": 0.5}
     loss = args.build_loss()
     assert isinstance(loss, ContrastiveTripletLoss)
-    assert loss.get_config_dict() == {"margin": 0.5, "triplet_margin": 0.2, "triplet_weight": 0.5}
+    assert loss.get_config_dict() == {
+        "margin": 0.5, "triplet_margin": 0.2, "triplet_weight": 0.5,
+        "ranking_loss": "hard_negative_triplet", "ranking_candidates": "all_rows", "temperature": 0.05,
+    }  # fmt: skip
     with pytest.warns(UserWarning, match=r"options \['temperature'\] do not apply to loss 'contrastive'"):
         _args(tmp_path, loss="contrastive", temperature=0.1)

@@ -1,0 +1,29 @@
+"""
+Distillation of a transformer teacher into a fast student (LSTM or static encoder), in two stages.
+
+1. The teacher (a fine-tuned MiniLM, say) embeds every training question once (`teacher`); the
+   student learns those embeddings and the teacher's similarities on the training pairs and the
+   pairs within duplicate groups (`data`, `EmbeddingDistillationLoss`, `DistillationTrainer`).
+2. The student is fine-tuned on the labels with the recipe's own loss (`SiameseTrainer`).
+
+`recipes/distill.py` puts the steps in order; `DistillationArguments` holds the options of stage 1.
+"""
+
+from .arguments import DistillationArguments, distillation_training_args
+from .collator import TEACHER_ROW_COLUMNS, DistillationCollator
+from .data import distillation_pairs, with_teacher_rows
+from .teacher import TeacherEmbeddings, encode_teacher_targets, load_teacher
+from .trainer import DistillationTrainer
+
+__all__ = [
+    "TEACHER_ROW_COLUMNS",
+    "DistillationArguments",
+    "DistillationCollator",
+    "DistillationTrainer",
+    "TeacherEmbeddings",
+    "distillation_pairs",
+    "distillation_training_args",
+    "encode_teacher_targets",
+    "load_teacher",
+    "with_teacher_rows",
+]

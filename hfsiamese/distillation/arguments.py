@@ -1,0 +1,82 @@
+"""The options of the distillation stage (`recipes/distill.py`), and the training arguments they make."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..trainer import SiameseTrainingArguments
+
+DISTILLATION_LOSS = "embedding_distillation"
+
+
+@dataclass
+class DistillationArguments:
+    """Which teacher, and how stage 1 (learning the teacher's embeddings) runs; stage 2 takes the usual training flags."""
+
+    teacher_model_name_or_path: str = field(
+        metadata={
+            "help": "The teacher: a saved Siamese checkpoint (e.g. outputs/minilm_qqp, the fine-tuned MiniLM recipe) or a "
+            "base sentence-embedding model folder (mean pooling); 'sentence-transformers/all-MiniLM-L6-v2' is the "
+            "bundled, not fine-tuned, MiniLM (a quick check only)."
+        }
+    )
+    teacher_batch_size: int = field(
+        default=256, metadata={"help": "Texts per batch when the teacher embeds the questions."}
+    )
+    distillation_epochs: float = field(default=10.0, metadata={"help": "Stage 1: epochs over the distillation pairs."})
+    distillation_max_steps: int = field(
+        default=-1, metadata={"help": "Stage 1: stop after this many steps (overrides distillation_epochs when > 0)."}
+    )
+    distillation_learning_rate: float | None = field(
+        default=None, metadata={"help": "Stage 1: learning rate (default: learning_rate, the one stage 2 uses)."}
+    )
+    distill_group_pairs: bool = field(
+        default=True,
+        metadata={
+            "help": "Stage 1 trains on every labelled training pair (so on every training question) and, with this, on "
+            "every pair within a duplicate group too (capped by max_pairs_per_group)."
+        },
+    )
+    fine_tune: bool = field(
+        default=True,
+        metadata={"help": "Stage 2: fine-tune the distilled student on the labels with --loss (default on)."},
+    )
+    evaluate_teacher: bool = field(
+        default=True,
+        metadata={
+            "help": "Score the teacher on the validation pairs too (teacher_eval_* in all_results.json), for comparison."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.teacher_batch_size < 1:
+            raise ValueError(f"teacher_batch_size must be a positive integer, got {self.teacher_batch_size}")
+        if self.distillation_epochs <= 0 and self.distillation_max_steps <= 0:
+            raise ValueError("stage 1 needs distillation_epochs > 0 or distillation_max_steps > 0")
+
+
+def distillation_training_args(
+    training_args: SiameseTrainingArguments, distill_args: DistillationArguments
+) -> SiameseTrainingArguments:
+    """
+    Stage 1's training arguments: the run's own (batch size, schedule type, precision, device, ...)
+    with the distillation loss, stage 1's length and learning rate, no evaluation or checkpoint during
+    it (the recipe evaluates once after it), and plain random batches: the teacher's scores are the
+    targets, so two pairs of one duplicate group in a batch are no false negatives.
+    """
+    return dataclasses.replace(
+        training_args,
+        loss=DISTILLATION_LOSS,
+        num_train_epochs=distill_args.distillation_epochs,
+        max_steps=distill_args.distillation_max_steps,
+        learning_rate=distill_args.distillation_learning_rate or training_args.learning_rate,
+        eval_strategy="no",
+        save_strategy="no",
+        load_best_model_at_end=False,
+        no_duplicate_batches=False,
+        push_to_hub=False,
+    )
+
+
+__all__ = ["DISTILLATION_LOSS", "DistillationArguments", "distillation_training_args"]

@@ -1,0 +1,83 @@
+"""`DistillationTrainer`: a `SiameseTrainer` whose loss regresses the student on the teacher's embeddings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+import torch
+from torch import nn
+
+from ..data.collator import SiamesePairCollator
+from ..losses.embedding_distillation import EmbeddingDistillationLoss
+from ..trainer.siamese_trainer import BATCH_ONLY_KEYS, SiameseTrainer
+from .collator import TEACHER_KEYS, DistillationCollator
+
+__all__ = ["DistillationTrainer"]
+
+
+class DistillationTrainer(SiameseTrainer):
+    """
+    Stage 1 of distillation: batches carry the teacher's vectors of both sides (`DistillationCollator`,
+    from `teacher_vectors` and the training rows' `teacher_row_a`/`teacher_row_b`), and the loss
+    (`EmbeddingDistillationLoss`, `--loss embedding_distillation`) gets them beside the student's
+    embeddings. Evaluation, saving and calibration are the `SiameseTrainer`'s.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        args: Any = None,
+        *,
+        teacher_vectors: torch.Tensor,
+        train_dataset: datasets.Dataset | None = None,
+        eval_dataset: datasets.Dataset | None = None,
+        processing_class: Any | None = None,
+        loss: EmbeddingDistillationLoss | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if processing_class is None:
+            raise ValueError("pass processing_class=tokenizer (the student's, used to pad pairs)")
+        if args is not None and args.gradient_cache_mini_batch_size:
+            raise ValueError(
+                "gradient_cache_mini_batch_size is not supported by distillation: its loss needs the teacher's vectors"
+            )
+        collator = DistillationCollator(SiamesePairCollator(processing_class), teacher_vectors)
+        super().__init__(
+            model=model,
+            args=args,
+            data_collator=collator,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            loss=loss,
+            **kwargs,
+        )
+        if not isinstance(self.loss_fn, EmbeddingDistillationLoss):
+            raise TypeError(
+                f"DistillationTrainer trains with EmbeddingDistillationLoss (--loss embedding_distillation), got "
+                f"{type(self.loss_fn).__name__}"
+            )
+
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        missing = [key for key in TEACHER_KEYS if key not in inputs]
+        if missing:
+            raise ValueError(
+                f"the batch lacks the teacher's vectors {missing}: the training rows need teacher_row_a/teacher_row_b "
+                "(hfsiamese.distillation.with_teacher_rows)"
+            )
+        skipped = (*BATCH_ONLY_KEYS, *TEACHER_KEYS)
+        outputs = model(**{key: value for key, value in inputs.items() if key not in skipped})
+        output = self.loss_fn.compute(
+            outputs.embeddings_a, outputs.embeddings_b, teacher_a=inputs["teacher_a"], teacher_b=inputs["teacher_b"]
+        )
+        if self.model.training:
+            self.nonfinite_loss.check(output.loss, inputs, self)
+            self.loss_statistics.add(output.stats)
+        return (output.loss, outputs) if return_outputs else output.loss

@@ -1,0 +1,178 @@
+#!/usr/bin/env python
+"""Distil a fine-tuned transformer (the teacher) into a fast CPU student: an LSTM or a static encoder.
+
+    python recipes/distill.py recipes/configs/lstm_distilled_qqp.yaml --teacher_model_name_or_path outputs/minilm_qqp
+    python recipes/distill.py recipes/configs/static_distilled_qqp.yaml --teacher_model_name_or_path outputs/minilm_qqp
+    # a quick check with the bundled, not fine-tuned, MiniLM as the teacher
+    python recipes/distill.py recipes/configs/static_distilled_qqp.yaml \
+        --teacher_model_name_or_path sentence-transformers/all-MiniLM-L6-v2 --distillation_max_steps 300
+
+Stage 1: the teacher embeds every question of the training split once; the student learns those
+embeddings and the teacher's similarities on every labelled training pair and every pair within a
+duplicate group (`--loss embedding_distillation`'s terms, `--embedding_weight`, `--score_weight`).
+Stage 2 (`--fine_tune`, on by default): the student is fine-tuned on the labels with `--loss`, as
+`recipes/train.py` trains. The data, its split and the validation pairs are `recipes/train.py`'s, so
+the figures compare. `<output_dir>/all_results.json` holds the teacher's validation metrics
+(`teacher_eval_*`), the student's after stage 1 (`distillation_eval_*`) and after stage 2 (`eval_*`).
+
+The steps are the package's (`hfsiamese.distillation`, `hfsiamese.data.preparation`,
+`hfsiamese.model_building`, `hfsiamese.trainer`); this script only puts them in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import datasets
+import torch
+import transformers
+from transformers import HfArgumentParser, set_seed
+from transformers.trainer_utils import enable_full_determinism
+
+from hfsiamese.arguments import DataArguments, ModelArguments, model_card_kwargs, parse_config_and_flags
+from hfsiamese.command_line import UsageError, run_recipe
+from hfsiamese.cpu_threads import apply_cpu_threads
+from hfsiamese.data import tokenize_pairs
+from hfsiamese.data.preparation import load_splits, training_view
+from hfsiamese.distillation import (
+    DistillationArguments,
+    DistillationTrainer,
+    distillation_pairs,
+    distillation_training_args,
+    encode_teacher_targets,
+    load_teacher,
+    with_teacher_rows,
+)
+from hfsiamese.evaluation import evaluate_pairs
+from hfsiamese.model_building import build_model_and_tokenizer
+from hfsiamese.run_folder import claim_output_dir
+from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from hfsiamese.trainer.run_end import end_run, save_run
+
+RECIPES_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_distilled_qqp.yaml"
+DEFAULT_TRAIN_FILE = RECIPES_DIR / "data" / "qqp_dev.tsv"
+
+logger = logging.getLogger("hfsiamese.recipes.distill")
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = HfArgumentParser((ModelArguments, DataArguments, DistillationArguments, SiameseTrainingArguments))
+    model_args, data_args, distill_args, training_args = parse_config_and_flags(
+        parser, argv, default_config=DEFAULT_CONFIG
+    )
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    transformers.utils.logging.set_verbosity_warning()
+    transformers.utils.logging.disable_progress_bar()  # the training bar is the one bar
+    datasets.disable_progress_bars()
+    if training_args.should_log:
+        datasets.utils.logging.set_verbosity_warning()
+    if training_args.resume_from_checkpoint is not None:
+        raise UsageError("recipes/distill.py does not resume a run: start it again with --overwrite_output_dir")
+    lock = claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG)  # named, checked, locked
+    try:
+        return distill(model_args, data_args, distill_args, training_args)
+    finally:
+        lock.release()
+
+
+def distill(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    distill_args: DistillationArguments,
+    training_args: SiameseTrainingArguments,
+) -> dict[str, float]:
+    """Both stages, once the output folder is this run's."""
+    enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
+    threads = apply_cpu_threads(training_args.num_threads)
+    if training_args.process_index == 0:
+        logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
+
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        splits = load_splits(data_args, default_train_file=DEFAULT_TRAIN_FILE)
+    loss = training_args.build_loss()
+    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
+    model.check_tokenizer(tokenizer)
+    tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
+    eval_dataset = tokenize_pairs(splits["validation"], tokenizer, **tokenize)
+
+    # Stage 1: the teacher's embeddings of every training question, learned on pairs.
+    metrics: dict[str, float] = {}
+    teacher, teacher_tokenizer = load_teacher(distill_args.teacher_model_name_or_path, device=training_args.device)
+    rows = distillation_pairs(
+        splits["train"],
+        include_group_pairs=distill_args.distill_group_pairs,
+        max_pairs_per_group=data_args.max_pairs_per_group,
+        seed=data_args.split_seed,
+    )
+    targets = encode_teacher_targets(
+        teacher,
+        teacher_tokenizer,
+        list(rows["question1"]) + list(rows["question2"]),
+        batch_size=distill_args.teacher_batch_size,
+    )
+    if distill_args.evaluate_teacher:
+        teacher_metrics = evaluate_pairs(
+            teacher, splits["validation"], teacher_tokenizer, batch_size=distill_args.teacher_batch_size
+        )
+        metrics.update({f"teacher_eval_{name}": value for name, value in teacher_metrics.items()})
+    del teacher
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    with training_args.main_process_first(desc="tokenising pairs"):
+        stage1_dataset = tokenize_pairs(with_teacher_rows(rows, targets), tokenizer, **tokenize)
+    if training_args.process_index == 0:
+        logger.info(
+            "stage 1: %d pairs over %d distinct questions, teacher dim %d",
+            len(stage1_dataset),
+            len(targets.texts),
+            targets.dim,
+        )
+    stage1_args = distillation_training_args(training_args, distill_args)
+    trainer = DistillationTrainer(
+        model=model,
+        args=stage1_args,
+        teacher_vectors=targets.vectors,
+        train_dataset=stage1_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        loss=stage1_args.build_loss(),
+    )
+    stage1_metrics = dict(trainer.train().metrics)
+    # Evaluating calibrates config.threshold, which save_model then stores with the weights.
+    eval_metrics = trainer.evaluate()
+    metrics.update({f"distillation_{name}": value for name, value in {**stage1_metrics, **eval_metrics}.items()})
+    metrics["distillation_train_samples"] = len(stage1_dataset)
+
+    # Stage 2: fine-tuning on the labels, as recipes/train.py trains.
+    if distill_args.fine_tune:
+        with training_args.main_process_first(desc="tokenising pairs"):
+            train_dataset = tokenize_pairs(
+                training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize
+            )
+        trainer = SiameseTrainer(
+            model=model,
+            args=training_args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=tokenizer,
+            loss=loss,
+        )
+        metrics.update(trainer.train().metrics)
+        metrics["train_samples"] = len(train_dataset)
+        eval_metrics = trainer.evaluate()
+    metrics.update(eval_metrics)
+    card = model_card_kwargs(model_args, data_args)
+    card["arguments"]["teacher_model_name_or_path"] = distill_args.teacher_model_name_or_path
+    save_run(trainer, metrics, card=card)
+    corpus = data_args.train_file or (None if data_args.dataset_name else DEFAULT_TRAIN_FILE)
+    end_run(trainer, metrics, corpus_file=corpus, recipes_dir=RECIPES_DIR)
+    return metrics
+
+
+if __name__ == "__main__":
+    run_recipe(main)
