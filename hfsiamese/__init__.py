@@ -4,6 +4,8 @@ from transformers import AutoConfig, AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .configuration_siamese import SiameseConfig
+from .model_loading import load_siamese_model
+from .modeling_onnx import OnnxSiameseConfig, OnnxSiameseModel
 from .modeling_siamese import SiameseModel, SiameseModelOutput
 from .pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline
 
@@ -11,6 +13,10 @@ from .pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipel
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.
 AutoConfig.register(SiameseConfig.model_type, SiameseConfig, exist_ok=True)
 AutoModel.register(SiameseConfig, SiameseModel, exist_ok=True)
+# ONNX exports (`recipes/export.py`): AutoConfig reads their config.json (AutoTokenizer needs it) and
+# AutoModel returns an OnnxSiameseModel; `load_siamese_model` picks either class from the folder.
+AutoConfig.register(OnnxSiameseConfig.model_type, OnnxSiameseConfig, exist_ok=True)
+AutoModel.register(OnnxSiameseConfig, OnnxSiameseModel, exist_ok=True)
 SiameseConfig.register_for_auto_class()
 SiameseModel.register_for_auto_class("AutoModel")
 # `pipeline("question-duplicates", model=SiameseModel instance, tokenizer=...)` with hfsiamese imported; a
@@ -20,4 +26,13 @@ if PIPELINE_TASK not in PIPELINE_REGISTRY.supported_tasks:
 
 __version__ = "0.1.0"
 
-__all__ = ["SiameseConfig", "SiameseModel", "SiameseModelOutput", "QuestionDuplicatesPipeline", "__version__"]
+__all__ = [
+    "OnnxSiameseConfig",
+    "OnnxSiameseModel",
+    "SiameseConfig",
+    "SiameseModel",
+    "SiameseModelOutput",
+    "load_siamese_model",
+    "QuestionDuplicatesPipeline",
+    "__version__",
+]

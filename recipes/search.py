@@ -31,17 +31,15 @@ from typing import Any
 
 import datasets
 import transformers
-from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.arguments import parse_config_and_flags
-from hfsiamese.data import load_pairs
-from hfsiamese.data.question_ids import distinct_questions
+from hfsiamese.command_line import run_recipe
+from hfsiamese.model_loading import load_siamese_model
 from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
-
-CORPUS_FORMATS = ("auto", "lines", "table", "pairs")
-_TABLE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
 @dataclass
@@ -67,45 +65,6 @@ class SearchArguments:
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
 
 
-def read_corpus(args: SearchArguments) -> tuple[list[str], list[Any] | None]:
-    """The texts (and ids, where the file has them) of the corpus file."""
-    path = Path(args.corpus)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {path}")
-    kind = args.corpus_format
-    if kind == "auto":
-        if args.text_column is not None:
-            kind = "table"
-        elif path.suffix.lower() == ".txt" and "\t" not in _first_line(path):
-            kind = "lines"
-        else:
-            kind = "pairs"
-    if kind == "lines":
-        with open(path, encoding="utf-8") as handle:
-            return [line.strip() for line in handle if line.strip()], None
-    if kind == "table":
-        if args.text_column is None:
-            raise ValueError("--corpus_format table needs --text_column")
-        builder = _TABLE_BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise ValueError(f"cannot read {path} as a table: use a {'/'.join(_TABLE_BUILDERS)} file")
-        options = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
-        table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
-        for flag, column in (("--text_column", args.text_column), ("--id_column", args.id_column)):
-            if column is not None and column not in table.column_names:
-                raise ValueError(f"{flag} {column!r} is not a column of {path}; columns: {table.column_names}")
-        texts = list(table[args.text_column])
-        ids = list(table[args.id_column]) if args.id_column else None
-        return texts, ids
-    pairs = load_pairs(str(path))
-    return distinct_questions(pairs)
-
-
-def _first_line(path: Path) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.readline()
-
-
 def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
     options = {"backend": args.backend, "batch_size": args.batch_size, "max_length": args.max_length}
     if args.threshold is not None:
@@ -117,7 +76,7 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
                 f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index "
                 "to rebuild it from the corpus"
             )
-        model = AutoModel.from_pretrained(args.model_name_or_path)
+        model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
         tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
         return DuplicateIndex.load(args.index_dir, model, tokenizer, **options)
     if args.corpus is None:
@@ -130,8 +89,8 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
             raise FileExistsError(
                 f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index"
             )
-    texts, ids = read_corpus(args)
-    model = AutoModel.from_pretrained(args.model_name_or_path)
+    texts, ids = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
+    model = load_siamese_model(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     index = DuplicateIndex.build(texts, model, tokenizer, ids=ids, **options)
     if args.index_dir is not None:
@@ -170,4 +129,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    run_recipe(main)

@@ -1,0 +1,38 @@
+#!/usr/bin/env python
+"""A duplicate-search web app for your corpus: "has this question already been asked?" (Gradio).
+
+    python recipes/app.py --model_name_or_path outputs/lstm_qqp --corpus recipes/data/qqp_dev.tsv
+    python recipes/app.py --model_name_or_path outputs/lstm_qqp --corpus questions.txt --index outputs/my_index
+    python recipes/app.py --model_name_or_path outputs/lstm_qqp --index outputs/my_index --port 8080
+
+Then open http://127.0.0.1:7860. It binds 127.0.0.1 (this machine only) unless --host says
+otherwise. The corpus formats are those of recipes/search.py; --index loads a saved index, or
+saves the one built from --corpus there. Needs `pip install "hfsiamese[app]"`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import datasets
+import transformers
+from transformers import HfArgumentParser
+
+import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
+from hfsiamese.app import AppArguments, app_from_arguments
+from hfsiamese.arguments import parse_config_and_flags
+from hfsiamese.command_line import run_recipe
+
+
+def main(argv: list[str] | None = None) -> None:
+    (args,) = parse_config_and_flags(HfArgumentParser(AppArguments), argv)
+    logging.basicConfig(level=logging.WARNING)
+    transformers.utils.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+    app = app_from_arguments(args)
+    print(f"Serving on http://{args.host}:{args.port}", flush=True)
+    app.launch(server_name=args.host, server_port=args.port, show_error=False, quiet=True)
+
+
+if __name__ == "__main__":
+    run_recipe(main)

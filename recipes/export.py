@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""Export a trained Siamese model to an ONNX model folder for CPU serving (onnxruntime), optionally int8.
+
+    python recipes/export.py --model_name_or_path outputs/lstm_qqp --output_dir outputs/lstm_qqp_onnx
+    python recipes/export.py --model_name_or_path outputs/minilm_qqp --output_dir outputs/minilm_qqp_int8 --quantize int8
+
+The output folder loads with `hfsiamese.load_siamese_model` (and so in recipes/evaluate_pairs.py,
+recipes/search.py, recipes/app.py and `DuplicateIndex`) with the same threshold and calibration.
+Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onnx` entry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import transformers
+from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+
+import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
+from hfsiamese.arguments import parse_config_and_flags
+from hfsiamese.command_line import run_recipe
+from hfsiamese.hub_access import require_local_or_cached
+from hfsiamese.model_loading import is_onnx_folder
+from hfsiamese.onnx_export import ExportArguments, export_onnx
+
+
+def main(argv: list[str] | None = None) -> dict:
+    (args,) = parse_config_and_flags(HfArgumentParser(ExportArguments), argv)
+    logging.basicConfig(level=logging.WARNING)
+    transformers.utils.logging.set_verbosity_error()
+    if is_onnx_folder(args.model_name_or_path):
+        raise ValueError(f"{args.model_name_or_path} is already an ONNX export: export the PyTorch model it came from")
+    require_local_or_cached(args.model_name_or_path)
+    model = AutoModel.from_pretrained(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+    config = export_onnx(
+        model,
+        tokenizer,
+        args.output_dir,
+        quantize=args.quantize,
+        opset=args.opset,
+        source_dir=args.model_name_or_path,
+        overwrite=args.overwrite_output_dir,
+    )
+    print(json.dumps(config.onnx, sort_keys=True))
+    return config.onnx
+
+
+if __name__ == "__main__":
+    run_recipe(main)
