@@ -25,9 +25,7 @@ import logging
 import sys
 from pathlib import Path
 
-import datasets
 import torch
-import transformers
 from transformers import HfArgumentParser, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
@@ -49,6 +47,7 @@ from hfsiamese.evaluation import evaluate_pairs
 from hfsiamese.model_building import build_model_and_tokenizer
 from hfsiamese.run_folder import claim_output_dir
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from hfsiamese.trainer.progress import configure_training_console
 from hfsiamese.trainer.run_end import end_run, save_run
 
 RECIPES_DIR = Path(__file__).resolve().parent
@@ -65,12 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         parser, argv, default_config=DEFAULT_CONFIG
     )
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    transformers.utils.logging.set_verbosity_warning()
-    transformers.utils.logging.disable_progress_bar()  # the training bar is the one bar
-    datasets.disable_progress_bars()
-    if training_args.should_log:
-        datasets.utils.logging.set_verbosity_warning()
+    configure_training_console(training_args.should_log)
     if training_args.resume_from_checkpoint is not None:
         raise UsageError("recipes/distill.py does not resume a run: start it again with --overwrite_output_dir")
     lock = claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG)  # named, checked, locked

@@ -21,8 +21,6 @@ import logging
 import sys
 from pathlib import Path
 
-import datasets
-import transformers
 from transformers import HfArgumentParser, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
@@ -36,6 +34,7 @@ from hfsiamese.model_building import build_model_and_tokenizer, check_same_vocab
 from hfsiamese.run_folder import claim_output_dir
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.trainer.checkpoints import resolve_resume_checkpoint
+from hfsiamese.trainer.progress import configure_training_console
 from hfsiamese.trainer.run_end import end_run, save_run
 
 RECIPES_DIR = Path(__file__).resolve().parent
@@ -50,12 +49,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=DEFAULT_CONFIG)
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
-    transformers.utils.logging.set_verbosity_warning()
-    transformers.utils.logging.disable_progress_bar()  # "Writing model shards": the training bar is the one bar
-    datasets.disable_progress_bars()
-    if training_args.should_log:
-        datasets.utils.logging.set_verbosity_warning()
+    configure_training_console(training_args.should_log)
     lock = claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG)  # named, checked, locked
     try:
         return train(model_args, data_args, training_args)
