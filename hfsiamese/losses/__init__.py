@@ -4,7 +4,7 @@ Losses for Siamese training, one per module, selected by name in `SiameseTrainin
 The contract (`base.SiameseLoss`), which the trainer and the recipes read and nothing else guesses:
 
 - Call: ``loss.compute(embeddings_a, embeddings_b, *, labels=None, group_ids=None, negatives=None,
-  logits=None)`` returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
+  logits=None, teacher_a=None, teacher_b=None)`` returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
   device tensors, e.g. how many negatives were hard; the trainer averages them between logs).
   ``loss(embeddings_a, embeddings_b, ...)`` returns the scalar alone.
 - Declarations: ``requires_labels`` (trains on labelled pairs, 0/1; otherwise on duplicate pairs

@@ -77,10 +77,16 @@ class SiameseLoss(nn.Module):
         group_ids: torch.Tensor | None = None,
         negatives: torch.Tensor | None = None,
         logits: torch.Tensor | None = None,
+        teacher_a: torch.Tensor | None = None,
+        teacher_b: torch.Tensor | None = None,
     ) -> SiameseLossOutput:
         """Check the inputs against the declarations, then compute the loss and its statistics."""
         self.check_inputs(embeddings_a, embeddings_b, labels=labels, negatives=negatives, logits=logits)
-        return self._compute(embeddings_a, embeddings_b, labels=labels, group_ids=group_ids, negatives=negatives, logits=logits)
+        inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
+        if self.requires_teacher:  # only a loss that declares it takes the teacher's embeddings
+            self.check_teacher(embeddings_a, teacher_a, teacher_b)
+            inputs.update(teacher_a=teacher_a.to(embeddings_a.dtype), teacher_b=teacher_b.to(embeddings_b.dtype))
+        return self._compute(embeddings_a, embeddings_b, **inputs)
 
     def forward(
         self,
@@ -91,9 +97,12 @@ class SiameseLoss(nn.Module):
         group_ids: torch.Tensor | None = None,
         negatives: torch.Tensor | None = None,
         logits: torch.Tensor | None = None,
+        teacher_a: torch.Tensor | None = None,
+        teacher_b: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The scalar loss (`compute` without the statistics)."""
-        return self.compute(embeddings_a, embeddings_b, labels=labels, group_ids=group_ids, negatives=negatives, logits=logits).loss
+        inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
+        return self.compute(embeddings_a, embeddings_b, teacher_a=teacher_a, teacher_b=teacher_b, **inputs).loss
 
     def _compute(
         self,
@@ -106,6 +115,22 @@ class SiameseLoss(nn.Module):
         logits: torch.Tensor | None,
     ) -> SiameseLossOutput:
         raise NotImplementedError(f"{type(self).__name__} must implement _compute")
+
+    def check_teacher(
+        self, embeddings_a: torch.Tensor, teacher_a: torch.Tensor | None, teacher_b: torch.Tensor | None
+    ) -> None:
+        """A teacher-learning loss's inputs: the teacher's embeddings of both sides, one row per pair."""
+        name = type(self).__name__
+        if teacher_a is None or teacher_b is None:
+            raise ValueError(
+                f"{name} needs the teacher's embeddings of both sides (teacher_a, teacher_b): "
+                "train it with recipes/distill.py (hfsiamese.distillation.DistillationTrainer)"
+            )
+        if teacher_a.shape != teacher_b.shape or teacher_a.dim() != 2 or teacher_a.shape[0] != embeddings_a.shape[0]:
+            raise ValueError(
+                f"teacher_a and teacher_b must both be (batch, teacher dim) with batch {embeddings_a.shape[0]}, got "
+                f"{tuple(teacher_a.shape)} and {tuple(teacher_b.shape)}"
+            )
 
     def check_inputs(
         self,

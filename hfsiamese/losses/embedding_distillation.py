@@ -55,66 +55,16 @@ class EmbeddingDistillationLoss(SiameseLoss):
         self.embedding_weight = embedding_weight
         self.score_weight = score_weight
 
-    def compute(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        teacher_a: torch.Tensor | None = None,
-        teacher_b: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-        logits: torch.Tensor | None = None,
+    def _compute(
+        self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits, teacher_a, teacher_b
     ) -> SiameseLossOutput:
-        """The base checks, then the teacher's embeddings: both sides, one row per pair, and for the
-        embedding term the student's size."""
-        self.check_inputs(embeddings_a, embeddings_b, labels=labels, negatives=negatives, logits=logits)
-        if teacher_a is None or teacher_b is None:
-            raise ValueError(
-                "EmbeddingDistillationLoss needs the teacher's embeddings of both sides (teacher_a, teacher_b): "
-                "train it with recipes/distill.py (hfsiamese.distillation.DistillationTrainer)"
-            )
-        if teacher_a.shape != teacher_b.shape or teacher_a.dim() != 2 or teacher_a.shape[0] != embeddings_a.shape[0]:
-            raise ValueError(
-                f"teacher_a and teacher_b must both be (batch, teacher dim) with batch {embeddings_a.shape[0]}, got "
-                f"{tuple(teacher_a.shape)} and {tuple(teacher_b.shape)}"
-            )
+        # The base class checked both teacher sides (`check_teacher`); the embedding term also needs the sizes to agree.
         if self.embedding_weight and teacher_a.shape[1] != embeddings_a.shape[1]:
             raise ValueError(
                 f"the embedding term compares the student's {embeddings_a.shape[1]}-d embeddings with the teacher's "
                 f"{teacher_a.shape[1]}-d ones: give the student projection_dim={teacher_a.shape[1]}, or set "
                 "embedding_weight=0 (the score term works across sizes)"
             )
-        return self._distill(
-            embeddings_a, embeddings_b, teacher_a.to(embeddings_a.dtype), teacher_b.to(embeddings_b.dtype)
-        )
-
-    def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        teacher_a: torch.Tensor | None = None,
-        teacher_b: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-        logits: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """The scalar loss (`compute` without the statistics)."""
-        inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
-        return self.compute(embeddings_a, embeddings_b, teacher_a=teacher_a, teacher_b=teacher_b, **inputs).loss
-
-    def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
-        # Reached only through SiameseLoss.compute, i.e. without the teacher's embeddings.
-        return self.compute(
-            embeddings_a, embeddings_b, labels=labels, group_ids=group_ids, negatives=negatives, logits=logits
-        )
-
-    def _distill(
-        self, embeddings_a: torch.Tensor, embeddings_b: torch.Tensor, teacher_a: torch.Tensor, teacher_b: torch.Tensor
-    ) -> SiameseLossOutput:
         zero = embeddings_a.new_zeros(())
         embedding_term = score_term = zero
         if self.embedding_weight:
