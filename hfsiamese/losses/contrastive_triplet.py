@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 from .contrastive import pair_terms
+from .distributed import in_batch_negative_mask
 
 RANKING_LOSSES = ("hard_negative_triplet", "multiple_negatives_ranking")
 RANKING_CANDIDATES = ("duplicates", "all_rows")
@@ -111,33 +112,29 @@ class ContrastiveTripletLoss(SiameseLoss):
         is_duplicate: torch.Tensor,
         group_ids: torch.Tensor | None,
     ) -> torch.Tensor:
-        """``R`` of the docstring (unweighted); 0 on the graph when no duplicate row has a candidate."""
-        anchors = is_duplicate.nonzero().squeeze(1)
-        columns = (
-            anchors
-            if self.ranking_candidates == "duplicates"
-            else torch.arange(is_duplicate.numel(), device=anchors.device)
-        )
-        scores = embeddings_a[anchors] @ embeddings_b[columns].T  # (|D|, |columns|)
-        # Column of each anchor's own positive: anchors are a subset of columns in both settings.
-        positive_column = torch.searchsorted(columns, anchors)
-        rows = torch.arange(len(anchors), device=scores.device)
-        positives = scores[rows, positive_column]
-        candidates = torch.ones_like(scores, dtype=torch.bool)
-        candidates[rows, positive_column] = False
-        if group_ids is not None:
-            candidates &= group_ids[anchors].view(-1, 1) != group_ids[columns].view(1, -1)
-        has_candidate = candidates.any(dim=1)
-        if not bool(has_candidate.any()):
-            return scores.sum() * 0.0
+        """
+        ``R`` of the docstring (unweighted); 0 on the graph when no duplicate row has a candidate. Computed
+        over the whole ``(B, B)`` score matrix with masks (rows: the duplicate anchors; columns: the
+        candidates), so no step waits on the host for how many duplicate rows the batch holds.
+        """
+        batch_size = is_duplicate.numel()
+        scores = embeddings_a @ embeddings_b.T
+        positives = scores.diagonal()
+        candidates = in_batch_negative_mask(batch_size, batch_size, 0, group_ids, group_ids, scores.device)
+        if self.ranking_candidates == "duplicates":
+            candidates &= is_duplicate.view(1, -1)
+        anchors = is_duplicate & candidates.any(dim=1)
         if self.ranking_loss == "multiple_negatives_ranking":
-            logits = scores.masked_fill(~candidates, float("-inf"))
-            logits[rows, positive_column] = positives
-            terms = F.cross_entropy(logits / self.temperature, positive_column, reduction="none")
+            logits = scores.masked_fill(
+                ~(candidates | torch.eye(batch_size, dtype=torch.bool, device=scores.device)), float("-inf")
+            )
+            terms = F.cross_entropy(
+                logits / self.temperature, torch.arange(batch_size, device=scores.device), reduction="none"
+            )
         else:
             mean_negative = (scores * candidates).sum(dim=1) / candidates.sum(dim=1).clamp(min=1)
+            # A row without candidates has closest −inf: a zero hinge and a zero gradient.
             closest_negative = scores.masked_fill(~candidates, float("-inf")).max(dim=1).values
             terms = torch.relu(self.triplet_margin - positives + mean_negative)
-            # A row without candidates has closest −inf: a zero hinge and a zero gradient.
             terms = terms + torch.relu(self.triplet_margin - positives + closest_negative)
-        return (terms * has_candidate).sum() / has_candidate.sum()
+        return (terms * anchors).sum() / anchors.sum().clamp(min=1)
