@@ -43,6 +43,7 @@ TINY_TRAINING = (
 )
 # `recipes/distill.py` trains too (stage 2 as train.py does), after a stage 1 of its own.
 TINY_DISTILLATION = f"{TINY_TRAINING} --distillation_max_steps 2"
+TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION}
 INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 # The user's own data the examples name, made from the embedded QQP pairs: (file, columns of the header).
 USER_FILES = {
@@ -103,14 +104,7 @@ def shell_commands(code: str) -> list[str]:
 def runnable(command: str) -> str | None:
     """The command as the test runs it: install steps dropped, tiny settings added to training; None if nothing is left."""
     steps = [step.strip() for step in command.split("&&") if not INSTALL_STEP.match(step)]
-    steps = [
-        f"{step} {TINY_TRAINING}"
-        if "recipes/train.py" in step
-        else f"{step} {TINY_DISTILLATION}"
-        if "recipes/distill.py" in step
-        else step
-        for step in steps
-    ]
+    steps = [next((f"{step} {tiny}" for script, tiny in TINY_FLAGS.items() if script in step), step) for step in steps]
     return " && ".join(steps) or None
 
 
