@@ -83,17 +83,14 @@ def retrieval_worker(model_dir: str, config: str) -> None:
     """Print the retrieval metrics of a trained folder on the validation slice of `config`'s split."""
     sys.path.insert(0, str(BENCHMARKS))
     import torch
-    from qqp_slices import recipe_splits
+    from qqp_slices import recipe_splits, validation_retrieval
     from transformers import AutoModel, AutoTokenizer
 
     import hfsiamese  # noqa: F401  (registers the auto classes)
-    from hfsiamese.evaluation import evaluate_retrieval, question_corpus
 
     model = AutoModel.from_pretrained(model_dir).to("cuda" if torch.cuda.is_available() else "cpu")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    questions, groups = question_corpus(recipe_splits(config)["validation"])
-    metrics = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,))
-    print(json.dumps({f"retrieval_{name}": metrics[name] for name in ("mrr@10", "recall@10")}))
+    print(json.dumps(validation_retrieval(model, tokenizer, recipe_splits(config)["validation"])))
 
 
 def summary_table(rows: dict[str, list[dict]]) -> str:

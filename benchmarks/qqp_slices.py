@@ -33,3 +33,16 @@ def qqp_train_and_validation(config: str | Path = DEFAULT_CONFIG) -> tuple[datas
     """Training pairs (with `group_id`) and labelled validation pairs, as the recipe splits them."""
     splits = recipe_splits(config)
     return splits["train"], splits["validation"]
+
+
+def validation_retrieval(model, tokenizer, validation: datasets.Dataset, **encode) -> dict[str, float]:
+    """
+    The second job on a validation slice: every distinct question searches the slice's others for the
+    rest of its duplicate group (`hfsiamese.evaluation.evaluate_retrieval`); `retrieval_mrr@10` and
+    `retrieval_recall@10`. `encode` goes to `model.encode` (batch_size, max_length).
+    """
+    from hfsiamese.evaluation import evaluate_retrieval, question_corpus
+
+    questions, groups = question_corpus(validation)
+    metrics = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,), **encode)
+    return {f"retrieval_{name}": metrics[name] for name in ("mrr@10", "recall@10")}

@@ -82,12 +82,10 @@ def _scored(scores, labels, train_s: float | None, steps: int | None) -> dict:
 
 
 def _retrieval(model, tokenizer, validation) -> dict:
-    """MRR@10 and recall@10 of duplicate retrieval over the validation pairs' distinct questions."""
-    from hfsiamese.evaluation import evaluate_retrieval, question_corpus
+    """MRR@10 and recall@10 of duplicate retrieval over the validation pairs' distinct questions, rounded."""
+    from qqp_slices import validation_retrieval
 
-    questions, groups = question_corpus(validation)
-    metrics = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,))
-    return {"retrieval_mrr@10": round(metrics["mrr@10"], 4), "retrieval_recall@10": round(metrics["recall@10"], 4)}
+    return {name: round(value, 4) for name, value in validation_retrieval(model, tokenizer, validation).items()}
 
 
 class _SentenceTransformerEncoder:

@@ -36,12 +36,12 @@ BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
 from machine_info import machine
-from qqp_slices import EMBEDDED_PAIRS, qqp_train_and_validation
+from qqp_slices import EMBEDDED_PAIRS, qqp_train_and_validation, validation_retrieval
 
 from hfsiamese.data import load_pairs
 from hfsiamese.data.question_ids import distinct_questions
 from hfsiamese.distillation import load_teacher
-from hfsiamese.evaluation import evaluate_pairs, evaluate_retrieval, question_corpus
+from hfsiamese.evaluation import evaluate_pairs
 
 
 def parse_models(specs: list[str]) -> list[tuple[str, str]]:
@@ -72,15 +72,14 @@ def quality(model, tokenizer, validation, *, batch_size: int) -> dict[str, float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the uncalibrated case is flagged in the table instead
         pairs = evaluate_pairs(model, validation, tokenizer, batch_size=batch_size)
-    questions, groups = question_corpus(validation)
-    retrieval = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,), batch_size=batch_size)
+    retrieval = validation_retrieval(model, tokenizer, validation, batch_size=batch_size)
     return {
         "average_precision": pairs["average_precision"],
         "accuracy": pairs["accuracy"],
         "threshold": pairs["threshold"],
         "calibrated": calibrated,
-        "mrr@10": retrieval["mrr@10"],
-        "recall@10": retrieval["recall@10"],
+        "mrr@10": retrieval["retrieval_mrr@10"],
+        "recall@10": retrieval["retrieval_recall@10"],
     }
 
 
