@@ -106,7 +106,7 @@ def run_pipeline(path: str, cache_dir: str, minilm: bool) -> None:
     )
     from hfsiamese.data.arrow_columns import column_numpy
     from hfsiamese.data.deduplication import deduplicate_pairs
-    from hfsiamese.tokenization import train_word_tokenizer
+    from hfsiamese.training.word_tokenizer import train_word_tokenizer
 
     start_all = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

@@ -6,7 +6,7 @@
 
 `NAME=PATH` names a trained Siamese model folder; `PATH` = `minilm` wraps the pretrained all-MiniLM-L6-v2
 (`SiameseModel.from_encoder_pretrained`) instead. For each model, its fp32 and int8 ONNX exports
-(`hfsiamese.onnx_export`, into a temporary folder) are compared with PyTorch on:
+(`hfsiamese.exporters.onnx`, into a temporary folder) are compared with PyTorch on:
 
 - the distinct questions of the recipe's validation pairs (`recipes/configs/lstm_qqp.yaml`'s split):
   max abs embedding difference ONNX fp32 vs PyTorch, cosine of int8 to fp32 (mean and min);
@@ -15,7 +15,7 @@
   `--threads` thread counts (torch and onnxruntime alike): PyTorch fp32, PyTorch bf16 autocast
   (transformers), ONNX fp32, ONNX int8, run in turn (A B C D A B C D ...) `--repeats` times so that a
   slow spell of the shared machine hits all alike; the best run of each is compared;
-- `--app_corpus_size` (default 100,000) texts: the app's search (`hfsiamese.app.DuplicateSearch.search`:
+- `--app_corpus_size` (default 100,000) texts: the app's search (`hfsiamese.search.app.DuplicateSearch.search`:
   query encoding, exact top-k, the page's table) per query, median and 95th percentile over
   `--app_queries` queries, with the model's int8 export. The corpus is QQP dev's 19,056 distinct
   questions plus synthetic variants of them (one word dropped and two neighbouring words swapped, at
@@ -44,10 +44,10 @@ from qqp_slices import recipe_splits
 
 import hfsiamese  # noqa: F401
 from hfsiamese import SiameseModel, load_siamese_model
-from hfsiamese.app import DuplicateSearch
-from hfsiamese.minilm import resolve_minilm_path
-from hfsiamese.onnx_export import export_onnx
+from hfsiamese.exporters.onnx import export_onnx
 from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.app import DuplicateSearch
+from hfsiamese.training.minilm import resolve_minilm_path
 
 QQP_DEV = Path("/work/shared/data/qqp/dev.tsv")
 REPO_QQP = Path(__file__).resolve().parents[1] / "recipes" / "data" / "qqp_dev.tsv"

@@ -69,7 +69,7 @@ def save_tiny_encoder(folder: Path) -> Any:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from hfsiamese.minilm import resolve_minilm_path
+    from hfsiamese.training.minilm import resolve_minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
     torch.manual_seed(0)
@@ -205,7 +205,10 @@ def train_plain_loop(folder: Path, tokenizer: Any, tokenized: Any, loss: str, ba
 def train_sentence_transformers(folder: Path, view: Any, loss: str, batch_size: int, epochs: int) -> float:
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer import losses
-    from sentence_transformers.sentence_transformer.training_args import BatchSamplers, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.training_args import (
+        BatchSamplers,
+        SentenceTransformerTrainingArguments,
+    )
     from transformers import PrinterCallback
 
     model = SentenceTransformer(str(folder), device="cpu", model_kwargs={"attn_implementation": "eager"})
@@ -282,7 +285,7 @@ STEP_PARTS = [
     ("whole training steps", "transformers/trainer.py", "training_step"),
     ("batches: DataLoader fetch + collation", "torch/utils/data/_utils/fetch.py", "fetch"),
     ("  of which the collator", "hfsiamese/data/collator.py", "__call__"),
-    ("model forward", "hfsiamese/modeling_siamese.py", "forward"),
+    ("model forward", "hfsiamese/models/siamese/modeling_siamese.py", "forward"),
     ("loss forward", "hfsiamese/losses/", "forward"),
     ("backward", "~", "<method 'run_backward' of 'torch._C._EngineBase' objects>"),
     ("gradient clipping", "torch/nn/utils/clip_grad.py", "clip_grad_norm_"),

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import datasets
 
-from hfsiamese.arguments import DataArguments, read_config_file
-from hfsiamese.data.preparation import load_splits
+from hfsiamese.runs.config_and_flags import read_config_file
+from hfsiamese.training.arguments import DataArguments
+from hfsiamese.training.preparation import load_splits
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = REPO / "recipes" / "configs" / "lstm_qqp.yaml"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How to cut a step's texts into encoder calls on a CPU: the numbers behind `hfsiamese.sub_batching`'s defaults.
+"""How to cut a step's texts into encoder calls on a CPU: the numbers behind `hfsiamese.models.siamese.sub_batching`'s defaults.
 
     python benchmarks/sub_batch_budget.py [--batch_size 64] [--steps 6] [--repeats 2] [--texts 4000] [--append]
 
@@ -55,7 +55,7 @@ def main() -> None:
 
     from hfsiamese import SiameseModel
     from hfsiamese.data import load_pairs
-    from hfsiamese.minilm import resolve_minilm_path
+    from hfsiamese.training.minilm import resolve_minilm_path
 
     path = resolve_minilm_path()
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -13,7 +13,7 @@ same duplicate pairs (the training side of the recipes' QQP split, `qqp_slices.p
 - hfsiamese: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss hard_negative_triplet` (the
   in-batch triplet loss on the same duplicate pairs, the recipe's lr 5e-5 and max length 64, its
   speed settings: no dropout, eager attention, texts length-sorted into sub-batches of about 512
-  padded tokens on CPUs, `hfsiamese.sub_batching`) with batches grouped by length. On `--device cuda`:
+  padded tokens on CPUs, `hfsiamese.models.siamese.sub_batching`) with batches grouped by length. On `--device cuda`:
   SDPA attention, one encoder call per side.
 
 `--as_user` runs hfsiamese as the README tells a user to: `accelerate launch recipes/train.py
@@ -146,7 +146,7 @@ def mean_tokens_per_question() -> float:
     from qqp_slices import qqp_train_and_validation
     from transformers import AutoTokenizer
 
-    from hfsiamese.minilm import resolve_minilm_path
+    from hfsiamese.training.minilm import resolve_minilm_path
 
     train_pairs, _ = qqp_train_and_validation()
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())

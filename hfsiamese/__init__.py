@@ -3,11 +3,11 @@
 from transformers import AutoConfig, AutoModel
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from .configuration_siamese import SiameseConfig
-from .model_loading import load_siamese_model
-from .modeling_onnx import OnnxSiameseConfig, OnnxSiameseModel
-from .modeling_siamese import SiameseModel, SiameseModelOutput
-from .pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline
+from .models.siamese.configuration_siamese import SiameseConfig
+from .models.siamese.modeling_siamese import SiameseModel, SiameseModelOutput
+from .models.siamese.pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline
+from .serving.loading import load_siamese_model
+from .serving.onnx_model import OnnxSiameseConfig, OnnxSiameseModel
 
 # Auto classes: `AutoModel.from_pretrained(folder)` works with hfsiamese imported, and the saved
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.

@@ -11,17 +11,49 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .output_dirs import ensure_writable_folder
+from .runs.output_dirs import ensure_writable_folder
 
-__all__ = ["CARD_SECTION_TITLE", "calibration_card_section", "check_calibrated_folder", "write_calibrated_folder"]
+__all__ = ["CARD_SECTION_TITLE", "CalibrationArguments", "calibration_card_section", "check_calibrated_folder", "write_calibrated_folder"]
 
 CARD_NAME = "README.md"
 CARD_SECTION_TITLE = "## Calibration on a new domain"
 # Training leftovers that a calibrated model does not need.
 _NOT_COPIED = ("checkpoint-*", "runs", "training_args.bin", "trainer_state.json")
+
+
+@dataclass
+class CalibrationArguments:
+    """Which trained model to recalibrate, on which labelled pairs of the new domain, and where the copy goes."""
+
+    model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (only read)."})
+    calibration_file: str = field(
+        metadata={"help": "Labelled pairs of the new domain (any format hfsiamese.data.load_pairs reads; ~50+ pairs)."}
+    )
+    output_dir: str = field(metadata={"help": "New folder for the calibrated model (must not exist or be empty)."})
+    method: str = field(
+        default="threshold",
+        metadata={
+            "help": "'threshold' (move config.threshold), 'platt' or 'isotonic' (also store a score -> P(duplicate) map)."
+        },
+    )
+    calibrate_for: str = field(
+        default="accuracy", metadata={"help": "The threshold maximises 'accuracy' or 'f1', or reaches 'precision'."}
+    )
+    target_precision: float | None = field(
+        default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
+    )
+    data_format: str | None = field(default=None, metadata={"help": "Force the file format."})
+    question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
+    question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
+    label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
+    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90% interval."})
+    seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
 
 
 def write_calibrated_folder(model: Any, source_dir: str | Path, output_dir: str | Path, report: Any) -> Path:

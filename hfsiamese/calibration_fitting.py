@@ -10,7 +10,7 @@ Three methods, all on the model's pair scores (cosine, or a head's P(duplicate):
   interpolated between its breakpoints).
 
 The two probability methods store their map in `config.calibration` as plain numbers, applied by
-`hfsiamese.calibration` (remote code: no scikit-learn needed to use a calibrated checkpoint). Their
+`hfsiamese.models.siamese.calibration` (remote code: no scikit-learn needed to use a calibrated checkpoint). Their
 threshold for `target="accuracy"` is the score where the calibrated P(duplicate) crosses 0.5 (the
 decision with the highest expected accuracy under that map; the smooth Platt curve makes it less
 noisy than the best cut of ~100 pairs); for F1 and precision it is the threshold search's.
@@ -32,10 +32,10 @@ import scipy.stats
 import sklearn.isotonic
 import sklearn.linear_model
 
-from .calibration import CALIBRATION_METHODS, PROBABILITY_METHODS, ScoreCalibrator, check_calibration
 from .metrics import pair_classification_metrics
 from .metrics.reliability import calibration_metrics
 from .metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs
+from .models.siamese.calibration import CALIBRATION_METHODS, PROBABILITY_METHODS, ScoreCalibrator, check_calibration
 
 logger = logging.getLogger(__name__)
 

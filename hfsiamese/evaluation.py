@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import datasets
@@ -18,10 +19,11 @@ from .data.question_ids import question_texts
 from .metrics import pair_classification_metrics, retrieval_metrics
 from .metrics.ranking import check_ks
 from .metrics.reliability import calibration_metrics
-from .scoring import pair_probability
+from .models.siamese.scoring import pair_probability
 from .search import topk_cosine
 
 __all__ = [
+    "EvaluationArguments",
     "calibrated_probabilities",
     "decision_threshold",
     "evaluate_pairs",
@@ -31,6 +33,54 @@ __all__ = [
 ]
 
 PAIR_COLUMNS = ("question1", "question2", "label")
+
+
+@dataclass
+class EvaluationArguments:
+    """Which trained model to score, on which labelled pairs, and what to write."""
+
+    model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
+    test_file: str = field(metadata={"help": "Labelled pair file (any format hfsiamese.data.load_pairs reads)."})
+    data_format: str | None = field(default=None, metadata={"help": "Force the file format."})
+    question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
+    question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
+    label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
+    threshold: float | None = field(default=None, metadata={"help": "Decision threshold (default: the model's)."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
+    output_file: str | None = field(default=None, metadata={"help": "Also write the JSON object to this file."})
+    retrieval: bool = field(
+        default=False,
+        metadata={
+            "help": "Also evaluate duplicate retrieval: every question of the file searches all the others for the "
+            "other members of its duplicate group (questions without duplicates are searched, not searching)."
+        },
+    )
+    retrieval_k: list[int] = field(
+        default_factory=lambda: [1, 5, 10], metadata={"help": "Cut-offs of the retrieval metrics."}
+    )
+    report_dir: str | None = field(
+        default=None,
+        metadata={"help": "Write an evaluation report here: metrics.json, score plots (PNG) and report.md."},
+    )
+    overwrite_report_dir: bool = field(default=False, metadata={"help": "Allow writing into a non-empty report_dir."})
+    calibration_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Labelled pairs of the test file's domain (not the test pairs): calibrate the model on them first "
+            "(see recipes/calibrate.py), then score the test file with that decision; read with the same column flags."
+        },
+    )
+    calibration_method: str = field(
+        default="threshold", metadata={"help": "With calibration_file: 'threshold', 'platt' or 'isotonic'."}
+    )
+    calibrate_for: str = field(
+        default="accuracy",
+        metadata={"help": "With calibration_file: the threshold maximises 'accuracy' or 'f1', or reaches 'precision'."},
+    )
+    target_precision: float | None = field(
+        default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
+    )
 
 
 def score_labelled_pairs(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .safe_loading import env_flag_set, not_cached_message
+from .models.siamese.safe_loading import env_flag_set, not_cached_message
 
 
 class HubUnreachableError(ConnectionError, ValueError):

@@ -19,7 +19,7 @@ import sklearn.metrics
 
 from .metrics.reliability import expected_calibration_error, reliability_curve
 from .metrics.thresholds import check_pair_inputs, threshold_sweep
-from .output_dirs import ensure_writable_folder
+from .runs.output_dirs import ensure_writable_folder
 
 __all__ = ["REPORT_FILES", "check_report_dir", "write_evaluation_report"]
 

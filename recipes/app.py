@@ -19,9 +19,8 @@ import transformers
 from transformers import HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.app import AppArguments, app_from_arguments
-from hfsiamese.arguments import parse_config_and_flags
-from hfsiamese.command_line import run_recipe
+from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.search.app import AppArguments, app_from_arguments
 
 
 def main(argv: list[str] | None = None) -> None:

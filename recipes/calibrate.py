@@ -24,10 +24,9 @@ import transformers
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.arguments import CalibrationArguments, parse_config_and_flags
-from hfsiamese.calibrated_folder import check_calibrated_folder, write_calibrated_folder
-from hfsiamese.command_line import run_recipe
+from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
 from hfsiamese.data import load_pairs
+from hfsiamese.runs import parse_config_and_flags, run_recipe
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -15,8 +15,8 @@ Stage 2 (`--fine_tune`, on by default): the student is fine-tuned on the labels 
 the figures compare. `<output_dir>/all_results.json` holds the teacher's validation metrics
 (`teacher_eval_*`), the student's after stage 1 (`distillation_eval_*`) and after stage 2 (`eval_*`).
 
-The steps are the package's (`hfsiamese.distillation`, `hfsiamese.data.preparation`,
-`hfsiamese.model_building`, `hfsiamese.trainer`); this script only puts them in order.
+The steps are the package's (`hfsiamese.runs` for the run's start, folder and end, `hfsiamese.distillation`,
+`hfsiamese.training`, `hfsiamese.trainer`); this script only puts them in order.
 """
 
 from __future__ import annotations
@@ -26,14 +26,8 @@ import sys
 from pathlib import Path
 
 import torch
-from transformers import HfArgumentParser, set_seed
-from transformers.trainer_utils import enable_full_determinism
+from transformers import HfArgumentParser
 
-from hfsiamese.arguments import DataArguments, ModelArguments, model_card_kwargs, parse_config_and_flags
-from hfsiamese.command_line import UsageError, run_recipe
-from hfsiamese.cpu_threads import apply_cpu_threads
-from hfsiamese.data import tokenize_pairs
-from hfsiamese.data.preparation import load_splits, training_view
 from hfsiamese.distillation import (
     DistillationArguments,
     DistillationTrainer,
@@ -44,11 +38,18 @@ from hfsiamese.distillation import (
     with_teacher_rows,
 )
 from hfsiamese.evaluation import evaluate_pairs
-from hfsiamese.model_building import build_model_and_tokenizer
-from hfsiamese.run_folder import claim_output_dir
+from hfsiamese.runs import (
+    UsageError,
+    claim_output_dir,
+    configure_training_console,
+    end_run,
+    parse_config_and_flags,
+    run_recipe,
+    save_run,
+    start_run,
+)
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.trainer.progress import configure_training_console
-from hfsiamese.trainer.run_end import end_run, save_run
+from hfsiamese.training import DataArguments, ModelArguments, model_card_kwargs, training_view
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_distilled_qqp.yaml"
@@ -67,11 +68,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     configure_training_console(training_args.should_log)
     if training_args.resume_from_checkpoint is not None:
         raise UsageError("recipes/distill.py does not resume a run: start it again with --overwrite_output_dir")
-    lock = claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG)  # named, checked, locked
-    try:
+    with claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG):  # named, checked, locked
         return distill(model_args, data_args, distill_args, training_args)
-    finally:
-        lock.release()
 
 
 def distill(
@@ -81,18 +79,9 @@ def distill(
     training_args: SiameseTrainingArguments,
 ) -> dict[str, float]:
     """Both stages, once the output folder is this run's."""
-    enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
-    threads = apply_cpu_threads(training_args.num_threads)
-    if training_args.process_index == 0:
-        logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
-
-    with training_args.main_process_first(desc="loading and splitting pairs"):
-        splits = load_splits(data_args, default_train_file=DEFAULT_TRAIN_FILE)
-    loss = training_args.build_loss()
-    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
-    model.check_tokenizer(tokenizer)
-    tokenize = dict(max_length=model_args.max_length, num_proc=data_args.preprocessing_num_workers)
-    eval_dataset = tokenize_pairs(splits["validation"], tokenizer, **tokenize)
+    run = start_run(model_args, data_args, training_args, default_train_file=DEFAULT_TRAIN_FILE)
+    model, tokenizer, loss, splits = run.model, run.tokenizer, run.loss, run.splits
+    eval_dataset = run.tokenize(splits["validation"])
 
     # Stage 1: the teacher's embeddings of every training question, learned on pairs.
     metrics: dict[str, float] = {}
@@ -118,7 +107,7 @@ def distill(
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     with training_args.main_process_first(desc="tokenising pairs"):
-        stage1_dataset = tokenize_pairs(with_teacher_rows(rows, targets), tokenizer, **tokenize)
+        stage1_dataset = run.tokenize(with_teacher_rows(rows, targets))
     if training_args.process_index == 0:
         logger.info(
             "stage 1: %d pairs over %d distinct questions, teacher dim %d",
@@ -145,9 +134,7 @@ def distill(
     # Stage 2: fine-tuning on the labels, as recipes/train.py trains.
     if distill_args.fine_tune:
         with training_args.main_process_first(desc="tokenising pairs"):
-            train_dataset = tokenize_pairs(
-                training_view(splits["train"], data_args, loss, model, tokenizer), tokenizer, **tokenize
-            )
+            train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
         trainer = SiameseTrainer(
             model=model,
             args=training_args,

@@ -27,10 +27,9 @@ import transformers
 from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.arguments import EvaluationArguments, parse_config_and_flags
-from hfsiamese.command_line import run_recipe
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import (
+    EvaluationArguments,
     calibrated_probabilities,
     decision_threshold,
     evaluate_retrieval,
@@ -40,8 +39,9 @@ from hfsiamese.evaluation import (
 from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
-from hfsiamese.model_loading import load_siamese_model
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
+from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.serving import load_siamese_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

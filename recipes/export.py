@@ -18,11 +18,10 @@ import transformers
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.arguments import parse_config_and_flags
-from hfsiamese.command_line import run_recipe
+from hfsiamese.exporters import ExportArguments, export_onnx
 from hfsiamese.hub_access import require_local_or_cached
-from hfsiamese.model_loading import is_onnx_folder
-from hfsiamese.onnx_export import ExportArguments, export_onnx
+from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.serving import is_onnx_folder
 
 
 def main(argv: list[str] | None = None) -> dict:

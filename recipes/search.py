@@ -34,12 +34,11 @@ import transformers
 from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.arguments import parse_config_and_flags
-from hfsiamese.command_line import run_recipe
-from hfsiamese.model_loading import load_siamese_model
+from hfsiamese.runs import parse_config_and_flags, run_recipe
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+from hfsiamese.serving import load_siamese_model
 
 
 @dataclass

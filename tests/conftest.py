@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
-from hfsiamese.tokenization import train_word_tokenizer  # noqa: E402
+from hfsiamese.training.word_tokenizer import train_word_tokenizer  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QQP_FILE = REPO_ROOT / "recipes" / "data" / "qqp_dev.tsv"

@@ -1,12 +1,12 @@
 """
 Data: loading pair files into one shape, question identity, duplicate groups, leak-free splits,
-training views, batch sampling, tokenisation and collation. (`hfsiamese.data.preparation` chains
-them for a training run; it is not imported here, since its mined view needs `hfsiamese.mining`.)
+training views, batch sampling, tokenisation and collation. (`hfsiamese.training.preparation` chains
+them for a training run; it is not imported here, since its mined view needs `hfsiamese.training.mining`.)
 """
 
-from .deduplication import DeduplicationReport, deduplicate_pairs
 from .arrow_batches import ArrowBatchDataset, arrow_batch_dataset
 from .collator import SiamesePairCollator
+from .deduplication import DeduplicationReport, deduplicate_pairs
 from .groups import assign_duplicate_groups
 from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from .preprocessing import tokenize_pairs

@@ -1,4 +1,4 @@
-"""Reading whole columns of a `datasets.Dataset` fast, as Arrow or numpy."""
+"""Reading whole columns of a `datasets.Dataset` fast, as Arrow or numpy, and telling their Arrow types apart."""
 
 from __future__ import annotations
 
@@ -28,3 +28,8 @@ def column_arrow(dataset: datasets.Dataset, name: str) -> pa.ChunkedArray:
 def column_numpy(dataset: datasets.Dataset, name: str) -> np.ndarray:
     """One column as a numpy array, in the data set's row order (see `column_arrow`)."""
     return column_arrow(dataset, name).to_numpy()
+
+
+def is_json_type(kind: pa.DataType) -> bool:
+    """Arrow's JSON extension type: what `datasets` gives a JSON column whose values mix types."""
+    return getattr(kind, "extension_name", None) == "arrow.json"

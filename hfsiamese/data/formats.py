@@ -13,6 +13,8 @@ import csv
 import re
 from pathlib import Path
 
+from .label_values import NEGATIVE_LABELS, POSITIVE_LABELS
+
 __all__ = [
     "BIMPM_COLUMNS",
     "LABEL_FIRST_COLUMNS",
@@ -78,9 +80,6 @@ def detect_format(path: Path) -> str:
 
 
 def _is_label_value(field: str) -> bool:
-    # Imported here: label_values reaches this module back through source_columns.
-    from .label_values import NEGATIVE_LABELS, POSITIVE_LABELS
-
     return field.strip().lower() in POSITIVE_LABELS + NEGATIVE_LABELS
 
 

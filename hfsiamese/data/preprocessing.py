@@ -8,7 +8,7 @@ import datasets
 import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
-from ..token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
+from ..models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
 from .arrow_columns import column_arrow
 from .question_ids import KEY_COLUMNS
 

@@ -15,7 +15,7 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow_columns import column_arrow
+from .arrow_columns import column_arrow, is_json_type
 from .formats import TEXT_FORMATS
 from .readers import root_message
 
@@ -26,7 +26,6 @@ __all__ = [
     "check_not_all_numbers",
     "check_text_column",
     "check_text_type",
-    "is_json_type",
     "resolve_columns",
     "streamed_column_names",
 ]
@@ -156,8 +155,3 @@ def check_not_all_numbers(column: pa.ChunkedArray | pa.Array, name: str, source:
     numeric = pc.sum(pc.match_substring_regex(column, _NUMBER)).as_py() or 0
     if non_empty and numeric == non_empty:
         raise ValueError(f"{source}: column {name!r} holds numbers only, not question text; check the column flags")
-
-
-def is_json_type(kind: pa.DataType) -> bool:
-    """Arrow's JSON extension type: what `datasets` gives a JSON column whose values mix types."""
-    return getattr(kind, "extension_name", None) == "arrow.json"

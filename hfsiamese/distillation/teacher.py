@@ -12,10 +12,10 @@ import pandas as pd
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from ..configuration_siamese import SiameseConfig
 from ..hub_access import require_local_or_cached
-from ..minilm import MINILM_HUB_ID, resolve_minilm_path
-from ..modeling_siamese import SiameseModel
+from ..models.siamese.configuration_siamese import SiameseConfig
+from ..models.siamese.modeling_siamese import SiameseModel
+from ..training.minilm import MINILM_HUB_ID, resolve_minilm_path
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import torch
 
-from ..calibration import ScoreCalibrator
-from ..scoring import (
+from ..models.siamese.calibration import ScoreCalibrator
+from ..models.siamese.scoring import (
     check_threshold,
     resolve_decision_threshold,
     resolve_threshold,
@@ -29,13 +29,13 @@ from ..scoring import (
     threshold_in_unit,
 )
 from .backends import Backend, check_backend, drop_faiss_index, ensure_faiss_index, faiss_topk
-from .paraphrase_pairs import paraphrase_pairs
 from .exact import topk_cosine
 from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
 from .input_checks import check_k, check_texts, id_type, plain_ids, texts_and_ids
+from .paraphrase_pairs import paraphrase_pairs
 
 if TYPE_CHECKING:
-    from ..modeling_siamese import SiameseModel
+    from ..models.siamese.modeling_siamese import SiameseModel
 
 logger = logging.getLogger(__name__)
 
@@ -235,7 +235,7 @@ class DuplicateIndex:
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
         if isinstance(model, (str, os.PathLike)):
-            from ..model_loading import load_siamese_model
+            from ..serving.loading import load_siamese_model
 
             return load_siamese_model(model)  # a PyTorch checkpoint or an ONNX export
         if model is not None and not hasattr(model, "encode"):

@@ -22,7 +22,7 @@ import datasets
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..output_dirs import ensure_writable_folder
+from ..runs.output_dirs import ensure_writable_folder
 
 INDEX_CONFIG_NAME = "index_config.json"
 EMBEDDINGS_NAME = "embeddings.safetensors"

@@ -20,8 +20,8 @@ from typing import Any
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 from transformers.utils import CONFIG_NAME, logging
 
+from ..runs.run_lock import pid_alive
 from .checkpoints import STAGING_PREFIX, TRAINER_STATE_NAME
-from .run_lock import pid_alive
 
 logger = logging.get_logger(__name__)
 

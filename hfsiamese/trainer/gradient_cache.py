@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..token_fields import TOKEN_FIELDS
+from ..models.siamese.token_fields import TOKEN_FIELDS
 
 
 def side_inputs(inputs: dict[str, torch.Tensor], side: str) -> dict[str, torch.Tensor] | None:

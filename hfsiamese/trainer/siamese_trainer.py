@@ -25,7 +25,9 @@ from ..data.collator import SiamesePairCollator
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import SiameseLoss
 from ..model_card import build_model_card, metrics_from_log_history
-from ..scoring import pair_scores
+from ..models.siamese.scoring import pair_scores
+from ..runs.console import use_single_progress_bar
+from ..runs.process_group import check_process_group
 from .atomic_save import CheckpointStaging, save_model_atomically
 from .batch_sampling import length_grouped_sampler, training_sampler
 from .checkpoints import resolve_resume_checkpoint
@@ -33,8 +35,6 @@ from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .loss_statistics import LossStatistics
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
-from .process_group import check_process_group
-from .progress import use_single_progress_bar
 from .threshold_calibration import ThresholdCalibration
 from .training_arguments import SiameseTrainingArguments
 

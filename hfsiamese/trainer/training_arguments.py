@@ -123,7 +123,7 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None,
         metadata={
             "help": "CPU threads per process, set by the recipes (in your own script: "
-            "hfsiamese.cpu_threads.apply_cpu_threads(args.num_threads)). Unset: your OMP_NUM_THREADS if you set it, "
+            "hfsiamese.runs.cpu_threads.apply_cpu_threads(args.num_threads)). Unset: your OMP_NUM_THREADS if you set it, "
             "else the cores this process owns divided by the processes of the job on this machine (`accelerate "
             "launch` would otherwise leave one thread per process)."
         },

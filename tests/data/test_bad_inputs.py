@@ -29,8 +29,8 @@ from hfsiamese.data import (
     tokenize_pairs,
 )
 from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.tokenization import train_word_tokenizer
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+from hfsiamese.training.word_tokenizer import train_word_tokenizer
 
 MAX_LENGTH = 16  # tokens kept per text by the small tokenizers below
 LONG_QUESTION = "word " * 20_000 + "end ?"  # 100,005 characters, about 20,000 words

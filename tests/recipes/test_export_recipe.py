@@ -10,7 +10,7 @@ pytest.importorskip("onnxruntime")
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import load_pairs
-from hfsiamese.tokenization import train_word_tokenizer
+from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE
 from tests.helpers import REPO_ROOT, load_recipe, run_offline
 

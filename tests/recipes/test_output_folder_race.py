@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from hfsiamese.trainer.run_lock import LOCK_NAME
+from hfsiamese.runs.run_lock import LOCK_NAME
 from tests.helpers import TINY_LSTM_BASE, TRAIN, offline_env, recipe_flags
 
 FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=150, eval_strategy="no",

@@ -8,7 +8,7 @@ import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.tokenization import train_word_tokenizer
+from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE, TEXTS
 
 

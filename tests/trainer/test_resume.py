@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from hfsiamese.trainer.run_lock import LOCK_NAME, pid_alive
-
+from hfsiamese.runs.run_lock import LOCK_NAME, pid_alive
 from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env, recipe_flags, run_offline
 
 FLAGS = dict(

@@ -1,0 +1,10 @@
+"""
+Writing a trained Siamese model in other formats: ONNX for onnxruntime serving (`onnx`, optionally int8)
+and a sentence-transformers folder (`sentence_transformers`). Each exporter checks its output folder
+before it starts and never overwrites a user's files.
+"""
+
+from .onnx import ExportArguments, export_onnx
+from .sentence_transformers import check_export, export_sentence_transformers
+
+__all__ = ["ExportArguments", "check_export", "export_onnx", "export_sentence_transformers"]

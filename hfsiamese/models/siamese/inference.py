@@ -1,0 +1,365 @@
+"""
+The inference API of a Siamese model: embed texts, score pairs, decide duplicates, classify against a
+support set.
+
+`SiameseModel` inherits it (`model.encode(...)`, `model.predict(...)`), so it is written against what
+the model provides: `config`, `device`, `classifier`, `get_input_embeddings()`, `_embed_batch` (one
+tokenised batch through the encoder) and `_tokenizer` (the tokenizer saved beside the weights, once
+loaded). What a score is and which threshold applies comes from `scoring`; how long texts may be,
+from `token_fields`. This file travels with every checkpoint as
+remote code (the modeling file imports it relatively), so it may import only torch, transformers and
+its siblings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers import AutoTokenizer
+
+from .configuration_siamese import WORD_VOCABULARY_ENCODERS
+from .encoding_batches import dataset_chunk, padded_batches, text_chunks
+from .scoring import (
+    embedding_pair_scores,
+    embedding_score_matrix,
+    pair_probability,
+    resolve_decision_threshold,
+    stored_calibrator,
+)
+from .token_fields import token_fields, tokenizer_max_length, warn_truncated
+
+
+def _tokenizer_file(tokenizer: Any) -> str:
+    """The file a tokenizer was loaded from, for error messages."""
+    name = str(getattr(tokenizer, "name_or_path", "") or "")
+    if name and os.path.isdir(name):
+        for file in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+            if os.path.isfile(os.path.join(name, file)):
+                return os.path.join(name, file)
+    return name or "the tokenizer given (built in memory, not loaded from a file)"
+
+
+def _is_dataset(value: Any) -> bool:
+    """A `datasets.Dataset` (duck-typed: this file must not import `datasets`, see the module docstring)."""
+    return hasattr(value, "column_names") and hasattr(value, "data") and hasattr(value, "flatten_indices")
+
+
+def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
+    if len(texts_a) != len(texts_b):
+        raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
+
+
+class SiameseInferenceMixin:
+    """Texts in, embeddings, scores and decisions out (mixed into `SiameseModel`)."""
+
+    # ----------------------------------------------------------------------------------------
+    # The tokenizer
+    # ----------------------------------------------------------------------------------------
+    def check_tokenizer(self, tokenizer: Any) -> None:
+        """
+        Refuse a tokenizer that is not this model's, naming its file: ids past the embedding table
+        would fail deep inside the forward (or, within it, embed the wrong words). An LSTM's
+        (or static encoder's) vocabulary IS its tokenizer, so sizes (and the pad id) must be equal; a transformer's
+        table may have spare rows, so its tokenizer must only not be larger.
+        """
+        if not hasattr(tokenizer, "__len__"):
+            return
+        rows, size = self.embedding_rows(), len(tokenizer)
+        own_vocabulary = self.config.encoder_type in WORD_VOCABULARY_ENCODERS
+        if size > rows or (own_vocabulary and size != rows):
+            raise ValueError(
+                f"{_tokenizer_file(tokenizer)}: the tokenizer has {size} tokens but the model's embedding table has "
+                f"{rows} rows{' (config.vocab_size)' if own_vocabulary else ''}: it is not the tokenizer this model was trained "
+                "with; use the tokenizer saved beside the model"
+                + ("" if own_vocabulary else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))")
+            )
+        pad = getattr(tokenizer, "pad_token_id", None)
+        if own_vocabulary and pad is not None and pad != self.config.pad_token_id:
+            raise ValueError(
+                f"{_tokenizer_file(tokenizer)}: the tokenizer pads with id {pad} but the model's pad_token_id is "
+                f"{self.config.pad_token_id}: it is not the tokenizer this model was trained with"
+            )
+
+    def embedding_rows(self) -> int:
+        """Rows of the token embedding table (an ONNX model, whose table is inside its graph, overrides it)."""
+        return self.get_input_embeddings().num_embeddings
+
+    def _resolve_tokenizer(self, tokenizer: Any | None) -> Any:
+        if tokenizer is None:
+            if self._tokenizer is None:
+                if not self.name_or_path:
+                    raise ValueError("pass tokenizer=...: this model was not loaded from a folder that holds one")
+                # AutoTokenizer reads config.json, whose model type is this very (already running) code;
+                # without trust_remote_code it would prompt where hfsiamese is not installed.
+                self._tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, trust_remote_code=True)
+            tokenizer = self._tokenizer
+        self.check_tokenizer(tokenizer)
+        return tokenizer
+
+    def default_max_length(self, tokenizer: Any) -> int:
+        """
+        Tokens kept per text when `encode` (or the pipeline, or the sentence-transformers export) gets
+        no `max_length`: the tokenizer's `model_max_length`, at most 512 (as `tokenize_pairs`), and at
+        most the transformer encoder's positions.
+        """
+        limit = tokenizer_max_length(tokenizer)
+        positions = (self.config.encoder_config or {}).get("max_position_embeddings")
+        return min(limit, int(positions)) if self.config.encoder_type == "transformer" and positions else limit
+
+    # ----------------------------------------------------------------------------------------
+    # Embeddings
+    # ----------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def encode(
+        self,
+        texts: Sequence[str] | dict[str, torch.Tensor] | Any,
+        tokenizer: Any | None = None,
+        *,
+        batch_size: int = 64,
+        max_length: int | None = None,
+        show_progress_bar: bool = False,
+        dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        """
+        Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside the
+        model), a pre-tokenised `datasets.Dataset` (its `input_ids` column, read without tokenising
+        again: tokenise once with `Dataset.map(..., num_proc=N)`), or one tokenised batch (`input_ids`,
+        `attention_mask`). The result is in input order, on CPU, float32.
+
+        Texts are tokenised in large chunks on a background thread while the model embeds the previous
+        chunk; each chunk is sorted by token length and cut into batches of `batch_size` padded only to
+        their own longest text. Embeddings stay on the model's device until the end. Texts longer than
+        `max_length` tokens (default: `default_max_length`, at most 512) are truncated, with a warning
+        giving their count. `dtype` (e.g. `torch.bfloat16`) runs the encoder under autocast in that type.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            if isinstance(texts, str):
+                raise TypeError("encode expects a list of texts, not a single string")
+            if batch_size < 1:
+                raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+            if _is_dataset(texts):
+                # No tokenizer needed: the ids are there; it only says how to pad, when given.
+                tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+                if max_length is None:
+                    max_length = self.default_max_length(tokenizer)
+                chunks, total = iter([dataset_chunk(texts, max_length)]), len(texts)
+                pad_id, side = self._pad_id_and_side(tokenizer)
+            elif isinstance(texts, dict) or hasattr(texts, "keys"):
+                with self._autocast(dtype):
+                    return self._embed_batch(token_fields(texts, self.device)).float().cpu()
+            else:
+                texts = list(texts)
+                bad = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
+                if bad is not None:
+                    raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
+                if not texts:
+                    return torch.empty(0, self.config.sentence_embedding_dim)
+                tokenizer = self._resolve_tokenizer(tokenizer)
+                if max_length is None:
+                    max_length = self.default_max_length(tokenizer)
+                chunks, total = text_chunks(texts, tokenizer, max_length), len(texts)
+                pad_id, side = self._pad_id_and_side(tokenizer)
+            result = torch.empty(total, self.config.sentence_embedding_dim, device=self.device)
+            progress = None
+            if show_progress_bar:
+                from tqdm.auto import tqdm
+
+                progress = tqdm(total=total, desc="Encoding", unit="text")
+            truncated = 0
+            try:
+                for chunk in chunks:
+                    truncated += chunk.truncated
+                    for batch in padded_batches(chunk, batch_size, pad_id, side):
+                        features = {name: value.to(self.device, non_blocking=True) for name, value in batch.features.items()}
+                        with self._autocast(dtype):
+                            embeddings = self._embed_batch(features)
+                        result[torch.from_numpy(batch.positions).to(self.device)] = embeddings.float()
+                        if progress is not None:
+                            progress.update(len(batch.positions))
+            finally:
+                if progress is not None:
+                    progress.close()
+            warn_truncated(truncated, total, max_length, stacklevel=3)
+            return result.cpu()
+        finally:
+            self.train(was_training)
+
+    def _pad_id_and_side(self, tokenizer: Any | None) -> tuple[int, str]:
+        """How `encode` pads: as the tokenizer would (its pad id and side), else with the model's pad id on the right."""
+        pad = getattr(tokenizer, "pad_token_id", None)
+        if pad is None:
+            pad = self.padding_id()
+        return int(pad), getattr(tokenizer, "padding_side", "right") or "right"
+
+    def _autocast(self, dtype: torch.dtype | None) -> Any:
+        """`torch.autocast` on the model's device in `dtype`, or nothing when `dtype` is None."""
+        if dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=dtype)
+
+    # ----------------------------------------------------------------------------------------
+    # Pairs
+    # ----------------------------------------------------------------------------------------
+    def similarity(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """Cosine similarity of each pair `(texts_a[i], texts_b[i])`."""
+        _check_same_length(texts_a, texts_b)
+        a = self.encode(texts_a, tokenizer, **encode_kwargs)
+        b = self.encode(texts_b, tokenizer, **encode_kwargs)
+        return (a * b).sum(dim=-1)
+
+    def predict(
+        self,
+        texts_a: Sequence[str],
+        texts_b: Sequence[str],
+        tokenizer: Any | None = None,
+        *,
+        threshold: float | None = None,
+        probability_threshold: float | None = None,
+        **encode_kwargs: Any,
+    ) -> dict[str, torch.Tensor]:
+        """
+        Scores and duplicate decisions (`score >= threshold`, by default the calibrated
+        `config.threshold`). With a classification head, the score is the head's probability of
+        "duplicate" (and `probabilities` holds both classes); otherwise it is the cosine similarity.
+
+        A model calibrated to probabilities (`calibrate(..., method="platt" | "isotonic")`) also
+        returns `probability`, the calibrated P(duplicate) of each pair, and takes the decision as
+        `probability_threshold=p` (duplicate when P(duplicate) >= p) instead of `threshold=`.
+        """
+        threshold = resolve_decision_threshold(self.config, threshold, probability_threshold)
+        scores, probabilities = self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)
+        result = {"scores": scores, "is_duplicate": scores >= threshold}
+        if probabilities is not None:
+            result["probabilities"] = probabilities
+        probability = pair_probability(self.config, scores)
+        if probability is not None:
+            result["probability"] = probability
+        return result
+
+    def score_pairs(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """The score `config.threshold` applies to: the head's P(duplicate) if the model has a
+        classification head, else the cosine similarity."""
+        return self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)[0]
+
+    def duplicate_probabilities(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
+    ) -> torch.Tensor:
+        """The calibrated P(duplicate) of each pair: `score_pairs` through the map `calibrate` stored."""
+        calibrator = stored_calibrator(self.config)
+        if calibrator is None:
+            raise ValueError(
+                "the model stores no probability calibration: model.calibrate(pairs, labels, method='platt' or "
+                "'isotonic') first (recipes/calibrate.py)"
+            )
+        return calibrator.probability(self.score_pairs(texts_a, texts_b, tokenizer, **encode_kwargs))
+
+    def _pair_scores(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        _check_same_length(texts_a, texts_b)
+        a = self.encode(texts_a, tokenizer, **encode_kwargs)
+        b = self.encode(texts_b, tokenizer, **encode_kwargs)
+        return embedding_pair_scores(a, b, self.classifier)
+
+    # ----------------------------------------------------------------------------------------
+    # One-shot classification
+    # ----------------------------------------------------------------------------------------
+    def classify(
+        self,
+        texts: Sequence[str],
+        support_texts: Sequence[str],
+        support_labels: Sequence[Any],
+        tokenizer: Any | None = None,
+        *,
+        strategy: str = "nearest",
+        threshold: float | None = None,
+        probability_threshold: float | None = None,
+        unknown_label: Any = None,
+        **encode_kwargs: Any,
+    ) -> dict[str, Any]:
+        """
+        One-shot classification against a small labelled support set, without retraining: each text
+        takes the label of its most similar support example (`strategy="nearest"`) or of the closest
+        class centroid (`"centroid"`: the re-normalised mean embedding of the class). When even the
+        best score is below `threshold` (default `config.threshold`) the text gets `unknown_label`:
+        "none of them".
+
+        The score is the one `config.threshold` was calibrated for (cosine similarity, or the head's
+        P(duplicate) when the model has a classification head), so the calibrated threshold applies
+        as is to `"nearest"`. Centroid cosines run higher than pair cosines for spread-out classes;
+        calibrate a threshold for them on held-out data if "none of them" matters. A model calibrated
+        to probabilities takes `probability_threshold=` instead, and returns each text's `probability`.
+
+        Returns:
+            `labels` (a list, one per text), `scores` (best score per text), `classes` (the distinct
+            support labels, in first-seen order), `class_scores` (`(len(texts), len(classes))`: per
+            class, the best score for "nearest" or the centroid score), and for "nearest" also
+            `support_indices` (the index of the matched support example); with a probability calibration,
+            `probability` (the calibrated P(duplicate) of each text's best score).
+
+        Example:
+
+        ```python
+        >>> out = model.classify(["I forgot my password"], ["How do I reset my password?", "Where is my parcel?"],
+        ...                      ["account", "shipping"])
+        >>> out["labels"]
+        ['account']
+        ```
+        """
+        if strategy not in ("nearest", "centroid"):
+            raise ValueError(f"strategy must be 'nearest' or 'centroid', got {strategy!r}")
+        if isinstance(texts, str) or isinstance(support_texts, str):
+            raise TypeError("classify expects lists of texts, not a single string")
+        support_labels = list(support_labels)
+        if len(support_texts) != len(support_labels):
+            raise ValueError(
+                f"support_texts and support_labels must have the same length, got {len(support_texts)} and {len(support_labels)}"
+            )
+        if not support_labels:
+            raise ValueError("the support set is empty: pass at least one labelled example")
+        threshold = resolve_decision_threshold(
+            self.config,
+            threshold,
+            probability_threshold,
+            purpose=" to say 'none of them'",
+            hint="; threshold=float('-inf') always picks a class",
+        )
+        classes = list(dict.fromkeys(support_labels))
+        class_of_support = torch.tensor([classes.index(label) for label in support_labels])
+        queries = self.encode(texts, tokenizer, **encode_kwargs)
+        support = self.encode(list(support_texts), tokenizer, **encode_kwargs)
+        if strategy == "centroid":
+            centroids = torch.zeros(len(classes), support.shape[1]).index_add_(0, class_of_support, support)
+            support = F.normalize(centroids, p=2, dim=-1)
+            class_of_support = torch.arange(len(classes))
+        scores = embedding_score_matrix(queries, support, self.classifier)
+        class_scores = torch.full((len(queries), len(classes)), float("-inf"))
+        class_scores = class_scores.scatter_reduce(
+            1, class_of_support.expand(len(queries), -1), scores, reduce="amax", include_self=True
+        )
+        best_scores, best_support = scores.max(dim=1)
+        labels = [
+            classes[class_of_support[index]] if score >= threshold else unknown_label
+            for score, index in zip(best_scores.tolist(), best_support.tolist())
+        ]
+        result = {"labels": labels, "scores": best_scores, "classes": classes, "class_scores": class_scores}
+        probability = pair_probability(self.config, best_scores)
+        if probability is not None:
+            result["probability"] = probability
+        if strategy == "nearest":
+            result["support_indices"] = best_support
+        return result
+
+
+__all__ = ["SiameseInferenceMixin"]

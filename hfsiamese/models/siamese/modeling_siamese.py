@@ -1,0 +1,444 @@
+"""Siamese (bi-encoder) model: one shared encoder, L2-normalised embeddings, cosine similarity.
+
+This file holds the modules, the `PreTrainedModel` and its forward. `SiameseModel` also inherits its
+safetensors-only loading (`safe_loading`), its inference API (`inference`: encode, predict, classify),
+`calibrate` and the stored score-to-probability map (`calibration`), and its Hub sharing
+(`hub_sharing`: save_pretrained's pipeline entry, push_to_hub) from sibling files.
+All of them are copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), with
+every file they import relatively, so they import only torch, transformers and such siblings: a
+checkpoint loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` where hfsiamese is
+not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers import AutoConfig, AutoModel, PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .calibration import CalibrationMixin
+from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
+from .hub_sharing import HubSharingMixin
+from .inference import SiameseInferenceMixin
+from .safe_loading import (
+    SafetensorsLoadingMixin,
+    check_finite,
+    clear_loading_errors,
+    refuse_pickle_loading,
+    weights_file,
+)
+from .static_encoder import StaticEncoder
+from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
+
+
+@dataclass
+class SiameseModelOutput(ModelOutput):
+    """
+    Output of [`SiameseModel.forward`].
+
+    Args:
+        similarity (`torch.FloatTensor` of shape `(batch_size,)`):
+            Cosine similarity of each pair, in [-1, 1].
+        embeddings_a (`torch.FloatTensor` of shape `(batch_size, dim)`):
+            L2-normalised embeddings of the first texts.
+        embeddings_b (`torch.FloatTensor` of shape `(batch_size, dim)`):
+            L2-normalised embeddings of the second texts.
+        embeddings_n (`torch.FloatTensor` of shape `(batch_size, dim)`, *optional*):
+            L2-normalised embeddings of explicit negatives, when `input_ids_n` was given.
+        logits (`torch.FloatTensor` of shape `(batch_size, 2)`, *optional*):
+            Scores of (not duplicate, duplicate) from the classification head, when the model has one.
+    """
+
+    similarity: torch.FloatTensor | None = None
+    embeddings_a: torch.FloatTensor | None = None
+    embeddings_b: torch.FloatTensor | None = None
+    embeddings_n: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+
+
+# Transformer families whose embeddings module only looks `input_ids` up (see `embed_sides`).
+_INPUTS_EMBEDS_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "mpnet", "distilbert"})
+
+
+# Dropout probabilities of transformer configs (BERT/RoBERTa/MPNet names, then DistilBERT's and others').
+_DROPOUT_ATTRIBUTES = (
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "dropout",
+    "attention_dropout",
+    "hidden_dropout",
+    "activation_dropout",
+)
+
+
+def _with_dropout(config: Any, probability: float) -> Any:
+    """`config` with every dropout probability it declares set to `probability`."""
+    if not 0.0 <= probability < 1.0:
+        raise ValueError(f"encoder_dropout is a probability in [0, 1), got {probability}")
+    found = [name for name in _DROPOUT_ATTRIBUTES if isinstance(getattr(config, name, None), float)]
+    if not found:
+        raise ValueError(
+            f"encoder_dropout: {type(config).__name__} declares none of the dropout settings {_DROPOUT_ATTRIBUTES}; "
+            "set its own dropout fields through its config instead"
+        )
+    for name in found:
+        setattr(config, name, probability)
+    return config
+
+
+def _is_right_padded(attention_mask: torch.Tensor) -> bool:
+    """Is every row of the mask of the form ``1…1 0…0``?"""
+    lengths = attention_mask.sum(dim=1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1))
+
+
+def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Token counts per row; refuses masks that are not ``1…1 0…0`` (packing needs right padding)."""
+    lengths = attention_mask.sum(dim=1)
+    if not _is_right_padded(attention_mask):
+        raise ValueError(
+            "the LSTM encoder needs right-padded inputs (attention_mask of the form 1…1 0…0); "
+            "set tokenizer.padding_side = 'right'"
+        )
+    return lengths
+
+
+def masked_mean(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``states`` over the positions where ``attention_mask`` is 1 (padding excluded)."""
+    mask = attention_mask.unsqueeze(-1).to(states.dtype)
+    return (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+class LSTMEncoder(nn.Module):
+    """Embedding → (bi)LSTM on packed sequences → pooling over real tokens only.
+
+    Packing keeps padding out of the recurrence entirely (no compute on it, and no pad state fed
+    into the "last" pooling), which plain ``nn.LSTM`` over a padded batch would not.
+    """
+
+    def __init__(self, config: SiameseConfig) -> None:
+        super().__init__()
+        self.pooling = config.pooling
+        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id)
+        self.dropout = nn.Dropout(config.dropout)
+        self.lstm = nn.LSTM(
+            config.embedding_dim,
+            config.hidden_size,
+            num_layers=config.num_layers,
+            bidirectional=config.bidirectional,
+            dropout=config.dropout if config.num_layers > 1 else 0.0,
+            batch_first=True,
+        )
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if input_ids.shape[1] == 0:  # a batch of empty texts only: give each one (pad) step
+            input_ids = input_ids.new_full((input_ids.shape[0], 1), self.embeddings.padding_idx or 0)
+            attention_mask = attention_mask.new_zeros((input_ids.shape[0], 1))
+        lengths = _lengths_of_right_padded(attention_mask)
+        # An empty text still needs one step for packing; its lone (pad) token has a zero embedding.
+        safe_lengths = lengths.clamp(min=1)
+        embedded = self.dropout(self.embeddings(input_ids))
+        packed = pack_padded_sequence(embedded, safe_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_out, (h_n, _) = self.lstm(packed)
+        if self.pooling == "last":
+            # h_n holds, per direction, the state after each row's own last real token.
+            directions = 2 if self.lstm.bidirectional else 1
+            return torch.cat([h_n[-d] for d in range(directions, 0, -1)], dim=-1)
+        states, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=input_ids.shape[1])
+        mask = torch.arange(states.shape[1], device=states.device).unsqueeze(0) < safe_lengths.unsqueeze(1)
+        if self.pooling == "max":
+            return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
+        return masked_mean(states, mask)
+
+
+class PairClassificationHead(nn.Module):
+    """Classifies a pair from `[u, v, |u − v|, u * v]` (Conneau et al., 2017, InferSent features).
+
+    `|u − v|` and `u * v` are symmetric in the two texts, so the head sees how they differ and
+    agree per dimension, not just one similarity number.
+    """
+
+    def __init__(self, embedding_dim: int, hidden_size: int | None) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width = 4 * embedding_dim
+        if hidden_size:
+            layers += [nn.Linear(width, hidden_size), nn.ReLU()]
+            width = hidden_size
+        layers.append(nn.Linear(width, 2))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
+
+
+class SiamesePreTrainedModel(PreTrainedModel):
+    config_class = SiameseConfig
+    base_model_prefix = "siamese"
+    main_input_name = "input_ids_a"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+
+class SiameseModel(
+    SafetensorsLoadingMixin, SiameseInferenceMixin, CalibrationMixin, HubSharingMixin, SiamesePreTrainedModel
+):
+    r"""
+    A Siamese network: ONE encoder embeds both texts of a pair (shared weights), each embedding is
+    pooled and L2-normalised, and the pair's score is their cosine similarity (or, with a classification
+    head, the head's P(duplicate): see `scoring`). A calibrated `config.threshold` turns the score into
+    duplicate / not duplicate.
+
+    Example:
+
+    ```python
+    >>> from transformers import AutoModel, AutoTokenizer
+    >>> model = AutoModel.from_pretrained("outputs/lstm_qqp", trust_remote_code=True)
+    >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
+    ```
+    """
+
+    def __init__(self, config: SiameseConfig) -> None:
+        super().__init__(config)
+        if config.encoder_type == "lstm":
+            self.encoder = LSTMEncoder(config)
+            pooled_dim = config.hidden_size * (2 if config.bidirectional else 1)
+        elif config.encoder_type == "static":
+            self.encoder = StaticEncoder(config)
+            pooled_dim = config.embedding_dim
+        else:
+            encoder_config = AutoConfig.for_model(**config.encoder_config)
+            self.encoder = AutoModel.from_config(encoder_config)
+            pooled_dim = encoder_config.hidden_size
+        self.projection = nn.Linear(pooled_dim, config.projection_dim) if config.projection_dim else None
+        embedding_dim = config.projection_dim or pooled_dim
+        self.classifier = (
+            PairClassificationHead(embedding_dim, config.classifier_hidden_size) if config.classifier_head else None
+        )
+        self._tokenizer = None  # the tokenizer saved beside the weights, loaded by the inference API on first need
+        # Runtime settings, not saved with the weights (see `set_sub_batching`).
+        self.sub_batch_tokens: TokenBudget = AUTO
+        self.sub_batch_size: int | None = None
+        self.post_init()
+
+    def set_sub_batching(self, max_tokens: TokenBudget = AUTO, max_texts: int | None = None) -> None:
+        """
+        How a transformer encoder's calls are cut (`hfsiamese.models.siamese.sub_batching`): the texts of a forward (or of an
+        `encode` batch) sorted by length, in sub-batches of at most `max_tokens` padded tokens and at most
+        `max_texts` texts. "auto" (the default): a token budget on CPUs, one call per side on other devices.
+        `max_tokens=0` or `max_texts=0` turns sub-batching off. A runtime choice: it is not saved with the model.
+        """
+        check_sub_batching(max_tokens, max_texts)
+        self.sub_batch_tokens, self.sub_batch_size = max_tokens, max_texts
+
+    # ----------------------------------------------------------------------------------------
+    # Construction helpers
+    # ----------------------------------------------------------------------------------------
+    @classmethod
+    def from_encoder_pretrained(
+        cls,
+        encoder_name_or_path: str,
+        *,
+        pooling: str = "mean",
+        projection_dim: int | None = None,
+        encoder_dropout: float | None = None,
+        **config_kwargs: Any,
+    ) -> SiameseModel:
+        """
+        Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights only).
+
+        `encoder_dropout` overrides every dropout probability the encoder's config declares (hidden
+        states and attention). `encoder_kwargs` go to `AutoModel.from_pretrained` (e.g.
+        `{"attn_implementation": "eager"}`); `sub_batch_tokens` and `sub_batch_size` to
+        `set_sub_batching`; the other keyword arguments to [`SiameseConfig`].
+        """
+        encoder_kwargs = dict(config_kwargs.pop("encoder_kwargs", {}))
+        sub_batching = (config_kwargs.pop("sub_batch_tokens", AUTO), config_kwargs.pop("sub_batch_size", None))
+        check_sub_batching(*sub_batching)
+        refuse_pickle_loading(encoder_kwargs)
+        source = str(encoder_name_or_path)
+        weights = weights_file(source, encoder_kwargs)
+        if encoder_dropout is not None:
+            encoder_kwargs["config"] = _with_dropout(
+                encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path), encoder_dropout
+            )
+        with clear_loading_errors(source, weights, what="encoder"):
+            encoder = AutoModel.from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
+        check_finite(encoder, weights)
+        config = SiameseConfig(
+            encoder_type="transformer",
+            encoder_config=encoder.config.to_dict(),
+            pooling=pooling,
+            projection_dim=projection_dim,
+            **config_kwargs,
+        )
+        model = cls(config)
+        model.encoder = encoder
+        model.config.encoder_config = encoder.config.to_dict()
+        model.set_sub_batching(*sub_batching)
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
+            return self.encoder.embeddings
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
+            self.encoder.embeddings = value
+        else:
+            self.encoder.set_input_embeddings(value)
+
+    # ----------------------------------------------------------------------------------------
+    # Forward
+    # ----------------------------------------------------------------------------------------
+    def embed(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Embed one side: pooled, projected and L2-normalised vectors of shape `(batch, dim)`."""
+        if attention_mask is None:
+            attention_mask = (input_ids != self.config.pad_token_id).long()
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:  # LSTM and static encoders pool themselves
+            return self._finish(self.encoder(input_ids, attention_mask))
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        return self._finish(self._pool(states, attention_mask))
+
+    def padding_id(self) -> int:
+        """The id this model pads with: its own vocabulary's (LSTM, static), else the transformer encoder's (0 when it names none)."""
+        if self.config.encoder_type in WORD_VOCABULARY_ENCODERS:
+            return self.config.pad_token_id
+        return self.encoder.config.pad_token_id or 0
+
+    def _pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
+
+    def _finish(self, pooled: torch.Tensor) -> torch.Tensor:
+        if self.projection is not None:
+            pooled = self.projection(pooled)
+        return F.normalize(pooled.float(), p=2, dim=-1)
+
+    def embed_sides(
+        self, sides: Sequence[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]]
+    ) -> list[torch.Tensor]:
+        """
+        Embed several sides (`(input_ids, attention_mask, token_type_ids)` each) of one forward.
+
+        Transformer encoders with sub-batching on (`set_sub_batching`; by default on CPUs) run all
+        texts together, sorted by length, in sub-batches cut by a token budget and padded only to
+        their own longest text: a batch padded to its longest question computes ~40% padding on QQP
+        even with length-grouped batches, ~9% this way, and the batch (hence the in-batch negatives)
+        is unchanged. Left-padded inputs take one call per side instead.
+        """
+        max_tokens, max_texts = resolve_token_budget(self.sub_batch_tokens, self.sub_batch_size, self.device)
+        masks = [mask if mask is not None else (ids != self.config.pad_token_id).long() for ids, mask, _ in sides]
+        off = max_tokens is None and max_texts is None
+        # Only transformer encoders are sub-batched: an LSTM packs its sequences and a static encoder
+        # computes nothing on padding, so neither would gain from it.
+        word_encoder = self.config.encoder_type in WORD_VOCABULARY_ENCODERS
+        if word_encoder or off or not all(_is_right_padded(mask) for mask in masks):
+            return [self.embed(ids, mask, types) for (ids, _, types), mask in zip(sides, masks, strict=True)]
+        width = max(ids.shape[1] for ids, _, _ in sides)
+        pad_id = self.padding_id()
+        input_ids = torch.cat([F.pad(ids, (0, width - ids.shape[1]), value=pad_id) for ids, _, _ in sides])
+        attention_mask = torch.cat([F.pad(mask, (0, width - mask.shape[1])) for mask in masks])
+        token_type_ids = None
+        if any(types is not None for _, _, types in sides):
+            token_type_ids = torch.cat(
+                [
+                    F.pad(types, (0, width - types.shape[1])) if types is not None else torch.zeros_like(ids)
+                    for ids, _, types in sides
+                ]
+            )
+        lengths = attention_mask.sum(dim=1)
+        order = torch.argsort(lengths, stable=True)
+        sorted_lengths = lengths[order].tolist()  # one host sync for the whole plan
+        sizes = plan_sub_batches(sorted_lengths, max_tokens=max_tokens, max_texts=max_texts)
+        chunks = order.split(sizes)
+        # Sorted ascending, so each sub-batch's longest text is its last one.
+        widths = [sorted_lengths[end - 1] for end in accumulate(sizes)]
+        # One embedding lookup for the whole batch: its backward then fills one dense gradient of
+        # the vocabulary table instead of one per sub-batch.
+        words = self.encoder.get_input_embeddings()(input_ids) if self._encoder_takes_inputs_embeds() else None
+        pooled = []
+        for chunk, chunk_width in zip(chunks, widths, strict=True):
+            chunk_width = max(int(chunk_width), 1)
+            mask = attention_mask[chunk, :chunk_width]
+            inputs: dict[str, torch.Tensor] = {"attention_mask": mask}
+            if words is not None:
+                inputs["inputs_embeds"] = words[chunk, :chunk_width]
+            else:
+                inputs["input_ids"] = input_ids[chunk, :chunk_width]
+            if token_type_ids is not None:
+                inputs["token_type_ids"] = token_type_ids[chunk, :chunk_width]
+            pooled.append(self._pool(self.encoder(**inputs).last_hidden_state, mask))
+        embeddings = self._finish(torch.cat(pooled)[torch.argsort(order)])
+        return list(embeddings.split([ids.shape[0] for ids, _, _ in sides]))
+
+    def _embed_batch(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One tokenised batch of `encode`, in length-sorted sub-batches like `forward`."""
+        side = (features["input_ids"], features.get("attention_mask"), features.get("token_type_ids"))
+        return self.embed_sides([side])[0]
+
+    def _encoder_takes_inputs_embeds(self) -> bool:
+        """Families whose embedding layer does nothing with `input_ids` but look them up (with
+        right padding, their position ids are the same either way); others get `input_ids`."""
+        return getattr(self.encoder.config, "model_type", None) in _INPUTS_EMBEDS_FAMILIES and isinstance(
+            self.encoder.get_input_embeddings(), nn.Embedding
+        )
+
+    def forward(
+        self,
+        input_ids_a: torch.Tensor,
+        attention_mask_a: torch.Tensor | None = None,
+        input_ids_b: torch.Tensor | None = None,
+        attention_mask_b: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        token_type_ids_a: torch.Tensor | None = None,
+        token_type_ids_b: torch.Tensor | None = None,
+        input_ids_n: torch.Tensor | None = None,
+        attention_mask_n: torch.Tensor | None = None,
+        token_type_ids_n: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **kwargs: Any,
+    ) -> SiameseModelOutput | tuple:
+        r"""
+        Embed both sides with the shared encoder and score each pair; `input_ids_n` (optional) are
+        explicit negatives, embedded by the same encoder within the same forward (so that
+        distributed wrappers see one forward per step).
+
+        `labels` are accepted so the Trainer can pass them through; losses live in
+        `hfsiamese.losses` because the in-batch losses need the whole batch of embeddings.
+        """
+        if input_ids_b is None:
+            raise ValueError("SiameseModel.forward needs both input_ids_a and input_ids_b")
+        sides = [(input_ids_a, attention_mask_a, token_type_ids_a), (input_ids_b, attention_mask_b, token_type_ids_b)]
+        if input_ids_n is not None:
+            sides.append((input_ids_n, attention_mask_n, token_type_ids_n))
+        embeddings_a, embeddings_b, *rest = self.embed_sides(sides)
+        embeddings_n = rest[0] if rest else None
+        similarity = (embeddings_a * embeddings_b).sum(dim=-1)
+        logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
+        output = SiameseModelOutput(
+            similarity=similarity,
+            embeddings_a=embeddings_a,
+            embeddings_b=embeddings_b,
+            embeddings_n=embeddings_n,
+            logits=logits,
+        )
+        return output if return_dict is not False else output.to_tuple()
+
+
+__all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder", "StaticEncoder"]

@@ -1,0 +1,78 @@
+"""The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer.
+
+`recipes/train.py` and `recipes/distill.py` begin alike once their output folder is claimed; the order
+of the steps is part of the result (the model's initialisation draws from the generators seeded first,
+the LSTM vocabulary is trained on the split made next), so it is written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+from transformers import PreTrainedTokenizerBase, set_seed
+from transformers.trainer_utils import enable_full_determinism
+
+from ..data import tokenize_pairs
+from ..losses import SiameseLoss
+from ..models.siamese import SiameseModel
+from ..training import DataArguments, ModelArguments, build_model_and_tokenizer, check_same_vocabulary, load_splits
+from .cpu_threads import apply_cpu_threads
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StartedRun:
+    """What a training run starts from: its data split, its loss, and the model and tokenizer to train."""
+
+    splits: datasets.DatasetDict
+    loss: SiameseLoss
+    model: SiameseModel
+    tokenizer: PreTrainedTokenizerBase
+    model_args: ModelArguments
+    data_args: DataArguments
+
+    def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
+        """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`)."""
+        return tokenize_pairs(
+            pairs,
+            self.tokenizer,
+            max_length=self.model_args.max_length,
+            num_proc=self.data_args.preprocessing_num_workers,
+        )
+
+
+def start_run(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: Any,
+    *,
+    default_train_file: str | Path,
+    resume_from: str | None = None,
+) -> StartedRun:
+    """
+    Seed as the Trainer seeds itself (the model's initialisation draws from these generators), take all
+    the cores a process owns (also under `accelerate launch`), load and split the pairs (main process
+    first), build the loss, then the model and tokenizer; a run resumed from `resume_from` must rebuild
+    that checkpoint's vocabulary, and a tokenizer of another model fails here, naming its file.
+    """
+    enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
+    # CPU float results depend on the thread count (it splits reductions): compare runs with equal counts.
+    threads = apply_cpu_threads(training_args.num_threads)
+    if training_args.process_index == 0:
+        logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        splits = load_splits(data_args, default_train_file=default_train_file)
+    loss = training_args.build_loss()
+    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
+    if resume_from is not None:
+        check_same_vocabulary(tokenizer, resume_from)
+    model.check_tokenizer(tokenizer)
+    return StartedRun(splits, loss, model, tokenizer, model_args, data_args)
+
+
+__all__ = ["StartedRun", "start_run"]

@@ -1,0 +1,205 @@
+"""
+A duplicate-search web app over a corpus (Gradio, the optional `app` extra): "has this question
+already been asked?", for people who do not write Python.
+
+Tab 1 takes a new question and shows the k most similar earlier ones with their scores (and the
+calibrated P(duplicate) when the model has a probability calibration) and the verdict; tab 2 checks
+one pair. The index is a saved `DuplicateIndex` or built from a corpus file at start (with a
+progress bar in the terminal). Every input problem — an empty or over-long question, a corpus that
+does not parse — becomes a message on the page, never a stack trace. `recipes/app.py` is the
+command; `build_app` returns the `gradio.Blocks` for embedding or testing.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..serving.loading import load_siamese_model
+from .corpus_files import CORPUS_FORMATS, read_corpus
+from .duplicate_index import DuplicateIndex
+from .index_files import INDEX_CONFIG_NAME
+
+logger = logging.getLogger(__name__)
+
+# Longer texts are refused on the page: a question is a few hundred characters, and a pasted document
+# would only be truncated to the model's token limit anyway.
+DEFAULT_MAX_CHARS = 2000
+# What a broken corpus, index or model raises with a message meant for the user.
+LOADING_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, OSError, UnicodeDecodeError, TypeError)
+
+
+@dataclass
+class AppArguments:
+    """Flags of `recipes/app.py`."""
+
+    model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (PyTorch or ONNX export)."})
+    corpus: str | None = field(default=None, metadata={"help": "File of earlier questions (formats as recipes/search.py)."})
+    index: str | None = field(
+        default=None,
+        metadata={"help": "Folder of a saved DuplicateIndex: loaded if it holds one, else built from --corpus and saved there."},
+    )
+    corpus_format: str = field(default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS})
+    text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
+    id_column: str | None = field(default=None, metadata={"help": "Id column of a table corpus."})
+    host: str = field(default="127.0.0.1", metadata={"help": "Address to bind (127.0.0.1: this machine only)."})
+    port: int = field(default=7860, metadata={"help": "Port to serve on."})
+    k: int = field(default=5, metadata={"help": "Earlier questions shown per search."})
+    max_chars: int = field(default=DEFAULT_MAX_CHARS, metadata={"help": "Longest question accepted, in characters."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch when building the index."})
+
+
+def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
+    """The saved index in `args.index`, or one built from `args.corpus` (saved to `args.index` when given)."""
+    model = model if model is not None else load_siamese_model(args.model_name_or_path)
+    saved = args.index is not None and (Path(args.index) / INDEX_CONFIG_NAME).is_file()
+    if saved:
+        return DuplicateIndex.load(args.index, model)
+    if args.corpus is None:
+        where = f" ({args.index} holds no index)" if args.index else ""
+        raise ValueError(f"pass --corpus to build an index{where}")
+    texts, ids = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
+    if not texts:
+        raise ValueError(f"{args.corpus} holds no questions")
+    index = DuplicateIndex.build(texts, model, ids=ids, batch_size=args.batch_size, show_progress_bar=True)
+    if args.index is not None:
+        index.save(args.index)
+    return index
+
+
+class DuplicateSearch:
+    """The app's two actions on one model and index, as functions of text to Markdown (what the page shows)."""
+
+    def __init__(self, model: Any, index: DuplicateIndex, *, k: int = 5, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+        self.model, self.index, self.k, self.max_chars = model, index, k, max_chars
+
+    def _problem(self, text: str | None, what: str) -> str | None:
+        """What is wrong with an input text, as a message for the page, or None."""
+        if text is None or not text.strip():
+            return f"Type {what} first."
+        if len(text) > self.max_chars:
+            return f"{what[0].upper()}{what[1:]} is {len(text):,} characters long; the limit is {self.max_chars:,}. Shorten it."
+        return None
+
+    def search(self, question: str | None) -> tuple[str, str]:
+        """(verdict, results table) for a new question."""
+        problem = self._problem(question, "a question")
+        if problem:
+            return _message(problem), ""
+        matches = self.index.search(question.strip(), k=self.k)
+        if not matches:
+            return _message("The index is empty."), ""
+        probabilities = self._probabilities(matches)
+        best = matches[0]
+        threshold = self.index.threshold
+        if threshold is None:
+            verdict = f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."
+        elif best.get("is_duplicate"):
+            verdict = f"**Already asked** — the best match scores {best['score']:.3f} ≥ threshold {threshold:.3f}."
+        else:
+            verdict = f"**New question** — no earlier question reaches the threshold {threshold:.3f} (best {best['score']:.3f})."
+        header = ["#", "score", *(["P(duplicate)"] if probabilities else []), "duplicate", "earlier question", "id"]
+        rows = []
+        for rank, match in enumerate(matches, start=1):
+            cells = [str(rank), f"{match['score']:.3f}"]
+            if probabilities:
+                cells.append(f"{probabilities[rank - 1]:.3f}")
+            cells += ["yes" if match.get("is_duplicate") else "no", _cell(match["text"]), _cell(str(match["id"]))]
+            rows.append(cells)
+        return verdict, _table(header, rows)
+
+    def _probabilities(self, matches: list[dict[str, Any]]) -> list[float] | None:
+        """Calibrated P(duplicate) of each match, when the index (the model's calibration) has a map."""
+        if all("probability" in match for match in matches):
+            return [float(match["probability"]) for match in matches]
+        calibrator = getattr(self.index, "calibrator", None)
+        if calibrator is None:
+            return None
+        return [float(p) for p in calibrator.probability(torch.tensor([m["score"] for m in matches])).tolist()]
+
+    def check_pair(self, first: str | None, second: str | None) -> str:
+        """The verdict on one pair of questions."""
+        problem = self._problem(first, "the first question") or self._problem(second, "the second question")
+        if problem:
+            return _message(problem)
+        threshold = getattr(self.model.config, "threshold", None)
+        # The model's own decision rule (its threshold, or a calibrated probability threshold); any, when it has none.
+        options = {} if threshold is not None else {"threshold": 0.0}
+        result = self.model.predict([first.strip()], [second.strip()], **options)
+        score = float(result["scores"][0])
+        probability = f", P(duplicate) {float(result['probability'][0]):.3f}" if "probability" in result else ""
+        if threshold is None:
+            return f"Score {score:.3f}{probability}; the model has no calibrated threshold to call duplicates."
+        if bool(result["is_duplicate"][0]):
+            return f"**Duplicates** — score {score:.3f} ≥ threshold {threshold:.3f}{probability}."
+        return f"**Not duplicates** — score {score:.3f} < threshold {threshold:.3f}{probability}."
+
+
+def _message(text: str) -> str:
+    return f"⚠️ {html.escape(text)}"
+
+
+def _cell(text: str) -> str:
+    """A text as one Markdown table cell: escaped HTML, no pipes or line breaks."""
+    return html.escape(" ".join(text.split())).replace("|", "&#124;")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def build_app(app: DuplicateSearch | None, *, title: str = "Has this question been asked?", error: str | None = None) -> Any:
+    """
+    The Gradio page. With `error` (the index or model could not be loaded) the page shows it instead
+    of the search tabs, so a bad corpus reads as a message, not a stack trace.
+    """
+    try:
+        import gradio as gr
+    except ImportError as err:
+        raise ImportError('the web app needs gradio: pip install "hfsiamese[app]"') from err
+
+    with gr.Blocks(title=title) as blocks:
+        gr.Markdown(f"# {html.escape(title)}")
+        if app is None:
+            gr.Markdown(_message(error or "no index loaded"), elem_id="load-error")
+            return blocks
+        size = f"{len(app.index):,} earlier questions"
+        gr.Markdown(f"Searching {size} with `{html.escape(str(app.model.name_or_path or 'the model'))}`.")
+        with gr.Tab("Search"):
+            question = gr.Textbox(label="New question", lines=2, elem_id="question")
+            search_button = gr.Button("Search", variant="primary", elem_id="search")
+            verdict = gr.Markdown(elem_id="verdict")
+            results = gr.Markdown(elem_id="results")
+            for trigger in (search_button.click, question.submit):
+                trigger(app.search, inputs=question, outputs=[verdict, results], show_progress="minimal")
+        with gr.Tab("Check a pair"):
+            first = gr.Textbox(label="First question", elem_id="first")
+            second = gr.Textbox(label="Second question", elem_id="second")
+            check_button = gr.Button("Check", variant="primary", elem_id="check")
+            pair_verdict = gr.Markdown(elem_id="pair-verdict")
+            check_button.click(app.check_pair, inputs=[first, second], outputs=pair_verdict, show_progress="minimal")
+    return blocks
+
+
+def app_from_arguments(args: AppArguments) -> Any:
+    """Load the model and index (or the loading error, shown on the page) and build the page."""
+    try:
+        model = load_siamese_model(args.model_name_or_path)
+        index = load_or_build_index(args, model)
+    except LOADING_ERRORS as err:
+        logger.error("%s", err)
+        return build_app(None, error=f"Could not load the model or the corpus: {err}")
+    except Exception as err:  # e.g. a data set reader's own error types: still a message on the page, traceback in the log
+        logger.exception("loading the model or the corpus failed")
+        return build_app(None, error=f"Could not load the model or the corpus: {type(err).__name__}: {err}")
+    return build_app(DuplicateSearch(model, index, k=args.k, max_chars=args.max_chars))
+
+
+__all__ = ["AppArguments", "DuplicateSearch", "app_from_arguments", "build_app", "load_or_build_index"]

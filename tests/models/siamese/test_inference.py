@@ -1,0 +1,54 @@
+"""The inference API with a probability calibration: `probability` beside the scores, thresholds given as probabilities."""
+
+import pytest
+import torch
+
+from hfsiamese.models.siamese.calibration import ScoreCalibrator
+from tests.conftest import TEXTS
+from tests.fixtures import PAIRS
+
+PLATT = {"method": "platt", "coef": 6.0, "intercept": -1.0}
+
+
+def _sides(pairs=PAIRS):
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def test_predict_adds_the_calibrated_probability_and_decides_by_it(tiny_lstm, word_tokenizer):
+    tiny_lstm.config.threshold = 0.0
+    plain = tiny_lstm.predict(*_sides(), word_tokenizer)
+    assert "probability" not in plain
+    with pytest.raises(ValueError, match="probability_threshold needs a model calibrated to probabilities"):
+        tiny_lstm.predict(*_sides(), word_tokenizer, probability_threshold=0.5)
+
+    tiny_lstm.config.calibration = PLATT
+    out = tiny_lstm.predict(*_sides(), word_tokenizer)
+    expected = torch.sigmoid(6.0 * out["scores"].double() - 1.0).float()
+    assert torch.allclose(out["probability"], expected, atol=1e-6)
+    assert torch.equal(out["is_duplicate"], out["scores"] >= 0.0)  # the stored score threshold by default
+    p = _between(out["probability"].tolist())  # a probability threshold that splits the pairs
+    decided = tiny_lstm.predict(*_sides(), word_tokenizer, probability_threshold=p)
+    assert decided["is_duplicate"].tolist() == (out["probability"] >= p).tolist()
+    assert 0 < decided["is_duplicate"].sum() < len(PAIRS)
+    assert torch.allclose(tiny_lstm.duplicate_probabilities(*_sides(), word_tokenizer), out["probability"])
+    with pytest.raises(ValueError, match="not both"):
+        tiny_lstm.predict(*_sides(), word_tokenizer, threshold=0.1, probability_threshold=0.5)
+
+
+def test_classify_gives_each_texts_probability_and_takes_a_probability_threshold(tiny_lstm, word_tokenizer):
+    tiny_lstm.config.calibration = {"method": "isotonic", "scores": [-0.5, 0.5, 0.9], "probabilities": [0.0, 0.4, 1.0]}
+    support, labels = TEXTS[:4], ["a", "a", "b", "b"]
+    out = tiny_lstm.classify(TEXTS[4:], support, labels, word_tokenizer, threshold=-1.0)
+    calibrator = ScoreCalibrator.from_config(tiny_lstm.config)
+    assert torch.allclose(out["probability"], calibrator.probability(out["scores"]))
+    p = _between(out["probability"].tolist())
+    decided = tiny_lstm.classify(TEXTS[4:], support, labels, word_tokenizer, probability_threshold=p)
+    known = [label is not None for label in decided["labels"]]
+    assert known == (out["probability"] >= p).tolist()
+
+
+def _between(probabilities):
+    """A probability threshold halfway between two middle distinct values: no pair sits on the cut."""
+    values = sorted(set(probabilities))
+    middle = len(values) // 2
+    return (values[middle - 1] + values[middle]) / 2

@@ -1,0 +1,97 @@
+"""The web app's actions and pages without a browser (tests/recipes/test_app_browser.py drives the real page)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("gradio")
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.app import (
+    AppArguments,
+    DuplicateSearch,
+    app_from_arguments,
+    load_or_build_index,
+)
+from tests.conftest import TEXTS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, word_tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.95
+    )
+    path = tmp_path_factory.mktemp("app_model")
+    SiameseModel(config).save_pretrained(path)
+    word_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def app(model_dir):
+    model = SiameseModel.from_pretrained(model_dir)
+    return DuplicateSearch(model, DuplicateIndex.build(TEXTS, model), k=3, max_chars=100)
+
+
+def test_search_shows_the_verdict_and_the_top_matches(app):
+    verdict, table = app.search(TEXTS[2])
+    assert verdict.startswith("**Already asked**")
+    header, _, first, *rest = table.splitlines()
+    assert "P(duplicate)" not in header and len(rest) == 2  # k = 3; no calibration, no probability column
+    assert TEXTS[2] in first and "| 1.000 |" in first and "| yes |" in first
+
+
+def test_a_calibrated_index_adds_a_probability_column(app, monkeypatch):
+    from hfsiamese.models.siamese.calibration import ScoreCalibrator
+
+    calibrator = ScoreCalibrator.from_dict({"method": "platt", "coef": 10.0, "intercept": -5.0})
+    monkeypatch.setattr(app.index, "calibrator", calibrator, raising=False)
+    _, table = app.search(TEXTS[2])
+    header, _, first, *_ = table.splitlines()
+    assert "P(duplicate)" in header
+    assert f"| 1.000 | {float(calibrator.probability([1.0])[0]):.3f} | yes |" in first  # sigmoid(10 - 5) = 0.993
+
+
+def test_pair_verdicts_follow_the_model(app):
+    assert app.check_pair(TEXTS[0], TEXTS[0]).startswith("**Duplicates** — score 1.000")
+    expected = app.model.predict([TEXTS[0]], [TEXTS[4]])
+    verdict = app.check_pair(TEXTS[0], TEXTS[4])
+    assert verdict.startswith("**Duplicates**" if bool(expected["is_duplicate"][0]) else "**Not duplicates**")
+    assert f"score {float(expected['scores'][0]):.3f}" in verdict
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("", "Type a question first."),
+        ("   \n", "Type a question first."),
+        ("x" * 10_000, "10,000 characters long; the limit is 100"),
+    ],
+)
+def test_bad_questions_are_messages(app, question, message):
+    verdict, table = app.search(question)
+    assert message in verdict and table == ""
+    assert message.replace("a question", "the second question") in app.check_pair(TEXTS[0], question)
+
+
+def test_index_is_built_saved_and_loaded(model_dir, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS), encoding="utf-8")
+    args = AppArguments(model_name_or_path=str(model_dir), corpus=str(corpus), index=str(tmp_path / "index"))
+    built = load_or_build_index(args)
+    assert (tmp_path / "index" / "index_config.json").is_file() and len(built) == len(TEXTS)
+    loaded = load_or_build_index(AppArguments(model_name_or_path=str(model_dir), index=str(tmp_path / "index")))
+    assert loaded.search(TEXTS[1], k=1)[0]["text"] == TEXTS[1]
+
+
+def test_a_corpus_that_does_not_parse_becomes_the_page_message(model_dir, tmp_path):
+    import gradio as gr
+
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"\xff\xfe\x00garbage,\x00\x01\n")
+    blocks = app_from_arguments(AppArguments(model_name_or_path=str(model_dir), corpus=str(broken)))
+    texts = [block.value for block in blocks.blocks.values() if isinstance(block, gr.Markdown)]
+    assert any("Could not load the model or the corpus" in text and "broken.csv" in text for text in texts)

@@ -1,0 +1,92 @@
+from dataclasses import dataclass, field
+
+import pytest
+from transformers import HfArgumentParser
+
+from hfsiamese.runs.config_and_flags import parse_config_and_flags
+from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
+
+
+@dataclass
+class Args:
+    name: str = field(metadata={"help": "required"})
+    steps: int = 10
+    rate: float = 0.1
+    flag: bool = False
+
+
+def test_yaml_values_with_flags_overriding(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("name: from_yaml\nsteps: 5\nflag: true\n")
+    (args,) = parse_config_and_flags(HfArgumentParser(Args), [str(config), "--steps", "7"])
+    assert (args.name, args.steps, args.rate, args.flag) == ("from_yaml", 7, 0.1, True)
+
+
+def test_json_config_and_default_config(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text('{"name": "from_json", "rate": 0.5}')
+    (args,) = parse_config_and_flags(HfArgumentParser(Args), [], default_config=config)
+    assert (args.name, args.rate) == ("from_json", 0.5)
+
+
+@pytest.mark.parametrize(
+    "text,error,message",
+    [("nmae: x\n", ValueError, "nmae"), ("- a\n- b\n", ValueError, "mapping"), ("a: [\n", ValueError, "cannot parse")],
+)
+def test_bad_configs(tmp_path, text, error, message):
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(error, match=message):
+        parse_config_and_flags(HfArgumentParser(Args), [str(config)])
+
+
+def test_missing_config_and_wrong_suffix(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        parse_config_and_flags(HfArgumentParser(Args), [str(tmp_path / "none.yaml")])
+    with pytest.raises(ValueError, match="config file"):
+        parse_config_and_flags(HfArgumentParser(Args), ["config.txt"])
+
+
+def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_bert_dir):
+    lstm = model_card_kwargs(ModelArguments(embedding_dim=16), DataArguments())
+    assert (lstm["dataset_tags"], lstm["language"], lstm["finetuned_from"], lstm["license"]) == (
+        "quora",
+        "en",
+        None,
+        "apache-2.0",
+    )
+    assert lstm["arguments"] == {"embedding_dim": 16}  # only what differs from the defaults
+
+    hub = model_card_kwargs(
+        ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)),
+        DataArguments(dataset_name="nyu-mll/glue:qqp", split_seed=7),
+    )
+    assert (hub["dataset"], hub["dataset_tags"], hub["dataset_args"]) == ("nyu-mll/glue:qqp", "nyu-mll/glue", "qqp")
+    assert hub["finetuned_from"] == str(tiny_bert_dir) and hub["license"] is None  # the folder declares none
+    assert hub["arguments"] == {"encoder_type": "transformer", "model_name_or_path": str(tiny_bert_dir),
+                                "dataset_name": "nyu-mll/glue:qqp", "split_seed": 7}  # fmt: skip
+    assert model_card_kwargs(ModelArguments(), DataArguments(train_file="/data/pairs.csv"))["dataset"] == "pairs.csv"
+
+
+def test_flags_are_never_abbreviated_and_mistakes_are_usage_errors():
+    from hfsiamese.runs.command_line import UsageError
+
+    @dataclass
+    class Steps:
+        max_steps: int = 1
+
+    with pytest.raises(UsageError, match="unrecognized arguments: --max_step 5"):
+        parse_config_and_flags(HfArgumentParser(Steps), ["--max_step", "5"])
+    with pytest.raises(UsageError, match="invalid int value: 'many'"):
+        parse_config_and_flags(HfArgumentParser(Steps), ["--max_steps", "many"])
+
+
+def test_value_given_on_the_command_line_or_in_the_config(tmp_path):
+    from hfsiamese.runs.config_and_flags import config_file_of, value_given
+
+    config = tmp_path / "c.yaml"
+    config.write_text("output_dir: somewhere\n")
+    assert config_file_of([str(config), "--x", "1"], None) == str(config)
+    assert config_file_of(["--x", "1"], "default.yaml") == "default.yaml"
+    assert value_given("output_dir", [], config) and not value_given("max_steps", [], config)
+    assert value_given("max_steps", ["--max_steps=3"], None) and not value_given("max_steps", ["--max_steps_x"], None)
