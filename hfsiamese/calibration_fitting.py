@@ -35,7 +35,12 @@ import sklearn.linear_model
 from .metrics import pair_classification_metrics
 from .metrics.reliability import calibration_metrics
 from .metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs
-from .models.siamese.calibration import CALIBRATION_METHODS, PROBABILITY_METHODS, ScoreCalibrator, check_calibration
+from .models.siamese.score_calibrator import (
+    CALIBRATION_METHODS,
+    PROBABILITY_METHODS,
+    ScoreCalibrator,
+    check_calibration,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from sklearn.isotonic import IsotonicRegression
 from hfsiamese import SiameseConfig
 from hfsiamese.calibration_fitting import bootstrap_thresholds, calibrate_model, fit_calibrator, fit_threshold
 from hfsiamese.metrics.thresholds import best_threshold
-from hfsiamese.models.siamese.calibration import ScoreCalibrator
+from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 
 
 def _synthetic(n, seed=0, slope=6.0, offset=-3.0):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import torch
 
-from ..models.siamese.calibration import ScoreCalibrator
+from ..models.siamese.score_calibrator import ScoreCalibrator
 from ..models.siamese.scoring import (
     check_threshold,
     resolve_decision_threshold,

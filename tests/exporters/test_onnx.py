@@ -123,7 +123,7 @@ def test_classification_head_travels_beside_the_graph(word_tokenizer, tmp_path):
 
 
 def test_refuses_a_graph_that_differs_from_pytorch(word_tokenizer, tmp_path, monkeypatch):
-    from hfsiamese import onnx_export
+    from hfsiamese.exporters import onnx as onnx_export
 
     model = tiny_model("lstm", len(word_tokenizer))
     other = tiny_model("lstm", len(word_tokenizer), pooling="max")  # same inputs, another function

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from hfsiamese import cpu_threads
+from hfsiamese.runs import cpu_threads
 from hfsiamese.runs.cpu_threads import apply_cpu_threads, available_cores, choose_cpu_threads, threads_set_by_user
 
 

@@ -45,7 +45,7 @@ def test_search_shows_the_verdict_and_the_top_matches(app):
 
 
 def test_a_calibrated_index_adds_a_probability_column(app, monkeypatch):
-    from hfsiamese.models.siamese.calibration import ScoreCalibrator
+    from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 
     calibrator = ScoreCalibrator.from_dict({"method": "platt", "coef": 10.0, "intercept": -5.0})
     monkeypatch.setattr(app.index, "calibrator", calibrator, raising=False)

@@ -13,7 +13,7 @@ from typing import Any
 from transformers import PretrainedConfig
 from transformers.utils import CONFIG_NAME
 
-from .calibration import check_calibration
+from .score_calibrator import check_calibration
 from .scoring import check_threshold
 
 ENCODER_TYPES = ("lstm", "static", "transformer")

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import torch
 
-from .calibration import ScoreCalibrator
+from .score_calibrator import ScoreCalibrator
 
 ScoreUnit = Literal["cosine", "probability"]
 

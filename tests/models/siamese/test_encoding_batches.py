@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese import SiameseModel, encoding_batches
+from hfsiamese import SiameseModel
+from hfsiamese.models.siamese import encoding_batches
 from hfsiamese.models.siamese.encoding_batches import dataset_chunk, padded_batches, tokenize_chunk
 
 TEXTS = [

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from hfsiamese.models.siamese.calibration import ScoreCalibrator
+from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from tests.conftest import TEXTS
 from tests.fixtures import PAIRS
 

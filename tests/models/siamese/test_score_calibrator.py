@@ -1,4 +1,4 @@
-"""`hfsiamese.models.siamese.calibration`: a stored score-to-probability map, applied as scikit-learn would, with and without hfsiamese."""
+"""`hfsiamese.models.siamese.score_calibrator`: a stored score-to-probability map, applied as scikit-learn would, with and without hfsiamese."""
 
 import json
 
@@ -9,7 +9,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from hfsiamese import SiameseConfig
-from hfsiamese.models.siamese.calibration import ScoreCalibrator, check_calibration
+from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator, check_calibration
 from tests.fixtures import PAIRS
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
