@@ -7,7 +7,7 @@ strings), `label` (int64, 0/1) and, where the source knows question identities, 
 (strings). Downstream code (groups, tokenisation, the trainer) can then rely on that shape alone.
 
 The steps have a module each: `formats` (which kind of file), `readers` (raw table, errors naming
-the file), `columns` (which column is what), `label_values` (labels as 0/1), `text_normalization`
+the file), `source_columns` (which column is what), `label_values` (labels as 0/1), `text_normalization`
 (optional NFKC/lowercasing) and `deduplication` (repeated pairs collapsed). This module puts them
 in order, eagerly or streamed; both convert rows with the same `_PairRows`, batch by batch.
 

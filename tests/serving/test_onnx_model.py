@@ -91,3 +91,12 @@ def test_missing_graph_is_named(exported, tmp_path):
     (copy / "model.onnx").unlink()
     with pytest.raises(FileNotFoundError, match=r"model\.onnx"):
         load_siamese_model(copy)
+
+
+def test_both_models_fulfil_the_inference_contract(exported):
+    from hfsiamese.models.siamese.inference import InferenceHost
+
+    model, out = exported
+    onnx_model = load_siamese_model(out)
+    assert isinstance(model, InferenceHost) and isinstance(onnx_model, InferenceHost)
+    assert onnx_model.padding_id() == model.padding_id()

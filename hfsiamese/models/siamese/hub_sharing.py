@@ -19,7 +19,11 @@ from .pipeline_question_duplicates import pipeline_config_entry
 
 
 class HubSharingMixin:
-    """`save_pretrained` naming the pipeline, and `push_to_hub` with tokenizer and card (mixed into `SiameseModel`)."""
+    """
+    `save_pretrained` naming the pipeline, and `push_to_hub` with tokenizer and card (mixed into `SiameseModel`,
+    beside `SiameseInferenceMixin`, whose `_resolve_tokenizer` and `check_tokenizer` it uses, and a
+    `PreTrainedModel`, whose `save_pretrained` it extends).
+    """
 
     def save_pretrained(self, save_directory: str | os.PathLike, *args: Any, **kwargs: Any) -> None:
         """

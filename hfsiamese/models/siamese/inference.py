@@ -2,10 +2,8 @@
 The inference API of a Siamese model: embed texts, score pairs, decide duplicates, classify against a
 support set.
 
-`SiameseModel` inherits it (`model.encode(...)`, `model.predict(...)`), so it is written against what
-the model provides: `config`, `device`, `classifier`, `get_input_embeddings()`, `_embed_batch` (one
-tokenised batch through the encoder) and `_tokenizer` (the tokenizer saved beside the weights, once
-loaded). What a score is and which threshold applies comes from `scoring`; how long texts may be,
+`SiameseModel` and the onnxruntime `OnnxSiameseModel` inherit it (`model.encode(...)`, `model.predict(...)`),
+so it is written against what a model provides, declared once as `InferenceHost`. What a score is and which threshold applies comes from `scoring`; how long texts may be,
 from `token_fields`. This file travels with every checkpoint as
 remote code (the modeling file imports it relatively), so it may import only torch, transformers and
 its siblings.
@@ -16,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
@@ -54,8 +52,45 @@ def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
         raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
 
 
+@runtime_checkable
+class InferenceHost(Protocol):
+    """
+    What a model provides to `SiameseInferenceMixin`: the contract `SiameseModel` (a `PreTrainedModel`)
+    and `OnnxSiameseModel` (an onnxruntime session) both fulfil; the mixin uses nothing else of them.
+    """
+
+    config: Any
+    """A `SiameseConfig`: encoder type, `threshold`, `calibration`, classification head."""
+    name_or_path: str
+    """The folder (or Hub id) it was loaded from: where the tokenizer saved beside the weights is looked for."""
+    classifier: Any
+    """The pair classification head (`PairClassificationHead`), or None: scores are then cosines."""
+    _tokenizer: Any
+    """The tokenizer saved beside the weights, once loaded (None until then)."""
+    training: bool
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def eval(self) -> Any: ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def padding_id(self) -> int:
+        """The id its inputs are padded with (what `encode` pads chunks with)."""
+        ...
+
+    def embedding_rows(self) -> int:  # a host without `get_input_embeddings` overrides it
+        """Rows of its token embedding table (the mixin's default reads `get_input_embeddings()`)."""
+        ...
+
+    def _embed_batch(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One tokenised, padded batch (`input_ids`, `attention_mask`, ...) to its L2-normalised embeddings."""
+        ...
+
+
 class SiameseInferenceMixin:
-    """Texts in, embeddings, scores and decisions out (mixed into `SiameseModel`)."""
+    """Texts in, embeddings, scores and decisions out (mixed into a model that is an `InferenceHost`)."""
 
     # ----------------------------------------------------------------------------------------
     # The tokenizer

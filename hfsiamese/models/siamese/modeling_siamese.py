@@ -198,6 +198,18 @@ class SiameseModel(
     head, the head's P(duplicate): see `scoring`). A calibrated `config.threshold` turns the score into
     duplicate / not duplicate.
 
+    Its API, by the file that holds it:
+
+    - here: `forward` (a batch of pairs → `SiameseModelOutput`), `embed` (one side), `embed_sides`,
+      `from_encoder_pretrained` (a fresh model around a pretrained `AutoModel`), `set_sub_batching`;
+    - `inference.py`: `encode`, `similarity`, `score_pairs`, `predict`, `duplicate_probabilities`,
+      `classify`, `check_tokenizer` (this class is its `InferenceHost`: `padding_id` and `_embed_batch`
+      below);
+    - `calibration.py`: `calibrate` (a new domain's decision from a few labelled pairs);
+    - `hub_sharing.py`: `save_pretrained` (also naming the pipeline), `push_to_hub` (weights, code,
+      tokenizer and card in one commit);
+    - `safe_loading.py`: `from_pretrained` that reads safetensors only and names the file it refuses.
+
     Example:
 
     ```python

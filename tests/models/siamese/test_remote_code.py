@@ -1,10 +1,14 @@
-"""A saved checkpoint loads with `trust_remote_code=True` where hfsiamese cannot be imported."""
+"""A saved checkpoint loads with `trust_remote_code=True` where hfsiamese cannot be imported; the folder that travels is closed."""
 
+import ast
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
+import hfsiamese.models.siamese as travelling
 from hfsiamese import SiameseConfig, SiameseModel
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
@@ -60,3 +64,52 @@ def test_checkpoint_loads_without_hfsiamese(encoder, tiny_lstm, tiny_bert_dir, w
     assert child["module"].startswith("transformers_modules")
     assert child["threshold"] == 0.42
     assert child["similarity"] == pytest.approx(expected, abs=1e-6)
+
+
+TRAVELLING_DIR = Path(travelling.__file__).parent
+# Packages a checkpoint's code may import besides the standard library: what transformers itself needs.
+LIGHT_PACKAGES = {"torch", "numpy", "transformers", "huggingface_hub", "safetensors"}
+# The calls into the installed library, each made only inside the method that needs it (see docs/architecture.md).
+LIBRARY_CALLS = {("calibration.py", "hfsiamese.calibration_fitting"), ("hub_sharing.py", "hfsiamese.model_card")}
+
+
+def _travelling_files() -> list[Path]:
+    return sorted(path for path in TRAVELLING_DIR.glob("*.py") if path.name != "__init__.py")
+
+
+def _imports(path: Path) -> list[tuple[ast.ImportFrom | ast.Import, bool]]:
+    """Every import of a file, and whether it runs when the module is imported (not inside a function)."""
+    found, tree = [], ast.parse(path.read_text())
+    nested = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in ast.walk(fn)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, id(node) not in nested))
+    return found
+
+
+@pytest.mark.parametrize("path", _travelling_files(), ids=lambda path: path.name)
+def test_the_travelling_folder_is_closed(path):
+    siblings = {file.stem for file in _travelling_files()}
+    for node, at_import in _imports(path):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1, f"{path.name}:{node.lineno} imports outside its folder ({'.' * node.level}{node.module})"
+            assert node.module.split(".")[0] in siblings, f"{path.name}:{node.lineno} imports a file not in the folder"
+            continue
+        names = [node.module] if isinstance(node, ast.ImportFrom) else [alias.name for alias in node.names]
+        for name in names:
+            top = name.split(".")[0]
+            if top == "hfsiamese":
+                assert (path.name, name) in LIBRARY_CALLS and not at_import, f"{path.name}:{node.lineno} imports {name}"
+            elif at_import:
+                assert top in sys.stdlib_module_names or top in LIGHT_PACKAGES, f"{path.name}:{node.lineno} imports {name}"
+
+
+def test_a_checkpoint_carries_exactly_the_travelling_folder(tiny_lstm, tmp_path):
+    from transformers.dynamic_module_utils import get_relative_import_files
+
+    reached = {Path(file).name for file in get_relative_import_files(str(TRAVELLING_DIR / "modeling_siamese.py"))}
+    tiny_lstm.save_pretrained(tmp_path)
+    saved = {file.name for file in tmp_path.glob("*.py")}
+    assert saved == {file.name for file in _travelling_files()} == reached | {"modeling_siamese.py"}
+    auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
+    assert auto_map == {"AutoConfig": "configuration_siamese.SiameseConfig", "AutoModel": "modeling_siamese.SiameseModel"}

@@ -91,7 +91,11 @@ def test_sub_batches_run_the_encoder_on_short_padding(tmp_path, word_tokenizer):
 
 def test_lstm_ignores_sub_batch_size(tiny_lstm, word_tokenizer):
     inputs = _sides(word_tokenizer, TEXTS_A, TEXTS_B)
+    tiny_lstm.set_sub_batching(max_tokens=4, max_texts=1)  # would cut every text into its own call
+    calls = []
+    tiny_lstm.encoder.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape[0]))
     out = tiny_lstm(**inputs)
+    assert calls == [len(TEXTS_A), len(TEXTS_B)]  # one whole call per side: packed sequences, no sub-batches
     torch.testing.assert_close(out.embeddings_a, tiny_lstm.embed(inputs["input_ids_a"], inputs["attention_mask_a"]))
 
 
