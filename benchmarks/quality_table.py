@@ -11,8 +11,8 @@ validation pairs, never trained on. Each row is its own process. Rows:
 - `st mnrl`, `st online_contrastive`: sentence-transformers' trainer and losses (`st_baselines.py`)
   on the same MiniLM folder, one epoch over the rows their loss takes, batch 32 like our recipe.
 - `hfsiamese MiniLM <loss>`: `recipes/train.py recipes/configs/minilm_qqp.yaml --loss <loss>`, one
-  epoch over the rows each loss takes (`--train_view auto`); the recipe's own loss is `contrastive_triplet`.
-- `hfsiamese LSTM random` / `glove`: `recipes/configs/lstm_qqp.yaml` as shipped (contrastive_triplet),
+  epoch over the rows each loss takes (`--train_view auto`); the recipe's own loss is `contrastive_ranking`.
+- `hfsiamese LSTM random` / `glove`: `recipes/configs/lstm_qqp.yaml` as shipped (contrastive_ranking),
   and with GloVe 6B 50d embeddings (`--embedding_init glove --embedding_dim 50`, the `glove` extra);
   `hfsiamese LSTM random <loss>`: the same with another loss.
 - `seeds`: `seeds_siamese.py` (the seeds' Trax model re-implemented), 10 epochs.
@@ -46,7 +46,7 @@ MINILM_LOSSES = (
     "triplet",
     "contrastive",
     "online_contrastive",
-    "contrastive_triplet",
+    "contrastive_ranking",
     "multiple_negatives_ranking",
     "verification_identification",
 )

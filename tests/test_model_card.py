@@ -103,16 +103,16 @@ def test_card_without_results_or_threshold(word_tokenizer):
 
 
 def test_card_lists_every_option_of_the_loss(word_tokenizer, tmp_path):
-    """The card's config and loss line come from the losses' own option list (contrastive_triplet's were missing)."""
+    """The card's config and loss line come from the losses' own option list (contrastive_ranking's were missing)."""
     model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6))
-    args = _args(tmp_path, loss="contrastive_triplet", margin=0.4, triplet_margin=0.2, triplet_weight=0.5)
+    args = _args(tmp_path, loss="contrastive_ranking", margin=0.4, triplet_margin=0.2, ranking_weight=0.5)
     card = build_model_card(model, model_name="m", training_args=args)
     config = yaml_block(card.text)
-    assert {k: config[k] for k in ("loss", "margin", "triplet_margin", "triplet_weight")} == {
-        "loss": "contrastive_triplet", "margin": 0.4, "triplet_margin": 0.2, "triplet_weight": 0.5,
+    assert {k: config[k] for k in ("loss", "margin", "triplet_margin", "ranking_weight")} == {
+        "loss": "contrastive_ranking", "margin": 0.4, "triplet_margin": 0.2, "ranking_weight": 0.5,
     }  # fmt: skip
     assert (
-        "- Loss: `contrastive_triplet` (margin=0.4, triplet_margin=0.2, triplet_weight=0.5, "
+        "- Loss: `contrastive_ranking` (margin=0.4, triplet_margin=0.2, ranking_weight=0.5, "
         "ranking_loss=hard_negative_triplet, ranking_candidates=all_rows, temperature=0.05)"
     ) in card.text
     # The loss a trainer was given is the one the card describes, defaults included.

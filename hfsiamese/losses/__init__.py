@@ -21,11 +21,20 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
 
 from .base import SiameseLoss, SiameseLossOutput
 from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
-from .contrastive_triplet import ContrastiveTripletLoss
+from .contrastive_ranking import ContrastiveRankingLoss
 from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
-from .registry import LOSS_OPTIONS, LOSSES, get_loss, loss_kwargs_for, loss_name
+from .registry import (
+    LOSS_OPTIONS,
+    LOSSES,
+    RENAMED_LOSSES,
+    current_loss_name,
+    current_loss_options,
+    get_loss,
+    loss_kwargs_for,
+    loss_name,
+)
 from .triplet import TripletLoss
 from .verification_identification import VerificationIdentificationLoss
 
@@ -33,7 +42,7 @@ __all__ = [
     "LOSSES",
     "LOSS_OPTIONS",
     "ContrastiveLoss",
-    "ContrastiveTripletLoss",
+    "ContrastiveRankingLoss",
     "EmbeddingDistillationLoss",
     "HardNegativeTripletLoss",
     "MultipleNegativesRankingLoss",
@@ -42,7 +51,20 @@ __all__ = [
     "SiameseLossOutput",
     "TripletLoss",
     "VerificationIdentificationLoss",
+    "RENAMED_LOSSES",
+    "current_loss_name",
+    "current_loss_options",
     "get_loss",
     "loss_kwargs_for",
     "loss_name",
 ]
+
+
+def __getattr__(name: str) -> type[SiameseLoss]:
+    # The class's name before the rename (PEP 562): old imports keep working, with a FutureWarning.
+    if name == "ContrastiveTripletLoss":
+        import warnings
+
+        warnings.warn("ContrastiveTripletLoss is now ContrastiveRankingLoss", FutureWarning, stacklevel=2)
+        return ContrastiveRankingLoss
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import torch
-
 from .base import SiameseLoss, SiameseLossOutput, require_non_negative
 
 

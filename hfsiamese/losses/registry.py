@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from .base import SiameseLoss
 from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
-from .contrastive_triplet import ContrastiveTripletLoss
+from .contrastive_ranking import ContrastiveRankingLoss
 from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
@@ -18,7 +20,7 @@ LOSSES: dict[str, type[SiameseLoss]] = {
     "triplet": TripletLoss,
     "contrastive": ContrastiveLoss,
     "online_contrastive": OnlineContrastiveLoss,
-    "contrastive_triplet": ContrastiveTripletLoss,
+    "contrastive_ranking": ContrastiveRankingLoss,
     "multiple_negatives_ranking": MultipleNegativesRankingLoss,
     "verification_identification": VerificationIdentificationLoss,
     "embedding_distillation": EmbeddingDistillationLoss,
@@ -29,8 +31,41 @@ LOSSES: dict[str, type[SiameseLoss]] = {
 LOSS_OPTIONS: frozenset[str] = frozenset(name for loss_class in LOSSES.values() for name in loss_class.option_names())
 
 
+# Names that changed, kept working with a FutureWarning so that configs, scripts and saved training
+# arguments written before a rename still run: old name -> current name.
+RENAMED_LOSSES: dict[str, str] = {"contrastive_triplet": "contrastive_ranking"}
+RENAMED_LOSS_OPTIONS: dict[str, str] = {"triplet_weight": "ranking_weight"}
+
+
+def current_loss_name(name: str) -> str:
+    """`name`, or the name it was renamed to (with a FutureWarning naming both)."""
+    if name in RENAMED_LOSSES:
+        warnings.warn(
+            f"loss {name!r} is now called {RENAMED_LOSSES[name]!r} (the old name will be removed): "
+            f"--loss {RENAMED_LOSSES[name]}",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return RENAMED_LOSSES[name]
+    return name
+
+
+def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` with renamed option names replaced (a FutureWarning for each); an option given twice is an error."""
+    current = dict(options)
+    for old, new in RENAMED_LOSS_OPTIONS.items():
+        if old not in current:
+            continue
+        if new in current:
+            raise ValueError(f"{old} is the old name of {new}: give {new} only")
+        warnings.warn(f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3)
+        current[new] = current.pop(old)
+    return current
+
+
 def get_loss(name: str, **kwargs: Any) -> SiameseLoss:
-    """Build the loss registered under `name` with its keyword arguments."""
+    """Build the loss registered under `name` with its keyword arguments (renamed names still accepted)."""
+    name, kwargs = current_loss_name(name), current_loss_options(kwargs)
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
     return LOSSES[name](**kwargs)
@@ -49,6 +84,7 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
     takes only some. An option that no registered loss takes is a typo and raises, so nothing is
     dropped silently except what the chosen loss does not use.
     """
+    name, all_options = current_loss_name(name), current_loss_options(all_options)
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
     unknown = sorted(set(all_options) - LOSS_OPTIONS)
@@ -58,4 +94,14 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
     return {key: value for key, value in all_options.items() if key in accepted}
 
 
-__all__ = ["LOSSES", "LOSS_OPTIONS", "get_loss", "loss_kwargs_for", "loss_name"]
+__all__ = [
+    "LOSSES",
+    "LOSS_OPTIONS",
+    "RENAMED_LOSSES",
+    "RENAMED_LOSS_OPTIONS",
+    "current_loss_name",
+    "current_loss_options",
+    "get_loss",
+    "loss_kwargs_for",
+    "loss_name",
+]

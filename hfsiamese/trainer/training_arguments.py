@@ -8,7 +8,15 @@ from typing import Any
 
 from transformers import TrainingArguments
 
-from ..losses import LOSS_OPTIONS, LOSSES, SiameseLoss, get_loss, loss_kwargs_for
+from ..losses import (
+    LOSS_OPTIONS,
+    LOSSES,
+    SiameseLoss,
+    current_loss_name,
+    current_loss_options,
+    get_loss,
+    loss_kwargs_for,
+)
 from ..metrics.thresholds import check_calibration_options
 from .nonfinite_loss import NAN_POLICIES
 
@@ -46,7 +54,7 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "triplet: also use the other pairs of the batch as negatives."}
     )
     temperature: float | None = field(
-        default=None, metadata={"help": "multiple_negatives_ranking, contrastive_triplet: softmax temperature (default 0.05)."}
+        default=None, metadata={"help": "multiple_negatives_ranking, contrastive_ranking: softmax temperature (default 0.05)."}
     )
     symmetric: bool | None = field(
         default=None, metadata={"help": "multiple_negatives_ranking: add the second-to-first direction."}
@@ -55,23 +63,26 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "verification_identification: weight w of the cosine-embedding term."}
     )
     triplet_margin: float | None = field(
-        default=None, metadata={"help": "contrastive_triplet: margin α of its in-batch triplet term (default 0.25)."}
+        default=None, metadata={"help": "contrastive_ranking: margin α of its in-batch triplet term (default 0.25)."}
+    )
+    ranking_weight: float | None = field(
+        default=None, metadata={"help": "contrastive_ranking: weight w of its in-batch ranking term (default 0.1)."}
     )
     triplet_weight: float | None = field(
-        default=None, metadata={"help": "contrastive_triplet: weight w of its in-batch ranking term (default 1.0)."}
+        default=None, metadata={"help": "The old name of ranking_weight (still read, with a warning)."}
     )
     ranking_loss: str | None = field(
         default=None,
         metadata={
-            "help": "contrastive_triplet: its in-batch ranking term, 'hard_negative_triplet' or "
+            "help": "contrastive_ranking: its in-batch ranking term, 'hard_negative_triplet' or "
             "'multiple_negatives_ranking' (default hard_negative_triplet)."
         },
     )
     ranking_candidates: str | None = field(
         default=None,
         metadata={
-            "help": "contrastive_triplet: the in-batch negatives of a duplicate row, the other 'duplicates' rows' "
-            "second questions or those of 'all_rows' (default duplicates)."
+            "help": "contrastive_ranking: the in-batch negatives of a duplicate row, the other 'duplicates' rows' "
+            "second questions or those of 'all_rows' (default all_rows)."
         },
     )
     embedding_weight: float | None = field(
@@ -147,6 +158,11 @@ class SiameseTrainingArguments(TrainingArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        # Renamed loss and option names still read (configs and scripts written before), stored as the current ones.
+        self.loss = current_loss_name(self.loss)
+        if self.triplet_weight is not None:
+            renamed = current_loss_options({"triplet_weight": self.triplet_weight, **self.loss_options()})
+            self.ranking_weight, self.triplet_weight = renamed["ranking_weight"], None
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; available: {sorted(LOSSES)}")
         if self.nan_policy not in NAN_POLICIES:

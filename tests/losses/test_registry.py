@@ -18,7 +18,7 @@ ALL_OPTIONS = {
     "symmetric": True,
     "gather_across_devices": False,
     "triplet_margin": 0.2,
-    "triplet_weight": 0.5,
+    "ranking_weight": 0.5,
     "ranking_loss": "multiple_negatives_ranking",
     "ranking_candidates": "duplicates",
     "verification_weight": 2.0,
@@ -30,8 +30,8 @@ EXPECTED_KWARGS = {
     "triplet": {"margin", "in_batch_negatives", "gather_across_devices"},
     "contrastive": {"margin"},
     "online_contrastive": {"margin"},
-    "contrastive_triplet": {
-        "margin", "triplet_margin", "triplet_weight", "ranking_loss", "ranking_candidates", "temperature"
+    "contrastive_ranking": {
+        "margin", "triplet_margin", "ranking_weight", "ranking_loss", "ranking_candidates", "temperature"
     },  # fmt: skip
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},

@@ -54,7 +54,7 @@ def test_bad_sources(tmp_path):
     [
         ("contrastive", {}, "labelled_pairs"),
         ("online_contrastive", {}, "labelled_pairs"),
-        ("contrastive_triplet", {}, "labelled_pairs"),
+        ("contrastive_ranking", {}, "labelled_pairs"),
         ("verification_identification", {}, "labelled_pairs"),
         ("multiple_negatives_ranking", {}, "duplicate_pairs"),
         ("hard_negative_triplet", {}, "duplicate_pairs"),

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from hfsiamese.losses import (
     ContrastiveLoss,
-    ContrastiveTripletLoss,
+    ContrastiveRankingLoss,
     HardNegativeTripletLoss,
     get_loss,
 )
@@ -49,9 +49,9 @@ def test_against_a_loop_over_anchors(ranking_loss, candidates):
     a, b = _embeddings(9, seed=3)
     labels = torch.tensor([1, 1, 0, 1, 0, 1, 1, 0, 1])
     groups = torch.tensor([0, 1, 2, 1, 3, 4, 5, 6, 7])  # rows 1 and 3 are one duplicate group
-    loss_fn = ContrastiveTripletLoss(
+    loss_fn = ContrastiveRankingLoss(
         margin=0.4,
-        triplet_weight=0.3,
+        ranking_weight=0.3,
         ranking_loss=ranking_loss,
         ranking_candidates=candidates,
     )
@@ -68,10 +68,10 @@ def test_over_duplicate_rows_is_the_first_version():
     a, b = _embeddings(7)
     labels = torch.tensor([1, 0, 1, 1, 0, 1, 0])
     groups = torch.tensor([0, 1, 2, 2, 3, 4, 5])
-    loss_fn = ContrastiveTripletLoss(
+    loss_fn = ContrastiveRankingLoss(
         margin=0.4,
         triplet_margin=0.3,
-        triplet_weight=0.5,
+        ranking_weight=0.5,
         ranking_candidates="duplicates",
     )
     rows = torch.tensor([0, 2, 3, 5])
@@ -85,8 +85,8 @@ def test_all_rows_sees_the_labelled_non_duplicates_second_questions():
     """With one duplicate row, only ranking_candidates='all_rows' has negatives for it."""
     a, b = _embeddings(4)
     labels = torch.tensor([1, 0, 0, 0])
-    assert ContrastiveTripletLoss(ranking_candidates="duplicates").compute(a, b, labels=labels).stats["ranking"] == 0.0
-    assert ContrastiveTripletLoss(ranking_candidates="all_rows").compute(a, b, labels=labels).stats["ranking"] > 0.0
+    assert ContrastiveRankingLoss(ranking_candidates="duplicates").compute(a, b, labels=labels).stats["ranking"] == 0.0
+    assert ContrastiveRankingLoss(ranking_candidates="all_rows").compute(a, b, labels=labels).stats["ranking"] > 0.0
 
 
 @pytest.mark.parametrize("ranking_loss", ["hard_negative_triplet", "multiple_negatives_ranking"])
@@ -102,7 +102,7 @@ def test_all_rows_sees_the_labelled_non_duplicates_second_questions():
 )
 def test_ranking_term_is_left_out_when_no_duplicate_row_has_a_negative(ranking_loss, labels, groups):
     a, b = _embeddings(4)
-    output = ContrastiveTripletLoss(ranking_loss=ranking_loss).compute(a, b, labels=labels, group_ids=groups)
+    output = ContrastiveRankingLoss(ranking_loss=ranking_loss).compute(a, b, labels=labels, group_ids=groups)
     torch.testing.assert_close(output.loss, ContrastiveLoss()(a, b, labels=labels))
     assert output.stats["ranking"] == 0.0
 
@@ -114,7 +114,7 @@ def test_gradients_reach_both_sides_and_stay_finite(ranking_loss):
     b.requires_grad_(True)
     # Row 0 has no candidate left (all others share its group): its masked entries must not leak a NaN.
     groups = torch.tensor([0, 0, 0, 1, 2, 2])
-    loss_fn = ContrastiveTripletLoss(ranking_loss=ranking_loss)
+    loss_fn = ContrastiveRankingLoss(ranking_loss=ranking_loss)
     loss_fn(a, b, labels=torch.tensor([1, 0, 1, 1, 0, 1]), group_ids=groups).backward()
     assert a.grad.abs().sum() > 0 and b.grad.abs().sum() > 0
     assert torch.isfinite(a.grad).all() and torch.isfinite(b.grad).all()
@@ -123,24 +123,24 @@ def test_gradients_reach_both_sides_and_stay_finite(ranking_loss):
 def test_options_are_checked_and_reported():
     a, b = _embeddings(3)
     with pytest.raises(ValueError, match="needs `labels`"):
-        ContrastiveTripletLoss()(a, b)
-    with pytest.raises(ValueError, match="triplet_weight must be non-negative"):
-        ContrastiveTripletLoss(triplet_weight=-1.0)
+        ContrastiveRankingLoss()(a, b)
+    with pytest.raises(ValueError, match="ranking_weight must be non-negative"):
+        ContrastiveRankingLoss(ranking_weight=-1.0)
     with pytest.raises(ValueError, match="ranking_loss must be one of"):
-        ContrastiveTripletLoss(ranking_loss="mnrl")
+        ContrastiveRankingLoss(ranking_loss="mnrl")
     with pytest.raises(ValueError, match="ranking_candidates must be one of"):
-        ContrastiveTripletLoss(ranking_candidates="everything")
+        ContrastiveRankingLoss(ranking_candidates="everything")
     with pytest.raises(ValueError, match="temperature must be positive"):
-        ContrastiveTripletLoss(temperature=0.0)
+        ContrastiveRankingLoss(temperature=0.0)
     loss = get_loss(
-        "contrastive_triplet",
-        triplet_weight=2.0,
+        "contrastive_ranking",
+        ranking_weight=2.0,
         ranking_loss="multiple_negatives_ranking",
     )
     assert loss.get_config_dict() == {
         "margin": 0.5,
         "triplet_margin": 0.25,
-        "triplet_weight": 2.0,
+        "ranking_weight": 2.0,
         "ranking_loss": "multiple_negatives_ranking",
         "ranking_candidates": "all_rows",
         "temperature": 0.05,

@@ -13,10 +13,12 @@ RANKING_LOSSES = ("hard_negative_triplet", "multiple_negatives_ranking")
 RANKING_CANDIDATES = ("duplicates", "all_rows")
 
 
-class ContrastiveTripletLoss(SiameseLoss):
+class ContrastiveRankingLoss(SiameseLoss):
     r"""
     The two objectives a labelled duplicate-question batch offers, as one weighted sum: deciding
     "duplicate?" (pair classification) and finding a question's duplicate among others (retrieval).
+    Registered as ``contrastive_ranking`` (``contrastive_triplet`` before its ranking term could be
+    InfoNCE; that name and ``triplet_weight`` still work, with a `FutureWarning`).
 
     For labelled pairs ``(a_i, b_i, y_i)`` of a batch of ``B``, ``C`` is the contrastive loss (margin
     ``m``) over all pairs and ``R`` an in-batch ranking term over the duplicate rows
@@ -39,7 +41,7 @@ class ContrastiveTripletLoss(SiameseLoss):
     while a hinge over in-batch negatives stays near ``2α`` = 0.5 and an InfoNCE term near
     ``log |K|``; at ``w = 1`` the ranking term's gradient is an order of magnitude larger and decides
     where the embeddings go, which is why the first version of this loss (``w = 1``, duplicate rows
-    only) lost pair AP: 0.752 vs 0.783 for the LSTM recipe; at ``w = 0.1`` over all rows, 0.774
+    only, then named ``contrastive_triplet``) lost pair AP: 0.752 vs 0.783 for the LSTM recipe; at ``w = 0.1`` over all rows, 0.774
     (benchmarks/README.md, "Both jobs"). The defaults are the MiniLM recipe's. ``R`` is 0
     for a batch with fewer than two duplicate rows, or with no candidate left after masking. It is
     computed per process (no gathering: processes hold different numbers of duplicate rows); under
@@ -58,7 +60,7 @@ class ContrastiveTripletLoss(SiameseLoss):
         data sets; here on one batch, so the sampler's duplicate-group rule covers both terms).
 
     Example:
-        >>> loss_fn = ContrastiveTripletLoss(margin=0.5, triplet_weight=0.1, ranking_candidates="all_rows")
+        >>> loss_fn = ContrastiveRankingLoss(margin=0.5, ranking_weight=0.1, ranking_candidates="all_rows")
         >>> a = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
         >>> b = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
         >>> loss = loss_fn(a, b, labels=torch.tensor([1, 0, 1, 1, 0, 1]))
@@ -71,7 +73,7 @@ class ContrastiveTripletLoss(SiameseLoss):
         self,
         margin: float = 0.5,
         triplet_margin: float = 0.25,
-        triplet_weight: float = 0.1,
+        ranking_weight: float = 0.1,
         ranking_loss: str = "hard_negative_triplet",
         ranking_candidates: str = "all_rows",
         temperature: float = 0.05,
@@ -79,7 +81,7 @@ class ContrastiveTripletLoss(SiameseLoss):
         super().__init__()
         require_non_negative("margin", margin)
         require_non_negative("triplet_margin", triplet_margin)
-        require_non_negative("triplet_weight", triplet_weight)
+        require_non_negative("ranking_weight", ranking_weight)
         if ranking_loss not in RANKING_LOSSES:
             raise ValueError(f"ranking_loss must be one of {RANKING_LOSSES}, got {ranking_loss!r}")
         if ranking_candidates not in RANKING_CANDIDATES:
@@ -88,7 +90,7 @@ class ContrastiveTripletLoss(SiameseLoss):
             raise ValueError(f"temperature must be positive, got {temperature}")
         self.margin = margin
         self.triplet_margin = triplet_margin
-        self.triplet_weight = triplet_weight
+        self.ranking_weight = ranking_weight
         self.ranking_loss = ranking_loss
         self.ranking_candidates = ranking_candidates
         self.temperature = temperature
@@ -103,7 +105,7 @@ class ContrastiveTripletLoss(SiameseLoss):
             "ranking": ranking.detach(),
             "duplicate_rows": is_duplicate.sum(),
         }
-        return SiameseLossOutput(contrastive + self.triplet_weight * ranking, stats)
+        return SiameseLossOutput(contrastive + self.ranking_weight * ranking, stats)
 
     def ranking_term(
         self,
