@@ -5,9 +5,11 @@ retrieval over duplicate groups (each question searching all the others for its 
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -15,6 +17,7 @@ import numpy as np
 import torch
 
 from .data.groups import question_groups
+from .data.question_fingerprints import FINGERPRINT_FILE, TrainingOverlap, read_fingerprint, training_overlap
 from .data.question_ids import question_texts
 from .metrics import pair_classification_metrics, retrieval_metrics
 from .metrics.ranking import check_ks
@@ -24,6 +27,7 @@ from .search import topk_cosine
 
 __all__ = [
     "EvaluationArguments",
+    "training_overlap_of",
     "calibrated_probabilities",
     "decision_threshold",
     "evaluate_pairs",
@@ -81,6 +85,24 @@ class EvaluationArguments:
     target_precision: float | None = field(
         default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
     )
+
+
+def training_overlap_of(model_name_or_path: str | os.PathLike, pairs: datasets.Dataset) -> TrainingOverlap | None:
+    """
+    How many of `pairs` share a question with the pairs that trained the model, read from the fingerprint
+    its training run saved (`training_questions.safetensors`, a local folder or a cached Hub download);
+    None when the model has none (trained elsewhere, or before fingerprints were saved).
+    """
+    folder = Path(model_name_or_path)
+    if not folder.is_dir():
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(str(model_name_or_path), FINGERPRINT_FILE)
+        if not isinstance(cached, str):
+            return None
+        folder = Path(cached).parent
+    fingerprint = read_fingerprint(folder)
+    return None if fingerprint is None else training_overlap(pairs, fingerprint)
 
 
 def score_labelled_pairs(

@@ -42,16 +42,23 @@ def looks_like_local_path(name: str) -> bool:
 def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", filename: str = "config.json") -> None:
     """
     Fail at once, naming it, on a model that cannot be served: a local folder that does not exist
-    (online too: the Hub would answer "repository not found" for a typo), or offline a Hub id whose
-    `filename` is not in the local cache. transformers' own error in that case names neither the id
+    (online too: the Hub would answer "repository not found" for a typo) or holds no `filename`, a file
+    given for a folder, or offline a Hub id whose `filename` is not in the local cache. transformers' own error in that case names neither the id
     nor offline mode.
     """
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
 
     name = str(name_or_path)
-    if os.path.exists(name):
+    if os.path.isdir(name):
+        if not os.path.isfile(os.path.join(name, filename)):
+            raise FileNotFoundError(
+                f"{name} is not a {what} folder: it holds no {filename} (the folder recipes/train.py or "
+                "save_pretrained writes has one)"
+            )
         return
+    if os.path.exists(name):
+        raise NotADirectoryError(f"{name} is a file: the {what} is the folder it was saved to")
     if looks_like_local_path(name):
         raise FileNotFoundError(f"{what} not found: no such folder: {name}")
     if not hub_offline():

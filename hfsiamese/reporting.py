@@ -44,6 +44,7 @@ def write_evaluation_report(
     data_name: str | None = None,
     overwrite: bool = False,
     probabilities: Any | None = None,
+    caveats: Sequence[str] = (),
 ) -> dict[str, Path]:
     """
     Write an evaluation report of scored pairs into `report_dir`:
@@ -55,7 +56,8 @@ def write_evaluation_report(
     - `reliability_diagram.png`, when the pairs' calibrated `probabilities` are given: predicted
       P(duplicate) against the observed duplicate rate per probability bin, with the pairs behind
       each point, and the expected calibration error;
-    - `report.md`: the model and data names, a table of the metrics and the plots.
+    - `report.md`: the model and data names, `caveats` (e.g. test pairs seen in training) above the
+      figures they qualify, a table of the metrics and the plots.
 
     A non-empty `report_dir` is refused unless `overwrite=True` (the files above are then
     replaced; other files are left). Returns the path of every file written, by kind.
@@ -89,7 +91,7 @@ def write_evaluation_report(
         draw(figure.add_subplot(), values, labels, threshold)
         figure.savefig(paths[kind], format="png")
     paths["summary"].write_text(
-        _summary(metrics, threshold, labels, model_name=model_name, data_name=data_name, plots=written),
+        _summary(metrics, threshold, labels, model_name=model_name, data_name=data_name, plots=written, caveats=caveats),
         encoding="utf-8",
     )
     return paths
@@ -184,8 +186,11 @@ def _summary(
     model_name: str | None,
     data_name: str | None,
     plots: Sequence[str] = ("histogram", "precision_recall", "threshold_sweep"),
+    caveats: Sequence[str] = (),
 ) -> str:
     lines = ["# Evaluation report", ""]
+    for caveat in caveats:
+        lines += [f"> **Caveat:** {caveat}.", ""]
     lines.append(f"- Model: `{model_name}`" if model_name else "- Model: (not named)")
     lines.append(f"- Data: `{data_name}`" if data_name else "- Data: (not named)")
     lines.append(

@@ -12,22 +12,16 @@ saves the one built from --corpus there. Needs `pip install "hfsiamese[app]"`.
 
 from __future__ import annotations
 
-import logging
-
-import datasets
-import transformers
 from transformers import HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search.app import AppArguments, app_from_arguments
 
 
 def main(argv: list[str] | None = None) -> None:
     (args,) = parse_config_and_flags(HfArgumentParser(AppArguments), argv)
-    logging.basicConfig(level=logging.WARNING)
-    transformers.utils.logging.set_verbosity_error()
-    datasets.disable_progress_bars()
+    configure_quiet_console()
     app = app_from_arguments(args)
     print(f"Serving on http://{args.host}:{args.port}", flush=True)
     app.launch(server_name=args.host, server_port=args.port, show_error=False, quiet=True)

@@ -16,24 +16,21 @@ The report: the chosen threshold, its bootstrap 90% interval, the metrics on the
 from __future__ import annotations
 
 import json
-import logging
+import sys
 from pathlib import Path
 from typing import Any
 
-import transformers
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
 from hfsiamese.data import load_pairs
-from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args,) = parse_config_and_flags(HfArgumentParser(CalibrationArguments), argv)
-    logging.basicConfig(level=logging.WARNING)
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
+    configure_quiet_console()
     check_calibrated_folder(args.model_name_or_path, args.output_dir)  # fail before scoring anything, not after
     model = AutoModel.from_pretrained(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
@@ -60,6 +57,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     write_calibrated_folder(model, args.model_name_or_path, args.output_dir, report)
     result = {**report.to_dict(), "output_dir": str(args.output_dir)}
     print(json.dumps(result, sort_keys=True))
+    # Said outside the JSON too (stdout stays one JSON object for scripts): where the calibrated copy went.
+    print(f"Calibrated model saved to {args.output_dir} (threshold {report.threshold:.4f}, {report.method})", file=sys.stderr)
     return result
 
 

@@ -35,6 +35,7 @@ from hfsiamese.distillation import (
     distillation_training_args,
     encode_teacher_targets,
     load_teacher,
+    teacher_path,
     with_teacher_rows,
 )
 from hfsiamese.evaluation import evaluate_pairs
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     configure_training_console(training_args.should_log)
     if training_args.resume_from_checkpoint is not None:
         raise UsageError("recipes/distill.py does not resume a run: start it again with --overwrite_output_dir")
+    teacher_path(distill_args.teacher_model_name_or_path)  # a missing teacher fails before any data work
     with claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG):  # named, checked, locked
         return distill(model_args, data_args, distill_args, training_args)
 
@@ -124,6 +126,7 @@ def distill(
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
         loss=stage1_args.build_loss(),
+        training_questions=run.training_questions,
     )
     stage1_metrics = dict(trainer.train().metrics)
     # Evaluating calibrates config.threshold, which save_model then stores with the weights.
@@ -142,6 +145,7 @@ def distill(
             eval_dataset=eval_dataset,
             processing_class=tokenizer,
             loss=loss,
+            training_questions=run.training_questions,
         )
         metrics.update(trainer.train().metrics)
         metrics["train_samples"] = len(train_dataset)

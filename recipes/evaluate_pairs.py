@@ -15,15 +15,18 @@ also writes metrics.json, score plots and report.md there (needs `pip install "h
 recalibrates the decision on FILE (`--calibration_method threshold|platt|isotonic`, `--calibrate_for`,
 as recipes/calibrate.py; nothing is saved), then scores the test file with it. A model calibrated
 to probabilities (here, or stored) adds `ece` and `brier`, and `--report_dir` a reliability diagram.
+
+A model trained by hfsiamese records which questions trained it (hashes, `training_questions.safetensors`):
+when test pairs share questions with its training data, a warning says how many, the JSON carries
+`training_overlap_pairs` and `training_overlap_fraction`, and the report marks its figures. Honest test
+pairs: the validation split a recipe held out (`benchmarks/export_validation_slice.py`), or your own.
 """
 
 from __future__ import annotations
 
 import json
-import logging
+import warnings
 
-import datasets
-import transformers
 from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
@@ -35,21 +38,19 @@ from hfsiamese.evaluation import (
     evaluate_retrieval,
     question_corpus,
     score_labelled_pairs,
+    training_overlap_of,
 )
 from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
-from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.serving import load_siamese_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     (args,) = parse_config_and_flags(HfArgumentParser(EvaluationArguments), argv)
-    logging.basicConfig(level=logging.WARNING)
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()  # reading the pairs: the output is one JSON object
+    configure_quiet_console()
     if args.report_dir:  # fail before scoring anything, not after
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
     require_local_or_cached(args.model_name_or_path)  # offline, a Hub id that is not cached fails here, saying so
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         deduplicate=False,  # pairs scored exactly as published
     )
     pairs = load_pairs(args.test_file, **columns)
+    # Said before scoring, and kept with the figures: a model scored on its own training questions looks far better.
+    overlap = training_overlap_of(args.model_name_or_path, pairs)
+    if overlap is not None and overlap.any:
+        warnings.warn(overlap.message(), UserWarning, stacklevel=1)
     encode = dict(batch_size=args.batch_size, max_length=args.max_length)
     if args.calibration_file:
         report = model.calibrate(
@@ -75,13 +80,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             **encode,
         )
         for note in report.warnings:
-            logging.warning(f"calibration on {args.calibration_file}: {note}")
+            warnings.warn(f"calibration on {args.calibration_file}: {note}", UserWarning, stacklevel=1)
     threshold = decision_threshold(model, args.threshold)
     scores, labels = score_labelled_pairs(model, pairs, tokenizer, **encode)
     metrics = pair_classification_metrics(scores, labels, threshold=threshold)
     probabilities = calibrated_probabilities(model, scores)
     if probabilities is not None:
         metrics.update(calibration_metrics(probabilities, labels))
+    if overlap is not None:  # only when the model says what trained it; nothing is guessed otherwise
+        metrics["training_overlap_pairs"] = overlap.pairs_with_a_seen_question
+        metrics["training_overlap_fraction"] = overlap.pairs_with_a_seen_question / overlap.pairs
     if args.retrieval:
         questions, group_ids = question_corpus(pairs)
         retrieval = evaluate_retrieval(model, questions, group_ids, tokenizer, k=args.retrieval_k, **encode)
@@ -97,6 +105,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             data_name=args.test_file,
             overwrite=args.overwrite_report_dir,
             probabilities=probabilities,
+            caveats=[overlap.message()] if overlap is not None and overlap.any else [],
         )
     text = json.dumps(metrics, sort_keys=True)
     print(text)

@@ -12,22 +12,19 @@ Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onn
 from __future__ import annotations
 
 import json
-import logging
 
-import transformers
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.exporters import ExportArguments, export_onnx
 from hfsiamese.hub_access import require_local_or_cached
-from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.serving import is_onnx_folder
 
 
 def main(argv: list[str] | None = None) -> dict:
     (args,) = parse_config_and_flags(HfArgumentParser(ExportArguments), argv)
-    logging.basicConfig(level=logging.WARNING)
-    transformers.utils.logging.set_verbosity_error()
+    configure_quiet_console()
     if is_onnx_folder(args.model_name_or_path):
         raise ValueError(f"{args.model_name_or_path} is already an ONNX export: export the PyTorch model it came from")
     require_local_or_cached(args.model_name_or_path)

@@ -24,17 +24,14 @@ the model's calibrated threshold or --threshold), or with --json one JSON object
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import datasets
-import transformers
 from transformers import AutoTokenizer, HfArgumentParser
 
 import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-from hfsiamese.runs import parse_config_and_flags, run_recipe
+from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
@@ -62,6 +59,14 @@ class SearchArguments:
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
+
+
+def check_queries(queries: list[str]) -> None:
+    """Each `--query` a non-empty text, said in the command line's words."""
+    for number, query in enumerate(queries, start=1):
+        if not query.strip():
+            which = "the --query" if len(queries) == 1 else f"--query number {number} (of {len(queries)})"
+            raise UsageError(f"{which} is empty: give the text of a question")
 
 
 def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
@@ -110,10 +115,8 @@ def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> s
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args,) = parse_config_and_flags(HfArgumentParser(SearchArguments), argv)
-    logging.basicConfig(level=logging.WARNING)
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()
+    check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
+    configure_quiet_console()
     index = build_or_load_index(args)
     results = index.search(args.query, k=args.k)
     output = {

@@ -85,6 +85,7 @@ def train(
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
         loss=loss,
+        training_questions=run.training_questions,
     )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)

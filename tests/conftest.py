@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny models and tokenizers, offline."""
+"""Shared fixtures: tiny models and tokenizers, offline; every process a test starts ends with it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import uuid  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import psutil  # noqa: E402  (installed with accelerate)
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -64,3 +66,54 @@ def tiny_bert_dir(tmp_path_factory, word_tokenizer):
     BertModel(config).save_pretrained(path)
     word_tokenizer.save_pretrained(path)
     return path
+
+
+# Each test (and each test module, for processes its module fixtures start) marks the processes it starts
+# through the environment they inherit; a marked process still alive at the end is killed and fails the
+# test. The environment, not the process tree: a worker whose launcher was killed is re-parented to init
+# and is no one's child any more (a resume test once left such a worker running 10 minutes after pytest).
+REAP_VARIABLES = {"module": "HFSIAMESE_TEST_MODULE", "function": "HFSIAMESE_TEST_FUNCTION"}
+
+
+def _marked_processes(variable: str, marker: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
+            continue
+        try:
+            if process.environ().get(variable) == marker:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _reap(scope: str, name: str, grace: float = 10.0):
+    variable, marker = REAP_VARIABLES[scope], uuid.uuid4().hex
+    os.environ[variable] = marker
+    yield
+    os.environ.pop(variable, None)
+    survivors = _marked_processes(variable, marker)
+    if not survivors:
+        return
+    _, alive = psutil.wait_procs(survivors, timeout=grace)  # a process on its way out
+    described = []
+    for process in alive:
+        try:
+            described.append(f"pid {process.pid}: {' '.join(process.cmdline())[:200]}")
+            process.kill()
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(alive, timeout=10)
+    if described:
+        pytest.fail(f"{name} left {len(described)} process(es) running (now killed): {'; '.join(described)}")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def reap_module_processes(request):
+    yield from _reap("module", request.module.__name__)
+
+
+@pytest.fixture(autouse=True)
+def reap_test_processes(request):
+    yield from _reap("function", request.node.nodeid)

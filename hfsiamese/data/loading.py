@@ -26,12 +26,17 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 import datasets
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..hub_access import HubUnreachableError
 from .arrow_columns import column_arrow
+from .deduplication import deduplicate_pairs
+from .formats import PAIR_FORMATS, TEXT_FORMATS, detect_format, looks_like_hub_id
+from .label_values import invalid_label_error, labels_to_int
+from .readers import ShortRows, TextLayout, invalid_utf8_error, is_connection_error, load_hub, read_file, reader_error
 from .source_columns import (
     check_arrow_text_type,
     check_not_all_numbers,
@@ -40,10 +45,6 @@ from .source_columns import (
     resolve_columns,
     streamed_column_names,
 )
-from .deduplication import deduplicate_pairs
-from .formats import PAIR_FORMATS, TEXT_FORMATS, detect_format, looks_like_hub_id
-from .label_values import invalid_label_error, labels_to_int
-from .readers import ShortRows, TextLayout, invalid_utf8_error, is_connection_error, load_hub, read_file, reader_error
 from .text_normalization import NORMALIZATIONS, check_normalization, normalize_texts
 
 __all__ = ["NORMALIZATIONS", "PAIR_FORMATS", "HubUnreachableError", "load_pairs"]
@@ -257,7 +258,8 @@ def _convert_eagerly(raw: datasets.Dataset, rows: _PairRows, *, layout: TextLayo
         raise ValueError(f"{source}: no pairs left: all {total} row(s) have an empty, null or whitespace-only question")
     if dropped:
         warnings.warn(
-            f"dropped {dropped} of {total} row(s) from {source} with an empty, null or whitespace-only question",
+            f"dropped {dropped} of {total} row(s) from {source} with an empty, null or whitespace-only question "
+            f"({_empty_rows(raw, rows)})",
             UserWarning,
             stacklevel=3,
         )
@@ -270,6 +272,19 @@ def _convert_eagerly(raw: datasets.Dataset, rows: _PairRows, *, layout: TextLayo
                     f"{source}: id column {rows.mapping[name]!r} has {empty} empty value(s); fix them or leave out the ids"
                 )
     return ds.with_format(None)
+
+
+def _empty_rows(raw: datasets.Dataset, rows: _PairRows, shown: int = 5) -> str:
+    """Where the rows with an empty question are, for the warning that drops them: the first few data rows."""
+    empty = None
+    for role in ("question1", "question2"):
+        column = raw.data.table.column(rows.mapping[role]).cast(pa.string())
+        blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(column)), 0), True)
+        empty = blank if empty is None else pc.or_(empty, blank)
+    positions = np.flatnonzero(empty.to_numpy(zero_copy_only=False))
+    named = ", ".join(str(position + 1) for position in positions[:shown])
+    more = f" and {len(positions) - shown} more" if len(positions) > shown else ""
+    return f"data row{'s' if len(positions) > 1 else ''} {named}{more}, header not counted"
 
 
 def _convert_batch(batch: pa.Table, indices: list[int], *, rows: _PairRows) -> pa.Table:

@@ -68,7 +68,10 @@ def resolve_columns(
     id2: str | None,
 ) -> dict[str, str]:
     """Map output names (question1, question2, label[, qid1, qid2]) to source column names."""
-    flags_hint = "name them with question1_column=, question2_column=, label_column= (id1_column=, id2_column=)"
+    flags_hint = (
+        "name them with --question1_column, --question2_column, --label_column (--id1_column, --id2_column) in the "
+        "recipes, or the same names as load_pairs keyword arguments"
+    )
     candidates = [(q1 or a, q2 or b, label or c) for a, b, c in KNOWN_COLUMN_SETS]
     chosen = next((c for c in candidates if all(name in found for name in c)), None)
     if chosen is None:

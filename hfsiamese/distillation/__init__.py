@@ -12,7 +12,7 @@ Distillation of a transformer teacher into a fast student (LSTM or static encode
 from .arguments import DistillationArguments, distillation_training_args
 from .collator import TEACHER_ROW_COLUMNS, DistillationCollator
 from .data import distillation_pairs, with_teacher_rows
-from .teacher import TeacherEmbeddings, encode_teacher_targets, load_teacher
+from .teacher import TeacherEmbeddings, encode_teacher_targets, load_teacher, teacher_path
 from .trainer import DistillationTrainer
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "distillation_training_args",
     "encode_teacher_targets",
     "load_teacher",
+    "teacher_path",
     "with_teacher_rows",
 ]

@@ -22,6 +22,19 @@ logger = logging.getLogger(__name__)
 __all__ = ["TeacherEmbeddings", "encode_teacher_targets", "load_teacher"]
 
 
+def teacher_path(name_or_path: str) -> str:
+    """
+    Where the teacher is read from, checked before any work (the recipe asks first): a local folder,
+    a cached Hub id, or the bundled all-MiniLM-L6-v2 for its Hub id; a folder without `config.json` or an
+    uncached Hub id offline fails here, naming it.
+    """
+    path = str(name_or_path)
+    if path == MINILM_HUB_ID and not os.path.isdir(path):
+        path = resolve_minilm_path()
+    require_local_or_cached(path, what="teacher model")
+    return path
+
+
 def load_teacher(
     name_or_path: str, *, device: torch.device | str | None = None
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
@@ -31,10 +44,7 @@ def load_teacher(
     L2 normalisation, as sentence-transformers embeds with it. The Hub id of all-MiniLM-L6-v2 resolves
     to the copy the `minilm` extra bundles when it is not a local folder.
     """
-    path = str(name_or_path)
-    if path == MINILM_HUB_ID and not os.path.isdir(path):
-        path = resolve_minilm_path()
-    require_local_or_cached(path, what="teacher model")
+    path = teacher_path(name_or_path)
     if getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
         teacher = AutoModel.from_pretrained(path)
     else:

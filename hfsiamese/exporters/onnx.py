@@ -14,10 +14,14 @@ the fly: no calibration data needed).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
+import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..runs.output_dirs import ensure_writable_folder
+from ..data.question_fingerprints import FINGERPRINT_FILE
+from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
 from ..serving.onnx_model import (
     CLASSIFIER_FILE_NAME,
     INPUT_NAMES,
@@ -123,10 +128,39 @@ def export_graph(model: nn.Module, path: str | Path, *, opset: int = DEFAULT_OPS
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.info("torch.export could not capture the encoder (%s); using the TorchScript exporter", reason)
     axes = {name: {0: "batch", 1: "length"} for name in INPUT_NAMES} | {OUTPUT_NAME: {0: "batch"}}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _without_cpp_lines(SHAPE_INFERENCE_ADVICE):
         warnings.simplefilter("ignore")
         torch.onnx.export(graph, example, str(path), dynamo=False, dynamic_axes=axes, **common)
     return "torchscript"
+
+
+# PyTorch's C++ TorchScript exporter warns that an LSTM's packing ops "may result in wrong shape inference"
+# on every export; the graph is checked against PyTorch on other shapes right after (`compare_with_pytorch`),
+# so the line would only contradict the verified figure printed next.
+SHAPE_INFERENCE_ADVICE = "may result in wrong shape inference"
+
+
+@contextlib.contextmanager
+def _without_cpp_lines(fragment: str) -> Iterator[None]:
+    """
+    Hold back the lines C++ code writes to standard error that contain `fragment`; pass the others on.
+    Hand-written: the messages come from C++ (c10 logging, set up once by TORCH_CPP_LOG_LEVEL before torch
+    is imported), below Python's `warnings` and `logging`, so only the file descriptor can be filtered.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().decode("utf-8", "replace").splitlines(True) if fragment not in line]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 def compare_with_pytorch(model: nn.Module, session: Any) -> dict[str, float]:
@@ -247,6 +281,7 @@ def export_onnx(
         from safetensors.torch import save_file
 
         save_file({k: v.contiguous() for k, v in model.classifier.state_dict().items()}, output_dir / CLASSIFIER_FILE_NAME)
+        give_umask_mode(output_dir / CLASSIFIER_FILE_NAME)
     _write_card(output_dir, source_dir, onnx_entry)
     return config
 
@@ -261,9 +296,11 @@ def _onnx_config(config: Any, onnx_entry: dict[str, Any]) -> OnnxSiameseConfig:
 
 
 def _copy_side_files(source: Path, target: Path) -> None:
-    """Files beside the weights (e.g. all_results.json), not weights, code or the card."""
+    """Files beside the weights (e.g. all_results.json, the training questions' fingerprint), not weights, code or the card."""
     for path in source.iterdir():
-        if path.is_file() and path.name not in _NOT_COPIED_NAMES and not path.name.endswith(_NOT_COPIED_SUFFIXES):
+        if path.name == FINGERPRINT_FILE or (
+            path.is_file() and path.name not in _NOT_COPIED_NAMES and not path.name.endswith(_NOT_COPIED_SUFFIXES)
+        ):
             shutil.copy2(path, target / path.name)
 
 

@@ -32,6 +32,7 @@ import torch
 from transformers import AutoTokenizer
 
 from ..models.siamese.modeling_siamese import SiameseModel
+from ..runs.output_dirs import give_umask_mode
 
 MODULES_FILE = "modules.json"
 MODEL_CONFIG_FILE = "config_sentence_transformers.json"
@@ -136,6 +137,8 @@ def export_sentence_transformers(
         "similarity_fn_name": "cosine",
     }
     (output_dir / MODEL_CONFIG_FILE).write_text(json.dumps(model_config, indent=2) + "\n", encoding="utf-8")
+    # safetensors writes its files 0600: readable as the export's other files instead.
+    give_umask_mode(*(weights for entry in entries for weights in (output_dir / entry["path"]).glob("*.safetensors")))
     return output_dir
 
 

@@ -7,7 +7,7 @@ threads, the console, the start every training recipe shares, and its end (savin
 
 from .command_line import UsageError, run_recipe
 from .config_and_flags import parse_config_and_flags
-from .console import configure_training_console
+from .console import configure_quiet_console, configure_training_console
 from .cpu_threads import apply_cpu_threads
 from .run_end import end_run, save_run
 from .run_folder import claim_output_dir
@@ -18,6 +18,7 @@ __all__ = [
     "UsageError",
     "apply_cpu_threads",
     "claim_output_dir",
+    "configure_quiet_console",
     "configure_training_console",
     "end_run",
     "parse_config_and_flags",

@@ -1,4 +1,5 @@
-"""What a training run's console shows: INFO lines, warnings, and one progress bar.
+"""What a recipe's console shows: warnings in one format (`warning: <message>`, from `warnings.warn` and
+from loggers alike), a training run's INFO lines and its one progress bar, and no other bar.
 
 transformers' `ProgressCallback` opens a second bar for every evaluation; nested inside the training
 bar it leaves cursor-movement debris in logs and terminals. Evaluating the validation pairs takes
@@ -16,17 +17,53 @@ import transformers
 from transformers.trainer_callback import ProgressCallback
 
 
+class RecipeLogFormatter(logging.Formatter):
+    """
+    INFO lines with their time and logger (a training run's progress: the split, the threads); warnings
+    and errors as `warning: <message>` on one line, as `run_recipe` prints `warnings.warn`'s.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno >= logging.WARNING:
+            return "warning: " + " ".join(record.getMessage().split())
+        return super().format(record)
+
+
+def configure_recipe_logging(level: int) -> None:
+    """The root logger prints through `RecipeLogFormatter` at `level` (set once; later calls change the level)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler.formatter, RecipeLogFormatter) for handler in root.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(RecipeLogFormatter())
+        root.handlers = [handler]
+    root.setLevel(level)
+
+
 def configure_training_console(should_log: bool) -> None:
     """
     The console of a training recipe: INFO lines (the split report, the rows trained on), transformers'
     and (on the logging process) datasets' warnings, and no progress bar but the training one.
     """
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    configure_recipe_logging(logging.INFO)
     transformers.utils.logging.set_verbosity_warning()
     transformers.utils.logging.disable_progress_bar()  # "Writing model shards", "Loading weights"
     datasets.disable_progress_bars()
     if should_log:
         datasets.utils.logging.set_verbosity_warning()
+
+
+def configure_quiet_console() -> None:
+    """
+    The console of a recipe that prints one result (evaluation, search, calibration, export, the app):
+    its own warnings, transformers' errors only, and no progress bar (reading pairs, loading weights).
+    """
+    configure_recipe_logging(logging.WARNING)
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
 
 
 class TrainingProgressCallback(ProgressCallback):
@@ -44,4 +81,11 @@ def use_single_progress_bar(trainer: Any) -> None:
         trainer.add_callback(TrainingProgressCallback)
 
 
-__all__ = ["TrainingProgressCallback", "configure_training_console", "use_single_progress_bar"]
+__all__ = [
+    "RecipeLogFormatter",
+    "TrainingProgressCallback",
+    "configure_quiet_console",
+    "configure_recipe_logging",
+    "configure_training_console",
+    "use_single_progress_bar",
+]

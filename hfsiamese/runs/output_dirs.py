@@ -8,6 +8,7 @@ meet in one folder, and a run repeated gets a numbered folder beside the first i
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -16,6 +17,23 @@ from transformers.utils import logging
 logger = logging.get_logger(__name__)
 
 OUTPUTS_ROOT = Path("outputs")
+
+
+def give_umask_mode(*paths: str | Path) -> None:
+    """
+    Give files the mode the user's umask gives any new file (0644 usually). safetensors writes its files
+    0600, so a model or index saved by one user could not be served by another (or from a container
+    built by another) while every other file of the folder could be read.
+    """
+    mode = 0o666 & ~_umask()
+    for path in paths:
+        os.chmod(path, mode)
+
+
+def _umask() -> int:
+    current = os.umask(0)  # the only way to read it; set straight back
+    os.umask(current)
+    return current
 
 
 def ensure_writable_folder(path: str | Path, *, overwrite: bool = False, label: str = "", remedy: str) -> None:
@@ -85,4 +103,4 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
-__all__ = ["OUTPUTS_ROOT", "ensure_writable_folder", "ensure_writable_output_dir", "run_name", "run_output_dir"]
+__all__ = ["OUTPUTS_ROOT", "ensure_writable_folder", "ensure_writable_output_dir", "give_umask_mode", "run_name", "run_output_dir"]

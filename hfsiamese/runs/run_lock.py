@@ -60,13 +60,15 @@ class RunLock:
     The lock of one run on `output_dir`, as a context manager: `acquire` on entry, `release` on exit.
 
     `enabled=False` (the launch's other processes) makes it a no-op, so only the process that
-    writes the folder takes the lock.
+    writes the folder takes the lock. A folder the lock created is removed again on release when the run
+    left nothing in it (it stopped before writing anything): a failed start leaves no empty folder behind.
     """
 
     def __init__(self, output_dir: str | os.PathLike, *, enabled: bool = True) -> None:
         self.path = Path(output_dir) / LOCK_NAME
         self.enabled = enabled
         self.held = False
+        self.created_folder = False
 
     def owner(self) -> dict[str, object] | None:
         """The lock file's record, or None when there is none (an unreadable file reads as an unknown owner)."""
@@ -84,6 +86,7 @@ class RunLock:
         """Take the lock, or raise `OutputDirInUseError` naming the live run that holds it."""
         if not self.enabled or self.held:
             return
+        self.created_folder = not self.path.parent.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = json.dumps(
             {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
@@ -124,6 +127,8 @@ class RunLock:
         owner = self.owner()
         if owner is not None and owner.get("pid") == os.getpid():
             self.path.unlink(missing_ok=True)
+        if self.created_folder and self.path.parent.is_dir() and not any(self.path.parent.iterdir()):
+            self.path.parent.rmdir()  # only ever an empty folder this run made
 
     def __enter__(self) -> Self:
         self.acquire()

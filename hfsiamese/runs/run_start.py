@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 from transformers import PreTrainedTokenizerBase, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from ..data import tokenize_pairs
+from ..data.question_fingerprints import pair_question_hashes, read_fingerprint
 from ..losses import SiameseLoss
 from ..models.siamese import SiameseModel
 from ..training import DataArguments, ModelArguments, build_model_and_tokenizer, check_same_vocabulary, load_splits
@@ -27,7 +29,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class StartedRun:
-    """What a training run starts from: its data split, its loss, and the model and tokenizer to train."""
+    """What a training run starts from: its data split, its loss, the model and tokenizer to train, and the
+    fingerprint of the questions it trains on (saved beside every checkpoint: `SiameseTrainer(training_questions=)`)."""
 
     splits: datasets.DatasetDict
     loss: SiameseLoss
@@ -35,6 +38,7 @@ class StartedRun:
     tokenizer: PreTrainedTokenizerBase
     model_args: ModelArguments
     data_args: DataArguments
+    training_questions: np.ndarray
 
     def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
         """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`)."""
@@ -72,7 +76,13 @@ def start_run(
     if resume_from is not None:
         check_same_vocabulary(tokenizer, resume_from)
     model.check_tokenizer(tokenizer)
-    return StartedRun(splits, loss, model, tokenizer, model_args, data_args)
+    training_questions = pair_question_hashes(splits["train"])
+    if model_args.model_name_or_path and Path(model_args.model_name_or_path).is_dir():
+        # Continuing from a checkpoint: its own training questions trained this model too.
+        earlier = read_fingerprint(model_args.model_name_or_path)
+        if earlier is not None:
+            training_questions = np.union1d(training_questions, earlier)
+    return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions)
 
 
 __all__ = ["StartedRun", "start_run"]

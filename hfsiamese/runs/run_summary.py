@@ -70,7 +70,11 @@ def run_summary(
     lines.append(f"All metrics: {shown_path(Path(output_dir) / 'all_results.json')}")
     corpus = shown_path(corpus_file) if corpus_file is not None else "QUESTIONS.txt"
     evaluate, search = (shown_path(Path(recipes_dir) / name) for name in ("evaluate_pairs.py", "search.py"))
-    lines.append(f"Evaluate: {python} {evaluate} --model_name_or_path {model} --test_file LABELLED_PAIRS.tsv")
+    lines.append(f"Evaluate: {python} {evaluate} --model_name_or_path {model} --test_file HELD_OUT_PAIRS.jsonl")
+    lines.append(
+        "          (pairs it never trained on: `python benchmarks/export_validation_slice.py HELD_OUT_PAIRS.jsonl "
+        "[CONFIG]` writes the validation split a recipe config held out)"
+    )
     lines.append(
         f"Search:   {python} {search} --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
     )

@@ -39,6 +39,20 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Questions every saved index embeds with its model: their embeddings, saved with the index, tell at load
+# time whether the model given is the one that built it (a folder can be moved or renamed; its weights'
+# embeddings cannot). An int8 export of the same model stays above 0.97 cosine on them; another model
+# scores unrelated neighbours and lands far below.
+PROBE_QUESTIONS = (
+    "How do I learn Python?",
+    "Why is the sky blue?",
+    "What is the best way to lose weight?",
+    "How can I make money online?",
+    "What is the capital of France?",
+    "How do I cook rice?",
+)
+SAME_MODEL_MIN_COSINE = 0.95
+
 
 class DuplicateIndex:
     r"""
@@ -122,6 +136,7 @@ class DuplicateIndex:
         self._corpus: datasets.Dataset | None = None
         self._id_type: str | None = None
         self._id_set: set[Any] | None = None
+        self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
 
     # ----------------------------------------------------------------------------------------
     # Building
@@ -231,6 +246,19 @@ class DuplicateIndex:
             max_length=self.max_length,
             show_progress_bar=show_progress_bar,
         )
+
+    def _check_same_model(self, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
+        """Refuse a model whose embeddings of the saved probe questions differ from the building model's."""
+        saved = torch.tensor(fingerprint["embeddings"], dtype=torch.float32)
+        now = self._encode(list(fingerprint["texts"])).float().cpu()
+        agreement = torch.nn.functional.cosine_similarity(saved, now, dim=1).min().item()
+        if agreement < SAME_MODEL_MIN_COSINE:
+            raise ValueError(
+                f"the index in {path} was built with another model ({built_with!r}): this model "
+                f"({self.model_name_or_path!r}) embeds its probe questions differently (cosine {agreement:.3f} < "
+                f"{SAME_MODEL_MIN_COSINE}), so its searches would return unrelated questions; search it with the model "
+                "that built it, or rebuild the index with this one"
+            )
 
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
@@ -434,6 +462,14 @@ class DuplicateIndex:
             "threshold": self.threshold,
             "calibration": None if self.calibrator is None else self.calibrator.to_dict(),
         }
+        if self.model is not None:
+            probes = self._encode(list(PROBE_QUESTIONS)).float()
+            config["model_fingerprint"] = {
+                "texts": list(PROBE_QUESTIONS),
+                "embeddings": [[round(value, 7) for value in row] for row in probes.tolist()],
+            }
+        elif self._model_fingerprint is not None:
+            config["model_fingerprint"] = self._model_fingerprint
         write_index_folder(Path(save_directory), self._embeddings, self._corpus, config, overwrite=overwrite)
 
     @classmethod
@@ -445,10 +481,13 @@ class DuplicateIndex:
         **kwargs: Any,
     ) -> DuplicateIndex:
         """
-        Load an index saved with `save`. With a `model`, its embedding size must match the
-        index's (a different model's embeddings are not comparable; a different name only warns,
-        since a moved folder keeps its weights). `**kwargs` are the constructor's options; the
-        saved threshold is used unless `threshold=` or the model's calibrated one is given.
+        Load an index saved with `save`. With a `model`, it must be the model that built the index:
+        its embeddings of the probe questions saved with the index (`PROBE_QUESTIONS`) must agree
+        (cosine >= `SAME_MODEL_MIN_COSINE`), else a `ValueError`: another model's embeddings are not
+        comparable and the search would return unrelated questions. A moved or renamed model folder
+        passes (its weights are the same); an index saved before fingerprints only checks the size and
+        warns on a different name. `**kwargs` are the constructor's options; the saved threshold is used
+        unless `threshold=` or the model's calibrated one is given.
         """
         path = Path(save_directory)
         config, embeddings, corpus = read_index_folder(path)
@@ -462,7 +501,9 @@ class DuplicateIndex:
                     f"{config['model_name_or_path']!r}) but the model gives {model_dim}-dimensional ones: "
                     "load it with the model that built it, or rebuild the index"
                 )
-            if config["model_name_or_path"] and index.model_name_or_path != config["model_name_or_path"]:
+            if config.get("model_fingerprint"):
+                index._check_same_model(config["model_fingerprint"], path, config["model_name_or_path"])
+            elif config["model_name_or_path"] and index.model_name_or_path != config["model_name_or_path"]:
                 logger.warning(
                     f"the index in {path} was built with {config['model_name_or_path']!r}, the model given is "
                     f"{index.model_name_or_path!r}: scores are only meaningful with the same weights"
@@ -474,6 +515,7 @@ class DuplicateIndex:
         if index.calibrator is None and config.get("calibration"):  # folders saved before calibration lack the key
             index.calibrator = ScoreCalibrator.from_dict(config["calibration"])
         index.embedding_dim = config["embedding_dim"]
+        index._model_fingerprint = config.get("model_fingerprint")
         index._embeddings = embeddings
         index._corpus = corpus
         index._id_type = "int" if corpus.features["id"].dtype.startswith("int") else "str"

@@ -22,7 +22,7 @@ import datasets
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..runs.output_dirs import ensure_writable_folder
+from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
 
 INDEX_CONFIG_NAME = "index_config.json"
 EMBEDDINGS_NAME = "embeddings.safetensors"
@@ -53,6 +53,7 @@ def write_index_folder(
         (staging / INDEX_CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         # The config goes last: a folder without it is never mistaken for a complete index.
         (path / INDEX_CONFIG_NAME).unlink(missing_ok=True)
+        give_umask_mode(staging / EMBEDDINGS_NAME)  # safetensors writes 0600: readable as the rest instead
         os.replace(staging / EMBEDDINGS_NAME, path / EMBEDDINGS_NAME)
         if (path / CORPUS_DIR_NAME).exists():
             shutil.rmtree(path / CORPUS_DIR_NAME)

@@ -16,17 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
+import safetensors.numpy
 import torch
 from torch import nn
 from transformers import Trainer
 
 from ..data.arrow_batches import arrow_batch_dataset
 from ..data.collator import SiamesePairCollator
+from ..data.question_fingerprints import FINGERPRINT_FILE, fingerprint_tensors
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import SiameseLoss
 from ..model_card import build_model_card, metrics_from_log_history
 from ..models.siamese.scoring import pair_scores
 from ..runs.console import use_single_progress_bar
+from ..runs.output_dirs import give_umask_mode
 from ..runs.process_group import check_process_group
 from .atomic_save import CheckpointStaging, save_model_atomically
 from .batch_sampling import length_grouped_sampler, training_sampler
@@ -54,7 +58,9 @@ class SiameseTrainer(Trainer):
     - evaluation: scores labelled pairs (duplicates and non-duplicates) by cosine similarity (or the
       classification head's probability) and reports accuracy/precision/recall/F1 at the calibrated
       threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`;
-    - saving: checkpoints and the final model appear on disk only once complete;
+    - saving: checkpoints and the final model appear on disk only once complete, each with the
+      fingerprint of the questions it was trained on (`training_questions`, hashes: see
+      `hfsiamese.data.question_fingerprints`), so that an evaluation on them can be told apart;
     - a NaN/inf loss stops training, or with `nan_policy="skip"` drops the batch.
     """
 
@@ -69,8 +75,14 @@ class SiameseTrainer(Trainer):
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
         processing_class: Any | None = None,
         loss: SiameseLoss | None = None,
+        training_questions: np.ndarray | None = None,
         **kwargs: Any,
     ) -> None:
+        """
+        As `transformers.Trainer`, plus `loss` (else `args.build_loss()`) and `training_questions`: the
+        hashes of the training questions (`hfsiamese.data.question_fingerprints.pair_question_hashes`),
+        saved beside the weights at every save; the recipes pass them.
+        """
         if args is None:
             args = SiameseTrainingArguments(output_dir="outputs/siamese")
         if not isinstance(args, SiameseTrainingArguments):
@@ -104,6 +116,7 @@ class SiameseTrainer(Trainer):
         self.loss_statistics = LossStatistics()
         self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
         self.checkpoint_staging = CheckpointStaging()
+        self.training_questions = training_questions
         # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
         self.loss_is_scaled_for_ga = False
         self._group_sampler: NoDuplicateGroupSampler | None = None
@@ -315,6 +328,14 @@ class SiameseTrainer(Trainer):
             for code_file in Path(checkpoint_folder).glob("*.py"):
                 shutil.copy(code_file, Path(self.args.output_dir) / code_file.name)
         super()._push_from_checkpoint(checkpoint_folder)
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        """The Trainer's save (weights, config, tokenizer), then the training questions' fingerprint beside them."""
+        super()._save(output_dir, state_dict)
+        if self.training_questions is not None and self.args.should_save:
+            path = Path(output_dir if output_dir is not None else self.args.output_dir) / FINGERPRINT_FILE
+            safetensors.numpy.save_file(fingerprint_tensors(self.training_questions), str(path))
+            give_umask_mode(path)
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """

@@ -303,6 +303,13 @@ def test_empty_questions_dropped_with_warning(tmp_path):
         assert len(load(json_path, tmp_path)) == 1
 
 
+def test_dropped_rows_are_located(tmp_path):
+    rows = [f"q{i},p{i},1" for i in range(9)] + [",empty first,0", "empty second,  ,0"] + [",a,1"] * 6
+    path = write(tmp_path / "holes.csv", "\n".join(["question1,question2,is_duplicate", *rows]) + "\n")
+    with pytest.warns(UserWarning, match=r"\(data rows 10, 11, 12, 13, 14 and 3 more, header not counted\)"):
+        load(path, tmp_path)
+
+
 def test_no_warning_when_nothing_dropped(tmp_path):
     path = write(tmp_path / "clean.csv", "question1,question2,is_duplicate\na,b,1\nNA,null,0\n")
     with warnings.catch_warnings(record=True) as caught:

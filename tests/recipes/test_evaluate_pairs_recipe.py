@@ -85,3 +85,56 @@ def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
     printed = json.loads(result.stdout)
     assert {"retrieval_mrr@10", "retrieval_recall@5", "retrieval_ndcg@1", "average_precision"} <= set(printed)
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+def _with_fingerprint(model_dir, tmp_path, training_pairs):
+    """A copy of the model folder with the fingerprint a training run on `training_pairs` saves."""
+    import shutil
+
+    import safetensors.numpy
+
+    from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE, fingerprint_tensors, pair_question_hashes
+
+    folder = tmp_path / "trained"
+    shutil.copytree(model_dir, folder)
+    safetensors.numpy.save_file(fingerprint_tensors(pair_question_hashes(training_pairs)), str(folder / FINGERPRINT_FILE))
+    return folder
+
+
+def test_test_pairs_seen_in_training_are_said_and_marked(saved_model_and_pairs, tmp_path, monkeypatch):
+    model_dir, pairs_file, _, _, pairs = saved_model_and_pairs
+    trained = _with_fingerprint(model_dir, tmp_path, pairs.select(range(100)))
+    report = tmp_path / "report"
+    args = ["--model_name_or_path", str(trained), "--test_file", str(pairs_file), "--report_dir", str(report)]
+    with pytest.warns(UserWarning, match=r"of 300 test pairs \(\d+%\) share a question with the pairs that trained"):
+        printed = load_recipe(monkeypatch, "evaluate_pairs").main(args)
+    assert 100 <= printed["training_overlap_pairs"] < 300
+    assert printed["training_overlap_fraction"] == pytest.approx(printed["training_overlap_pairs"] / 300)
+    assert "**Caveat:**" in (report / "report.md").read_text() and "overstate" in (report / "report.md").read_text()
+
+
+def test_held_out_pairs_are_said_to_share_nothing(saved_model_and_pairs, tmp_path, monkeypatch, recwarn):
+    model_dir, pairs_file, _, _, pairs = saved_model_and_pairs
+    held_out = {*pairs.select(range(200, 300))["question1"], *pairs.select(range(200, 300))["question2"]}
+    training = pairs.filter(lambda row: row["question1"] not in held_out and row["question2"] not in held_out)
+    trained = _with_fingerprint(model_dir, tmp_path, training)
+    test_file = tmp_path / "held_out.tsv"
+    test_file.write_text("".join(pairs_file.read_text(encoding="utf-8").splitlines(keepends=True)[200:300]), encoding="utf-8")
+    printed = load_recipe(monkeypatch, "evaluate_pairs").main(
+        ["--model_name_or_path", str(trained), "--test_file", str(test_file)]
+    )
+    assert printed["training_overlap_pairs"] == 0 and printed["training_overlap_fraction"] == 0.0
+    assert not [w for w in recwarn if "trained this model" in str(w.message)]
+
+
+def test_a_model_without_a_fingerprint_claims_nothing(saved_model_and_pairs, monkeypatch):
+    model_dir, pairs_file, *_ = saved_model_and_pairs
+    printed = load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)])
+    assert "training_overlap_pairs" not in printed
+
+
+def test_a_folder_that_is_no_model_is_named(tmp_path, monkeypatch, saved_model_and_pairs):
+    _, pairs_file, *_ = saved_model_and_pairs
+    (tmp_path / "notes").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"notes is not a model folder: it holds no config.json"):
+        load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(tmp_path / "notes"), "--test_file", str(pairs_file)])

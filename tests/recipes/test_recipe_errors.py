@@ -86,7 +86,7 @@ def test_bad_file_is_one_line(recipe, name, model_dir, tmp_path, monkeypatch, ca
     assert exited.value.code == 1, stderr
     lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
     assert lines == [f"error: {lines[0][7:]}"] and str(bad_file) in lines[0] and message in lines[0], stderr
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists()  # a run that stopped before training leaves no folder it made
 
 
 @pytest.mark.parametrize("recipe", ["train", "evaluate_pairs", "search"])
@@ -137,3 +137,23 @@ def test_error_under_accelerate_launch_quiet(tmp_path):
     ]
     result = run_offline(command, cwd=tmp_path, timeout=300)
     assert_one_error_line(result, "is empty")
+
+
+def test_cheap_checks_come_before_expensive_work(model_dir, tmp_path, monkeypatch, capsys):
+    """Each recipe refuses a bad input before it reads, embeds or trains anything, and leaves no folder."""
+    missing = tmp_path / "no_such_corpus.tsv"  # never opened: the query is refused first
+    search = [str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(missing), "--query", "why ?", "--query", " "]
+    distill = [
+        str(TRAIN.parent / "distill.py"), "--teacher_model_name_or_path", str(tmp_path / "no_teacher"),
+        "--train_file", str(missing), "--output_dir", str(tmp_path / "out"),
+    ]  # fmt: skip
+    for command, status, message in (
+        (search, 2, "error: --query number 2 (of 2) is empty: give the text of a question"),
+        (distill, 1, f"error: teacher model not found: no such folder: {tmp_path / 'no_teacher'}"),
+    ):
+        module = load_recipe(monkeypatch, Path(command[0]).stem)
+        monkeypatch.setattr(sys, "argv", command)
+        with pytest.raises(SystemExit) as exited:
+            run_recipe(module.main)
+        assert exited.value.code == status and capsys.readouterr().err.strip().splitlines()[-1] == message
+    assert not (tmp_path / "out").exists()

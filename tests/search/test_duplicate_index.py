@@ -305,3 +305,21 @@ def _between(probabilities):
     values = sorted(set(probabilities))
     middle = len(values) // 2
     return (values[middle - 1] + values[middle]) / 2
+
+
+def test_an_index_refuses_a_model_other_than_the_one_that_built_it(tmp_path, tiny_lstm, word_tokenizer, caplog):
+    DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).save(tmp_path / "index")
+    torch.manual_seed(1)  # the same architecture and size, other weights: comparable shapes, meaningless scores
+    other = SiameseModel(tiny_lstm.config)
+    with pytest.raises(ValueError, match=r"was built with another model .* embeds its probe questions differently"):
+        DuplicateIndex.load(tmp_path / "index", other, word_tokenizer)
+    # The same weights from a moved folder pass, without a warning about the name.
+    tiny_lstm.save_pretrained(tmp_path / "moved")
+    moved = SiameseModel.from_pretrained(tmp_path / "moved")
+    with caplog.at_level(logging.WARNING):
+        loaded = DuplicateIndex.load(tmp_path / "index", moved, word_tokenizer)
+    assert loaded.search(TEXTS[:1], k=1)[0][0]["text"] == TEXTS[0] and not caplog.records
+    # Saved again without a model, the fingerprint stays with the index.
+    DuplicateIndex.load(tmp_path / "index").save(tmp_path / "copy")
+    with pytest.raises(ValueError, match="was built with another model"):
+        DuplicateIndex.load(tmp_path / "copy", other, word_tokenizer)

@@ -11,6 +11,7 @@ the sampler's epoch is only set by SiameseTrainer itself).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from safetensors.torch import load_file
 
@@ -90,7 +92,14 @@ def kill_at_step(cwd, launcher, args, step, timeout=600):
                     raise AssertionError(f"step {step} not reached in {timeout}s")
                 time.sleep(0.2)
         finally:
-            os.killpg(process.pid, signal.SIGKILL)  # the launcher and every process it started in its group
+            # Every process of the launch, as a crash ends them: the launcher's group, and the workers torch's
+            # elastic agent starts in sessions of their own (listed before the agent dies and they lose their parent).
+            workers = psutil.Process(process.pid).children(recursive=True)
+            os.killpg(process.pid, signal.SIGKILL)
+            for worker in workers:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    worker.kill()
+            psutil.wait_procs(workers, timeout=60)
             returncode = process.wait(timeout=60)
             _kill_lock_owner(output_dir_of(args))
     assert returncode == -signal.SIGKILL

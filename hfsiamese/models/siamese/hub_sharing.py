@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 from typing import Any
 
 from .pipeline_question_duplicates import pipeline_config_entry
@@ -33,6 +34,13 @@ class HubSharingMixin:
         """
         self.config.custom_pipelines = {**(getattr(self.config, "custom_pipelines", None) or {}), **pipeline_config_entry()}
         super().save_pretrained(save_directory, *args, **kwargs)
+        # safetensors writes its files 0600; give the weights the mode of every other file here (the umask's),
+        # or a model saved by one user cannot be served by another. (hfsiamese.runs.output_dirs.give_umask_mode
+        # does the same for the library's other files; this file travels and cannot import it.)
+        umask = os.umask(0)
+        os.umask(umask)
+        for weights in Path(save_directory).glob("*.safetensors"):
+            os.chmod(weights, 0o666 & ~umask)
 
     def push_to_hub(
         self,
