@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Evaluate a trained Siamese model on a labelled pair file; prints ONE JSON object.
 
-    python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file pairs.tsv
-    python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file pairs.tsv \
+    python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file outputs/qqp_validation.jsonl
+    python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file outputs/qqp_validation.jsonl \
         --retrieval --retrieval_k 1 5 10 --report_dir outputs/lstm_qqp_report
 
 Accuracy, precision, recall and F1 are taken at the model's calibrated threshold (or --threshold),

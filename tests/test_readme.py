@@ -6,8 +6,8 @@ wrote, a name a snippet never defined) fails here. What the test changes, all of
   over the README's own `--max_steps`), so each run takes seconds;
 - install steps (`python3 -m venv`, `pip install`) are dropped: the test runs in the installed venv,
   which is linked as `.venv` into the copy and put first on PATH (as an activated venv is);
-- the files and Python names a README example calls the user's own (`pairs.csv`, `questions`, ...)
-  are made from the embedded QQP pairs (`USER_FILES`, `USER_NAMES`).
+- nothing else: every file an example names is made by an earlier example (or shipped), and every
+  Python name it uses is defined by an earlier block, as for a user pasting the README in order.
 
 A block the test cannot run here says so in README.md, right above it, visible in the source:
 `<!-- readme-test: skip <reason> -->` (the Hub, a GPU, several machines), and the Quick start's
@@ -17,7 +17,6 @@ every block it skipped, with its reason.
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 import shutil
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import QQP_FILE, REPO_ROOT
+from tests.conftest import REPO_ROOT
 from tests.helpers import offline_env
 
 README = REPO_ROOT / "README.md"
@@ -45,20 +44,6 @@ TINY_TRAINING = (
 TINY_DISTILLATION = f"{TINY_TRAINING} --distillation_max_steps 2"
 TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION}
 INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
-# The user's own data the examples name, made from the embedded QQP pairs: (file, columns of the header).
-USER_FILES = {
-    "pairs.csv": ("q1", "q2", "dup"),
-    "pairs.tsv": None,  # None: the BiMPM layout of recipes/data/qqp_dev.tsv, as it is
-    "my_pairs.tsv": None,
-    "my_test.tsv": None,
-}
-USER_NAMES = {
-    "questions": lambda rows: [row[1] for row in rows[:300]],
-    "new_questions": lambda rows: [row[2] for row in rows[300:310]],
-    "new_ids": lambda rows: list(range(300, 310)),  # the index numbers the 300 questions 0..299
-    "labels": lambda rows: [int(row[0]) for row in rows[:100]],
-    "scores": lambda rows: [0.3 + 0.4 * int(row[0]) + (i % 7) / 20 for i, row in enumerate(rows[:100])],
-}
 
 
 @dataclass(frozen=True)
@@ -124,21 +109,6 @@ def test_blocks_and_markers_are_read_as_written():
     assert runnable("python recipes/distill.py c.yaml") == f"python recipes/distill.py c.yaml {TINY_DISTILLATION}"
 
 
-def make_user_data(root: Path) -> dict[str, object]:
-    """The user's files (1,000 QQP pairs each) in `root`, and the Python names the examples use as theirs."""
-    lines = QQP_FILE.read_text(encoding="utf-8").splitlines()[:1000]
-    rows = [line.split("\t")[:3] for line in lines]  # BiMPM: label, question1, question2, id
-    for name, header in USER_FILES.items():
-        with open(root / name, "w", encoding="utf-8", newline="") as handle:
-            if header is None:
-                handle.write("\n".join(lines) + "\n")
-                continue
-            writer = csv.writer(handle)
-            writer.writerow(header)
-            writer.writerows((q1, q2, label) for label, q1, q2 in rows)
-    return {name: make(rows) for name, make in USER_NAMES.items()}
-
-
 @pytest.fixture
 def repo_copy(tmp_path):
     """A copy of the repository as a fresh clone has it (no outputs/), with the venv linked in."""
@@ -154,7 +124,7 @@ def repo_copy(tmp_path):
 
 def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
     blocks = readme_blocks(README.read_text(encoding="utf-8"))
-    namespace: dict[str, object] = dict(make_user_data(repo_copy))
+    namespace: dict[str, object] = {}  # the README's own Python blocks define every name they use
     env = offline_env(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"
     )
