@@ -1,13 +1,18 @@
 """hfsiamese: Siamese (bi-encoder) networks for duplicate-question and paraphrase detection."""
 
-from transformers import AutoConfig, AutoModel
-from transformers.pipelines import PIPELINE_REGISTRY
+# Before anything loads torch (and with it OpenMP, which reads its wait policy once): see openmp_defaults.
+from .openmp_defaults import apply_openmp_defaults
 
-from .models.siamese.configuration_siamese import SiameseConfig
-from .models.siamese.modeling_siamese import SiameseModel, SiameseModelOutput
-from .models.siamese.pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline
-from .serving.loading import load_siamese_model
-from .serving.onnx_model import OnnxSiameseConfig, OnnxSiameseModel
+apply_openmp_defaults()
+
+from transformers import AutoConfig, AutoModel  # noqa: E402
+from transformers.pipelines import PIPELINE_REGISTRY  # noqa: E402
+
+from .models.siamese.configuration_siamese import SiameseConfig  # noqa: E402
+from .models.siamese.modeling_siamese import SiameseModel, SiameseModelOutput  # noqa: E402
+from .models.siamese.pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline  # noqa: E402
+from .serving.loading import load_siamese_model  # noqa: E402
+from .serving.onnx_model import OnnxSiameseConfig, OnnxSiameseModel  # noqa: E402
 
 # Auto classes: `AutoModel.from_pretrained(folder)` works with hfsiamese imported, and the saved
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.

@@ -12,9 +12,11 @@ saves the one built from --corpus there. Needs `pip install "hfsiamese[app]"`.
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 from transformers import HfArgumentParser
 
-import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search.app import AppArguments, app_from_arguments
 

@@ -15,6 +15,9 @@ The report: the chosen threshold, its bootstrap 90% interval, the metrics on the
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import json
 import sys
 from pathlib import Path
@@ -22,7 +25,6 @@ from typing import Any
 
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
-import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
 from hfsiamese.data import load_pairs
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe

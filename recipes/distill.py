@@ -21,6 +21,9 @@ The steps are the package's (`hfsiamese.runs` for the run's start, folder and en
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import logging
 import sys
 from pathlib import Path

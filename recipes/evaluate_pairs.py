@@ -24,12 +24,14 @@ pairs: the validation split a recipe held out (`benchmarks/export_validation_sli
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import json
 import warnings
 
 from transformers import AutoTokenizer, HfArgumentParser
 
-import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import (
     EvaluationArguments,

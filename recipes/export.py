@@ -11,11 +11,13 @@ Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onn
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import json
 
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
-import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.exporters import ExportArguments, export_onnx
 from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe

@@ -23,6 +23,9 @@ the model's calibrated threshold or --threshold), or with --json one JSON object
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +33,6 @@ from typing import Any
 
 from transformers import AutoTokenizer, HfArgumentParser
 
-import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
 from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus

@@ -17,6 +17,9 @@ the arguments and data, `hfsiamese.trainer`); this script only puts them in orde
 
 from __future__ import annotations
 
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+
+# isort: split
 import logging
 import sys
 from pathlib import Path

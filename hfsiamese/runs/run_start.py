@@ -17,6 +17,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
+from .. import openmp_defaults
 from ..data import tokenize_pairs
 from ..data.question_fingerprints import pair_question_hashes, read_fingerprint
 from ..losses import SiameseLoss
@@ -69,6 +70,7 @@ def start_run(
     threads = apply_cpu_threads(training_args.num_threads)
     if training_args.process_index == 0:
         logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
+        logger.info("%s", openmp_defaults.describe())
     with training_args.main_process_first(desc="loading and splitting pairs"):
         splits = load_splits(data_args, default_train_file=default_train_file)
     loss = training_args.build_loss()

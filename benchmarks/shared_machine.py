@@ -1,0 +1,98 @@
+#!/usr/bin/env python
+"""Two training runs on one machine: each run's wall time alone and started together, per environment setting.
+
+    python benchmarks/shared_machine.py                                   # the default LSTM recipe, 60 steps
+    python benchmarks/shared_machine.py --setting "passive=OMP_WAIT_POLICY=PASSIVE" --setting "shipped="
+    python benchmarks/shared_machine.py --recipe_args recipes/configs/minilm_qqp.yaml --max_steps 20
+
+Each run is the user's command, `python recipes/train.py [RECIPE_ARGS] --max_steps N --eval_strategy no
+--save_strategy no` (with `--max_steps 0`, the whole recipe as shipped), in a fresh temporary output folder (nothing of the user's is touched). For every
+setting (`NAME=VAR=VALUE,VAR=VALUE`; empty: the environment as it is, i.e. what the recipes ship), one
+run alone, then two started together; the ratio together/alone is what sharing the machine costs each
+run (2 means the cores are simply shared; far above 2 means the runs fight over them). Settings are
+measured in turn within one invocation, so their ratios compare. Prints a markdown table and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from machine_info import machine
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SETTINGS = [
+    "shipped=",  # what the recipes do by themselves (hfsiamese.openmp_defaults)
+    "runtime=HFSIAMESE_OMP_DEFAULTS=0",  # OpenMP as the runtime ships it: the recipes' own choice off
+    "passive=OMP_WAIT_POLICY=PASSIVE",
+]
+
+
+def parse_setting(text: str) -> tuple[str, dict[str, str]]:
+    name, _, assignments = text.partition("=")
+    env = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, _, value = assignment.partition("=")
+        env[key] = value
+    return name, env
+
+
+def run_together(count: int, command: list[str], env: dict[str, str], root: Path, timeout: float) -> list[float]:
+    """Start `count` runs at once; each one's wall time (seconds)."""
+    root.mkdir(parents=True, exist_ok=True)
+    processes = []
+    for index in range(count):
+        output = root / f"run{index}"
+        log = open(root / f"run{index}.log", "w")  # noqa: SIM115 - closed below
+        started = time.perf_counter()
+        process = subprocess.Popen([*command, "--output_dir", str(output)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        processes.append((process, started, log))
+    times = []
+    for process, started, log in processes:
+        code = process.wait(timeout=timeout)
+        times.append(time.perf_counter() - started)
+        log.close()
+        if code != 0:
+            raise SystemExit(f"a run failed (exit {code}); see {log.name}")
+    return times
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--setting", action="append", help="NAME=VAR=VALUE[,VAR=VALUE] (repeat); default: " + " ".join(DEFAULT_SETTINGS))
+    parser.add_argument("--max_steps", type=int, default=60, help="Steps per run; 0: the whole recipe as shipped.")
+    parser.add_argument("--recipe_args", nargs="*", default=[], help="Config and flags given to recipes/train.py first.")
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args(argv)
+    command = [sys.executable, str(REPO / "recipes" / "train.py"), *args.recipe_args, "--disable_tqdm", "true"]
+    if args.max_steps > 0:  # 0: the recipe's whole run as shipped (its epochs, evaluations and saves)
+        command += ["--max_steps", str(args.max_steps), "--eval_strategy", "no", "--save_strategy", "no"]
+    rows = []
+    for text in args.setting or DEFAULT_SETTINGS:
+        name, extra = parse_setting(text)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **extra}
+        with tempfile.TemporaryDirectory(prefix="shared_machine_") as scratch:
+            alone = run_together(1, command, env, Path(scratch) / "alone", args.timeout)[0]
+            together = run_together(2, command, env, Path(scratch) / "together", args.timeout)
+        rows.append({"setting": name, "env": extra, "alone_s": round(alone, 1), "together_s": [round(t, 1) for t in together],
+                     "ratio": round(max(together) / alone, 2)})  # fmt: skip
+        print(f"{name}: alone {alone:.1f} s, together {together[0]:.1f} / {together[1]:.1f} s", file=sys.stderr, flush=True)
+    print("| setting | environment | alone | two together (each) | together / alone |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        env = ", ".join(f"`{k}={v}`" for k, v in row["env"].items()) or "as shipped"
+        together = " / ".join(f"{t:.1f} s" for t in row["together_s"])
+        print(f"| {row['setting']} | {env} | {row['alone_s']:.1f} s | {together} | {row['ratio']:.2f}× |")
+    result = {"machine": machine(), "command": " ".join(command[1:]), "rows": rows}
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
