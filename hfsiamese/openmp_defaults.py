@@ -7,10 +7,11 @@ moment the next kernel starts. Two runs each using every core lose everything: a
 core while the partner it waits for is descheduled, so every barrier costs a time slice. Measured
 with two default LSTM recipe runs of 60 steps on 2 cores (`benchmarks/shared_machine.py`,
 benchmarks/README.md "Sharing a machine"): 12.4 s alone, 430 s each together (35×);
-`OMP_WAIT_POLICY=PASSIVE` (no spinning) ends the collapse but makes a lone run 50% slower. A spin of
-3,000 iterations takes 24 s each together (2.0×: the cores shared, not fought over) and costs a lone
-run about 6% (paired runs, whole process); 1,000 cost 18% alone, 5,000 gave 2.4× together, and 10,000
-or more collapse again (3.4× at 10,000, 20× at 100,000).
+`OMP_WAIT_POLICY=PASSIVE` (no spinning) ends the collapse but makes a lone run 50–70% slower. A spin
+of 3,000 iterations costs a lone run about 6% and takes 2.6× (300 steps) to 2.9× (the whole default
+run: 140 s alone, 400 s each together) instead of 35×; 1,000 shares better (1.45× at 300 steps) but
+makes a lone run 34% slower; 10,000 or more collapse again (3.4× at 10,000, 20× at 100,000 for 60 steps).
+No single spin gives both a lone run's speed and 2× together.
 
 So, before torch is imported, `GOMP_SPINCOUNT` is set to `SPIN_COUNT`, unless the user set it, or
 `OMP_WAIT_POLICY` (then theirs wins), or `HFSIAMESE_OMP_DEFAULTS=0`. libgomp reads it once, when it is
