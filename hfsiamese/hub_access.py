@@ -39,11 +39,14 @@ def looks_like_local_path(name: str) -> bool:
     return bool(parent) and os.path.isdir(parent)
 
 
-def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", filename: str = "config.json") -> None:
+def require_local_or_cached(
+    name_or_path: str | Path, *, what: str = "model", filename: str = "config.json", saved_folder: bool = False
+) -> None:
     """
     Fail at once, naming it, on a model that cannot be served: a local folder that does not exist
-    (online too: the Hub would answer "repository not found" for a typo) or holds no `filename`, a file
-    given for a folder, or offline a Hub id whose `filename` is not in the local cache. transformers' own error in that case names neither the id
+    (online too: the Hub would answer "repository not found" for a typo), offline a Hub id whose
+    `filename` is not in the local cache, and with `saved_folder` (a model the user saved, not a path
+    handed on to another loader) a folder without `filename` or a file given for the folder. transformers' own error in that case names neither the id
     nor offline mode.
     """
     from huggingface_hub import try_to_load_from_cache
@@ -51,14 +54,16 @@ def require_local_or_cached(name_or_path: str | Path, *, what: str = "model", fi
 
     name = str(name_or_path)
     if os.path.isdir(name):
-        if not os.path.isfile(os.path.join(name, filename)):
+        if saved_folder and not os.path.isfile(os.path.join(name, filename)):
             raise FileNotFoundError(
                 f"{name} is not a {what} folder: it holds no {filename} (the folder recipes/train.py or "
                 "save_pretrained writes has one)"
             )
         return
     if os.path.exists(name):
-        raise NotADirectoryError(f"{name} is a file: the {what} is the folder it was saved to")
+        if saved_folder:
+            raise NotADirectoryError(f"{name} is a file: the {what} is the folder it was saved to")
+        return
     if looks_like_local_path(name):
         raise FileNotFoundError(f"{what} not found: no such folder: {name}")
     if not hub_offline():

@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     configure_quiet_console()
     if args.report_dir:  # fail before scoring anything, not after
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
-    require_local_or_cached(args.model_name_or_path)  # offline, a Hub id that is not cached fails here, saying so
+    # A folder without config.json, or offline a Hub id not in the cache, fails here, saying which.
+    require_local_or_cached(args.model_name_or_path, saved_folder=True)
     model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     columns = dict(

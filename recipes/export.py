@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict:
     configure_quiet_console()
     if is_onnx_folder(args.model_name_or_path):
         raise ValueError(f"{args.model_name_or_path} is already an ONNX export: export the PyTorch model it came from")
-    require_local_or_cached(args.model_name_or_path)
+    require_local_or_cached(args.model_name_or_path, saved_folder=True)
     model = AutoModel.from_pretrained(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     config = export_onnx(

@@ -31,7 +31,7 @@ def teacher_path(name_or_path: str) -> str:
     path = str(name_or_path)
     if path == MINILM_HUB_ID and not os.path.isdir(path):
         path = resolve_minilm_path()
-    require_local_or_cached(path, what="teacher model")
+    require_local_or_cached(path, what="teacher model", saved_folder=True)
     return path
 
 

@@ -8,8 +8,9 @@ import time
 from hfsiamese.runs.run_lock import LOCK_NAME
 from tests.helpers import TINY_LSTM_BASE, TRAIN, offline_env, recipe_flags
 
-FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=150, eval_strategy="no",
-             save_strategy="steps", save_steps=50, logging_steps=50)  # fmt: skip
+# Long enough that the first run still trains while the second starts up (~6 s): the second must meet a live run.
+FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=600, eval_strategy="no",
+             save_strategy="steps", save_steps=200, logging_steps=200)  # fmt: skip
 
 
 def start(out, tmp_path, *extra):
@@ -37,7 +38,7 @@ def test_second_run_on_a_folder_held_by_a_live_run_stops(tmp_path):
     assert first_running_meanwhile  # it was refused while the first run was live, not after it ended
     # The folder holds the first run's complete model and no lock.
     state = json.loads((out / "trainer_state.json").read_text())
-    assert state["global_step"] == 150 and (out / "model.safetensors").is_file() and (out / "config.json").is_file()
+    assert state["global_step"] == FLAGS["max_steps"] and (out / "model.safetensors").is_file() and (out / "config.json").is_file()
     assert not (out / LOCK_NAME).exists()
 
 
