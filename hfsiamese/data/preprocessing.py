@@ -27,6 +27,7 @@ def tokenize_pairs(
     negative_column: str = "negative",
     num_proc: int | None = None,
     keep_text: bool = False,
+    prompt: str = "",
 ) -> datasets.Dataset:
     """
     Add `input_ids_a`, `attention_mask_a` (and `token_type_ids_a` where the tokenizer makes them)
@@ -36,7 +37,8 @@ def tokenize_pairs(
     giving the count of texts that were cut. Padding is left to the collator. The `label` column
     becomes `labels`, the name the Trainer passes to the loss. Text columns (and the stored
     question identity) are dropped unless `keep_text`. A null or non-text value is a ValueError
-    naming its column and row.
+    naming its column and row. `prompt` is put before every text (the model's default prompt,
+    `model.config.prompt_text()`: training must see the texts as `encode` will).
     """
     for column in (question1_column, question2_column):
         if column not in dataset.column_names:
@@ -56,7 +58,7 @@ def tokenize_pairs(
         for side, column in sides:
             texts = batch[column]
             _check_texts(texts, column, indices)
-            encoded = tokenizer(texts, truncation=True, max_length=max_length)
+            encoded = tokenizer([prompt + text for text in texts] if prompt else texts, truncation=True, max_length=max_length)
             for i, cut in enumerate(truncated_flags(encoded, max_length)):
                 truncated[i] += cut
             for field in TOKEN_FIELDS:

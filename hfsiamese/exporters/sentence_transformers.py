@@ -1,8 +1,9 @@
 """Export a transformer-encoder Siamese model in the sentence-transformers layout.
 
 `SentenceTransformer(folder)` then gives the same embeddings as `SiameseModel.encode`: the encoder as a
-`Transformer` module, `Pooling` (mean or CLS, as `config.pooling`), a `Dense` layer for the projection if the
-model has one, and `Normalize`.
+`Transformer` module, `Pooling` (`config.pooling`'s modes), the model's `Dense` layers (those a
+sentence-transformers source brought) and one for the projection if the model has one, and `Normalize`;
+its prompts and default prompt go to `config_sentence_transformers.json`.
 
 The export may go into the Siamese checkpoint folder itself, so that one folder (or Hub repository) loads
 both with `AutoModel.from_pretrained(..., trust_remote_code=True)` and with `SentenceTransformer(...)`: none of
@@ -31,6 +32,8 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
+from ..models.sentence_transformers_folder import POOLING_MODES
+from ..models.siamese.configuration_siamese import encoder_width
 from ..models.siamese.modeling_siamese import SiameseModel
 from ..runs.output_dirs import give_umask_mode
 
@@ -106,12 +109,27 @@ def export_sentence_transformers(
         model.encoder.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         modules = [Transformer(staging, max_seq_length=max_length)]
-    hidden_size = config.encoder_config["hidden_size"]
-    modules.append(Pooling(hidden_size, pooling_mode=config.pooling))
+    hidden_size = encoder_width(config.encoder_config)
+    st_modes = {ours: theirs for theirs, ours in POOLING_MODES.items()}
+    modes = tuple(st_modes[mode] for mode in config.pooling.split("+"))
+    modules.append(Pooling(hidden_size, pooling_mode=modes[0] if len(modes) == 1 else modes))
+    width = config.pooled_dim
+    for layer, spec in zip(model.dense or (), config.dense_layers or (), strict=True):
+        modules.append(
+            Dense(
+                spec["in_features"],
+                spec["out_features"],
+                bias=spec["bias"],
+                activation_function=getattr(torch.nn, spec["activation"])(),
+                init_weight=layer.linear.weight.detach().cpu().clone(),
+                init_bias=layer.linear.bias.detach().cpu().clone() if spec["bias"] else None,
+            )
+        )
+        width = spec["out_features"]
     if model.projection is not None:
         modules.append(
             Dense(
-                hidden_size,
+                width,
                 config.projection_dim,
                 bias=model.projection.bias is not None,
                 activation_function=torch.nn.Identity(),
@@ -132,8 +150,8 @@ def export_sentence_transformers(
     (output_dir / MODULES_FILE).write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
     model_config = {
         "__version__": {"sentence_transformers": st_version, "pytorch": torch.__version__},
-        "prompts": {},
-        "default_prompt_name": None,
+        "prompts": dict(config.prompts or {}),
+        "default_prompt_name": config.default_prompt_name,
         "similarity_fn_name": "cosine",
     }
     (output_dir / MODEL_CONFIG_FILE).write_text(json.dumps(model_config, indent=2) + "\n", encoding="utf-8")

@@ -24,6 +24,7 @@ from ..losses import SiameseLoss
 from ..models.siamese import SiameseModel
 from ..training import DataArguments, ModelArguments, build_model_and_tokenizer, check_same_vocabulary, load_splits
 from .cpu_threads import apply_cpu_threads
+from .zero3_construction import built_whole_under_zero3
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +43,13 @@ class StartedRun:
     training_questions: np.ndarray
 
     def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
-        """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`)."""
+        """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`, the model's default prompt)."""
         return tokenize_pairs(
             pairs,
             self.tokenizer,
             max_length=self.model_args.max_length,
             num_proc=self.data_args.preprocessing_num_workers,
+            prompt=self.model.config.prompt_text(),
         )
 
 
@@ -74,7 +76,8 @@ def start_run(
     with training_args.main_process_first(desc="loading and splitting pairs"):
         splits = load_splits(data_args, default_train_file=default_train_file)
     loss = training_args.build_loss()
-    model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
+    with built_whole_under_zero3(training_args):  # DeepSpeed ZeRO-3 shards it when the Trainer starts
+        model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
     if resume_from is not None:
         check_same_vocabulary(tokenizer, resume_from)
     model.check_tokenizer(tokenizer)

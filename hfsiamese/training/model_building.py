@@ -21,9 +21,11 @@ from accelerate.utils import broadcast
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
 from ..hub_access import require_local_or_cached
+from ..models.sentence_transformers_folder import SentenceTransformersSettings, read_sentence_transformers_folder
 from ..models.siamese.configuration_siamese import ENCODER_TYPES, WORD_VOCABULARY_ENCODERS, SiameseConfig
 from ..models.siamese.modeling_siamese import SiameseModel
 from ..models.siamese.sub_batching import AUTO, TokenBudget, check_sub_batching
+from .decoder_tokens import ensure_eos_appended, ensure_pad_token
 from .minilm import resolve_minilm_path
 from .pretrained_vectors import init_embeddings_from_glove
 from .word_tokenizer import train_word_tokenizer
@@ -34,7 +36,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["build_model_and_tokenizer", "check_same_vocabulary", "on_main_process_then_shared"]
+__all__ = ["build_model_and_tokenizer", "check_same_vocabulary", "is_base_encoder", "on_main_process_then_shared"]
+
+# What an LSTM (or static encoder) uses when the arguments leave them unset.
+WORD_ENCODER_DEFAULTS = {"pooling": "mean", "max_length": 64}
 
 
 def build_model_and_tokenizer(
@@ -66,7 +71,19 @@ def build_model_and_tokenizer(
         return _transformer(model_args, classifier_head, sub_batching)
     if model_args.encoder_type not in WORD_VOCABULARY_ENCODERS:
         raise ValueError(f"encoder_type must be one of {ENCODER_TYPES}, got {model_args.encoder_type!r}")
+    if path is not None:
+        raise ValueError(
+            f"model_name_or_path {path} is a pretrained {AutoConfig.from_pretrained(path).model_type!r} model, but "
+            f"encoder_type is {model_args.encoder_type!r}, whose vocabulary is trained from the data: pass "
+            "--encoder_type transformer (or leave the config out: a pretrained model then gets recipes/configs/pretrained_qqp.yaml)"
+        )
     return _word_vocabulary_model(model_args, train_pairs, classifier_head)
+
+
+def is_base_encoder(name_or_path: str) -> bool:
+    """Is `name_or_path` a pretrained transformer to start from (not a saved Siamese checkpoint to continue)?"""
+    require_local_or_cached(name_or_path)
+    return getattr(AutoConfig.from_pretrained(name_or_path), "model_type", None) != SiameseConfig.model_type
 
 
 def sub_batching_of(model_args: ModelArguments) -> tuple[TokenBudget, int | None]:
@@ -83,22 +100,87 @@ def sub_batching_of(model_args: ModelArguments) -> tuple[TokenBudget, int | None
 def _transformer(
     model_args: ModelArguments, classifier_head: bool, sub_batching: tuple[TokenBudget, int | None]
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
-    """A pretrained encoder (the bundled MiniLM by default) under a fresh Siamese head."""
+    """
+    A pretrained encoder (the bundled MiniLM by default) under a fresh Siamese head, as its authors configured
+    it where it is a sentence-transformers model (pooling, Dense layers, prompts, max_seq_length): flags given
+    explicitly override that, and the log says so.
+    """
     base = model_args.model_name_or_path or resolve_minilm_path()
+    source = read_sentence_transformers_folder(base)
+    encoder_path = base
+    if source is not None:
+        logger.info("%s is a sentence-transformers model: %s", base, source.describe())
+        if source.transformer_subfolder:
+            encoder_path = str(Path(base) / source.transformer_subfolder) if Path(base).is_dir() else base
+    tokenizer = AutoTokenizer.from_pretrained(encoder_path)
+    pooling = _chosen("pooling", model_args.pooling, source.pooling if source else None, base, default="mean")
+    prompts = dict(source.prompts) if source else {}
+    default_prompt_name = source.default_prompt_name if source else None
+    if model_args.prompt is not None:
+        prompts["prompt"] = model_args.prompt
+        default_prompt_name = _chosen("default prompt", "prompt", default_prompt_name, base, default=None)
+    elif model_args.prompt_name is not None:
+        default_prompt_name = _chosen("default prompt", model_args.prompt_name, default_prompt_name, base, default=None)
     encoder_kwargs = {"attn_implementation": model_args.attn_implementation} if model_args.attn_implementation else {}
+    if source is not None and source.transformer_subfolder and encoder_path == base:
+        encoder_kwargs["subfolder"] = source.transformer_subfolder
+    if source is not None:
+        _warn_other_similarity(source)
     model = SiameseModel.from_encoder_pretrained(
-        base,
-        pooling=model_args.pooling,
+        encoder_path,
+        pooling=pooling,
         projection_dim=model_args.projection_dim,
         encoder_dropout=model_args.encoder_dropout,
         classifier_head=classifier_head,
+        dense_layers=source.dense_layers if source else None,
+        dense_weights=source.dense_weights if source else None,
+        prompts=prompts,
+        default_prompt_name=default_prompt_name,
+        similarity_fn_name=(source.similarity_fn_name or "cosine") if source else "cosine",
         sub_batch_tokens=sub_batching[0],
         sub_batch_size=sub_batching[1],
         encoder_kwargs=encoder_kwargs,
     )
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    tokenizer.model_max_length = model_args.max_length
+    if pooling.split("+")[-1] == "last_token" and source is None:
+        # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
+        if ensure_eos_appended(tokenizer):
+            logger.info("last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token)
+    if ensure_pad_token(tokenizer):
+        logger.info("%s's tokenizer has no padding token: it pads with %r (never attended to)", base, tokenizer.pad_token)
+    own_length = min(source.max_seq_length, model.default_max_length(tokenizer)) if source and source.max_seq_length else None
+    max_length = _chosen("max_length", model_args.max_length, own_length, base, default=model.default_max_length(tokenizer))
+    tokenizer.model_max_length = max_length
+    model.config.max_seq_length = max_length
     return model, tokenizer
+
+
+def _chosen(name: str, given: object, own: object, base: str, *, default: object) -> object:
+    """
+    The value a setting takes: the one given (saying in the log when it overrides the model's own, with a
+    warning where the two contradict, e.g. another pooling), else the model's own, else `default`.
+    """
+    if given is None:
+        return own if own is not None else default
+    if own is not None and given != own:
+        message = "%s %r (given) overrides %s's own %r"
+        if name == "pooling":
+            logger.warning(message + ": the model was trained with the other, so its embeddings change meaning", name, given, base, own)
+        else:
+            logger.info(message, name, given, base, own)
+    return given
+
+
+def _warn_other_similarity(source: SentenceTransformersSettings) -> None:
+    """hfsiamese scores by cosine: equal to the source's own scores unless it compares unnormalised vectors otherwise."""
+    name = source.similarity_fn_name or "cosine"
+    if name != "cosine" and not (name == "dot" and source.normalize):
+        logger.warning(
+            "%s compares embeddings by %s similarity%s; hfsiamese scores pairs by cosine similarity, so its scores "
+            "(and a threshold calibrated on them) differ from sentence-transformers' on this model",
+            source.source,
+            name,
+            "" if source.normalize else " of unnormalised vectors",
+        )
 
 
 def _word_vocabulary_model(
@@ -113,7 +195,7 @@ def _word_vocabulary_model(
             min_frequency=model_args.min_frequency,
             model=model_args.tokenizer_model,
             lowercase=model_args.lowercase,
-            model_max_length=model_args.max_length,
+            model_max_length=model_args.max_length or WORD_ENCODER_DEFAULTS["max_length"],
         )
     )
     config = SiameseConfig(
@@ -124,7 +206,7 @@ def _word_vocabulary_model(
         num_layers=model_args.num_layers,
         bidirectional=model_args.bidirectional,
         dropout=model_args.dropout,
-        pooling=model_args.pooling,
+        pooling=model_args.pooling or WORD_ENCODER_DEFAULTS["pooling"],
         projection_dim=model_args.projection_dim,
         classifier_head=classifier_head,
         pad_token_id=tokenizer.pad_token_id,

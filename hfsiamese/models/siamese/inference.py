@@ -47,6 +47,12 @@ def _is_dataset(value: Any) -> bool:
     return hasattr(value, "column_names") and hasattr(value, "data") and hasattr(value, "flatten_indices")
 
 
+def check_truncate_dim(truncate_dim: int, full_dim: int) -> None:
+    """Refuse a `truncate_dim` that is not a size between 1 and the model's embedding size."""
+    if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or not 1 <= truncate_dim <= full_dim:
+        raise ValueError(f"truncate_dim must be an integer from 1 to the embedding size {full_dim}, got {truncate_dim!r}")
+
+
 def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
     if len(texts_a) != len(texts_b):
         raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
@@ -143,6 +149,8 @@ class SiameseInferenceMixin:
         most the transformer encoder's positions.
         """
         limit = tokenizer_max_length(tokenizer)
+        if getattr(self.config, "max_seq_length", None):
+            limit = min(limit, self.config.max_seq_length)
         positions = (self.config.encoder_config or {}).get("max_position_embeddings")
         return min(limit, int(positions)) if self.config.encoder_type == "transformer" and positions else limit
 
@@ -159,6 +167,9 @@ class SiameseInferenceMixin:
         max_length: int | None = None,
         show_progress_bar: bool = False,
         dtype: torch.dtype | None = None,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        truncate_dim: int | None = None,
     ) -> torch.Tensor:
         """
         Embed one side: a list of texts (tokenised with `tokenizer`, or the tokenizer saved beside the
@@ -171,7 +182,19 @@ class SiameseInferenceMixin:
         their own longest text. Embeddings stay on the model's device until the end. Texts longer than
         `max_length` tokens (default: `default_max_length`, at most 512) are truncated, with a warning
         giving their count. `dtype` (e.g. `torch.bfloat16`) runs the encoder under autocast in that type.
+
+        Texts get the model's default prompt in front (`config.default_prompt_name`, as in training), or the
+        prompt named `prompt_name`, or the text `prompt` (`""`: none); a pre-tokenised input is taken as it is.
+        `truncate_dim` keeps the first that many dimensions, re-normalised (for a model trained with the
+        Matryoshka loss: a smaller index at nearly the same quality).
         """
+        if truncate_dim is not None:
+            check_truncate_dim(truncate_dim, self.config.sentence_embedding_dim)
+            full = self.encode(
+                texts, tokenizer, batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar,
+                dtype=dtype, prompt_name=prompt_name, prompt=prompt,
+            )  # fmt: skip
+            return F.normalize(full[:, :truncate_dim], dim=-1)
         was_training = self.training
         self.eval()
         try:
@@ -196,6 +219,9 @@ class SiameseInferenceMixin:
                     raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
                 if not texts:
                     return torch.empty(0, self.config.sentence_embedding_dim)
+                text_prompt = self.config.prompt_text(prompt_name, prompt) if hasattr(self.config, "prompt_text") else (prompt or "")
+                if text_prompt:
+                    texts = [text_prompt + text for text in texts]
                 tokenizer = self._resolve_tokenizer(tokenizer)
                 if max_length is None:
                     max_length = self.default_max_length(tokenizer)

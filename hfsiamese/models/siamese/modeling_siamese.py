@@ -28,6 +28,7 @@ from .calibration import CalibrationMixin
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
 from .hub_sharing import HubSharingMixin
 from .inference import SiameseInferenceMixin
+from .pooling import masked_mean, pool
 from .safe_loading import (
     SafetensorsLoadingMixin,
     check_finite,
@@ -76,7 +77,40 @@ _DROPOUT_ATTRIBUTES = (
     "attention_dropout",
     "hidden_dropout",
     "activation_dropout",
+    "dropout_rate",  # T5
 )
+
+
+def encoder_class(config: Any) -> type:
+    """
+    The `AutoModel` class of `config`, or, for an encoder–decoder (T5, mT5, UMT5, ...), its encoder-only
+    class (`T5EncoderModel`): a Siamese model embeds with the encoder alone, and the decoder's weights
+    would only take memory.
+    """
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, MODEL_MAPPING
+
+    # By model type, not `config.is_encoder_decoder`: an encoder-only class saves its config with that flag off.
+    if getattr(config, "model_type", None) not in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return AutoModel
+    base = MODEL_MAPPING[type(config)]
+    name = base.__name__.replace("Model", "EncoderModel")
+    module = __import__(base.__module__, fromlist=[name])
+    if not hasattr(module, name):
+        raise ValueError(f"{type(config).__name__} is an encoder-decoder without an encoder-only class ({name}): it cannot be the Siamese encoder")
+    return getattr(module, name)
+
+
+class DenseLayer(nn.Module):
+    """A linear layer and its activation, applied to the pooled vector (sentence-transformers' `Dense` module)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str = "Identity") -> None:
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features, bias=bias)
+        # Only argument-free torch.nn activations (checked by SiameseConfig): a config is data, never code to import.
+        self.activation = getattr(nn, activation)()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.linear(x))
 
 
 def _with_dropout(config: Any, probability: float) -> Any:
@@ -110,12 +144,6 @@ def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
             "set tokenizer.padding_side = 'right'"
         )
     return lengths
-
-
-def masked_mean(states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Mean of ``states`` over the positions where ``attention_mask`` is 1 (padding excluded)."""
-    mask = attention_mask.unsqueeze(-1).to(states.dtype)
-    return (states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
 
 class LSTMEncoder(nn.Module):
@@ -229,8 +257,18 @@ class SiameseModel(
             pooled_dim = config.embedding_dim
         else:
             encoder_config = AutoConfig.for_model(**config.encoder_config)
-            self.encoder = AutoModel.from_config(encoder_config)
-            pooled_dim = encoder_config.hidden_size
+            kind = encoder_class(encoder_config)
+            self.encoder = kind.from_config(encoder_config) if kind is AutoModel else kind(encoder_config)
+            pooled_dim = config.pooled_dim
+        self.dense = None
+        if config.dense_layers:
+            if config.dense_layers[0]["in_features"] != pooled_dim:
+                raise ValueError(
+                    f"dense_layers[0] takes {config.dense_layers[0]['in_features']} features but the pooling "
+                    f"{config.pooling!r} gives {pooled_dim}"
+                )
+            self.dense = nn.Sequential(*(DenseLayer(**layer) for layer in config.dense_layers))
+            pooled_dim = config.dense_layers[-1]["out_features"]
         self.projection = nn.Linear(pooled_dim, config.projection_dim) if config.projection_dim else None
         embedding_dim = config.projection_dim or pooled_dim
         self.classifier = (
@@ -263,15 +301,19 @@ class SiameseModel(
         pooling: str = "mean",
         projection_dim: int | None = None,
         encoder_dropout: float | None = None,
+        dense_weights: Sequence[dict[str, torch.Tensor]] | None = None,
         **config_kwargs: Any,
     ) -> SiameseModel:
         """
-        Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights only).
+        Wrap a pretrained `AutoModel` checkpoint (e.g. all-MiniLM-L6-v2) as the shared encoder (safetensors weights
+        only; an encoder–decoder such as T5 contributes its encoder alone).
 
         `encoder_dropout` overrides every dropout probability the encoder's config declares (hidden
-        states and attention). `encoder_kwargs` go to `AutoModel.from_pretrained` (e.g.
-        `{"attn_implementation": "eager"}`); `sub_batch_tokens` and `sub_batch_size` to
-        `set_sub_batching`; the other keyword arguments to [`SiameseConfig`].
+        states and attention). `dense_weights` are the state dicts (`linear.weight`, `linear.bias`) of the
+        `dense_layers` given in the config keyword arguments, in order (a sentence-transformers folder's Dense
+        modules: `hfsiamese.models.sentence_transformers_folder` reads them). `encoder_kwargs` go to
+        `from_pretrained` of the encoder (e.g. `{"attn_implementation": "eager"}`); `sub_batch_tokens` and
+        `sub_batch_size` to `set_sub_batching`; the other keyword arguments to [`SiameseConfig`].
         """
         encoder_kwargs = dict(config_kwargs.pop("encoder_kwargs", {}))
         sub_batching = (config_kwargs.pop("sub_batch_tokens", AUTO), config_kwargs.pop("sub_batch_size", None))
@@ -279,12 +321,11 @@ class SiameseModel(
         refuse_pickle_loading(encoder_kwargs)
         source = str(encoder_name_or_path)
         weights = weights_file(source, encoder_kwargs)
+        encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path)
         if encoder_dropout is not None:
-            encoder_kwargs["config"] = _with_dropout(
-                encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path), encoder_dropout
-            )
+            encoder_kwargs["config"] = _with_dropout(encoder_config, encoder_dropout)
         with clear_loading_errors(source, weights, what="encoder"):
-            encoder = AutoModel.from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
+            encoder = encoder_class(encoder_config).from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
         check_finite(encoder, weights)
         config = SiameseConfig(
             encoder_type="transformer",
@@ -296,6 +337,13 @@ class SiameseModel(
         model = cls(config)
         model.encoder = encoder
         model.config.encoder_config = encoder.config.to_dict()
+        if model.dense is not None or dense_weights:
+            if model.dense is None or len(dense_weights or ()) != len(model.dense):
+                raise ValueError(
+                    f"dense_weights holds {len(dense_weights or ())} state dicts for {len(config.dense_layers or ())} dense_layers"
+                )
+            for layer, state in zip(model.dense, dense_weights, strict=True):
+                layer.load_state_dict(state)
         model.set_sub_batching(*sub_batching)
         return model
 
@@ -335,9 +383,11 @@ class SiameseModel(
         return self.encoder.config.pad_token_id or 0
 
     def _pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return states[:, 0] if self.config.pooling == "cls" else masked_mean(states, attention_mask)
+        return pool(states, attention_mask, self.config.pooling)
 
     def _finish(self, pooled: torch.Tensor) -> torch.Tensor:
+        if self.dense is not None:
+            pooled = self.dense(pooled)
         if self.projection is not None:
             pooled = self.projection(pooled)
         return F.normalize(pooled.float(), p=2, dim=-1)
@@ -407,9 +457,14 @@ class SiameseModel(
     def _encoder_takes_inputs_embeds(self) -> bool:
         """Families whose embedding layer does nothing with `input_ids` but look them up (with
         right padding, their position ids are the same either way); others get `input_ids`."""
-        return getattr(self.encoder.config, "model_type", None) in _INPUTS_EMBEDS_FAMILIES and isinstance(
-            self.encoder.get_input_embeddings(), nn.Embedding
-        )
+        if getattr(self.encoder.config, "model_type", None) not in _INPUTS_EMBEDS_FAMILIES:
+            return False
+        # RoBERTa-like position ids count the tokens that are not the embeddings' `padding_idx` (MPNet's is
+        # always 1): from `inputs_embeds` they count every position, the same only where that id pads the texts.
+        padding_idx = getattr(getattr(self.encoder, "embeddings", None), "padding_idx", None)
+        if padding_idx is not None and padding_idx != self.padding_id():
+            return False
+        return isinstance(self.encoder.get_input_embeddings(), nn.Embedding)
 
     def forward(
         self,
