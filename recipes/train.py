@@ -3,9 +3,11 @@
 
     accelerate launch recipes/train.py                                   # default: LSTM on the embedded QQP pairs
     accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml --max_steps 100
+    python recipes/train.py --model_name_or_path sentence-transformers/all-mpnet-base-v2   # any pretrained model, as configured
     python recipes/train.py --train_file pairs.csv --validation_file val.csv --output_dir outputs/mine
 
-A YAML/JSON config may come first; flags after it override it. Without `--output_dir` the run is
+A YAML/JSON config may come first; flags after it override it. With none, the LSTM recipe is the default, or,
+when `--model_name_or_path` names a pretrained model to start from, `configs/pretrained_qqp.yaml`. Without `--output_dir` the run is
 saved to `outputs/<run name>` (the config's name, or the training data's name and the loss; a
 numbered folder beside it when that one holds an earlier run). The end of the run prints where the
 model went, its validation metrics and the commands to use it; `<output_dir>/all_results.json` holds
@@ -30,6 +32,7 @@ from hfsiamese.exporters import check_export, export_sentence_transformers
 from hfsiamese.runs import (
     claim_output_dir,
     configure_training_console,
+    default_config_of,
     end_run,
     parse_config_and_flags,
     run_recipe,
@@ -41,6 +44,7 @@ from hfsiamese.training import DataArguments, ModelArguments, model_card_kwargs,
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
+PRETRAINED_CONFIG = RECIPES_DIR / "configs" / "pretrained_qqp.yaml"
 DEFAULT_TRAIN_FILE = RECIPES_DIR / "data" / "qqp_dev.tsv"
 
 logger = logging.getLogger("hfsiamese.recipes.train")
@@ -49,10 +53,11 @@ logger = logging.getLogger("hfsiamese.recipes.train")
 def main(argv: list[str] | None = None) -> dict[str, float]:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
-    model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=DEFAULT_CONFIG)
+    default_config = default_config_of(argv, DEFAULT_CONFIG, pretrained_config=PRETRAINED_CONFIG)
+    model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
 
     configure_training_console(training_args.should_log)
-    with claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG):  # named, checked, locked
+    with claim_output_dir(training_args, data_args, argv, default_config):  # named, checked, locked
         return train(model_args, data_args, training_args)
 
 

@@ -156,6 +156,11 @@ def _read_transformer(settings: SentenceTransformersSettings, subfolder: str, hu
     config = _json(settings.source, os.path.join(subfolder, TRANSFORMER_CONFIG_FILE) if subfolder else TRANSFORMER_CONFIG_FILE, **hub)
     config = config if isinstance(config, dict) else {}
     length = config.get("max_seq_length")
+    if length is None:
+        # sentence-transformers 6 saves it as the tokenizer's model_max_length instead (a huge number where unset).
+        tokenizer_config = _json(settings.source, os.path.join(subfolder, "tokenizer_config.json"), **hub)
+        length = tokenizer_config.get("model_max_length") if isinstance(tokenizer_config, dict) else None
+        length = length if isinstance(length, int) and length < 1_000_000 else None
     settings.max_seq_length = int(length) if isinstance(length, int) and length > 0 else None
     settings.do_lower_case = bool(config.get("do_lower_case", False))
 

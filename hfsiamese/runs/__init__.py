@@ -6,7 +6,7 @@ threads, the console, the start every training recipe shares, and its end (savin
 """
 
 from .command_line import UsageError, run_recipe
-from .config_and_flags import parse_config_and_flags
+from .config_and_flags import default_config_of, parse_config_and_flags
 from .console import configure_quiet_console, configure_training_console
 from .cpu_threads import apply_cpu_threads
 from .run_end import end_run, save_run
@@ -20,6 +20,7 @@ __all__ = [
     "claim_output_dir",
     "configure_quiet_console",
     "configure_training_console",
+    "default_config_of",
     "end_run",
     "parse_config_and_flags",
     "run_recipe",

@@ -93,8 +93,33 @@ def value_given(name: str, argv: Sequence[str], config_file: str | Path | None) 
     return on_command_line or (config_file is not None and name in read_config_file(config_file))
 
 
+def default_config_of(argv: list[str], default_config: str | Path, *, pretrained_config: str | Path) -> str | Path:
+    """
+    The config a training command line without a config file starts from: `pretrained_config` (the MiniLM
+    recipe's training settings, the model's own pooling and length) when `--model_name_or_path` names a
+    pretrained model to start from (and `--encoder_type` is left out or "transformer"), else `default_config`.
+    """
+    path = flag_value("model_name_or_path", argv)
+    if config_file_of(argv) is not None or path is None or flag_value("encoder_type", argv) not in (None, "transformer"):
+        return default_config
+    from ..training.model_building import is_base_encoder  # reads the model's config: only when it matters
+
+    return pretrained_config if is_base_encoder(path) else default_config
+
+
+def flag_value(name: str, argv: Sequence[str]) -> str | None:
+    """The value of `--name` on the command line (`--name value` or `--name=value`; the last one wins), or None."""
+    flag, value = f"--{name}", None
+    for index, arg in enumerate(argv):
+        if arg == flag and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1 :]
+    return value
+
+
 def _raise_usage_error(message: str) -> None:
     raise UsageError(message)
 
 
-__all__ = ["CONFIG_SUFFIXES", "config_file_of", "parse_config_and_flags", "read_config_file", "value_given"]
+__all__ = ["CONFIG_SUFFIXES", "config_file_of", "default_config_of", "flag_value", "parse_config_and_flags", "read_config_file", "value_given"]

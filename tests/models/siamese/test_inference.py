@@ -1,8 +1,10 @@
 """The inference API with a probability calibration: `probability` beside the scores, thresholds given as probabilities."""
 
+import datasets
 import pytest
 import torch
 
+from hfsiamese import SiameseModel
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from tests.conftest import TEXTS
 from tests.fixtures import PAIRS
@@ -52,3 +54,28 @@ def _between(probabilities):
     values = sorted(set(probabilities))
     middle = len(values) // 2
     return (values[middle - 1] + values[middle]) / 2
+
+
+def test_the_default_prompt_goes_before_every_text_as_in_training(tiny_bert_dir, word_tokenizer):
+    from hfsiamese.data import tokenize_pairs
+
+    model = SiameseModel.from_encoder_pretrained(
+        str(tiny_bert_dir), prompts={"query": "why ", "other": "how "}, default_prompt_name="query"
+    ).eval()
+    texts = ["is the sky blue ?", "do i cook rice ?"]
+    prompted = model.encode(texts, word_tokenizer)
+    assert torch.allclose(prompted, model.encode(["why " + t for t in texts], word_tokenizer, prompt=""))
+    assert torch.allclose(model.encode(texts, word_tokenizer, prompt_name="other"), model.encode(["how " + t for t in texts], word_tokenizer, prompt=""))
+    assert not torch.allclose(prompted, model.encode(texts, word_tokenizer, prompt=""))
+    pairs = datasets.Dataset.from_dict({"question1": texts, "question2": texts[::-1], "label": [1, 0]})
+    tokenized = tokenize_pairs(pairs, word_tokenizer, prompt=model.config.prompt_text())
+    assert tokenized["input_ids_a"] == word_tokenizer(["why " + t for t in texts])["input_ids"]
+
+
+def test_truncate_dim_keeps_the_first_dimensions_renormalised(tiny_bert_dir, word_tokenizer):
+    model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)).eval()
+    full = model.encode(["why is the sky blue ?", "how do i cook rice ?"], word_tokenizer)
+    short = model.encode(["why is the sky blue ?", "how do i cook rice ?"], word_tokenizer, truncate_dim=8)
+    assert short.shape == (2, 8) and torch.allclose(short, torch.nn.functional.normalize(full[:, :8], dim=-1))
+    with pytest.raises(ValueError, match="truncate_dim must be an integer from 1 to the embedding size 16, got 17"):
+        model.encode(["a"], word_tokenizer, truncate_dim=17)
