@@ -29,8 +29,12 @@ def train_sentence_transformers(
     precision: str = "fp32",
     seed: int = 42,
     device: str = "cpu",
+    model_path: str | None = None,
 ) -> tuple[Any, dict[str, float]]:
-    """Train one sentence-transformers baseline; returns the model and {train_s (the Trainer's train_runtime), steps}."""
+    """
+    Train one sentence-transformers baseline from `model_path` (default: the bundled all-MiniLM-L6-v2); returns
+    the model and {train_s (the Trainer's train_runtime), steps, pairs}.
+    """
     from qqp_slices import qqp_train_and_validation
     from sentence_transformers import (
         SentenceTransformer,
@@ -45,7 +49,7 @@ def train_sentence_transformers(
     if loss_name not in ST_LOSSES:
         raise ValueError(f"loss_name must be one of {ST_LOSSES}, got {loss_name!r}")
     train_pairs, _ = qqp_train_and_validation()
-    model = SentenceTransformer(resolve_minilm_path(), device=device)
+    model = SentenceTransformer(model_path or resolve_minilm_path(), device=device)
     if loss_name == "mnrl":
         duplicates = train_pairs.filter(lambda label: label == 1, input_columns="label")
         train_dataset = duplicates.select_columns(["question1", "question2"]).rename_columns(
@@ -75,7 +79,7 @@ def train_sentence_transformers(
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss)
     output = trainer.train()
-    return model, {"train_s": output.metrics["train_runtime"], "steps": output.global_step}
+    return model, {"train_s": output.metrics["train_runtime"], "steps": output.global_step, "pairs": len(train_dataset)}
 
 
 def sentence_transformer_scores(model: Any, question1: list[str], question2: list[str]) -> np.ndarray:
