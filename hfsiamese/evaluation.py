@@ -33,6 +33,7 @@ __all__ = [
     "evaluate_pairs",
     "evaluate_retrieval",
     "question_corpus",
+    "retrieval_of_embeddings",
     "score_labelled_pairs",
 ]
 
@@ -212,14 +213,39 @@ def evaluate_retrieval(
     `ndcg@k` for every k, `num_queries` and `corpus_size`.
     """
     ks = check_ks(k)
+    queries, relevant = _retrieval_queries(group_ids, len(questions))  # checked before any encoding
+    encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
+    embeddings = model.encode(list(questions), tokenizer, **encode)
+    return _retrieve(embeddings, queries, relevant, ks, query_chunk_size, corpus_chunk_size)
+
+
+def retrieval_of_embeddings(
+    embeddings: torch.Tensor,
+    group_ids: Sequence[int] | np.ndarray,
+    *,
+    k: int | Iterable[int] = (1, 5, 10),
+    query_chunk_size: int = 1024,
+    corpus_chunk_size: int = 65536,
+) -> dict[str, float]:
+    """
+    `evaluate_retrieval` on questions already embedded (`(num_questions, dim)`, L2-normalised rows):
+    for embeddings made otherwise than by `model.encode`, e.g. cut to their first dimensions.
+    """
+    ks = check_ks(k)
+    queries, relevant = _retrieval_queries(group_ids, embeddings.shape[0])
+    return _retrieve(embeddings, queries, relevant, ks, query_chunk_size, corpus_chunk_size)
+
+
+def _retrieval_queries(group_ids: Sequence[int] | np.ndarray, num_questions: int) -> tuple[np.ndarray, list[list[int]]]:
+    """The questions that have duplicates to find, and the other members of each one's group."""
     group_ids = np.asarray(group_ids)
-    if group_ids.ndim != 1 or len(group_ids) != len(questions):
-        raise ValueError(f"got {len(questions)} questions but group ids of shape {group_ids.shape}")
+    if group_ids.ndim != 1 or len(group_ids) != num_questions:
+        raise ValueError(f"got {num_questions} questions but group ids of shape {group_ids.shape}")
     _, group_index, group_sizes = np.unique(group_ids, return_inverse=True, return_counts=True)
     queries = np.flatnonzero(group_sizes[group_index] > 1)
     if queries.size == 0:
         raise ValueError(
-            f"none of the {len(questions)} questions shares a duplicate group with another: nothing to retrieve"
+            f"none of the {num_questions} questions shares a duplicate group with another: nothing to retrieve"
         )
     # Members of every group, as slices of one array sorted by group.
     by_group = np.argsort(group_index, kind="stable")
@@ -229,9 +255,17 @@ def evaluate_retrieval(
         group = group_index[query]
         members = by_group[group_starts[group] : group_starts[group + 1]]
         relevant.append(members[members != query].tolist())
+    return queries, relevant
 
-    encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
-    embeddings = model.encode(list(questions), tokenizer, **encode)
+
+def _retrieve(
+    embeddings: torch.Tensor,
+    queries: np.ndarray,
+    relevant: list[list[int]],
+    ks: tuple[int, ...],
+    query_chunk_size: int,
+    corpus_chunk_size: int,
+) -> dict[str, float]:
     query_rows = torch.from_numpy(queries)
     _, retrieved = topk_cosine(
         embeddings[query_rows],
@@ -242,4 +276,4 @@ def evaluate_retrieval(
         exclude_indices=query_rows,
     )
     metrics = retrieval_metrics(retrieved.tolist(), relevant, k=ks)
-    return {**metrics, "num_queries": int(queries.size), "corpus_size": len(questions)}
+    return {**metrics, "num_queries": int(queries.size), "corpus_size": int(embeddings.shape[0])}

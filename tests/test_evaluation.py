@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese.evaluation import evaluate_pairs, evaluate_retrieval, question_corpus
+from hfsiamese.evaluation import evaluate_pairs, evaluate_retrieval, question_corpus, retrieval_of_embeddings
 from hfsiamese.metrics import pair_classification_metrics
 from tests.conftest import TEXTS
 
@@ -59,6 +59,17 @@ def test_perfect_embeddings_score_one():
 
     result = evaluate_retrieval(GroupEmbedder(), TEXTS, GROUPS, k=(1, 2))
     assert result["mrr@1"] == 1.0 and result["ndcg@2"] == pytest.approx(1.0) and result["recall@2"] == 1.0
+
+
+def test_retrieval_of_embeddings_made_elsewhere_e_g_cut_to_fewer_dimensions(tiny_lstm, word_tokenizer):
+    embeddings = tiny_lstm.encode(TEXTS, word_tokenizer)
+    assert retrieval_of_embeddings(embeddings, GROUPS, k=(1, 5)) == evaluate_retrieval(tiny_lstm, TEXTS, GROUPS, word_tokenizer, k=(1, 5))
+    cut = torch.nn.functional.normalize(embeddings[:, :3], dim=-1)
+    expected, _ = _brute_force_retrieval(cut, GROUPS, 5)
+    result = retrieval_of_embeddings(cut, GROUPS, k=5)
+    assert all(result[key] == pytest.approx(value) for key, value in expected.items())
+    with pytest.raises(ValueError, match="got 8 questions but group ids of shape \\(2,\\)"):
+        retrieval_of_embeddings(embeddings, [0, 0])
 
 
 def test_retrieval_needs_a_group_with_two_questions(tiny_lstm, word_tokenizer):

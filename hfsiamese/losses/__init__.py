@@ -17,6 +17,8 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
   same wording for every loss.
 - Options: the keyword arguments of ``__init__``; ``loss.get_config_dict()`` gives their values
   (the model card shows them) and `LOSS_OPTIONS` names every option of every registered loss.
+  `MatryoshkaLoss` (``matryoshka``) wraps any other loss on embeddings: it takes that loss's options
+  too (`SiameseLoss.accepted_options`) and reports them after its own.
 """
 
 from .base import SiameseLoss, SiameseLossOutput
@@ -24,6 +26,7 @@ from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from .contrastive_ranking import ContrastiveRankingLoss
 from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
+from .matryoshka import MatryoshkaLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .registry import (
     LOSS_OPTIONS,
@@ -45,6 +48,7 @@ __all__ = [
     "ContrastiveRankingLoss",
     "EmbeddingDistillationLoss",
     "HardNegativeTripletLoss",
+    "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
     "OnlineContrastiveLoss",
     "SiameseLoss",

@@ -6,6 +6,7 @@ one contract instead of guessing with `getattr`.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +175,14 @@ class SiameseLoss(nn.Module):
         """The options this loss takes: the keyword arguments of its ``__init__``."""
         parameters = inspect.signature(cls.__init__).parameters
         return tuple(name for name in parameters if name != "self")
+
+    @classmethod
+    def accepted_options(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """
+        The options this loss takes when built with `options`: its own (`option_names`). A loss that
+        wraps another one named in its options (`MatryoshkaLoss`) takes the inner loss's options too.
+        """
+        return cls.option_names()
 
     def get_config_dict(self) -> dict[str, Any]:
         """The loss's options and their values (the model card shows them), as sentence-transformers losses give them."""

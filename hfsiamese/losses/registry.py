@@ -11,6 +11,7 @@ from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from .contrastive_ranking import ContrastiveRankingLoss
 from .embedding_distillation import EmbeddingDistillationLoss
 from .hard_negative_triplet import HardNegativeTripletLoss
+from .matryoshka import MatryoshkaLoss
 from .multiple_negatives_ranking import MultipleNegativesRankingLoss
 from .triplet import TripletLoss
 from .verification_identification import VerificationIdentificationLoss
@@ -24,6 +25,7 @@ LOSSES: dict[str, type[SiameseLoss]] = {
     "multiple_negatives_ranking": MultipleNegativesRankingLoss,
     "verification_identification": VerificationIdentificationLoss,
     "embedding_distillation": EmbeddingDistillationLoss,
+    "matryoshka": MatryoshkaLoss,
 }
 
 # Every option any registered loss takes, once each: the training arguments hold one field per name
@@ -81,8 +83,9 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
     The options among ``all_options`` that loss ``name`` takes, for ``get_loss(name, **...)``.
 
     The trainer holds one flat set of options (margin, temperature, ...) for every loss; each loss
-    takes only some. An option that no registered loss takes is a typo and raises, so nothing is
-    dropped silently except what the chosen loss does not use.
+    takes only some (a wrapping loss, `matryoshka`, also those of the loss it wraps). An option that
+    no registered loss takes is a typo and raises, so nothing is dropped silently except what the
+    chosen loss does not use.
     """
     name, all_options = current_loss_name(name), current_loss_options(all_options)
     if name not in LOSSES:
@@ -90,7 +93,7 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
     unknown = sorted(set(all_options) - LOSS_OPTIONS)
     if unknown:
         raise ValueError(f"no loss takes the options {unknown}; known options: {sorted(LOSS_OPTIONS)}")
-    accepted = LOSSES[name].option_names()
+    accepted = LOSSES[name].accepted_options(all_options)
     return {key: value for key, value in all_options.items() if key in accepted}
 
 

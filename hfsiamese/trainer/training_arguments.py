@@ -93,6 +93,24 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None,
         metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
     )
+    matryoshka_loss: str | None = field(
+        default=None,
+        metadata={
+            "help": "matryoshka: the loss it applies at every dimension, by name, with its own options given as usual "
+            "(--margin, ...); any loss on embeddings (default hard_negative_triplet)."
+        },
+    )
+    matryoshka_dims: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "matryoshka: the embedding sizes trained, each the first d dimensions re-normalised "
+            "(--matryoshka_dims 384 256 128 64). Unset: the model's size and its halves down to an eighth."
+        },
+    )
+    matryoshka_weights: list[float] | None = field(
+        default=None,
+        metadata={"help": "matryoshka: the weight of each dimension's term, one per matryoshka_dims (default all 1)."},
+    )
     gather_across_devices: bool | None = field(
         default=None,
         metadata={"help": "In-batch losses under several processes: use the other processes' pairs as negatives too (default on)."},

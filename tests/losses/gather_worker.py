@@ -33,6 +33,8 @@ CONFIGS = [
     ("multiple_negatives_ranking", "multiple_negatives_ranking", {"temperature": 0.1}, False),
     ("multiple_negatives_ranking_symmetric", "multiple_negatives_ranking", {"temperature": 0.1, "symmetric": True}, True),
     ("triplet_in_batch", "triplet", {"in_batch_negatives": True, "margin": 0.5}, True),
+    # Every size's term gathers the other process's cut candidates.
+    ("matryoshka_multiple_negatives_ranking", "matryoshka", {"matryoshka_loss": "multiple_negatives_ranking", "matryoshka_dims": [6, 4, 2], "temperature": 0.1}, True),
     # Control: without gathering the 2-process result must differ from the single-process one.
     ("multiple_negatives_ranking_local", "multiple_negatives_ranking", {"temperature": 0.1, "gather_across_devices": False}, False),
 ]

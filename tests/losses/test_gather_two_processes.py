@@ -56,6 +56,7 @@ GATHERED = [
     "multiple_negatives_ranking",
     "multiple_negatives_ranking_symmetric",
     "triplet_in_batch",
+    "matryoshka_multiple_negatives_ranking",
 ]
 
 

@@ -24,6 +24,9 @@ ALL_OPTIONS = {
     "verification_weight": 2.0,
     "embedding_weight": 0.5,
     "score_weight": 2.0,
+    "matryoshka_loss": "multiple_negatives_ranking",
+    "matryoshka_dims": [4, 2],
+    "matryoshka_weights": [1.0, 0.5],
 }
 EXPECTED_KWARGS = {
     "hard_negative_triplet": {"margin", "use_mean_negative", "use_closest_negative", "negative_selection", "gather_across_devices"},
@@ -36,6 +39,8 @@ EXPECTED_KWARGS = {
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},
     "embedding_distillation": {"embedding_weight", "score_weight"},
+    # Its own options, and those of the loss it wraps (`matryoshka_loss`).
+    "matryoshka": {"matryoshka_loss", "matryoshka_dims", "matryoshka_weights", "temperature", "symmetric", "gather_across_devices"},
 }
 DECLARATIONS = (
     "requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives", "requires_teacher"
@@ -68,8 +73,8 @@ def test_loss_kwargs_for_picks_what_each_loss_takes(name):
     kwargs = loss_kwargs_for(name, **ALL_OPTIONS)
     assert set(kwargs) == EXPECTED_KWARGS[name]
     loss = get_loss(name, **kwargs)
-    for key, value in kwargs.items():
-        assert getattr(loss, key) == value
+    for key in loss.option_names():  # a wrapping loss reports the inner loss's options, which are the inner loss's attributes
+        assert getattr(loss, key) == kwargs[key]
     assert loss.get_config_dict() == kwargs
 
 

@@ -6,7 +6,7 @@ import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import SiamesePairCollator, tokenize_pairs
-from hfsiamese.losses import HardNegativeTripletLoss, MultipleNegativesRankingLoss
+from hfsiamese.losses import HardNegativeTripletLoss, MatryoshkaLoss, MultipleNegativesRankingLoss
 from hfsiamese.trainer.gradient_cache import gradient_cache_step, side_inputs
 from tests.conftest import TEXTS
 
@@ -50,6 +50,29 @@ def test_same_loss_and_gradients_as_the_plain_step(word_tokenizer, loss_fn, mini
     assert expected.keys() == got.keys()
     for name in expected:
         assert torch.allclose(got[name], expected[name], atol=1e-5), name
+
+
+@pytest.mark.parametrize("mini_batch", [1, 3])
+def test_a_matryoshka_loss_gets_the_plain_step_s_gradients_too(word_tokenizer, mini_batch):
+    """The cut happens inside the loss, so the cached embedding gradients hold every size's term. The small
+    sizes' re-normalisation scales the gradients up (to ~4000 here), so float32 agrees relative to each one's scale."""
+    loss_fn = MatryoshkaLoss("multiple_negatives_ranking", [12, 6, 3])
+    batch = _batch(word_tokenizer)
+    plain = _model(word_tokenizer)
+    out = plain(**{k: v for k, v in batch.items() if k not in ("labels", "group_ids")})
+    plain_loss = loss_fn(out.embeddings_a, out.embeddings_b, group_ids=batch["group_ids"], negatives=out.embeddings_n)
+    plain_loss.backward()
+
+    cached = _model(word_tokenizer)
+    sides = {side: side_inputs(batch, side) for side in ("a", "b", "n")}
+    loss = gradient_cache_step(
+        cached.embed, sides, lambda e: loss_fn(e["a"], e["b"], group_ids=batch["group_ids"], negatives=e["n"]), mini_batch_size=mini_batch
+    )
+    assert loss.item() == pytest.approx(plain_loss.item(), abs=1e-5)
+    expected, got = _grads(plain), _grads(cached)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        assert (got[name] - expected[name]).abs().max() <= 1e-5 * expected[name].abs().max(), name
 
 
 def test_dropout_masks_are_replayed(word_tokenizer):
