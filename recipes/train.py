@@ -95,6 +95,13 @@ def train(
         loss=loss,
         training_questions=run.training_questions,
     )
+    zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
+    if model_args.export_sentence_transformers and (trainer.is_fsdp_enabled or zero_stage == 3):
+        # The export reads the live model, whose weights FSDP and ZeRO-3 leave sharded over the processes.
+        raise ValueError(
+            "--export_sentence_transformers does not work under FSDP or DeepSpeed ZeRO-3: train without it, then "
+            "export the saved folder (hfsiamese.exporters.export_sentence_transformers on SiameseModel.from_pretrained)"
+        )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)
     train_result = trainer.train(resume_from_checkpoint=resume_from)

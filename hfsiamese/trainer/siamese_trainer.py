@@ -39,8 +39,15 @@ from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .loss_statistics import LossStatistics
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
+from .sharded_training import (
+    check_sharded_training,
+    is_sharded,
+    saved_as_its_own_class,
+    use_fsdp2_layers_without_input_embeddings,
+)
 from .threshold_calibration import ThresholdCalibration
 from .training_arguments import SiameseTrainingArguments
+from .truncated_evaluation import truncated_evaluation_dims, truncated_scores
 
 BATCH_ONLY_KEYS = ("labels", "group_ids")
 
@@ -57,7 +64,8 @@ class SiameseTrainer(Trainer):
       batches also gather pairs of similar length, so little padding is computed;
     - evaluation: scores labelled pairs (duplicates and non-duplicates) by cosine similarity (or the
       classification head's probability) and reports accuracy/precision/recall/F1 at the calibrated
-      threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`;
+      threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`.
+      With a Matryoshka loss, the same metrics at each smaller size it trains (`eval_dim128_...`);
     - saving: checkpoints and the final model appear on disk only once complete, each with the
       fingerprint of the questions it was trained on (`training_questions`, hashes: see
       `hfsiamese.data.question_fingerprints`), so that an evaluation on them can be told apart;
@@ -112,6 +120,9 @@ class SiameseTrainer(Trainer):
             **kwargs,
         )
         use_single_progress_bar(self)
+        # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
+        check_sharded_training(self)
+        use_fsdp2_layers_without_input_embeddings(self)
         self.loss_fn = loss_fn
         self.loss_statistics = LossStatistics()
         self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
@@ -120,6 +131,9 @@ class SiameseTrainer(Trainer):
         # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
         self.loss_is_scaled_for_ga = False
         self._group_sampler: NoDuplicateGroupSampler | None = None
+        # A Matryoshka loss's smaller sizes, which evaluation reports too (`eval_dim128_average_precision`, ...).
+        self.evaluation_dims = truncated_evaluation_dims(loss_fn, self.model)
+        self.calibration.truncated_dims = self.evaluation_dims
 
     # ------------------------------------------------------------------------------------------
     # Batches
@@ -256,9 +270,10 @@ class SiameseTrainer(Trainer):
                 return super().training_step(model, inputs, num_items_in_batch)
             return self._gradient_cache_step(model, inputs)
         except SkippedBatch as skipped:
-            if self.accelerator.num_processes > 1 and self.accelerator.sync_gradients:
+            if self.accelerator.num_processes > 1 and self.accelerator.sync_gradients and not is_sharded(self):
                 # The skipped batch was this step's last, whose backward would have averaged the
                 # gradients of the earlier accumulated batches over processes: average them here.
+                # (FSDP/DeepSpeed own their gradients; there `check_sharded_training` refuses skip with accumulation.)
                 all_reduce_gradients(self.accelerator.unwrap_model(model).parameters())
             # Returned as is: the Trainer's `logging_nan_inf_filter` keeps it out of the logged loss.
             return skipped.loss
@@ -331,7 +346,8 @@ class SiameseTrainer(Trainer):
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         """The Trainer's save (weights, config, tokenizer), then the training questions' fingerprint beside them."""
-        super()._save(output_dir, state_dict)
+        with saved_as_its_own_class(self.model):  # under FSDP2, else the checkpoint names torch's FSDP class as its code
+            super()._save(output_dir, state_dict)
         if self.training_questions is not None and self.args.should_save:
             path = Path(output_dir if output_dir is not None else self.args.output_dir) / FINGERPRINT_FILE
             safetensors.numpy.save_file(fingerprint_tensors(self.training_questions), str(path))
@@ -371,6 +387,8 @@ class SiameseTrainer(Trainer):
         with torch.no_grad():
             outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
         scores = pair_scores(outputs.similarity, outputs.logits)
+        if self.evaluation_dims:  # one column per size: the full one first, then the cut ones
+            scores = torch.stack([scores, *truncated_scores(outputs, self.evaluation_dims)], dim=1)
         return None, scores.detach().float(), inputs.get("labels")
 
     def evaluate(
