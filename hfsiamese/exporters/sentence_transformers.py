@@ -34,6 +34,7 @@ from transformers import AutoTokenizer
 
 from ..models.sentence_transformers_folder import POOLING_MODES
 from ..models.siamese.configuration_siamese import encoder_width
+from ..models.siamese.inference import check_truncate_dim
 from ..models.siamese.modeling_siamese import SiameseModel
 from ..runs.output_dirs import give_umask_mode
 
@@ -66,6 +67,7 @@ def export_sentence_transformers(
     tokenizer: Any | None = None,
     *,
     overwrite: bool = False,
+    truncate_dim: int | None = None,
 ) -> Path:
     """
     Write `model` (a `SiameseModel` with a transformer encoder, or the path of one) to `output_dir` as a
@@ -73,6 +75,10 @@ def export_sentence_transformers(
 
     Files already in `output_dir` other than a previous export are kept, so the Siamese checkpoint folder
     itself is a valid target; a previous export there is replaced only with `overwrite=True`.
+
+    `truncate_dim` bakes `encode(truncate_dim=...)` into the export: a `Dense` layer whose weights pick the
+    first that many dimensions (exact: ones on the diagonal), before `Normalize`, since sentence-transformers
+    keeps no truncation setting in a model folder.
     """
     from sentence_transformers import __version__ as st_version
 
@@ -137,6 +143,11 @@ def export_sentence_transformers(
                 init_bias=model.projection.bias.detach().cpu().clone() if model.projection.bias is not None else None,
             )
         )
+    if truncate_dim is not None:
+        check_truncate_dim(truncate_dim, config.sentence_embedding_dim)
+        full = config.sentence_embedding_dim
+        pick = torch.eye(full)[:truncate_dim].clone()
+        modules.append(Dense(full, truncate_dim, bias=False, activation_function=torch.nn.Identity(), init_weight=pick))
     modules.append(Normalize())
 
     # Each module in a numbered subfolder, the Transformer's included: sentence-transformers' own `save` puts
@@ -183,8 +194,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("checkpoint", help="folder of a Siamese checkpoint with a transformer encoder")
     parser.add_argument("output_dir", nargs="?", help="where to write the export (default: the checkpoint folder itself)")
     parser.add_argument("--overwrite", action="store_true", help="replace a previous export in output_dir")
+    parser.add_argument("--truncate_dim", type=int, help="export embeddings cut to their first N dimensions (Matryoshka models)")
     args = parser.parse_args(argv)
-    path = export_sentence_transformers(args.checkpoint, args.output_dir or args.checkpoint, overwrite=args.overwrite)
+    path = export_sentence_transformers(
+        args.checkpoint, args.output_dir or args.checkpoint, overwrite=args.overwrite, truncate_dim=args.truncate_dim
+    )
     print(path)
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import datasets
 import torch
 
+from ..models.siamese.inference import check_truncate_dim
 from ..models.siamese.score_calibrator import ScoreCalibrator
 from ..models.siamese.scoring import (
     check_threshold,
@@ -77,6 +78,8 @@ class DuplicateIndex:
         threshold: cosine similarity at or above which a match is a duplicate (default: the
             model's `config.threshold` where it is a cosine threshold).
         batch_size, max_length: encoding settings, for the corpus and the queries alike.
+        truncate_dim: keep the first that many dimensions of every embedding, re-normalised (a model trained with
+            the Matryoshka loss: at 128 of 384 dimensions the index takes a third of the memory); saved with the index.
         query_chunk_size, corpus_chunk_size: block sizes of the exact search; peak extra memory
             is about `query_chunk_size * corpus_chunk_size * 4` bytes (256 MiB by default),
             whatever the corpus size.
@@ -106,6 +109,7 @@ class DuplicateIndex:
         threshold: float | None = None,
         batch_size: int = 64,
         max_length: int | None = None,
+        truncate_dim: int | None = None,
         query_chunk_size: int = 1024,
         corpus_chunk_size: int = 65536,
         faiss_string_factory: str | None = None,
@@ -122,6 +126,9 @@ class DuplicateIndex:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.max_length = max_length
+        self.truncate_dim = truncate_dim
+        if truncate_dim is not None and self.model is not None:
+            check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
         self.query_chunk_size = query_chunk_size
         self.corpus_chunk_size = corpus_chunk_size
         self.faiss_string_factory = faiss_string_factory
@@ -130,7 +137,7 @@ class DuplicateIndex:
         )
         # Only a map of cosines applies here (a head's map is of its probabilities, which the index never computes).
         self.calibrator: ScoreCalibrator | None = stored_calibrator(getattr(self.model, "config", None), "cosine")
-        self.embedding_dim: int | None = self.model.config.sentence_embedding_dim if self.model is not None else None
+        self.embedding_dim: int | None = (truncate_dim or self.model.config.sentence_embedding_dim) if self.model is not None else None
         self.model_name_or_path: str | None = getattr(self.model, "name_or_path", None) or None
         self._embeddings = torch.empty(0, self.embedding_dim or 0)
         self._corpus: datasets.Dataset | None = None
@@ -245,6 +252,7 @@ class DuplicateIndex:
             batch_size=self.batch_size,
             max_length=self.max_length,
             show_progress_bar=show_progress_bar,
+            truncate_dim=self.truncate_dim,
         )
 
     def _check_same_model(self, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
@@ -458,6 +466,7 @@ class DuplicateIndex:
             "model_name_or_path": self.model_name_or_path,
             "embedding_dim": self.embedding_dim,
             "num_texts": len(self),
+            "truncate_dim": self.truncate_dim,
             "id_type": self._id_type,
             "threshold": self.threshold,
             "calibration": None if self.calibrator is None else self.calibrator.to_dict(),
@@ -492,14 +501,16 @@ class DuplicateIndex:
         path = Path(save_directory)
         config, embeddings, corpus = read_index_folder(path)
 
+        kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
         index = cls(model, tokenizer, **kwargs)
         if index.model is not None:
-            model_dim = index.model.config.sentence_embedding_dim
+            model_dim = index.truncate_dim or index.model.config.sentence_embedding_dim
             if model_dim != config["embedding_dim"]:
                 raise ValueError(
                     f"the index in {path} holds {config['embedding_dim']}-dimensional embeddings (built with "
-                    f"{config['model_name_or_path']!r}) but the model gives {model_dim}-dimensional ones: "
-                    "load it with the model that built it, or rebuild the index"
+                    f"{config['model_name_or_path']!r}) but the model gives {model_dim}-dimensional ones"
+                    f"{' (truncate_dim)' if index.truncate_dim else ''}: load it with the model (and truncate_dim) "
+                    "that built it, or rebuild the index"
                 )
             if config.get("model_fingerprint"):
                 index._check_same_model(config["model_fingerprint"], path, config["model_name_or_path"])

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import yaml
+import torch
 
 pytest.importorskip("sentence_transformers")
 from sentence_transformers import SentenceTransformer  # noqa: E402
@@ -83,3 +84,12 @@ def test_recipe_exports_beside_its_checkpoint(monkeypatch, tiny_bert_dir, tmp_pa
     assert max_difference(out, model, None) < 1e-5
     card = (out / "README.md").read_text()
     assert f'SentenceTransformer("{out}")' in card and "- sentence-transformers" in card
+
+
+def test_truncate_dim_is_baked_into_the_export(tiny_bert_dir, word_tokenizer, tmp_path):
+    model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)).eval()
+    export_sentence_transformers(model, tmp_path / "st", word_tokenizer, truncate_dim=6)
+    texts = ["how do i learn python ?", "why is the sky blue ?"]
+    got = SentenceTransformer(str(tmp_path / "st"), device="cpu").encode(texts, convert_to_tensor=True)
+    assert got.shape == (2, 6)
+    assert torch.allclose(got, model.encode(texts, word_tokenizer, truncate_dim=6), atol=1e-6)

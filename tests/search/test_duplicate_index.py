@@ -323,3 +323,14 @@ def test_an_index_refuses_a_model_other_than_the_one_that_built_it(tmp_path, tin
     DuplicateIndex.load(tmp_path / "index").save(tmp_path / "copy")
     with pytest.raises(ValueError, match="was built with another model"):
         DuplicateIndex.load(tmp_path / "copy", other, word_tokenizer)
+
+
+def test_truncate_dim_builds_a_smaller_index_and_is_saved_with_it(tmp_path, tiny_lstm, word_tokenizer):
+    index = DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, truncate_dim=4)
+    assert index.embeddings.shape == (len(TEXTS), 4)
+    assert torch.allclose(index.embeddings, tiny_lstm.encode(TEXTS, word_tokenizer, truncate_dim=4))
+    index.save(tmp_path / "index")
+    loaded = DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer)
+    assert loaded.truncate_dim == 4 and loaded.search(TEXTS[:2], k=2) == index.search(TEXTS[:2], k=2)
+    with pytest.raises(ValueError, match="truncate_dim must be an integer from 1 to the embedding size 6"):
+        DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, truncate_dim=7)

@@ -18,8 +18,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from transformers import Pipeline
 
+from .inference import check_truncate_dim
 from .scoring import pair_probability, pair_scores, resolve_decision_threshold
 from .token_fields import token_fields
 
@@ -82,15 +84,22 @@ class QuestionDuplicatesPipeline(Pipeline):
         threshold: float | None = None,
         max_length: int | None = None,
         probability_threshold: float | None = None,
+        truncate_dim: int | None = None,
         **kwargs: Any,
     ) -> tuple[dict, dict, dict]:
         if kwargs:
             raise TypeError(f"{PIPELINE_TASK} pipeline got unexpected parameters {sorted(kwargs)}")
         preprocess_params = {"max_length": max_length} if max_length is not None else {}
+        forward_params = {}
+        if truncate_dim is not None:
+            if self.model.config.classifier_head:
+                raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+            check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
+            forward_params["truncate_dim"] = truncate_dim
         postprocess_params = {"threshold": float(threshold)} if threshold is not None else {}
         if probability_threshold is not None:
             postprocess_params["probability_threshold"] = float(probability_threshold)
-        return preprocess_params, {}, postprocess_params
+        return preprocess_params, forward_params, postprocess_params
 
     def __call__(self, inputs: Any, **kwargs: Any) -> dict[str, Any] | list[dict[str, Any]] | Iterator[dict[str, Any]]:
         # A bare tuple is one pair, not a batch of two texts; the base class would treat it as a batch.
@@ -129,15 +138,20 @@ class QuestionDuplicatesPipeline(Pipeline):
         if max_length is None:
             # Truncate where the model's own `encode` does, so that scores equal `predict`'s.
             max_length = self.model.default_max_length(self.tokenizer)
-        # Each side is tokenised on its own: the encoder embeds every text separately.
+        # Each side is tokenised on its own: the encoder embeds every text separately; the model's default
+        # prompt goes before each, as in training and `encode`.
+        prompt = self.model.config.prompt_text()
         features = {}
         for side, text in zip(("a", "b"), pair):
-            encoded = self.tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
+            encoded = self.tokenizer(prompt + text, truncation=True, max_length=max_length, return_tensors="pt")
             features.update({f"{key}_{side}": value for key, value in token_fields(encoded).items()})
         return features
 
-    def _forward(self, model_inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _forward(self, model_inputs: dict[str, torch.Tensor], truncate_dim: int | None = None) -> dict[str, torch.Tensor]:
         outputs = self.model(**model_inputs, return_dict=True)
+        if truncate_dim is not None:  # the cosine of the first `truncate_dim` dimensions, as `encode(truncate_dim=)` gives them
+            a, b = (F.normalize(side[:, :truncate_dim], dim=-1) for side in (outputs.embeddings_a, outputs.embeddings_b))
+            return {"scores": (a * b).sum(dim=-1).float()}
         return {"scores": pair_scores(outputs.similarity, outputs.logits).float()}
 
     def postprocess(

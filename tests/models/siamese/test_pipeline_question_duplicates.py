@@ -143,3 +143,14 @@ def _between(probabilities):
     values = sorted(set(probabilities))
     middle = len(values) // 2
     return (values[middle - 1] + values[middle]) / 2
+
+
+def test_prompt_and_truncate_dim_score_as_encode_does(tiny_bert_dir, word_tokenizer):
+    model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir), prompts={"q": "why "}, default_prompt_name="q").eval()
+    model.config.threshold = 0.1
+    pipe = pipeline(PIPELINE_TASK, model=model, tokenizer=word_tokenizer)
+    a, b = PAIRS[0]
+    full = model.encode([a, b], word_tokenizer)  # prompted by default, like the pipeline
+    assert pipe((a, b))["score"] == pytest.approx(float(full[0] @ full[1]), abs=1e-6)
+    short = model.encode([a, b], word_tokenizer, truncate_dim=5)
+    assert pipe((a, b), truncate_dim=5)["score"] == pytest.approx(float(short[0] @ short[1]), abs=1e-6)
