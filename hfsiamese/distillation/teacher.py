@@ -15,7 +15,9 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokeniz
 from ..hub_access import require_local_or_cached
 from ..models.siamese.configuration_siamese import SiameseConfig
 from ..models.siamese.modeling_siamese import SiameseModel
+from ..training.arguments import ModelArguments
 from ..training.minilm import MINILM_HUB_ID, resolve_minilm_path
+from ..training.model_building import build_model_and_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -40,16 +42,17 @@ def load_teacher(
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """
     The teacher in eval mode on `device`, with its tokenizer: a saved Siamese checkpoint as it is, or
-    a base encoder folder (a sentence-embedding model such as all-MiniLM-L6-v2) with mean pooling and
-    L2 normalisation, as sentence-transformers embeds with it. The Hub id of all-MiniLM-L6-v2 resolves
-    to the copy the `minilm` extra bundles when it is not a local folder.
+    a pretrained model as its authors configured it, as `recipes/train.py` starts from one (a
+    sentence-embedding model such as all-MiniLM-L6-v2: its pooling, Dense layers, prompts and length, so
+    it embeds as sentence-transformers does; any other `AutoModel`: mean pooling). The Hub id of
+    all-MiniLM-L6-v2 resolves to the copy the `minilm` extra bundles when it is not a local folder.
     """
     path = teacher_path(name_or_path)
     if getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
         teacher = AutoModel.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path)
     else:
-        teacher = SiameseModel.from_encoder_pretrained(path, pooling="mean")
-    tokenizer = AutoTokenizer.from_pretrained(path)
+        teacher, tokenizer = build_model_and_tokenizer(ModelArguments(encoder_type="transformer", model_name_or_path=path), None)
     teacher.check_tokenizer(tokenizer)
     return teacher.to(device or "cpu").eval(), tokenizer
 
