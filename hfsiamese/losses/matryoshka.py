@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from .base import SiameseLoss, SiameseLossOutput, require_non_negative
+from .embedding_losses import EMBEDDING_LOSSES, RENAMED_LOSSES, embedding_loss_name, get_embedding_loss
 
 NAME = "matryoshka"
 DEFAULT_INNER_LOSS = "hard_negative_triplet"
@@ -116,13 +117,11 @@ class MatryoshkaLoss(SiameseLoss):
     @classmethod
     def accepted_options(cls, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The wrapper's options and those of the inner loss that `options` name (``matryoshka_loss``)."""
-        from .registry import LOSSES, RENAMED_LOSSES  # the registry imports this module
-
         inner = options.get("matryoshka_loss", DEFAULT_INNER_LOSS)
         inner = RENAMED_LOSSES.get(inner, inner) if isinstance(inner, str) else inner
-        if inner == NAME or inner not in LOSSES:
+        if inner == NAME or inner not in EMBEDDING_LOSSES:
             return OWN_OPTIONS  # the constructor names the problem
-        return OWN_OPTIONS + LOSSES[inner].accepted_options(options)
+        return OWN_OPTIONS + EMBEDDING_LOSSES[inner].accepted_options(options)
 
     def get_config_dict(self) -> dict[str, Any]:
         """The wrapper's options (the dimensions the default chose, once known), then the inner loss's."""
@@ -209,15 +208,11 @@ def truncate_output(output: Output, dim: int) -> Output:
 
 def loss_label(loss: SiameseLoss, given: str | SiameseLoss) -> str:
     """The inner loss's registered name (the name given, renamed or not), else its class name."""
-    from .registry import loss_name
-
-    return loss_name(loss) or (given if isinstance(given, str) else type(loss).__name__)
+    return embedding_loss_name(loss) or (given if isinstance(given, str) else type(loss).__name__)
 
 
 def _inner_loss(given: str | SiameseLoss, options: dict[str, Any]) -> SiameseLoss:
     """The loss to wrap, built from its name and options (or given built), refused where it cannot be cut."""
-    from .registry import RENAMED_LOSSES, get_loss
-
     if isinstance(given, MatryoshkaLoss) or (isinstance(given, str) and RENAMED_LOSSES.get(given, given) == NAME):
         raise ValueError("matryoshka_loss cannot be a matryoshka loss itself: give all the dimensions to one")
     if isinstance(given, SiameseLoss):
@@ -227,7 +222,7 @@ def _inner_loss(given: str | SiameseLoss, options: dict[str, Any]) -> SiameseLos
             )
         inner = given
     elif isinstance(given, str):
-        inner = get_loss(given, **options)
+        inner = get_embedding_loss(given, **options)
     else:
         raise TypeError(f"matryoshka_loss must be a loss name or a SiameseLoss, got {type(given).__name__}")
     if inner.uses_logits:

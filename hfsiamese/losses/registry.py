@@ -2,67 +2,24 @@
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping
 from typing import Any
 
 from .base import SiameseLoss
-from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
-from .contrastive_ranking import ContrastiveRankingLoss
-from .embedding_distillation import EmbeddingDistillationLoss
-from .hard_negative_triplet import HardNegativeTripletLoss
+from .embedding_losses import (
+    EMBEDDING_LOSSES,
+    RENAMED_LOSS_OPTIONS,
+    RENAMED_LOSSES,
+    current_loss_name,
+    current_loss_options,
+)
+from .matryoshka import NAME as MATRYOSHKA
 from .matryoshka import MatryoshkaLoss
-from .multiple_negatives_ranking import MultipleNegativesRankingLoss
-from .triplet import TripletLoss
-from .verification_identification import VerificationIdentificationLoss
 
-LOSSES: dict[str, type[SiameseLoss]] = {
-    "hard_negative_triplet": HardNegativeTripletLoss,
-    "triplet": TripletLoss,
-    "contrastive": ContrastiveLoss,
-    "online_contrastive": OnlineContrastiveLoss,
-    "contrastive_ranking": ContrastiveRankingLoss,
-    "multiple_negatives_ranking": MultipleNegativesRankingLoss,
-    "verification_identification": VerificationIdentificationLoss,
-    "embedding_distillation": EmbeddingDistillationLoss,
-    "matryoshka": MatryoshkaLoss,
-}
+LOSSES: dict[str, type[SiameseLoss]] = {**EMBEDDING_LOSSES, MATRYOSHKA: MatryoshkaLoss}
 
 # Every option any registered loss takes, once each: the training arguments hold one field per name
 # and the model card reports them, so a new loss option cannot be forgotten in either.
 LOSS_OPTIONS: frozenset[str] = frozenset(name for loss_class in LOSSES.values() for name in loss_class.option_names())
-
-
-# Names that changed, kept working with a FutureWarning so that configs, scripts and saved training
-# arguments written before a rename still run: old name -> current name.
-RENAMED_LOSSES: dict[str, str] = {"contrastive_triplet": "contrastive_ranking"}
-RENAMED_LOSS_OPTIONS: dict[str, str] = {"triplet_weight": "ranking_weight"}
-
-
-def current_loss_name(name: str) -> str:
-    """`name`, or the name it was renamed to (with a FutureWarning naming both)."""
-    if name in RENAMED_LOSSES:
-        warnings.warn(
-            f"loss {name!r} is now called {RENAMED_LOSSES[name]!r} (the old name will be removed): "
-            f"--loss {RENAMED_LOSSES[name]}",
-            FutureWarning,
-            stacklevel=3,
-        )
-        return RENAMED_LOSSES[name]
-    return name
-
-
-def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """`options` with renamed option names replaced (a FutureWarning for each); an option given twice is an error."""
-    current = dict(options)
-    for old, new in RENAMED_LOSS_OPTIONS.items():
-        if old not in current:
-            continue
-        if new in current:
-            raise ValueError(f"{old} is the old name of {new}: give {new} only")
-        warnings.warn(f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3)
-        current[new] = current.pop(old)
-    return current
 
 
 def get_loss(name: str, **kwargs: Any) -> SiameseLoss:

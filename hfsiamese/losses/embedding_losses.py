@@ -1,0 +1,87 @@
+"""The losses on embeddings by name, and the names that changed: the table a wrapping loss looks its inner loss up in.
+
+`registry` adds the wrapper (`matryoshka`) to this table for `--loss`; the wrapper itself reads only this
+one, so the two never import each other.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from .base import SiameseLoss
+from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
+from .contrastive_ranking import ContrastiveRankingLoss
+from .embedding_distillation import EmbeddingDistillationLoss
+from .hard_negative_triplet import HardNegativeTripletLoss
+from .multiple_negatives_ranking import MultipleNegativesRankingLoss
+from .triplet import TripletLoss
+from .verification_identification import VerificationIdentificationLoss
+
+# Every loss on embeddings (or the head's logits) by its name: what a wrapping loss (`matryoshka`) may wrap.
+EMBEDDING_LOSSES: dict[str, type[SiameseLoss]] = {
+    "hard_negative_triplet": HardNegativeTripletLoss,
+    "triplet": TripletLoss,
+    "contrastive": ContrastiveLoss,
+    "online_contrastive": OnlineContrastiveLoss,
+    "contrastive_ranking": ContrastiveRankingLoss,
+    "multiple_negatives_ranking": MultipleNegativesRankingLoss,
+    "verification_identification": VerificationIdentificationLoss,
+    "embedding_distillation": EmbeddingDistillationLoss,
+}
+
+# Names that changed, kept working with a FutureWarning so that configs, scripts and saved training
+# arguments written before a rename still run: old name -> current name.
+RENAMED_LOSSES: dict[str, str] = {"contrastive_triplet": "contrastive_ranking"}
+RENAMED_LOSS_OPTIONS: dict[str, str] = {"triplet_weight": "ranking_weight"}
+
+
+def current_loss_name(name: str) -> str:
+    """`name`, or the name it was renamed to (with a FutureWarning naming both)."""
+    if name in RENAMED_LOSSES:
+        warnings.warn(
+            f"loss {name!r} is now called {RENAMED_LOSSES[name]!r} (the old name will be removed): "
+            f"--loss {RENAMED_LOSSES[name]}",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return RENAMED_LOSSES[name]
+    return name
+
+
+def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` with renamed option names replaced (a FutureWarning for each); an option given twice is an error."""
+    current = dict(options)
+    for old, new in RENAMED_LOSS_OPTIONS.items():
+        if old not in current:
+            continue
+        if new in current:
+            raise ValueError(f"{old} is the old name of {new}: give {new} only")
+        warnings.warn(f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3)
+        current[new] = current.pop(old)
+    return current
+
+
+def get_embedding_loss(name: str, **kwargs: Any) -> SiameseLoss:
+    """Build the loss on embeddings registered under `name` (renamed names still accepted)."""
+    name, kwargs = current_loss_name(name), current_loss_options(kwargs)
+    if name not in EMBEDDING_LOSSES:
+        raise ValueError(f"unknown loss {name!r}; available: {sorted(EMBEDDING_LOSSES)}")
+    return EMBEDDING_LOSSES[name](**kwargs)
+
+
+def embedding_loss_name(loss: SiameseLoss) -> str | None:
+    """The name `loss` is registered under (its exact class), or None for a loss built elsewhere."""
+    return next((name for name, loss_class in EMBEDDING_LOSSES.items() if type(loss) is loss_class), None)
+
+
+__all__ = [
+    "EMBEDDING_LOSSES",
+    "RENAMED_LOSSES",
+    "RENAMED_LOSS_OPTIONS",
+    "current_loss_name",
+    "current_loss_options",
+    "embedding_loss_name",
+    "get_embedding_loss",
+]
