@@ -53,6 +53,13 @@ class EvaluationArguments:
     threshold: float | None = field(default=None, metadata={"help": "Decision threshold (default: the model's)."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
+    truncate_dim: int | None = field(
+        default=None,
+        metadata={
+            "help": "Score the embeddings' first N dimensions, re-normalised (a Matryoshka-trained model at a smaller "
+            "size); the model's threshold was calibrated at full size: give --threshold for the decision figures."
+        },
+    )
     output_file: str | None = field(default=None, metadata={"help": "Also write the JSON object to this file."})
     retrieval: bool = field(
         default=False,
@@ -114,12 +121,20 @@ def score_labelled_pairs(
     batch_size: int = 256,
     max_length: int | None = None,
     show_progress_bar: bool = False,
+    truncate_dim: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The model's score of every pair of `dataset` (`question1`, `question2`, `label`), and the labels."""
+    """
+    The model's score of every pair of `dataset` (`question1`, `question2`, `label`), and the labels;
+    with `truncate_dim`, the cosine of the embeddings' first that many dimensions.
+    """
     missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
     if missing:
         raise ValueError(f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs")
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
+    if truncate_dim is not None:
+        if model.config.classifier_head:
+            raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+        encode["truncate_dim"] = truncate_dim
     scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
     return scores.double().numpy(), np.asarray(dataset["label"], dtype=np.int64)
 
@@ -202,6 +217,7 @@ def evaluate_retrieval(
     show_progress_bar: bool = False,
     query_chunk_size: int = 1024,
     corpus_chunk_size: int = 65536,
+    truncate_dim: int | None = None,
 ) -> dict[str, float]:
     """
     Duplicate retrieval: every question searches all the others; its duplicates are the other
@@ -215,7 +231,7 @@ def evaluate_retrieval(
     ks = check_ks(k)
     queries, relevant = _retrieval_queries(group_ids, len(questions))  # checked before any encoding
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
-    embeddings = model.encode(list(questions), tokenizer, **encode)
+    embeddings = model.encode(list(questions), tokenizer, truncate_dim=truncate_dim, **encode)
     return _retrieve(embeddings, queries, relevant, ks, query_chunk_size, corpus_chunk_size)
 
 

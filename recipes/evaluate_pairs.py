@@ -85,7 +85,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for note in report.warnings:
             warnings.warn(f"calibration on {args.calibration_file}: {note}", UserWarning, stacklevel=1)
     threshold = decision_threshold(model, args.threshold)
-    scores, labels = score_labelled_pairs(model, pairs, tokenizer, **encode)
+    if args.truncate_dim is not None and args.threshold is None:
+        warnings.warn(
+            f"--truncate_dim {args.truncate_dim}: accuracy, precision, recall and F1 use the model's threshold, calibrated "
+            "on full-size embeddings; average precision and ROC-AUC do not depend on it",
+            UserWarning,
+            stacklevel=1,
+        )
+    scores, labels = score_labelled_pairs(model, pairs, tokenizer, truncate_dim=args.truncate_dim, **encode)
     metrics = pair_classification_metrics(scores, labels, threshold=threshold)
     probabilities = calibrated_probabilities(model, scores)
     if probabilities is not None:
@@ -93,9 +100,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if overlap is not None:  # only when the model says what trained it; nothing is guessed otherwise
         metrics["training_overlap_pairs"] = overlap.pairs_with_a_seen_question
         metrics["training_overlap_fraction"] = overlap.pairs_with_a_seen_question / overlap.pairs
+    if args.truncate_dim is not None:
+        metrics["truncate_dim"] = args.truncate_dim
     if args.retrieval:
         questions, group_ids = question_corpus(pairs)
-        retrieval = evaluate_retrieval(model, questions, group_ids, tokenizer, k=args.retrieval_k, **encode)
+        retrieval = evaluate_retrieval(
+            model, questions, group_ids, tokenizer, k=args.retrieval_k, truncate_dim=args.truncate_dim, **encode
+        )
         metrics.update({f"retrieval_{name}": value for name, value in retrieval.items()})
     if args.report_dir:
         write_evaluation_report(

@@ -138,3 +138,22 @@ def test_a_folder_that_is_no_model_is_named(tmp_path, monkeypatch, saved_model_a
     (tmp_path / "notes").mkdir()
     with pytest.raises(FileNotFoundError, match=r"notes is not a model folder: it holds no config.json"):
         load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(tmp_path / "notes"), "--test_file", str(pairs_file)])
+
+
+def test_truncate_dim_scores_the_first_dimensions(saved_model_and_pairs, capsys, monkeypatch):
+    model_dir, pairs_file, model, tokenizer, pairs = saved_model_and_pairs
+    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--truncate_dim", "8", "--retrieval"]
+    with pytest.warns(UserWarning, match="calibrated on full-size embeddings"):
+        printed = load_recipe(monkeypatch, "evaluate_pairs").main(args)
+    a = model.encode(list(pairs["question1"]), tokenizer, truncate_dim=8)
+    b = model.encode(list(pairs["question2"]), tokenizer, truncate_dim=8)
+    from hfsiamese.metrics import pair_classification_metrics
+
+    expected = pair_classification_metrics((a * b).sum(-1).double().numpy(), pairs["label"], threshold=THRESHOLD)
+    assert printed["truncate_dim"] == 8
+    assert printed["average_precision"] == pytest.approx(expected["average_precision"])
+    questions, groups = question_corpus(pairs)
+    retrieval = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,), truncate_dim=8)
+    assert printed["retrieval_mrr@10"] == pytest.approx(retrieval["mrr@10"])
+    full = evaluate_retrieval(model, questions, groups, tokenizer, k=(10,))
+    assert retrieval["mrr@10"] != pytest.approx(full["mrr@10"])  # the cut changes the figure
