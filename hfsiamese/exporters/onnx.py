@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from ..data.question_fingerprints import FINGERPRINT_FILE
+from ..models.siamese.adapters import merged_copy
 from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
 from ..serving.onnx_model import (
     CLASSIFIER_FILE_NAME,
@@ -242,7 +243,7 @@ def export_onnx(
     ensure_writable_folder(
         output_dir, overwrite=overwrite, label="output_dir", remedy="pass --overwrite_output_dir, or choose another folder"
     )
-    model = model.eval()
+    model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         exporter = export_graph(model, fp32_path, opset=opset)

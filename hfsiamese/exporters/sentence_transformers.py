@@ -33,6 +33,7 @@ import torch
 from transformers import AutoTokenizer
 
 from ..models.sentence_transformers_folder import POOLING_MODES
+from ..models.siamese.adapters import merged_copy
 from ..models.siamese.configuration_siamese import encoder_width
 from ..models.siamese.inference import check_truncate_dim
 from ..models.siamese.modeling_siamese import SiameseModel
@@ -91,6 +92,7 @@ def export_sentence_transformers(
         tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model, trust_remote_code=True)
         # This package's class, not the code saved beside the weights: the export needs this version's API.
         model = SiameseModel.from_pretrained(model)
+    model = merged_copy(model)  # a LoRA-trained model in memory: its adapters merged, into a copy
     output_dir = Path(output_dir)
     check_export(model, output_dir, overwrite=overwrite)
     if tokenizer is None:

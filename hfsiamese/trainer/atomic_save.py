@@ -20,6 +20,7 @@ from typing import Any
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 from transformers.utils import CONFIG_NAME, logging
 
+from ..models.siamese.adapters import ADAPTER_CONFIG_FILE, ADAPTER_FOLDER
 from ..runs.run_lock import pid_alive
 from .checkpoints import STAGING_PREFIX, TRAINER_STATE_NAME
 
@@ -149,7 +150,7 @@ def move_model_files(staging: str | os.PathLike, target: str | os.PathLike) -> N
     """
     Move the files of a finished model save into the non-empty folder `target`, config.json last.
 
-    `target` loses its previous config.json (and weight files the new save does not have) first, so
+    `target` loses its previous config.json (weight files the new save does not have, a LoRA save's `adapter/`) first, so
     until the new config.json lands the folder holds no config and `from_pretrained` refuses it
     rather than loading new weights with an old config, or the reverse. Other files stay.
     """
@@ -159,6 +160,8 @@ def move_model_files(staging: str | os.PathLike, target: str | os.PathLike) -> N
     for path in target.iterdir():
         if path.is_file() and _WEIGHT_PATTERN.match(path.name) and path.name not in new_files:
             path.unlink()  # an earlier save's weights, e.g. shards the new save no longer has
+    if (target / ADAPTER_FOLDER / ADAPTER_CONFIG_FILE).is_file():  # an earlier LoRA save's adapters: a folder
+        shutil.rmtree(target / ADAPTER_FOLDER)  # os.replace cannot replace a non-empty one, and a new save may have none
     for path in sorted(staging.iterdir(), key=lambda p: p.name == CONFIG_NAME):
         os.replace(path, target / path.name)
     staging.rmdir()

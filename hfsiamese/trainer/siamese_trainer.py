@@ -3,7 +3,7 @@
 The class keeps only what a Trainer subclass must override; each job it hands on lives in a module
 of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the NaN/inf policy),
 `loss_statistics`, `atomic_save` and `checkpoints` (saves that appear only complete, and resuming),
-`threshold_calibration`; `create_model_card` hands what the trainer knows of the run to `hfsiamese.model_card`.
+`lora_checkpoints` (resuming a LoRA run, whose checkpoints hold merged weights), `threshold_calibration`; `create_model_card` hands what the trainer knows of the run to `hfsiamese.model_card`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from .batch_sampling import length_grouped_sampler, training_sampler
 from .checkpoints import resolve_resume_checkpoint
 from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
+from .lora_checkpoints import load_lora_checkpoint
 from .loss_statistics import LossStatistics
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
 from .sharded_training import (
@@ -371,6 +372,16 @@ class SiameseTrainer(Trainer):
         )
         if self.args.push_to_hub and not _internal_call:  # `push_to_hub` itself saves with _internal_call
             self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
+        """The Trainer's, or for a LoRA run its adapters and head: its checkpoints hold merged weights (`lora_checkpoints`)."""
+        if not load_lora_checkpoint(model if model is not None else self.model, resume_from_checkpoint):
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+    def _load_best_model(self) -> None:
+        """The Trainer's, or for a LoRA run the best checkpoint's adapters and head (`lora_checkpoints`)."""
+        if not load_lora_checkpoint(self.model, self.state.best_model_checkpoint):
+            super()._load_best_model()
 
     # ------------------------------------------------------------------------------------------
     # Evaluation

@@ -109,6 +109,26 @@ class ModelArguments:
             "(the output_dir itself works: one folder then loads both ways, with a second copy of the encoder weights)."
         },
     )
+    # LoRA (the `lora` extra, hfsiamese.training.lora): low-rank adapters train instead of the encoder's weights.
+    lora_r: int | None = field(
+        default=None,
+        metadata={
+            "help": "Transformer: train LoRA adapters of this rank on the encoder, its own weights frozen (needs the "
+            "`lora` extra: pip install 'hfsiamese[lora]'); unset: full fine-tuning. The projection, Dense layers and "
+            "classification head still train whole. The saved model holds the merged weights (it loads without peft), "
+            "and <output_dir>/adapter/ the adapters alone. Adapters usually want a larger learning_rate than full fine-tuning."
+        },
+    )
+    lora_alpha: int = field(default=8, metadata={"help": "LoRA: the adapters' update is scaled by lora_alpha / lora_r (peft's default 8)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA: dropout on the adapters' input (peft's default 0)."})
+    lora_target_modules: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "LoRA: the encoder's linear layers that get adapters, by name (e.g. query key value) or 'all-linear'. "
+            "Unset: peft's default for the architecture (BERT, RoBERTa: query value), else every linear layer the "
+            "embeddings pass through (all but the unused pooler)."
+        },
+    )
 
 
 @dataclass

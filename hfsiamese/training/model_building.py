@@ -26,6 +26,7 @@ from ..models.siamese.configuration_siamese import ENCODER_TYPES, WORD_VOCABULAR
 from ..models.siamese.modeling_siamese import SiameseModel
 from ..models.siamese.sub_batching import AUTO, TokenBudget, check_sub_batching
 from .decoder_tokens import ensure_eos_appended, ensure_pad_token
+from .lora import add_lora, refuse_lora
 from .minilm import resolve_minilm_path
 from .pretrained_vectors import init_embeddings_from_glove
 from .word_tokenizer import train_word_tokenizer
@@ -59,6 +60,7 @@ def build_model_and_tokenizer(
     if path is not None and getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
         if model_args.encoder_dropout is not None:
             raise ValueError("encoder_dropout applies when starting from a base encoder, not from a saved Siamese checkpoint")
+        refuse_lora(model_args, "a saved Siamese checkpoint")
         model = AutoModel.from_pretrained(path)
         if model_args.attn_implementation and model.config.encoder_type == "transformer":
             model.encoder.set_attn_implementation(model_args.attn_implementation)
@@ -77,6 +79,7 @@ def build_model_and_tokenizer(
             f"encoder_type is {model_args.encoder_type!r}, whose vocabulary is trained from the data: pass "
             "--encoder_type transformer (or leave the config out: a pretrained model then gets recipes/configs/pretrained_qqp.yaml)"
         )
+    refuse_lora(model_args, f"encoder_type {model_args.encoder_type!r} (its vocabulary is trained from the data)")
     return _word_vocabulary_model(model_args, train_pairs, classifier_head)
 
 
@@ -151,7 +154,7 @@ def _transformer(
     max_length = _chosen("max_length", model_args.max_length, own_length, base, default=model.default_max_length(tokenizer))
     tokenizer.model_max_length = max_length
     model.config.max_seq_length = max_length
-    return model, tokenizer
+    return add_lora(model, model_args), tokenizer
 
 
 def _chosen(name: str, given: object, own: object, base: str, *, default: object) -> object:

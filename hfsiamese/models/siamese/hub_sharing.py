@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from .adapters import ADAPTER_FOLDER, has_adapters, merged_copy
 from .pipeline_question_duplicates import pipeline_config_entry
 
 
@@ -31,16 +32,22 @@ class HubSharingMixin:
         [`PreTrainedModel.save_pretrained`], with config.json also naming the `question-duplicates` pipeline
         (`custom_pipelines`), whose code is saved beside the modeling code, so that
         `pipeline("question-duplicates", model=folder, trust_remote_code=True)` works without hfsiamese.
+
+        A model whose encoder carries LoRA adapters (`--lora_r`) saves as a plain Siamese checkpoint, the adapters
+        merged into the weights (it loads anywhere, without peft), and the adapters alone in `adapter/` beside them
+        (see `adapters`).
         """
+        if has_adapters(getattr(self, "encoder", None)):
+            if kwargs.get("state_dict") is not None:
+                raise ValueError("a model with LoRA adapters saves its own weights, merged: it takes no state_dict=...")
+            merged_copy(self).save_pretrained(save_directory, *args, **kwargs)
+            if kwargs.get("is_main_process", True):
+                self.encoder.save_pretrained(os.path.join(save_directory, ADAPTER_FOLDER))
+                _give_umask_mode(Path(save_directory) / ADAPTER_FOLDER)
+            return
         self.config.custom_pipelines = {**(getattr(self.config, "custom_pipelines", None) or {}), **pipeline_config_entry()}
         super().save_pretrained(save_directory, *args, **kwargs)
-        # safetensors writes its files 0600; give the weights the mode of every other file here (the umask's),
-        # or a model saved by one user cannot be served by another. (hfsiamese.runs.output_dirs.give_umask_mode
-        # does the same for the library's other files; this file travels and cannot import it.)
-        umask = os.umask(0)
-        os.umask(umask)
-        for weights in Path(save_directory).glob("*.safetensors"):
-            os.chmod(weights, 0o666 & ~umask)
+        _give_umask_mode(Path(save_directory))
 
     def push_to_hub(
         self,
@@ -116,6 +123,18 @@ class HubSharingMixin:
             warnings.warn("no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)")
             return None
         return str(build_model_card(self, model_name=repo_id.split("/")[-1], tokenizer=tokenizer, repo_id=repo_id))
+
+
+def _give_umask_mode(folder: Path) -> None:
+    """
+    safetensors writes its files 0600; give the weights the mode of every other file here (the umask's), or a model
+    saved by one user cannot be served by another. (hfsiamese.runs.output_dirs.give_umask_mode does the same for the
+    library's other files; this file travels and cannot import it.)
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    for weights in folder.glob("*.safetensors"):
+        os.chmod(weights, 0o666 & ~umask)
 
 
 def card_for_repo(card: str, repo_id: str) -> str:

@@ -216,6 +216,31 @@ class SiamesePreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _supports_sdpa = True
 
+    def _set_gradient_checkpointing(self, enable: bool = True, *args: Any, **kwargs: Any) -> None:
+        """
+        Where `activation_checkpointing_enable()` (`gradient_checkpointing_enable()`, `--gradient_checkpointing`)
+        lands: the transformer encoder's layers are recomputed in the backward pass instead of keeping their
+        activations. Two things transformers' own version does not do for this model:
+
+        - an LSTM or static encoder has no layers to checkpoint: refused in one line, instead of transformers'
+          generic "not compatible";
+        - the encoder's input embeddings are made to require gradients (`enable_input_require_grads`). With the
+          reentrant variant (`use_reentrant=True`) a checkpointed layer gives gradients only when its input requires
+          them, which it does not when the embeddings are frozen (LoRA adapters). transformers does this only for
+          models whose main input is `input_ids`, which a Siamese model's is not. Where the embeddings train, their
+          output requires gradients anyway, so this costs nothing.
+        """
+        if enable and getattr(self.config, "encoder_type", None) in WORD_VOCABULARY_ENCODERS:
+            raise ValueError(
+                f"gradient checkpointing applies to transformer encoders; this model's encoder is {self.config.encoder_type!r}"
+            )
+        super()._set_gradient_checkpointing(enable, *args, **kwargs)
+        if enable:
+            self.disable_input_require_grads()  # enabling twice must not leave two hooks
+            self.enable_input_require_grads()
+        else:
+            self.disable_input_require_grads()
+
 
 class SiameseModel(
     SafetensorsLoadingMixin, SiameseInferenceMixin, CalibrationMixin, HubSharingMixin, SiamesePreTrainedModel
