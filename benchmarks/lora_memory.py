@@ -112,6 +112,7 @@ def full_recipe(setting: str, args: argparse.Namespace) -> dict[str, Any]:
                "--output_dir", str(out), "--disable_tqdm", "true"]  # fmt: skip
     if args.max_steps is not None:
         command += ["--max_steps", str(args.max_steps)]
+    command += args.recipe_flags
     log = Path(args.output_root) / f"{setting}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as handle:
@@ -142,7 +143,7 @@ def main() -> None:
     parser.add_argument("--output_root", default="outputs/lora_memory", help="--full_recipe: where the two runs go")
     parser.add_argument("--append", action="store_true")
     parser.add_argument("--child", choices=SETTINGS, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args, args.recipe_flags = parser.parse_known_args()  # any other flag goes to recipes/train.py (--full_recipe)
     if not Path(args.model_name_or_path).is_dir():
         sys.exit(f"{args.model_name_or_path} is not a folder (all-mpnet-base-v2: run ../shared/models/get_all_mpnet_base_v2.sh)")
     if args.child is not None:

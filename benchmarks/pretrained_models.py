@@ -40,7 +40,9 @@ CONFIG = str(REPO / "recipes" / "configs" / "minilm_qqp.yaml")
 COLUMNS = ("model", "trained by", "val AP", "MRR@10", "training pairs/s", "train s", "max length")
 
 
-def sentence_transformers_run(path: str, out: Path, validation: Any, training_args: Any, max_steps: int) -> dict[str, Any]:
+def sentence_transformers_run(
+    path: str, out: Path, train_pairs: Any, validation: Any, training_args: Any, max_steps: int
+) -> dict[str, Any]:
     """sentence-transformers' trainer from `path` on the recipe's pairs; its scores on the validation slice."""
     import numpy as np
     from st_baselines import sentence_transformer_scores, train_sentence_transformers
@@ -52,6 +54,7 @@ def sentence_transformers_run(path: str, out: Path, validation: Any, training_ar
     model, timing = train_sentence_transformers(
         "online_contrastive", str(out), batch_size=batch,
         max_steps=max_steps, num_train_epochs=training_args.num_train_epochs, seed=training_args.seed, model_path=path,
+        train_pairs=train_pairs,
     )  # fmt: skip
     return {
         **_scores(model, validation, sentence_transformer_scores, question_corpus, retrieval_of_embeddings, pair_classification_metrics, np),
@@ -104,7 +107,8 @@ def main() -> None:
     from hfsiamese.training import load_splits
     from hfsiamese.training.minilm import resolve_minilm_path
 
-    validation = load_splits(data_args, default_train_file=EMBEDDED_PAIRS)["validation"]
+    splits = load_splits(data_args, default_train_file=EMBEDDED_PAIRS)  # the recipe's split, data flags applied
+    validation = splits["validation"]
     rows = []
     for spec in args.model:
         name, _, path = spec.partition("=")
@@ -122,7 +126,9 @@ def main() -> None:
         })  # fmt: skip
         print(json.dumps(rows[-1]), flush=True)
         if not args.skip_sentence_transformers:
-            st = sentence_transformers_run(path, output_root / f"{name}-st", validation, training_args, training_args.max_steps)
+            st = sentence_transformers_run(
+                path, output_root / f"{name}-st", splits["train"], validation, training_args, training_args.max_steps
+            )
             rows.append({"model": name, "trained_by": "sentence-transformers (OnlineContrastiveLoss)", **st})
             print(json.dumps(rows[-1]), flush=True)
 

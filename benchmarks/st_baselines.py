@@ -30,10 +30,12 @@ def train_sentence_transformers(
     seed: int = 42,
     device: str = "cpu",
     model_path: str | None = None,
+    train_pairs: Any | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """
     Train one sentence-transformers baseline from `model_path` (default: the bundled all-MiniLM-L6-v2); returns
-    the model and {train_s (the Trainer's train_runtime), steps, pairs}.
+    the model and {train_s (the Trainer's train_runtime), steps, pairs}. `train_pairs`: the labelled training
+    pairs (default: the MiniLM recipe's split).
     """
     from qqp_slices import qqp_train_and_validation
     from sentence_transformers import (
@@ -48,7 +50,8 @@ def train_sentence_transformers(
 
     if loss_name not in ST_LOSSES:
         raise ValueError(f"loss_name must be one of {ST_LOSSES}, got {loss_name!r}")
-    train_pairs, _ = qqp_train_and_validation()
+    if train_pairs is None:
+        train_pairs, _ = qqp_train_and_validation()
     model = SentenceTransformer(model_path or resolve_minilm_path(), device=device)
     if loss_name == "mnrl":
         duplicates = train_pairs.filter(lambda label: label == 1, input_columns="label")
