@@ -73,6 +73,7 @@ def start_run(
     if training_args.process_index == 0:
         logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
         logger.info("%s", openmp_defaults.describe())
+        logger.info("precision: %s", getattr(training_args, "precision_reason", "bf16" if training_args.bf16 else "fp32"))
     with training_args.main_process_first(desc="loading and splitting pairs"):
         splits = load_splits(data_args, default_train_file=default_train_file)
     loss = training_args.build_loss()

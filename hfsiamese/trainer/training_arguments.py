@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import torch
 from transformers import TrainingArguments
 
 from ..losses import (
@@ -18,6 +20,7 @@ from ..losses import (
     loss_kwargs_for,
 )
 from ..metrics.thresholds import check_calibration_options
+from .cpu_precision import choose_bf16
 from .nonfinite_loss import NAN_POLICIES
 
 
@@ -33,6 +36,14 @@ class SiameseTrainingArguments(TrainingArguments):
     unset (None) keeps the chosen loss's own default.
     """
 
+    bf16: str = field(
+        default="false",
+        metadata={
+            "help": "bfloat16 autocast: 'true', 'false', or 'auto': where the device computes in bf16 natively and, on a CPU, a "
+            "measured training step runs at least 1.2x as fast as in fp32 (hfsiamese.trainer.cpu_precision; the choice and "
+            "its reason are logged). The MiniLM and pretrained recipes default to auto."
+        },
+    )
     loss: str = field(
         default="hard_negative_triplet",
         metadata={"help": f"Training loss, by name. Available: {sorted(LOSSES)}."},
@@ -175,6 +186,12 @@ class SiameseTrainingArguments(TrainingArguments):
     )
 
     def __post_init__(self) -> None:
+        # `--bf16 auto` is settled before the Trainer's own checks, which take a bool (and bf16 on a CPU needs use_cpu).
+        on_cpu = self.use_cpu or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") or not torch.cuda.is_available()
+        choice = choose_bf16(self.bf16, device_type="cpu" if on_cpu else "cuda")
+        self.bf16, self.precision_reason = choice.bf16, choice.reason
+        if choice.bf16 and on_cpu and not torch.cuda.is_available():
+            self.use_cpu = True
         super().__post_init__()
         # Renamed loss and option names still read (configs and scripts written before), stored as the current ones.
         self.loss = current_loss_name(self.loss)
