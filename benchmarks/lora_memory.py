@@ -41,14 +41,17 @@ HEADING = "## LoRA vs full fine-tuning, memory (`lora_memory.py`)"
 CONFIG = REPO / "recipes" / "configs" / "minilm_qqp.yaml"
 EMBEDDED_PAIRS = REPO / "recipes" / "data" / "qqp_dev.tsv"
 DEFAULT_MODEL = "/root/.cache/hfsiamese-models/all-mpnet-base-v2"
-SETTINGS = ("full", "lora")
+# "_checkpointing": the same with --gradient_checkpointing true (activations recomputed in the backward pass).
+SETTINGS = ("full", "lora", "full_checkpointing", "lora_checkpointing")
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 
 
 def setting_flags(setting: str, args: argparse.Namespace, *, learning_rate: bool) -> list[str]:
     """The recipe flags of one setting: the encoder, and for LoRA its rank, scaling and (full recipe) learning rate."""
     flags = ["--model_name_or_path", args.model_name_or_path]
-    if setting == "lora":
+    if setting.endswith("_checkpointing"):
+        flags += ["--gradient_checkpointing", "true"]
+    if setting.startswith("lora"):
         flags += ["--lora_r", str(args.lora_r), "--lora_alpha", str(args.lora_alpha)]
         if learning_rate:
             flags += ["--learning_rate", str(args.lora_learning_rate)]
@@ -89,7 +92,7 @@ def training_steps(setting: str, args: argparse.Namespace) -> dict[str, Any]:
     row = {
         "setting": setting,
         "model": Path(args.model_name_or_path).name,
-        "lora_r": args.lora_r if setting == "lora" else None,
+        "lora_r": args.lora_r if setting.startswith("lora") else None,
         "trainable_parameters": trainable,
         "parameters": total,
         "batch_size": training_args.per_device_train_batch_size,
@@ -123,7 +126,7 @@ def full_recipe(setting: str, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "setting": setting,
         "model": Path(args.model_name_or_path).name,
-        "lora_r": args.lora_r if setting == "lora" else None,
+        "lora_r": args.lora_r if setting.startswith("lora") else None,
         "output_dir": str(out),
         "eval_average_precision": metrics.get("eval_average_precision"),
         "eval_accuracy": metrics.get("eval_accuracy"),
@@ -142,6 +145,7 @@ def main() -> None:
     parser.add_argument("--full_recipe", action="store_true", help="run recipes/train.py for both settings (validation AP)")
     parser.add_argument("--output_root", default="outputs/lora_memory", help="--full_recipe: where the two runs go")
     parser.add_argument("--append", action="store_true")
+    parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=["full", "lora"], help="which settings to run, in order")
     parser.add_argument("--child", choices=SETTINGS, default=None, help=argparse.SUPPRESS)
     args, args.recipe_flags = parser.parse_known_args()  # any other flag goes to recipes/train.py (--full_recipe)
     if not Path(args.model_name_or_path).is_dir():
@@ -152,7 +156,7 @@ def main() -> None:
         print(json.dumps(full_recipe(args.child, args) if args.full_recipe else training_steps(args.child, args)))
         return
     rows = []
-    for setting in SETTINGS:
+    for setting in args.settings:
         command = [sys.executable, __file__, *sys.argv[1:], "--child", setting]
         result = subprocess.run(command, capture_output=True, text=True, env=ENV)
         if result.returncode != 0:
