@@ -234,6 +234,12 @@ class SiamesePreTrainedModel(PreTrainedModel):
             raise ValueError(
                 f"gradient checkpointing applies to transformer encoders; this model's encoder is {self.config.encoder_type!r}"
             )
+        encoder = getattr(self, "encoder", None)
+        if enable and encoder is not None and getattr(encoder, "supports_gradient_checkpointing", True) is False:
+            raise ValueError(
+                f"gradient checkpointing: transformers' {type(getattr(encoder, 'base_model', encoder)).__name__} does not support it "
+                "(e.g. MPNet); train with LoRA adapters (--lora_r) or a smaller batch instead"
+            )
         super()._set_gradient_checkpointing(enable, *args, **kwargs)
         if enable:
             self.disable_input_require_grads()  # enabling twice must not leave two hooks

@@ -12,7 +12,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from hfsiamese import SiameseModel
+from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.data import SiamesePairCollator, tokenize_pairs
 from hfsiamese.losses import HardNegativeTripletLoss, MultipleNegativesRankingLoss
 from hfsiamese.models.siamese.sub_batching import plan_sub_batches
@@ -198,3 +198,12 @@ def test_trainer_flag_turns_it_on_and_changes_no_gradient(tiny_bert_dir, word_to
     model, loss, grads = _trained_one_step(tiny_bert_dir, word_tokenizer, tmp_path / "checkpointed", **base, **flags)
     assert model.is_activation_checkpointing
     _assert_same(expected_loss, expected_grads, loss, grads)
+
+
+def test_an_encoder_transformers_cannot_checkpoint_is_named_in_one_line():
+    from transformers import MPNetConfig
+
+    config = MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    model = SiameseModel(SiameseConfig(encoder_type="transformer", encoder_config=config.to_dict()))
+    with pytest.raises(ValueError, match=r"^gradient checkpointing: transformers' MPNetModel does not support it \(e\.g\. MPNet\); train with LoRA"):
+        model.gradient_checkpointing_enable()
