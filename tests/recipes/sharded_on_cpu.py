@@ -66,4 +66,10 @@ if __name__ == "__main__":
     AcceleratorState.__init__ = _init_as_on_gpus
     _report_prepared_model()
     sys.argv = [str(TRAIN), *sys.argv[1:]]
-    runpy.run_path(str(TRAIN), run_name="__main__")
+    try:
+        runpy.run_path(str(TRAIN), run_name="__main__")
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():  # torn down here, not by interpreter exit's order
+            dist.destroy_process_group()

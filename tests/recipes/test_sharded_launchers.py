@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,9 +60,18 @@ def run_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> subproc
     return run_offline(command, cwd=out.parent, timeout=300, ACCELERATE_USE_CPU="1", OMP_NUM_THREADS="1")
 
 
+# Once in a fresh-clone CI run (not in 8 runs here), a process of the FSDP-on-CPU run aborted in C++ with this
+# line after its training steps (a std::thread left joinable at teardown): a path accelerate itself never takes
+# (it runs FSDP on GPUs only), so a run that dies so is run once more, into a fresh folder, rather than failing.
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def launch_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> str:
-    """`run_sharded`, which must succeed; its stdout."""
+    """`run_sharded`, which must succeed (a second try after the teardown abort above only); its stdout."""
     result = run_sharded(config, model_dir, out, *extra)
+    if result.returncode != 0 and TEARDOWN_ABORT in result.stderr:
+        shutil.rmtree(out, ignore_errors=True)
+        result = run_sharded(config, model_dir, out, *extra)
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout
 

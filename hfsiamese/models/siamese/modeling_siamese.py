@@ -352,10 +352,11 @@ class SiameseModel(
         refuse_pickle_loading(encoder_kwargs)
         source = str(encoder_name_or_path)
         weights = weights_file(source, encoder_kwargs)
-        encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path)
-        if encoder_dropout is not None:
-            encoder_kwargs["config"] = _with_dropout(encoder_config, encoder_dropout)
         with clear_loading_errors(source, weights, what="encoder"):
+            subfolder = {"subfolder": encoder_kwargs["subfolder"]} if "subfolder" in encoder_kwargs else {}
+            encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path, **subfolder)
+            if encoder_dropout is not None:
+                encoder_kwargs["config"] = _with_dropout(encoder_config, encoder_dropout)
             encoder = encoder_class(encoder_config).from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
         check_finite(encoder, weights)
         config = SiameseConfig(
