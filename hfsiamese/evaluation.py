@@ -131,9 +131,7 @@ def score_labelled_pairs(
     if missing:
         raise ValueError(f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs")
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
-    if truncate_dim is not None:
-        if model.config.classifier_head:
-            raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+    if truncate_dim is not None:  # a classification head's model refuses it in score_pairs
         encode["truncate_dim"] = truncate_dim
     scores = model.score_pairs(list(dataset["question1"]), list(dataset["question2"]), tokenizer, **encode)
     return scores.double().numpy(), np.asarray(dataset["label"], dtype=np.int64)

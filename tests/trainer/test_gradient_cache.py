@@ -28,15 +28,13 @@ def _grads(model):
     return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
 
 
-@pytest.mark.parametrize("loss_fn", [HardNegativeTripletLoss(0.9), MultipleNegativesRankingLoss()])
-@pytest.mark.parametrize("mini_batch", [1, 3, 10])
-def test_same_loss_and_gradients_as_the_plain_step(word_tokenizer, loss_fn, mini_batch):
+def _plain_and_cached_steps(word_tokenizer, loss_fn, mini_batch):
+    """One batch through a plain forward/backward and through GradCache on a twin model: (plain model, its loss, cached model, its loss)."""
     batch = _batch(word_tokenizer)
     plain = _model(word_tokenizer)
     out = plain(**{k: v for k, v in batch.items() if k not in ("labels", "group_ids")})
     plain_loss = loss_fn(out.embeddings_a, out.embeddings_b, group_ids=batch["group_ids"], negatives=out.embeddings_n)
     plain_loss.backward()
-
     cached = _model(word_tokenizer)
     sides = {side: side_inputs(batch, side) for side in ("a", "b", "n")}
     loss = gradient_cache_step(
@@ -45,6 +43,13 @@ def test_same_loss_and_gradients_as_the_plain_step(word_tokenizer, loss_fn, mini
         lambda e: loss_fn(e["a"], e["b"], group_ids=batch["group_ids"], negatives=e["n"]),
         mini_batch_size=mini_batch,
     )
+    return plain, plain_loss, cached, loss
+
+
+@pytest.mark.parametrize("loss_fn", [HardNegativeTripletLoss(0.9), MultipleNegativesRankingLoss()])
+@pytest.mark.parametrize("mini_batch", [1, 3, 10])
+def test_same_loss_and_gradients_as_the_plain_step(word_tokenizer, loss_fn, mini_batch):
+    plain, plain_loss, cached, loss = _plain_and_cached_steps(word_tokenizer, loss_fn, mini_batch)
     assert loss.item() == pytest.approx(plain_loss.item(), abs=1e-5)
     expected, got = _grads(plain), _grads(cached)
     assert expected.keys() == got.keys()
@@ -57,17 +62,7 @@ def test_a_matryoshka_loss_gets_the_plain_step_s_gradients_too(word_tokenizer, m
     """The cut happens inside the loss, so the cached embedding gradients hold every size's term. The small
     sizes' re-normalisation scales the gradients up (to ~4000 here), so float32 agrees relative to each one's scale."""
     loss_fn = MatryoshkaLoss("multiple_negatives_ranking", [12, 6, 3])
-    batch = _batch(word_tokenizer)
-    plain = _model(word_tokenizer)
-    out = plain(**{k: v for k, v in batch.items() if k not in ("labels", "group_ids")})
-    plain_loss = loss_fn(out.embeddings_a, out.embeddings_b, group_ids=batch["group_ids"], negatives=out.embeddings_n)
-    plain_loss.backward()
-
-    cached = _model(word_tokenizer)
-    sides = {side: side_inputs(batch, side) for side in ("a", "b", "n")}
-    loss = gradient_cache_step(
-        cached.embed, sides, lambda e: loss_fn(e["a"], e["b"], group_ids=batch["group_ids"], negatives=e["n"]), mini_batch_size=mini_batch
-    )
+    plain, plain_loss, cached, loss = _plain_and_cached_steps(word_tokenizer, loss_fn, mini_batch)
     assert loss.item() == pytest.approx(plain_loss.item(), abs=1e-5)
     expected, got = _grads(plain), _grads(cached)
     assert expected.keys() == got.keys()

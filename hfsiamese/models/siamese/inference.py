@@ -53,6 +53,12 @@ def check_truncate_dim(truncate_dim: int, full_dim: int) -> None:
         raise ValueError(f"truncate_dim must be an integer from 1 to the embedding size {full_dim}, got {truncate_dim!r}")
 
 
+def check_truncated_scoring(config: Any, truncate_dim: int | None) -> None:
+    """Pair scores at a `truncate_dim` are cosines: refused for a model whose classification head scores its pairs."""
+    if truncate_dim is not None and getattr(config, "classifier_head", False):
+        raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+
+
 def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
     if len(texts_a) != len(texts_b):
         raise ValueError(f"texts_a and texts_b must have the same length, got {len(texts_a)} and {len(texts_b)}")
@@ -273,6 +279,7 @@ class SiameseInferenceMixin:
     ) -> torch.Tensor:
         """Cosine similarity of each pair `(texts_a[i], texts_b[i])`."""
         _check_same_length(texts_a, texts_b)
+        check_truncated_scoring(self.config, encode_kwargs.get("truncate_dim"))
         a = self.encode(texts_a, tokenizer, **encode_kwargs)
         b = self.encode(texts_b, tokenizer, **encode_kwargs)
         return (a * b).sum(dim=-1)
@@ -329,6 +336,7 @@ class SiameseInferenceMixin:
         self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         _check_same_length(texts_a, texts_b)
+        check_truncated_scoring(self.config, encode_kwargs.get("truncate_dim"))
         a = self.encode(texts_a, tokenizer, **encode_kwargs)
         b = self.encode(texts_b, tokenizer, **encode_kwargs)
         return embedding_pair_scores(a, b, self.classifier)

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from transformers import Pipeline
 
-from .inference import check_truncate_dim
+from .inference import check_truncate_dim, check_truncated_scoring
 from .scoring import pair_probability, pair_scores, resolve_decision_threshold
 from .token_fields import token_fields
 
@@ -92,8 +92,7 @@ class QuestionDuplicatesPipeline(Pipeline):
         preprocess_params = {"max_length": max_length} if max_length is not None else {}
         forward_params = {}
         if truncate_dim is not None:
-            if self.model.config.classifier_head:
-                raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+            check_truncated_scoring(self.model.config, truncate_dim)
             check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
             forward_params["truncate_dim"] = truncate_dim
         postprocess_params = {"threshold": float(threshold)} if threshold is not None else {}

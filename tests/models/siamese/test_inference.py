@@ -79,3 +79,9 @@ def test_truncate_dim_keeps_the_first_dimensions_renormalised(tiny_bert_dir, wor
     assert short.shape == (2, 8) and torch.allclose(short, torch.nn.functional.normalize(full[:, :8], dim=-1))
     with pytest.raises(ValueError, match="truncate_dim must be an integer from 1 to the embedding size 16, got 17"):
         model.encode(["a"], word_tokenizer, truncate_dim=17)
+
+
+def test_truncated_scores_are_refused_where_a_classification_head_scores(tiny_bert_dir, word_tokenizer):
+    model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir), classifier_head=True).eval()
+    with pytest.raises(ValueError, match="truncate_dim: this model scores pairs with its classification head"):
+        model.score_pairs(["why is the sky blue ?"], ["how do i cook rice ?"], word_tokenizer, truncate_dim=8)
