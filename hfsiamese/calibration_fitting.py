@@ -41,6 +41,7 @@ from .models.siamese.score_calibrator import (
     ScoreCalibrator,
     check_calibration,
 )
+from .models.siamese.scoring import score_unit
 
 logger = logging.getLogger(__name__)
 
@@ -187,8 +188,9 @@ def calibrate_model(
 
     threshold, calibrator = fit_threshold(scores, labels, method, target, target_precision)
     notes = []
-    if not -1.0 <= threshold <= 1.0:  # a Platt/isotonic 0.5 crossing beyond every possible score
-        clipped = float(np.clip(threshold, -1.0, 1.0))
+    low = 0.0 if score_unit(model.config) == "probability" else -1.0  # the range of the model's pair scores
+    if not low <= threshold <= 1.0:  # a Platt/isotonic 0.5 crossing beyond every possible score
+        clipped = float(np.clip(threshold, low, 1.0))
         notes.append(
             f"P(duplicate) = 0.5 falls at score {threshold:.4g}, beyond the score range: threshold set to {clipped}"
         )

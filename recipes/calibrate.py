@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Recalibrate a trained Siamese model's decision on a new domain; prints the report as ONE JSON object.
+"""Recalibrate a trained Siamese model's (or a cross-encoder's) decision on a new domain; prints the report as ONE JSON object.
 
     python recipes/calibrate.py --model_name_or_path outputs/lstm_qqp --calibration_file my_pairs.tsv \
         --output_dir outputs/lstm_qqp_mydomain --method platt
@@ -23,18 +23,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+from transformers import AutoTokenizer, HfArgumentParser
 
 from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
 from hfsiamese.data import load_pairs
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
+from hfsiamese.serving import load_pair_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args,) = parse_config_and_flags(HfArgumentParser(CalibrationArguments), argv)
     configure_quiet_console()
     check_calibrated_folder(args.model_name_or_path, args.output_dir)  # fail before scoring anything, not after
-    model = AutoModel.from_pretrained(args.model_name_or_path)
+    model = load_pair_model(args.model_name_or_path)  # a Siamese model or a cross-encoder
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     pairs = load_pairs(
         args.calibration_file,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Evaluate a trained Siamese model on a labelled pair file; prints ONE JSON object.
+"""Evaluate a trained Siamese model (or a cross-encoder) on a labelled pair file; prints ONE JSON object.
 
     python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file outputs/qqp_validation.jsonl
     python recipes/evaluate_pairs.py --model_name_or_path outputs/lstm_qqp --test_file outputs/qqp_validation.jsonl \
@@ -47,7 +47,7 @@ from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-from hfsiamese.serving import load_siamese_model
+from hfsiamese.serving import load_pair_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
     # A folder without config.json, or offline a Hub id not in the cache, fails here, saying which.
     require_local_or_cached(args.model_name_or_path, saved_folder=True)
-    model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
+    model = load_pair_model(args.model_name_or_path)  # a PyTorch checkpoint, an ONNX export or a cross-encoder
+    if args.retrieval and not hasattr(model, "encode"):
+        raise ValueError("--retrieval searches with embeddings: a cross-encoder has none (rerank a bi-encoder's candidates with it)")
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     columns = dict(
         format=args.data_format,

@@ -5,6 +5,7 @@
     accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml --max_steps 100
     python recipes/train.py --model_name_or_path sentence-transformers/all-mpnet-base-v2   # any pretrained model, as configured
     python recipes/train.py --train_file pairs.csv --validation_file val.csv --output_dir outputs/mine
+    python recipes/train.py recipes/configs/cross_minilm_qqp.yaml           # a cross-encoder (architecture: cross_encoder)
 
 A YAML/JSON config may come first; flags after it override it. With none, the LSTM recipe is the default, or,
 when `--model_name_or_path` names a pretrained model to start from, `configs/pretrained_qqp.yaml`. Without `--output_dir` the run is
@@ -12,6 +13,9 @@ saved to `outputs/<run name>` (the config's name, or the training data's name an
 numbered folder beside it when that one holds an earlier run). The end of the run prints where the
 model went, its validation metrics and the commands to use it; `<output_dir>/all_results.json` holds
 every metric. Errors are one line (`--debug` shows the traceback).
+
+With `--architecture cross_encoder` the same command trains a cross-encoder (`hfsiamese.cross_encoder`): both
+questions read together, binary cross-entropy on labelled pairs, the same splits, calibration and outputs.
 
 The steps are the package's (`hfsiamese.runs` for the run's start, folder and end, `hfsiamese.training` for
 the arguments and data, `hfsiamese.trainer`); this script only puts them in order.
@@ -35,12 +39,14 @@ from hfsiamese.runs import (
     default_config_of,
     end_run,
     parse_config_and_flags,
+    refuse_bi_encoder_losses,
     run_recipe,
     save_run,
+    start_cross_encoder_run,
     start_run,
 )
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments, resolve_resume_checkpoint
-from hfsiamese.training import DataArguments, ModelArguments, model_card_kwargs, training_view
+from hfsiamese.trainer import CrossEncoderTrainer, SiameseTrainer, SiameseTrainingArguments, resolve_resume_checkpoint
+from hfsiamese.training import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs, training_view
 
 RECIPES_DIR = Path(__file__).resolve().parent
 DEFAULT_CONFIG = RECIPES_DIR / "configs" / "lstm_qqp.yaml"
@@ -57,7 +63,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
 
     configure_training_console(training_args.should_log)
+    if model_args.architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
+    if model_args.architecture == "cross_encoder":
+        refuse_bi_encoder_losses(argv, default_config)
     with claim_output_dir(training_args, data_args, argv, default_config):  # named, checked, locked
+        if model_args.architecture == "cross_encoder":
+            return train_cross_encoder(model_args, data_args, training_args)
         return train(model_args, data_args, training_args)
 
 
@@ -120,9 +132,48 @@ def train(
         export_sentence_transformers(
             model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
         )
-    corpus = data_args.train_file or (None if data_args.dataset_name else DEFAULT_TRAIN_FILE)
-    end_run(trainer, metrics, corpus_file=corpus, recipes_dir=RECIPES_DIR)
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), recipes_dir=RECIPES_DIR)
     return metrics
+
+
+def train_cross_encoder(
+    model_args: ModelArguments, data_args: DataArguments, training_args: SiameseTrainingArguments
+) -> dict[str, float]:
+    """A cross-encoder's run (`--architecture cross_encoder`), once the output folder is this run's."""
+    resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    run = start_cross_encoder_run(model_args, data_args, training_args, default_train_file=DEFAULT_TRAIN_FILE)
+    with training_args.main_process_first(desc="tokenising pairs"):
+        train_dataset = run.tokenize(run.splits["train"], training=True)
+        eval_dataset = run.tokenize(run.splits["validation"])
+        test_dataset = run.tokenize(run.splits["test"]) if "test" in run.splits else None
+    if training_args.process_index == 0:
+        logger.info(
+            "cross-encoder: %d training rows (labelled pairs, pair order %s), %d validation pairs",
+            len(train_dataset),
+            run.cross_encoder.pair_order,
+            len(eval_dataset),
+        )
+    trainer = CrossEncoderTrainer(
+        model=run.cross_encoder.model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=run.cross_encoder.tokenizer,
+        training_questions=run.training_questions,
+    )
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
+    metrics = {**train_result.metrics, "train_samples": len(train_dataset)}
+    metrics.update(trainer.evaluate())  # calibrates config.threshold, which save_model then stores
+    if test_dataset is not None:
+        metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
+    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), recipes_dir=RECIPES_DIR, reranker=True)
+    return metrics
+
+
+def corpus_file_of(data_args: DataArguments) -> str | Path | None:
+    """The questions the end-of-run search command names: the training file (none for a Hub data set)."""
+    return data_args.train_file or (None if data_args.dataset_name else DEFAULT_TRAIN_FILE)
 
 
 if __name__ == "__main__":

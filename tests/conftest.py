@@ -68,6 +68,42 @@ def tiny_bert_dir(tmp_path_factory, word_tokenizer):
     return path
 
 
+@pytest.fixture(scope="session")
+def tiny_cross_encoder_dir(tmp_path_factory):
+    """
+    A randomly initialised 2-layer BERT with a one-logit head, saved as a cross-encoder folder, with all-MiniLM-L6-v2's
+    tokenizer (a cross-encoder needs a tokenizer that joins two texts with [SEP] and segment ids).
+    """
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from hfsiamese.cross_encoder import CrossEncoder
+    from hfsiamese.training.minilm import resolve_minilm_path
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=1,
+        architectures=["BertForSequenceClassification"],
+    )
+    path = tmp_path_factory.mktemp("tiny_cross_encoder")
+    CrossEncoder(BertForSequenceClassification(config), tokenizer, pair_order="both").save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def tiny_cross_encoder(tiny_cross_encoder_dir):
+    """The tiny cross-encoder, loaded afresh for each test (tests may calibrate or train it)."""
+    from hfsiamese.cross_encoder import CrossEncoder
+
+    return CrossEncoder.from_pretrained(tiny_cross_encoder_dir)
+
+
 # Each test (and each test module, for processes its module fixtures start) marks the processes it starts
 # through the environment they inherit; a marked process still alive at the end is killed and fails the
 # test. The environment, not the process tree: a worker whose launcher was killed is re-parented to init

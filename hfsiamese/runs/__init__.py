@@ -11,9 +11,10 @@ from .console import configure_quiet_console, configure_training_console
 from .cpu_threads import apply_cpu_threads
 from .run_end import end_run, save_run
 from .run_folder import claim_output_dir
-from .run_start import StartedRun, start_run
+from .run_start import StartedCrossEncoderRun, StartedRun, refuse_bi_encoder_losses, start_cross_encoder_run, start_run
 
 __all__ = [
+    "StartedCrossEncoderRun",
     "StartedRun",
     "UsageError",
     "apply_cpu_threads",
@@ -24,6 +25,8 @@ __all__ = [
     "end_run",
     "parse_config_and_flags",
     "run_recipe",
+    "refuse_bi_encoder_losses",
     "save_run",
+    "start_cross_encoder_run",
     "start_run",
 ]

@@ -30,14 +30,15 @@ def end_run(
     *,
     corpus_file: str | os.PathLike | None,
     recipes_dir: str | os.PathLike,
+    reranker: bool = False,
 ) -> None:
     """
     Print the run's summary on the main process (where the model went, its validation metrics, the
-    commands to evaluate and search with it), then tear the process group down: under several
+    commands to evaluate and search (a cross-encoder, `reranker`: rerank) with it), then tear the process group down: under several
     processes gloo aborts at exit otherwise.
     """
     if trainer.is_world_process_zero():
-        print(run_summary(trainer.args.output_dir, metrics, corpus_file=corpus_file, recipes_dir=recipes_dir), flush=True)
+        print(run_summary(trainer.args.output_dir, metrics, corpus_file=corpus_file, recipes_dir=recipes_dir, reranker=reranker), flush=True)
     trainer.accelerator.end_training()
 
 

@@ -50,11 +50,13 @@ def run_summary(
     *,
     corpus_file: str | os.PathLike | None = None,
     recipes_dir: str | os.PathLike = "recipes",
+    reranker: bool = False,
 ) -> str:
     """
     The end-of-run summary: where the model was saved, its validation (and test) metrics, and the
     commands that evaluate it on labelled pairs and search a corpus with it (`corpus_file`, e.g. the
-    training file; a placeholder when there is none) with the recipes in `recipes_dir`.
+    training file; a placeholder when there is none) with the recipes in `recipes_dir`; for a cross-encoder
+    (`reranker`), the command that reranks a bi-encoder's candidates with it instead of the search.
     """
     model = shown_path(output_dir)
     python = python_command()
@@ -75,9 +77,15 @@ def run_summary(
         "          (pairs it never trained on: `python benchmarks/export_validation_slice.py HELD_OUT_PAIRS.jsonl "
         "[CONFIG]` writes the validation split a recipe config held out)"
     )
-    lines.append(
-        f"Search:   {python} {search} --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
-    )
+    if reranker:
+        lines.append(
+            f"Rerank:   {python} {search} --model_name_or_path BI_ENCODER --cross_encoder {model} --corpus {corpus} "
+            "--query 'How do I learn Python?'"
+        )
+    else:
+        lines.append(
+            f"Search:   {python} {search} --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
+        )
     return "\n".join(lines)
 
 

@@ -9,7 +9,6 @@ of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,22 +16,19 @@ from typing import Any
 
 import datasets
 import numpy as np
-import safetensors.numpy
 import torch
 from torch import nn
 from transformers import Trainer
 
 from ..data.arrow_batches import arrow_batch_dataset
 from ..data.collator import SiamesePairCollator
-from ..data.question_fingerprints import FINGERPRINT_FILE, fingerprint_tensors
 from ..data.sampler import NoDuplicateGroupSampler
 from ..losses import SiameseLoss
 from ..model_card import build_model_card, metrics_from_log_history
 from ..models.siamese.scoring import pair_scores
 from ..runs.console import use_single_progress_bar
-from ..runs.output_dirs import give_umask_mode
 from ..runs.process_group import check_process_group
-from .atomic_save import CheckpointStaging, save_model_atomically
+from .atomic_save import CheckpointStaging
 from .batch_sampling import length_grouped_sampler, training_sampler
 from .checkpoints import resolve_resume_checkpoint
 from .dataset_checks import check_pair_columns, check_training_labels
@@ -43,17 +39,17 @@ from .nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
 from .sharded_training import (
     check_sharded_training,
     is_sharded,
-    saved_as_its_own_class,
     use_fsdp2_layers_without_input_embeddings,
 )
-from .threshold_calibration import ThresholdCalibration
+from .staged_saving import StagedSavingMixin
+from .threshold_calibration import CalibratingEvaluationMixin, ThresholdCalibration
 from .training_arguments import SiameseTrainingArguments
 from .truncated_evaluation import truncated_evaluation_dims, truncated_scores
 
 BATCH_ONLY_KEYS = ("labels", "group_ids")
 
 
-class SiameseTrainer(Trainer):
+class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
     """
     Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
 
@@ -315,64 +311,6 @@ class SiameseTrainer(Trainer):
         self.nonfinite_loss.add_to_logs(logs)
         super().log(logs, start_time)
 
-    # ------------------------------------------------------------------------------------------
-    # Saving: checkpoints and the final model appear on disk only once complete (`atomic_save`)
-    # ------------------------------------------------------------------------------------------
-    def _get_output_dir(self, trial: Any) -> str:
-        # While a checkpoint is staged, the Trainer's own saving code writes into the staging folder.
-        return self.checkpoint_staging.folder or super()._get_output_dir(trial)
-
-    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
-        """The Trainer's checkpoint, written under `tmp-checkpoint-N/` and renamed to `checkpoint-N` in one step."""
-        write = super()._save_checkpoint
-        self.checkpoint_staging.save(
-            self, super()._get_output_dir(trial), lambda: write(model, trial), self._push_with_modeling_code
-        )
-
-    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
-        # Called by the Trainer while the checkpoint is still in its staging folder: push it once renamed.
-        if not self.checkpoint_staging.defer_push(checkpoint_folder):
-            self._push_with_modeling_code(checkpoint_folder)
-
-    def _push_with_modeling_code(self, checkpoint_folder: str) -> None:
-        """
-        The Trainer's per-checkpoint push uploads `output_dir` after copying in only the weights and
-        config.json from the checkpoint: the modeling code saved beside them (`*.py`, which `auto_map`
-        points at) would be missing from the Hub until the final push. Copy it too.
-        """
-        if self.is_world_process_zero():
-            for code_file in Path(checkpoint_folder).glob("*.py"):
-                shutil.copy(code_file, Path(self.args.output_dir) / code_file.name)
-        super()._push_from_checkpoint(checkpoint_folder)
-
-    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
-        """The Trainer's save (weights, config, tokenizer), then the training questions' fingerprint beside them."""
-        with saved_as_its_own_class(self.model):  # under FSDP2, else the checkpoint names torch's FSDP class as its code
-            super()._save(output_dir, state_dict)
-        if self.training_questions is not None and self.args.should_save:
-            path = Path(output_dir if output_dir is not None else self.args.output_dir) / FINGERPRINT_FILE
-            safetensors.numpy.save_file(fingerprint_tensors(self.training_questions), str(path))
-            give_umask_mode(path)
-
-    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """
-        Save the model, tokenizer and config for `from_pretrained`, atomically (`save_model_atomically`):
-        a crash mid-save leaves either the previous save or a folder `from_pretrained` refuses.
-
-        DeepSpeed and FSDP saves (all processes write) and checkpoints (staged as a whole by
-        `_save_checkpoint`) go through the Trainer's own `save_model`.
-        """
-        staged_elsewhere = self.checkpoint_staging.folder is not None
-        if staged_elsewhere or not self.args.should_save or self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            return super().save_model(output_dir, _internal_call)
-        write = super().save_model
-        save_model_atomically(
-            output_dir if output_dir is not None else self.args.output_dir,
-            lambda folder: write(folder, _internal_call=True),
-        )
-        if self.args.push_to_hub and not _internal_call:  # `push_to_hub` itself saves with _internal_call
-            self.push_to_hub(commit_message="Model save", revision=self.args.hub_revision)
-
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
         """The Trainer's, or for a LoRA run its adapters and head: its checkpoints hold merged weights (`lora_checkpoints`)."""
         if not load_lora_checkpoint(model if model is not None else self.model, resume_from_checkpoint):
@@ -401,23 +339,6 @@ class SiameseTrainer(Trainer):
         if self.evaluation_dims:  # one column per size: the full one first, then the cut ones
             scores = torch.stack([scores, *truncated_scores(outputs, self.evaluation_dims)], dim=1)
         return None, scores.detach().float(), inputs.get("labels")
-
-    def evaluate(
-        self,
-        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
-        ignore_keys: list[str] | None = None,
-        metric_key_prefix: str = "eval",
-    ) -> dict[str, float]:
-        """
-        Score labelled pairs. On the validation set (`metric_key_prefix="eval"`, the Trainer's own
-        evaluations included) the threshold is calibrated and stored in `config.threshold` when
-        `calibrate_threshold`; any other prefix (e.g. `"test"`) is scored at the stored threshold,
-        so a test set never tunes the threshold it is judged by.
-        """
-        with self.calibration.evaluating(metric_key_prefix):
-            metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
-        self.calibration.store(metrics, metric_key_prefix)
-        return metrics
 
     # ------------------------------------------------------------------------------------------
     # Sharing

@@ -13,6 +13,9 @@ from typing import Any
 from ..model_card import local_card_license
 from .minilm import MINILM_HUB_ID, resolve_minilm_path
 
+# What `ModelArguments.architecture` may name.
+ARCHITECTURES = ("bi_encoder", "cross_encoder")
+
 # Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
 EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)"
 
@@ -21,6 +24,21 @@ EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qq
 class ModelArguments:
     """Which encoder to train, and its size."""
 
+    architecture: str = field(
+        default="bi_encoder",
+        metadata={
+            "help": "'bi_encoder': a Siamese model, each text embedded alone (search and decisions); 'cross_encoder': "
+            "both texts read together by one transformer (decides better, one forward per pair: reranking and "
+            "teaching; see hfsiamese.cross_encoder)."
+        },
+    )
+    pair_order: str = field(
+        default="both",
+        metadata={
+            "help": "Cross-encoder: 'both' trains on each pair in both orders and scores a pair by the mean of both "
+            "orders' logits (symmetric, twice the compute); 'given' reads each pair once, as given."
+        },
+    )
     encoder_type: str = field(
         default="lstm",
         metadata={"help": "'lstm', 'static' (a bag of learned token vectors, no recurrence) or 'transformer'."},
@@ -145,6 +163,15 @@ class DataArguments:
     dataset_split: str = field(default="train", metadata={"help": "dataset_name: the split to train on."})
     validation_file: str | None = field(
         default=None, metadata={"help": "Labelled validation pairs; default: split off train_file by duplicate group."}
+    )
+    silver_pairs_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Silver pairs to train on besides the gold ones: training questions paired and labelled by a cross-encoder "
+            "at its threshold (recipes/silver_pairs.py, JSON lines; hard 0/1 labels). A file with a pair holding a validation "
+            "or test question is refused; pairs repeating a gold training pair are dropped; max_train_pairs limits the gold "
+            "pairs only."
+        },
     )
     data_format: str | None = field(
         default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."}

@@ -113,7 +113,7 @@ class DenseLayer(nn.Module):
         return self.activation(self.linear(x))
 
 
-def _with_dropout(config: Any, probability: float) -> Any:
+def with_dropout(config: Any, probability: float) -> Any:
     """`config` with every dropout probability it declares set to `probability`."""
     if not 0.0 <= probability < 1.0:
         raise ValueError(f"encoder_dropout is a probability in [0, 1), got {probability}")
@@ -356,7 +356,7 @@ class SiameseModel(
             subfolder = {"subfolder": encoder_kwargs["subfolder"]} if "subfolder" in encoder_kwargs else {}
             encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path, **subfolder)
             if encoder_dropout is not None:
-                encoder_kwargs["config"] = _with_dropout(encoder_config, encoder_dropout)
+                encoder_kwargs["config"] = with_dropout(encoder_config, encoder_dropout)
             encoder = encoder_class(encoder_config).from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
         check_finite(encoder, weights)
         config = SiameseConfig(

@@ -37,8 +37,10 @@ PairHead = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def score_unit(config: Any) -> ScoreUnit:
-    """The unit of a model's pair scores and of its `config.threshold`."""
-    return "probability" if getattr(config, "classifier_head", False) else "cosine"
+    """The unit of a model's pair scores and of its `config.threshold` (a cross-encoder's config says `score_unit` itself)."""
+    if getattr(config, "score_unit", None) == "probability" or getattr(config, "classifier_head", False):
+        return "probability"
+    return "cosine"
 
 
 def pair_probabilities(logits: torch.Tensor) -> torch.Tensor:
