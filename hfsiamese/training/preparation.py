@@ -11,17 +11,20 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import datasets
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..data.arrow_columns import column_numpy
 from ..data.deduplication import deduplicate_pairs
 from ..data.groups import assign_duplicate_groups
 from ..data.loading import load_pairs
-from ..data.question_ids import with_question_keys
+from ..data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
 from ..data.splits import split_by_group, split_report
 from ..data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 from .mining import mine_hard_negatives
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from ..losses.base import SiameseLoss
     from .arguments import DataArguments
 
-__all__ = ["TRAIN_VIEWS", "load_splits", "training_view", "view_for_loss"]
+__all__ = ["TRAIN_VIEWS", "load_splits", "training_view", "view_for_loss", "with_silver_pairs"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +52,8 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
     The pairs come from `data_args.dataset_name` (a Hub data set), else `data_args.train_file`,
     else `default_train_file` (the recipe passes its embedded QQP file). Without a
     `validation_file`, validation (and test) are split off by connected question components.
+    With `data_args.silver_pairs_file`, its silver pairs follow the gold training pairs (`with_silver_pairs`)
+    before the duplicate groups are drawn, so that a silver duplicate joins groups as a gold one does.
     """
     columns = dict(
         format=data_args.data_format,
@@ -80,17 +85,72 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
             test_fraction=data_args.test_fraction,
             seed=data_args.split_seed,
         )
+    gold_pairs = len(splits["train"])
+    if data_args.silver_pairs_file:
+        held_out = [split for name, split in splits.items() if name != "train"]
+        splits["train"] = with_silver_pairs(splits["train"], held_out, data_args.silver_pairs_file)
     splits["train"] = assign_duplicate_groups(splits["train"])
     if not (column_numpy(splits["train"], "label") == 1).any():
         raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
-    for split, limit in (
-        ("train", data_args.max_train_pairs),
-        ("validation", data_args.max_eval_pairs),
-    ):
-        if limit is not None:
-            splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
+    # max_train_pairs keeps the first gold pairs, and every silver pair (they come after the gold ones).
+    if data_args.max_train_pairs is not None:
+        kept, total = min(data_args.max_train_pairs, gold_pairs), len(splits["train"])
+        rows = range(kept) if total == gold_pairs else np.concatenate([np.arange(kept), np.arange(gold_pairs, total)])
+        splits["train"] = splits["train"].select(rows)
+    if data_args.max_eval_pairs is not None:
+        limit = min(data_args.max_eval_pairs, len(splits["validation"]))
+        splits["validation"] = splits["validation"].select(range(limit))
     logger.info("splits: %s", json.dumps(split_report(splits)))
     return splits
+
+
+def with_silver_pairs(
+    train: datasets.Dataset, held_out: Sequence[datasets.Dataset], silver_file: str | Path
+) -> datasets.Dataset:
+    """
+    `train` with the silver pairs of `silver_file` after its rows (`hfsiamese.cross_encoder.silver_pairs`: question1,
+    question2, hard 0/1 label, qid1/qid2 when the gold pairs have ids), in the gold pairs' columns and types.
+
+    A silver pair holding a question of a `held_out` split (validation, test; by question identity) is a ValueError
+    naming their count: silver labels must come from training questions alone. Silver pairs repeating a gold pair
+    (in either order, whatever the labels) or an earlier silver pair are dropped; the counts are logged.
+    """
+    source = str(silver_file)
+    silver = load_pairs(source, deduplicate=False)
+    identity = identity_name(train)
+    if identity_name(silver) != identity:
+        if identity == "question ids":
+            raise ValueError(
+                f"{source} has no qid1/qid2 but the training pairs are identified by question ids: write the silver pairs "
+                "from this same data (recipes/silver_pairs.py keeps the ids)"
+            )
+        # The gold pairs are identified by their text: so are the silver pairs.
+        silver = silver.remove_columns(list(ID_COLUMNS))
+    silver = with_question_keys(silver)
+    held = [key for split in held_out if len(split) for key in question_keys(split)]
+    if held:
+        held_keys = pa.chunked_array([chunk for key in held for chunk in key.chunks], type=pa.string()).unique()
+        key1, key2 = question_keys(silver)
+        leaking = pc.or_(pc.is_in(key1, value_set=held_keys), pc.is_in(key2, value_set=held_keys))
+        count = pc.sum(leaking).as_py() or 0
+        if count:
+            raise ValueError(
+                f"{count} of {len(silver)} silver pairs in {source} hold a validation or test question (by {identity}): "
+                "make silver pairs from this configuration's training split (recipes/silver_pairs.py with the same config)"
+            )
+    missing = sorted(set(train.column_names) - set(silver.column_names))
+    if missing:
+        raise ValueError(f"{source} lacks the columns {missing} of the training pairs")
+    silver = silver.select_columns(train.column_names).cast(train.features)
+    combined, report = deduplicate_pairs(datasets.concatenate_datasets([train, silver]), warn=False)
+    added = len(combined) - len(train)
+    duplicates = int((column_numpy(combined, "label")[len(train) :] == 1).sum())
+    logger.info(
+        "silver pairs: %d added to %d gold training pairs from %s (%d labelled duplicates); %d dropped that repeat a gold "
+        "or an earlier silver pair (%d of them with another label)",
+        added, len(train), source, duplicates, report.collapsed, report.conflicting,
+    )  # fmt: skip
+    return combined
 
 
 def view_for_loss(loss: SiameseLoss) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import datasets
@@ -105,3 +106,75 @@ def test_a_view_keeping_less_than_half_of_the_duplicates_warns(tiny_lstm, word_t
         assert len(training_view(pairs, args, get_loss("triplet"), tiny_lstm, word_tokenizer)) == 4
     with pytest.warns(UserWarning, match=r"train_view=triplets keeps 1 of 4 duplicate pairs \(25%\)"):
         warn_if_thin("triplets", 1, 4)
+
+
+
+def write_jsonl(path, rows) -> str:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+def pair(question1, question2, label, **ids):
+    """A silver pair as recipes/silver_pairs.py writes it (its score and source are read by no one here)."""
+    return {"question1": question1, "question2": question2, "label": label, "silver_score": 0.5, "source": "random", **ids}
+
+
+def test_silver_pairs_are_added_after_the_gold_ones(tmp_path):
+    gold = load_splits(DataArguments(test_fraction=0.1), default_train_file=QQP_FILE)
+    train = gold["train"]
+    q1, q2, groups = list(train["question1"]), list(train["question2"]), list(train["group_id"])
+    a, b = next((i, j) for i in range(len(train)) for j in range(i + 1, len(train)) if groups[i] != groups[j])
+    silver = write_jsonl(
+        tmp_path / "silver.jsonl",
+        [
+            pair(q1[a], q1[b], 1),  # joins two duplicate groups
+            pair(q2[a], q2[b], 0),
+            pair(q2[0].upper(), q1[0], 1 - train["label"][0]),  # a gold pair, mirrored: dropped
+            pair(q1[b], q1[a], 1),  # the first silver pair, mirrored: dropped
+        ],
+    )
+    splits = load_splits(DataArguments(test_fraction=0.1, silver_pairs_file=silver), default_train_file=QQP_FILE)
+    with_silver = splits["train"]
+    assert len(with_silver) == len(train) + 2 and with_silver.column_names == train.column_names
+    assert with_silver["question1"][-2:] == [q1[a], q2[a]] and with_silver["label"][-2:] == [1, 0]
+    assert with_silver["question1"][: len(train)] == q1  # the gold pairs first, unchanged
+    assert with_silver["group_id"][a] == with_silver["group_id"][b]  # a silver duplicate joins groups
+    for name in ("validation", "test"):
+        assert splits[name]["question1"][:] == gold[name]["question1"][:]
+    assert split_report(splits)["shared_questions"] == {"train/validation": 0, "train/test": 0, "validation/test": 0}
+    # max_train_pairs limits the gold pairs; every silver pair stays.
+    limited = DataArguments(test_fraction=0.1, silver_pairs_file=silver, max_train_pairs=10)
+    assert load_splits(limited, default_train_file=QQP_FILE)["train"]["question1"][:] == q1[:10] + [q1[a], q2[a]]
+
+
+def test_silver_pairs_holding_a_held_out_question_are_refused(tmp_path):
+    gold = load_splits(DataArguments(test_fraction=0.1), default_train_file=QQP_FILE)
+    train_question = gold["train"]["question1"][0]
+    for name in ("validation", "test"):
+        held_out = "  " + gold[name]["question2"][3].upper()  # the same question, by normalised text
+        silver = write_jsonl(
+            tmp_path / f"{name}.jsonl",
+            [pair(train_question, gold["train"]["question2"][5], 0), pair(train_question, held_out, 1)],
+        )
+        message = rf"1 of 2 silver pairs in .*{name}.jsonl hold a validation or test question \(by normalised text\)"
+        with pytest.raises(ValueError, match=message):
+            load_splits(DataArguments(test_fraction=0.1, silver_pairs_file=silver), default_train_file=QQP_FILE)
+
+
+def test_silver_pairs_take_the_gold_pairs_identity(tmp_path):
+    rows = [(1, TEXTS[0], TEXTS[1]), (0, TEXTS[2], TEXTS[3]), (1, TEXTS[4], TEXTS[5])]
+    train = write_jsonl(
+        tmp_path / "train.jsonl",
+        [pair(a, b, label, qid1=f"q{2 * i}", qid2=f"q{2 * i + 1}") for i, (label, a, b) in enumerate(rows)],
+    )
+    validation = write_jsonl(tmp_path / "val.jsonl", [pair(TEXTS[6], TEXTS[7], 0, qid1="v1", qid2="v2")])
+    args = {"train_file": train, "validation_file": validation}
+    # Held out by id, whatever its text.
+    leaking = write_jsonl(tmp_path / "leak.jsonl", [pair(TEXTS[0], "another text", 0, qid1="q0", qid2="v2")])
+    with pytest.raises(ValueError, match=r"1 of 1 silver pairs .* hold a validation or test question \(by question ids\)"):
+        load_splits(DataArguments(**args, silver_pairs_file=leaking))
+    no_ids = write_jsonl(tmp_path / "no_ids.jsonl", [pair(TEXTS[0], TEXTS[2], 0)])
+    with pytest.raises(ValueError, match="no_ids.jsonl has no qid1/qid2 but the training pairs are identified by question ids"):
+        load_splits(DataArguments(**args, silver_pairs_file=no_ids))
+    silver = write_jsonl(tmp_path / "silver.jsonl", [pair(TEXTS[0], TEXTS[2], 0, qid1="q0", qid2="q2")])
+    assert load_splits(DataArguments(**args, silver_pairs_file=silver))["train"]["qid2"][:] == ["q1", "q3", "q5", "q2"]
