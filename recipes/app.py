@@ -4,10 +4,14 @@
     python recipes/app.py --model_name_or_path outputs/lstm_qqp --corpus recipes/data/qqp_dev.tsv
     python recipes/app.py --model_name_or_path outputs/lstm_qqp --corpus questions.txt --index outputs/my_index
     python recipes/app.py --model_name_or_path outputs/lstm_qqp --index outputs/my_index --port 8080
+    python recipes/app.py --model_name_or_path outputs/lstm_qqp --index outputs/my_index \\
+        --cross_encoder outputs/cross_minilm_qqp       # the cross-encoder reranks and decides
 
 Then open http://127.0.0.1:7860. It binds 127.0.0.1 (this machine only) unless --host says
 otherwise. The corpus formats are those of recipes/search.py; --index loads a saved index, or
-saves the one built from --corpus there. Needs `pip install "hfsiamese[app]"`.
+saves the one built from --corpus there; --cross_encoder reranks each search's --rerank_k candidates
+(default max(2k, 20)) and decides with its own scores and threshold, in both tabs. Needs
+`pip install "hfsiamese[app]"`.
 """
 
 from __future__ import annotations

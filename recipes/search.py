@@ -7,6 +7,8 @@
         --index_dir outputs/qqp_index --query "How do I learn Python?"        # builds and saves the index
     python recipes/search.py --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
         --query "How can I lose weight?" --json                               # reuses it
+    python recipes/search.py --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
+        --cross_encoder outputs/cross_minilm_qqp --query "How can I lose weight?"  # reranked
 
 The corpus is read as:
   * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
@@ -19,6 +21,12 @@ The corpus is read as:
 
 Prints the top matches per query (score = cosine similarity, "duplicate" where the score reaches
 the model's calibrated threshold or --threshold), or with --json one JSON object.
+
+With --cross_encoder (a folder trained by `recipes/train.py recipes/configs/cross_minilm_qqp.yaml`),
+the bi-encoder retrieves --rerank_k candidates per query (default max(2k, 20)) and the cross-encoder
+reranks them: the score shown is the cross-encoder's, in [0, 1], "duplicate" follows its calibrated
+threshold (or --threshold, then a cross-encoder score), and --json also gives each match's
+`retrieval_score` (the cosine). The cross-encoder is never saved into --index_dir.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.serving import load_siamese_model
 
 
@@ -57,7 +66,16 @@ class SearchArguments:
     overwrite_index: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
     k: int = field(default=5, metadata={"help": "Matches per query."})
     backend: str = field(default="exact", metadata={"help": "exact (torch) or faiss.", "choices": ("exact", "faiss")})
-    threshold: float | None = field(default=None, metadata={"help": "Cosine threshold for 'duplicate' (default: the model's)."})
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "Threshold for 'duplicate': a cosine (default: the model's), or with --cross_encoder a cross-encoder score (default: its own)."},
+    )
+    cross_encoder: str | None = field(
+        default=None, metadata={"help": "Folder (or Hub id) of a trained cross-encoder that reranks the bi-encoder's candidates."}
+    )
+    rerank_k: int | None = field(
+        default=None, metadata={"help": "Candidates per query the cross-encoder reranks (default: max(2k, 20)); at least --k."}
+    )
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
@@ -73,7 +91,7 @@ def check_queries(queries: list[str]) -> None:
 
 def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
     options = {"backend": args.backend, "batch_size": args.batch_size, "max_length": args.max_length}
-    if args.threshold is not None:
+    if args.threshold is not None and args.cross_encoder is None:  # with a reranker, the threshold is the cross-encoder's
         options["threshold"] = args.threshold
     saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
     if saved and not args.overwrite_index:
@@ -110,24 +128,47 @@ def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> s
         lines.append(f"Query: {query}")
         for rank, match in enumerate(matches, start=1):
             flag = "duplicate" if match.get("is_duplicate") else ""
-            lines.append(f"  {rank:>2}. {match['score']:.4f} {flag:<9}  [{match['id']}] {match['text']}")
+            retrieved = f" (cosine {match['retrieval_score']:.4f})" if "retrieval_score" in match else ""  # reranked
+            lines.append(f"  {rank:>2}. {match['score']:.4f}{retrieved} {flag:<9}  [{match['id']}] {match['text']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n")
+
+
+def load_cross_encoder(args: SearchArguments) -> Any | None:
+    """The --cross_encoder reranker (None without one), its flags checked; loaded before the corpus is embedded."""
+    if args.cross_encoder is None:
+        if args.rerank_k is not None:
+            raise UsageError("--rerank_k applies only with --cross_encoder")
+        return None
+    if args.rerank_k is not None and args.rerank_k < args.k:
+        raise UsageError(f"--rerank_k ({args.rerank_k}) must be at least --k ({args.k}): the cross-encoder reranks --rerank_k candidates and shows --k")
+    from hfsiamese.cross_encoder import CrossEncoder
+
+    cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
+    cross_encoder_threshold(cross_encoder, args.threshold)  # a --threshold outside [0, 1], said before any work
+    return cross_encoder
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args,) = parse_config_and_flags(HfArgumentParser(SearchArguments), argv)
     check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
     configure_quiet_console()
+    cross_encoder = load_cross_encoder(args)
     index = build_or_load_index(args)
-    results = index.search(args.query, k=args.k)
-    output = {
-        "model_name_or_path": args.model_name_or_path,
-        "num_texts": len(index),
-        "k": args.k,
-        "threshold": index.threshold,
-        "results": [{"query": query, "matches": matches} for query, matches in zip(args.query, results)],
-    }
+    output = {"model_name_or_path": args.model_name_or_path, "num_texts": len(index), "k": args.k}
+    if cross_encoder is None:
+        results = index.search(args.query, k=args.k)
+        output["threshold"] = index.threshold
+    else:
+        rerank_k = check_rerank_k(args.rerank_k, args.k)
+        results = index.search(args.query, k=args.k, cross_encoder=cross_encoder, rerank_k=rerank_k, threshold=args.threshold)
+        output.update(
+            cross_encoder=args.cross_encoder,
+            rerank_k=rerank_k,
+            threshold=cross_encoder_threshold(cross_encoder, args.threshold),
+            retrieval_threshold=index.threshold,
+        )
+    output["results"] = [{"query": query, "matches": matches} for query, matches in zip(args.query, results)]
     print(json.dumps(output, ensure_ascii=False) if args.json else format_results(args.query, results))
     return output
 

@@ -1,6 +1,7 @@
-"""Similarity search over embedded texts."""
+"""Similarity search over embedded texts, and reranking its candidates with a cross-encoder."""
 
 from .duplicate_index import DuplicateIndex
 from .exact import topk_cosine
+from .reranking import rerank_matches, rerank_pairs
 
-__all__ = ["DuplicateIndex", "topk_cosine"]
+__all__ = ["DuplicateIndex", "rerank_matches", "rerank_pairs", "topk_cosine"]

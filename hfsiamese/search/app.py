@@ -5,7 +5,9 @@ already been asked?", for people who do not write Python.
 Tab 1 takes a new question and shows the k most similar earlier ones with their scores (and the
 calibrated P(duplicate) when the model has a probability calibration) and the verdict; tab 2 checks
 one pair. The index is a saved `DuplicateIndex` or built from a corpus file at start (with a
-progress bar in the terminal). Every input problem — an empty or over-long question, a corpus that
+progress bar in the terminal). With a cross-encoder (`--cross_encoder`), the search reranks the index's
+candidates with it and shows its scores and verdict, and the pair check asks it too: the page then
+decides with the stronger pair model. Every input problem — an empty or over-long question, a corpus that
 does not parse — becomes a message on the page, never a stack trace. `recipes/app.py` is the
 command; `build_app` returns the `gradio.Blocks` for embedding or testing.
 """
@@ -24,6 +26,7 @@ from ..serving.loading import load_siamese_model
 from .corpus_files import CORPUS_FORMATS, read_corpus
 from .duplicate_index import DuplicateIndex
 from .index_files import INDEX_CONFIG_NAME
+from .reranking import check_rerank_k, resolve_cross_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +55,13 @@ class AppArguments:
     k: int = field(default=5, metadata={"help": "Earlier questions shown per search."})
     max_chars: int = field(default=DEFAULT_MAX_CHARS, metadata={"help": "Longest question accepted, in characters."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch when building the index."})
+    cross_encoder: str | None = field(
+        default=None,
+        metadata={"help": "Folder of a trained cross-encoder: reranks the search's candidates and decides (also the pair check)."},
+    )
+    rerank_k: int | None = field(
+        default=None, metadata={"help": "Candidates per search the cross-encoder reranks (default: max(2k, 20)); at least --k."}
+    )
 
 
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
@@ -73,10 +83,32 @@ def load_or_build_index(args: AppArguments, model: Any | None = None) -> Duplica
 
 
 class DuplicateSearch:
-    """The app's two actions on one model and index, as functions of text to Markdown (what the page shows)."""
+    """
+    The app's two actions on one model and index, as functions of text to Markdown (what the page shows).
+    With a `cross_encoder`, searches rerank `rerank_k` candidates (see `DuplicateIndex.search`) and it decides
+    both actions: its scores, its threshold, its calibration.
+    """
 
-    def __init__(self, model: Any, index: DuplicateIndex, *, k: int = 5, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(
+        self,
+        model: Any,
+        index: DuplicateIndex,
+        *,
+        k: int = 5,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        cross_encoder: Any | None = None,
+        rerank_k: int | None = None,
+    ) -> None:
         self.model, self.index, self.k, self.max_chars = model, index, k, max_chars
+        self.cross_encoder = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
+        if self.cross_encoder is None and rerank_k is not None:
+            raise ValueError("rerank_k applies only with a cross_encoder")
+        self.rerank_k = check_rerank_k(rerank_k, k) if self.cross_encoder is not None else None
+
+    @property
+    def pair_model(self) -> Any:
+        """What decides a pair: the cross-encoder when there is one, else the Siamese model."""
+        return self.cross_encoder if self.cross_encoder is not None else self.model
 
     def _problem(self, text: str | None, what: str) -> str | None:
         """What is wrong with an input text, as a message for the page, or None."""
@@ -91,22 +123,30 @@ class DuplicateSearch:
         problem = self._problem(question, "a question")
         if problem:
             return _message(problem), ""
-        matches = self.index.search(question.strip(), k=self.k)
+        if self.cross_encoder is None:
+            matches = self.index.search(question.strip(), k=self.k)
+            threshold = self.index.threshold
+        else:
+            matches = self.index.search(question.strip(), k=self.k, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
+            threshold = getattr(self.cross_encoder.config, "threshold", None)
         if not matches:
             return _message("The index is empty."), ""
         probabilities = self._probabilities(matches)
+        reranked = "retrieval_score" in matches[0]
         best = matches[0]
-        threshold = self.index.threshold
         if threshold is None:
             verdict = f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."
         elif best.get("is_duplicate"):
             verdict = f"**Already asked** — the best match scores {best['score']:.3f} ≥ threshold {threshold:.3f}."
         else:
             verdict = f"**New question** — no earlier question reaches the threshold {threshold:.3f} (best {best['score']:.3f})."
-        header = ["#", "score", *(["P(duplicate)"] if probabilities else []), "duplicate", "earlier question", "id"]
+        header = ["#", "score", *(["cosine"] if reranked else []), *(["P(duplicate)"] if probabilities else [])]
+        header += ["duplicate", "earlier question", "id"]
         rows = []
         for rank, match in enumerate(matches, start=1):
             cells = [str(rank), f"{match['score']:.3f}"]
+            if reranked:  # the bi-encoder's score, beside the cross-encoder's
+                cells.append(f"{match['retrieval_score']:.3f}")
             if probabilities:
                 cells.append(f"{probabilities[rank - 1]:.3f}")
             cells += ["yes" if match.get("is_duplicate") else "no", _cell(match["text"]), _cell(str(match["id"]))]
@@ -117,6 +157,8 @@ class DuplicateSearch:
         """Calibrated P(duplicate) of each match, when the index (the model's calibration) has a map."""
         if all("probability" in match for match in matches):
             return [float(match["probability"]) for match in matches]
+        if self.cross_encoder is not None:  # the index's map is of cosines, not of the cross-encoder's scores
+            return None
         calibrator = getattr(self.index, "calibrator", None)
         if calibrator is None:
             return None
@@ -127,10 +169,10 @@ class DuplicateSearch:
         problem = self._problem(first, "the first question") or self._problem(second, "the second question")
         if problem:
             return _message(problem)
-        threshold = getattr(self.model.config, "threshold", None)
+        threshold = getattr(self.pair_model.config, "threshold", None)
         # The model's own decision rule (its threshold, or a calibrated probability threshold); any, when it has none.
         options = {} if threshold is not None else {"threshold": 0.0}
-        result = self.model.predict([first.strip()], [second.strip()], **options)
+        result = self.pair_model.predict([first.strip()], [second.strip()], **options)
         score = float(result["scores"][0])
         probability = f", P(duplicate) {float(result['probability'][0]):.3f}" if "probability" in result else ""
         if threshold is None:
@@ -171,7 +213,11 @@ def build_app(app: DuplicateSearch | None, *, title: str = "Has this question be
             gr.Markdown(_message(error or "no index loaded"), elem_id="load-error")
             return blocks
         size = f"{len(app.index):,} earlier questions"
-        gr.Markdown(f"Searching {size} with `{html.escape(str(app.model.name_or_path or 'the model'))}`.")
+        reranker = ""
+        if app.cross_encoder is not None:
+            name = getattr(app.cross_encoder, "name_or_path", None) or "a cross-encoder"
+            reranker = f", reranked by `{html.escape(str(name))}`"
+        gr.Markdown(f"Searching {size} with `{html.escape(str(app.model.name_or_path or 'the model'))}`{reranker}.")
         with gr.Tab("Search"):
             question = gr.Textbox(label="New question", lines=2, elem_id="question")
             search_button = gr.Button("Search", variant="primary", elem_id="search")
@@ -192,14 +238,16 @@ def app_from_arguments(args: AppArguments) -> Any:
     """Load the model and index (or the loading error, shown on the page) and build the page."""
     try:
         model = load_siamese_model(args.model_name_or_path)
+        cross_encoder = resolve_cross_encoder(args.cross_encoder) if args.cross_encoder is not None else None
         index = load_or_build_index(args, model)
+        app = DuplicateSearch(model, index, k=args.k, max_chars=args.max_chars, cross_encoder=cross_encoder, rerank_k=args.rerank_k)
     except LOADING_ERRORS as err:
         logger.error("%s", err)
         return build_app(None, error=f"Could not load the model or the corpus: {err}")
     except Exception as err:  # e.g. a data set reader's own error types: still a message on the page, traceback in the log
         logger.exception("loading the model or the corpus failed")
         return build_app(None, error=f"Could not load the model or the corpus: {type(err).__name__}: {err}")
-    return build_app(DuplicateSearch(model, index, k=args.k, max_chars=args.max_chars))
+    return build_app(app)
 
 
 __all__ = ["AppArguments", "DuplicateSearch", "app_from_arguments", "build_app", "load_or_build_index"]

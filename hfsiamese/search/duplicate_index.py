@@ -6,7 +6,8 @@ on load rather than a million Python strings; the embeddings are one float32 ten
 exact cosine top-k, either in torch (`topk_cosine`, chunked, no extra install) or through the
 FAISS index that `datasets` attaches to a `Dataset` (`backend="faiss"`, see `backends`). The folder
 an index is saved to is described in `index_files`; mining duplicate pairs inside the index is
-`paraphrase_pairs`.
+`paraphrase_pairs`. Given a cross-encoder, search and mining become retrieve-then-rerank: the index
+proposes candidates, the cross-encoder scores and decides them (`reranking`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ from .exact import topk_cosine
 from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
 from .input_checks import check_k, check_texts, id_type, plain_ids, texts_and_ids
 from .paraphrase_pairs import paraphrase_pairs
+from .reranking import (
+    NO_CROSS_ENCODER_THRESHOLD,
+    check_rerank_k,
+    cross_encoder_threshold,
+    rerank_matches,
+    rerank_pairs,
+    resolve_cross_encoder,
+)
 
 if TYPE_CHECKING:
     from ..models.siamese.modeling_siamese import SiameseModel
@@ -68,6 +77,11 @@ class DuplicateIndex:
     that map (and saves it): `find_duplicates` then gives each pair's `probability` and takes
     `probability_threshold=`.
 
+    With a cross-encoder (`cross_encoder=` here, or per call of `search` / `find_duplicates`), the index
+    retrieves candidates and the cross-encoder reranks and decides them: `"score"` is then the
+    cross-encoder's score in [0, 1], `"retrieval_score"` the cosine, and thresholds are cross-encoder
+    scores (see `search`).
+
     Args:
         model: the `SiameseModel` that embeds texts (or the folder / Hub id to load one from). An
             index loaded without one can search precomputed embeddings and mine duplicates, but
@@ -85,6 +99,9 @@ class DuplicateIndex:
             whatever the corpus size.
         faiss_string_factory: FAISS index factory string (e.g. `"HNSW32"`) for an approximate
             index; default a flat (exact) inner-product index.
+        cross_encoder: a default reranker for `search` and `find_duplicates` (a
+            `hfsiamese.cross_encoder.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
+            It is not saved with the index (it is a model folder of its own): pass it again to `load`.
 
     Example:
 
@@ -113,6 +130,7 @@ class DuplicateIndex:
         query_chunk_size: int = 1024,
         corpus_chunk_size: int = 65536,
         faiss_string_factory: str | None = None,
+        cross_encoder: Any | None = None,
     ) -> None:
         if query_chunk_size < 1 or corpus_chunk_size < 1:
             raise ValueError(
@@ -144,6 +162,8 @@ class DuplicateIndex:
         self._id_type: str | None = None
         self._id_set: set[Any] | None = None
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
+        # Not saved with the index: a cross-encoder is a model folder of its own.
+        self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
 
     # ----------------------------------------------------------------------------------------
     # Building
@@ -318,6 +338,8 @@ class DuplicateIndex:
         *,
         threshold: float | None = None,
         backend: Backend | None = None,
+        cross_encoder: Any | None = None,
+        rerank_k: int | None = None,
     ) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
         """
         The `k` indexed texts most similar to each query, best first.
@@ -326,17 +348,40 @@ class DuplicateIndex:
         `"is_duplicate"` (`score >= threshold`) when a threshold is known. A single string gives
         one list of matches; a list of strings gives one list per query (as pipelines do).
         `k` is capped at the size of the index.
+
+        With a cross-encoder (`cross_encoder=`, else the index's own, see the constructor), the
+        bi-encoder retrieves `rerank_k` candidates per query (default `max(2 * k, 20)`; at least `k`),
+        the cross-encoder scores them all in one batched call, and the `k` it scores highest are
+        returned, best first: `"score"` is the cross-encoder's score in [0, 1], `"retrieval_score"`
+        the cosine, `"is_duplicate"` is `score >= threshold` where `threshold` is then a
+        cross-encoder score (default its calibrated `config.threshold`), and `"probability"` is
+        the cross-encoder's calibrated P(duplicate) where it stores a calibration.
         """
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
         check_k(k)
-        threshold = check_threshold(threshold) if threshold is not None else self.threshold
+        reranker = self._reranker(cross_encoder)
+        if reranker is None:
+            if rerank_k is not None:
+                raise ValueError("rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k")
+            threshold = check_threshold(threshold) if threshold is not None else self.threshold
+        else:
+            rerank_k = check_rerank_k(rerank_k, k)
+            threshold = cross_encoder_threshold(reranker, threshold)
         if not texts:
             return []
         self._check_not_empty()
-        scores, rows = self.search_embeddings(self._encode(texts), k, backend=backend)
-        results = self._matches(scores, rows, threshold)
+        scores, rows = self.search_embeddings(self._encode(texts), rerank_k or k, backend=backend)
+        if reranker is None:
+            results = self._matches(scores, rows, threshold)
+        else:
+            candidates = self._matches(scores, rows, None)
+            results = [found[:k] for found in rerank_matches(reranker, texts, candidates, threshold=threshold)]
         return results[0] if single else results
+
+    def _reranker(self, cross_encoder: Any | None) -> Any | None:
+        """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
+        return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else self.cross_encoder
 
     def search_embeddings(
         self, query_embeddings: torch.Tensor, k: int = 10, *, backend: Backend | None = None
@@ -397,6 +442,8 @@ class DuplicateIndex:
         *,
         probability_threshold: float | None = None,
         show_progress_bar: bool = False,
+        cross_encoder: Any | None = None,
+        candidate_threshold: float | None = None,
     ) -> list[dict[str, Any]]:
         """
         Pairs of indexed texts that look like duplicates of each other: every pair `(a, b)`, `a`
@@ -411,8 +458,54 @@ class DuplicateIndex:
         A pair is missed only inside a cluster of more than `k + 1` near-identical texts; when a
         text's `k`-th neighbour still passes the threshold, a warning says how many texts were
         capped: raise `k` then (`k >= len(index) - 1` is exhaustive).
+
+        With a cross-encoder (`cross_encoder=`, else the index's own), the bi-encoder proposes the
+        pairs whose cosine reaches `candidate_threshold` (default: the index's threshold; a lower
+        one lets the cross-encoder find pairs the bi-encoder would miss), and the cross-encoder
+        rescores them and keeps those whose score reaches `threshold`, then a cross-encoder score
+        (default its calibrated `config.threshold`), or whose calibrated P(duplicate) reaches
+        `probability_threshold` (the cross-encoder's calibration). Each pair then has `"score"` (the
+        cross-encoder's), `"retrieval_score"` (the cosine) and, with a calibration, `"probability"`.
         """
         check_k(k)
+        reranker = self._reranker(cross_encoder)
+        if reranker is not None:
+            return self._find_duplicates_reranked(
+                reranker, threshold, k, probability_threshold, candidate_threshold, show_progress_bar
+            )
+        if candidate_threshold is not None:
+            raise ValueError("candidate_threshold applies only with a cross_encoder: without one, threshold= is the cosine that decides")
+        return self._mine_pairs(threshold, k, probability_threshold, show_progress_bar)
+
+    def _find_duplicates_reranked(
+        self,
+        reranker: Any,
+        threshold: float | None,
+        k: int,
+        probability_threshold: float | None,
+        candidate_threshold: float | None,
+        show_progress_bar: bool,
+    ) -> list[dict[str, Any]]:
+        """The bi-encoder's candidate pairs (cosine >= candidate_threshold), rescored and decided by the cross-encoder."""
+        if probability_threshold is None:
+            decision = cross_encoder_threshold(reranker, threshold)
+            if decision is None:  # said before any mining
+                raise ValueError(NO_CROSS_ENCODER_THRESHOLD)
+        else:  # a P(duplicate), as the lowest cross-encoder score that reaches it
+            decision = resolve_decision_threshold(getattr(reranker, "config", None), threshold, probability_threshold)
+        candidates = check_threshold(candidate_threshold) if candidate_threshold is not None else self.threshold
+        if candidates is None:
+            raise ValueError(
+                "no cosine threshold for the bi-encoder's candidate pairs: pass candidate_threshold=... (a cosine in "
+                "[-1, 1]), or build the index with a model whose config.threshold is calibrated"
+            )
+        pairs = self._mine_pairs(candidates, k, None, show_progress_bar)
+        return rerank_pairs(reranker, pairs, threshold=decision)
+
+    def _mine_pairs(
+        self, threshold: float | None, k: int, probability_threshold: float | None, show_progress_bar: bool
+    ) -> list[dict[str, Any]]:
+        """The bi-encoder's duplicate pairs: cosine (or its calibrated probability) at or above the threshold."""
         calibrator = self.calibrator
         if probability_threshold is not None:  # a P(duplicate), as the lowest cosine that reaches it
             threshold = resolve_decision_threshold(

@@ -6,9 +6,12 @@ declares it under `custom_pipelines`. Hence, where hfsiamese is not installed,
 
     pipeline("question-duplicates", model=folder_or_repo, trust_remote_code=True)
 
-still works. Like the modeling file, it may import only torch, transformers, the standard library and
-siblings that obey the same rule (`scoring` says what a score and a threshold are, `token_fields` which
-tokenizer outputs a side is made of).
+still works. Given `cross_encoder=` (a `hfsiamese.cross_encoder.CrossEncoder`, or anything with
+`score_pairs(texts_a, texts_b)` and a `config.threshold`), the pipeline scores and decides its pairs with
+that cross-encoder instead: the same call, the stronger pair model. It is duck-typed because, like the
+modeling file, this file may import only torch, transformers, the standard library and siblings that obey
+the same rule (`scoring` says what a score and a threshold are, `token_fields` which tokenizer outputs a
+side is made of).
 """
 
 from __future__ import annotations
@@ -64,12 +67,22 @@ class QuestionDuplicatesPipeline(Pipeline):
     A model calibrated to probabilities (`method="platt"` or `"isotonic"`) also gives `"probability"`,
     the calibrated P(duplicate), and takes `probability_threshold=p` (duplicate when P(duplicate) >= p).
 
+    With `cross_encoder=` (when building the pipeline, or per call) the pairs are scored by that
+    cross-encoder (`hfsiamese.cross_encoder.CrossEncoder`, or any object with `score_pairs(texts_a, texts_b)`
+    returning one score per pair and a `config`), not by the Siamese model: `score` is the cross-encoder's
+    score, `threshold=` and `probability_threshold=` are in its unit and default to its `config.threshold`
+    and calibration, and `max_length` counts the tokens of both texts together. Each batch of pairs
+    (`batch_size=`) is one `score_pairs` call.
+
     Example:
 
     ```python
     >>> from transformers import pipeline
     >>> pipe = pipeline("question-duplicates", model="outputs/lstm_qqp", trust_remote_code=True)
     >>> pipe(("How do I learn Python?", "What is the best way to learn Python?"))
+    >>> from hfsiamese.cross_encoder import CrossEncoder
+    >>> pipe(("How do I learn Python?", "What is the best way to learn Python?"),
+    ...      cross_encoder=CrossEncoder.from_pretrained("outputs/cross_minilm_qqp"))
     ```
     """
 
@@ -85,17 +98,29 @@ class QuestionDuplicatesPipeline(Pipeline):
         max_length: int | None = None,
         probability_threshold: float | None = None,
         truncate_dim: int | None = None,
+        cross_encoder: Any | None = None,
         **kwargs: Any,
     ) -> tuple[dict, dict, dict]:
         if kwargs:
             raise TypeError(f"{PIPELINE_TASK} pipeline got unexpected parameters {sorted(kwargs)}")
         preprocess_params = {"max_length": max_length} if max_length is not None else {}
         forward_params = {}
+        postprocess_params = {}
+        if cross_encoder is not None:
+            _check_cross_encoder(cross_encoder)
+            if truncate_dim is not None:
+                raise ValueError("truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole")
+            # Every step reads it: preprocess keeps the texts, _forward scores them, postprocess applies its threshold.
+            for params in (preprocess_params, forward_params, postprocess_params):
+                params["cross_encoder"] = cross_encoder
+        if max_length is not None:  # read by _forward only with a cross-encoder (which tokenises there)
+            forward_params["max_length"] = max_length
         if truncate_dim is not None:
             check_truncated_scoring(self.model.config, truncate_dim)
             check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
             forward_params["truncate_dim"] = truncate_dim
-        postprocess_params = {"threshold": float(threshold)} if threshold is not None else {}
+        if threshold is not None:
+            postprocess_params["threshold"] = float(threshold)
         if probability_threshold is not None:
             postprocess_params["probability_threshold"] = float(probability_threshold)
         return preprocess_params, forward_params, postprocess_params
@@ -124,16 +149,25 @@ class QuestionDuplicatesPipeline(Pipeline):
         return outputs[0] if single else outputs
 
     def _threshold_options(self, kwargs: dict[str, Any]) -> dict[str, float | None]:
-        """The thresholds postprocess will see: the pipeline's own, updated by this call's (as `Pipeline` merges them)."""
-        names = ("threshold", "probability_threshold")
+        """The options postprocess will see: the pipeline's own, updated by this call's (as `Pipeline` merges them)."""
+        names = ("threshold", "probability_threshold", "cross_encoder")
         options = {name: self._postprocess_params.get(name) for name in names}
         options.update({name: kwargs[name] for name in names if kwargs.get(name) is not None})
         return options
 
-    def _threshold(self, threshold: float | None = None, probability_threshold: float | None = None) -> float:
-        return resolve_decision_threshold(self.model.config, threshold, probability_threshold)
+    def _threshold(
+        self, threshold: float | None = None, probability_threshold: float | None = None, cross_encoder: Any | None = None
+    ) -> float:
+        if cross_encoder is not None:
+            _check_cross_encoder(cross_encoder)
+        config = self.model.config if cross_encoder is None else getattr(cross_encoder, "config", None)
+        return resolve_decision_threshold(config, threshold, probability_threshold)
 
-    def preprocess(self, pair: tuple[str, str], max_length: int | None = None) -> dict[str, torch.Tensor]:
+    def preprocess(
+        self, pair: tuple[str, str], max_length: int | None = None, cross_encoder: Any | None = None
+    ) -> dict[str, Any]:
+        if cross_encoder is not None:  # the cross-encoder tokenises both texts together, in _forward
+            return {"text_a": pair[0], "text_b": pair[1]}
         if max_length is None:
             # Truncate where the model's own `encode` does, so that scores equal `predict`'s.
             max_length = self.model.default_max_length(self.tokenizer)
@@ -146,7 +180,17 @@ class QuestionDuplicatesPipeline(Pipeline):
             features.update({f"{key}_{side}": value for key, value in token_fields(encoded).items()})
         return features
 
-    def _forward(self, model_inputs: dict[str, torch.Tensor], truncate_dim: int | None = None) -> dict[str, torch.Tensor]:
+    def _forward(
+        self,
+        model_inputs: dict[str, Any],
+        truncate_dim: int | None = None,
+        cross_encoder: Any | None = None,
+        max_length: int | None = None,
+    ) -> dict[str, torch.Tensor]:
+        if cross_encoder is not None:
+            if truncate_dim is not None:
+                raise ValueError("truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole")
+            return {"scores": _cross_encoder_scores(cross_encoder, model_inputs["text_a"], model_inputs["text_b"], max_length)}
         outputs = self.model(**model_inputs, return_dict=True)
         if truncate_dim is not None:  # the cosine of the first `truncate_dim` dimensions, as `encode(truncate_dim=)` gives them
             a, b = (F.normalize(side[:, :truncate_dim], dim=-1) for side in (outputs.embeddings_a, outputs.embeddings_b))
@@ -158,14 +202,34 @@ class QuestionDuplicatesPipeline(Pipeline):
         model_outputs: dict[str, torch.Tensor],
         threshold: float | None = None,
         probability_threshold: float | None = None,
+        cross_encoder: Any | None = None,
     ) -> dict[str, Any]:
         scores = model_outputs["scores"].reshape(-1)[:1]
         score = float(scores[0])
-        result = {"score": score, "is_duplicate": score >= self._threshold(threshold, probability_threshold)}
-        probability = pair_probability(self.model.config, scores)
+        result = {"score": score, "is_duplicate": score >= self._threshold(threshold, probability_threshold, cross_encoder)}
+        config = self.model.config if cross_encoder is None else getattr(cross_encoder, "config", None)
+        probability = pair_probability(config, scores)
         if probability is not None:
             result["probability"] = float(probability[0])
         return result
+
+
+def _check_cross_encoder(cross_encoder: Any) -> None:
+    if not callable(getattr(cross_encoder, "score_pairs", None)):
+        raise TypeError(
+            "cross_encoder must be a cross-encoder (an object with score_pairs(texts_a, texts_b), e.g. "
+            f"hfsiamese.cross_encoder.CrossEncoder), got {type(cross_encoder).__name__}"
+        )
+
+
+def _cross_encoder_scores(cross_encoder: Any, texts_a: Any, texts_b: Any, max_length: int | None) -> torch.Tensor:
+    """One `score_pairs` call on a pair (unbatched) or a batch of pairs (the pipeline's collation lists the texts)."""
+    texts_a, texts_b = ([texts] if isinstance(texts, str) else list(texts) for texts in (texts_a, texts_b))
+    options = {"max_length": max_length} if max_length is not None else {}
+    scores = torch.as_tensor(cross_encoder.score_pairs(texts_a, texts_b, **options)).detach().float().cpu().reshape(-1)
+    if len(scores) != len(texts_a):
+        raise ValueError(f"the cross-encoder's score_pairs returned {len(scores)} scores for {len(texts_a)} pairs")
+    return scores
 
 
 __all__ = ["QuestionDuplicatesPipeline", "PIPELINE_TASK", "pipeline_config_entry"]

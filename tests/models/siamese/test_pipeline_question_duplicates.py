@@ -154,3 +154,69 @@ def test_prompt_and_truncate_dim_score_as_encode_does(tiny_bert_dir, word_tokeni
     assert pipe((a, b))["score"] == pytest.approx(float(full[0] @ full[1]), abs=1e-6)
     short = model.encode([a, b], word_tokenizer, truncate_dim=5)
     assert pipe((a, b), truncate_dim=5)["score"] == pytest.approx(float(short[0] @ short[1]), abs=1e-6)
+
+
+class RecordingCrossEncoder:
+    """A duck-typed cross-encoder whose scores the test sets (one per pair, by its texts), recording each call."""
+
+    def __init__(self, scores, threshold=None, calibration=None):
+        from types import SimpleNamespace
+
+        self.scores, self.calls = scores, []
+        self.config = SimpleNamespace(threshold=threshold, calibration=calibration)
+
+    def score_pairs(self, texts_a, texts_b, **kwargs):
+        self.calls.append((list(texts_a), list(texts_b), kwargs))
+        return torch.tensor([self.scores[(a, b)] for a, b in zip(texts_a, texts_b)])
+
+
+def test_a_cross_encoder_scores_and_decides_the_pairs(tiny_lstm, word_tokenizer):
+    tiny_lstm.config.threshold = -1.0  # the Siamese model would call every pair a duplicate
+    scores = dict(zip(PAIRS, [0.9, 0.2, 0.7, 0.4]))
+    cross = RecordingCrossEncoder(scores, threshold=0.5)
+    pipe = pipeline(PIPELINE_TASK, model=tiny_lstm, tokenizer=word_tokenizer)
+    out = pipe(PAIRS, cross_encoder=cross, batch_size=2)
+    assert [o["score"] for o in out] == pytest.approx([0.9, 0.2, 0.7, 0.4])
+    assert [o["is_duplicate"] for o in out] == [True, False, True, False]
+    assert [len(a) for a, _, _ in cross.calls] == [2, 2]  # one score_pairs call per batch, the texts as given
+    assert {pair for a, b, _ in cross.calls for pair in zip(a, b)} == set(PAIRS)
+    assert pipe(PAIRS[1], cross_encoder=cross, threshold=0.1)["is_duplicate"] is True  # a threshold in its unit
+    assert pipe(PAIRS[0], cross_encoder=cross, max_length=12)["score"] == pytest.approx(0.9)
+    assert cross.calls[-1][2] == {"max_length": 12}  # tokens of both texts together, the cross-encoder's
+    assert pipe(PAIRS[1])["is_duplicate"] is True  # without it, the Siamese model again
+
+    calibrated = RecordingCrossEncoder(scores, calibration={"method": "platt", "coef": 10.0, "intercept": -5.0})
+    built = pipeline(PIPELINE_TASK, model=tiny_lstm, tokenizer=word_tokenizer, cross_encoder=calibrated)
+    with pytest.raises(ValueError, match="no threshold"):  # the cross-encoder's threshold, not the model's -1.0
+        built(PAIRS)
+    out = built(PAIRS, probability_threshold=0.5)  # P >= 0.5 is score >= 0.5 for this map
+    assert [o["probability"] for o in out] == pytest.approx([float(torch.sigmoid(torch.tensor(10 * s - 5))) for s in scores.values()])
+    assert [o["is_duplicate"] for o in out] == [True, False, True, False]
+
+
+def test_the_real_cross_encoder_in_the_pipeline(tiny_lstm, word_tokenizer, tiny_cross_encoder, tmp_path):
+    with torch.no_grad():  # the random tiny model scores every pair about alike: spread its scores
+        tiny_cross_encoder.model.classifier.weight.mul_(200.0)
+    a, b = (list(side) for side in zip(*PAIRS))
+    expected = tiny_cross_encoder.score_pairs(a, b)
+    values = expected.sort().values
+    cut = int((values[1:] - values[:-1]).argmax())  # the threshold in the widest gap: no pair sits near it
+    tiny_cross_encoder.config.threshold = float(values[cut] + values[cut + 1]) / 2
+    # From a saved checkpoint's own (travelling) pipeline file, as a user without hfsiamese would run it.
+    folder = save_checkpoint(tiny_lstm, word_tokenizer, tmp_path / "ckpt")
+    pipe = pipeline(PIPELINE_TASK, model=str(folder), trust_remote_code=True, cross_encoder=tiny_cross_encoder)
+    assert type(pipe).__module__.startswith("transformers_modules")
+    for batch_size in (1, 3):
+        out = pipe(PAIRS, batch_size=batch_size)
+        assert [o["score"] for o in out] == pytest.approx(expected.tolist(), abs=1e-5)
+        assert [o["is_duplicate"] for o in out] == (expected >= tiny_cross_encoder.config.threshold).tolist()
+
+
+def test_a_cross_encoder_option_is_checked(tiny_lstm, word_tokenizer):
+    tiny_lstm.config.threshold = 0.1
+    pipe = pipeline(PIPELINE_TASK, model=tiny_lstm, tokenizer=word_tokenizer)
+    with pytest.raises(TypeError, match="score_pairs"):
+        pipe(PAIRS[0], cross_encoder="not a model")
+    cross = RecordingCrossEncoder(dict(zip(PAIRS, [0.9, 0.2, 0.7, 0.4])), threshold=0.5)
+    with pytest.raises(ValueError, match="truncate_dim"):
+        pipe(PAIRS[0], cross_encoder=cross, truncate_dim=4)
