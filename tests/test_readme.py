@@ -3,7 +3,8 @@
 A README that drifts from the code (a renamed flag, an output folder that an earlier example already
 wrote, a name a snippet never defined) fails here. What the test changes, all of it visible below:
 - training commands get `TINY_TRAINING` appended (argparse keeps a flag's last value, so these win
-  over the README's own `--max_steps`), so each run takes seconds;
+  over the README's own `--max_steps`), so each run takes seconds; `recipes/silver_pairs.py` pairs up
+  the questions of a few hundred training pairs (`TINY_SILVER`);
 - install steps (`python3 -m venv`, `pip install`) are dropped: the test runs in the installed venv,
   which is linked as `.venv` into the copy and put first on PATH (as an activated venv is);
 - nothing else: every file an example names is made by an earlier example (or shipped), and every
@@ -42,7 +43,9 @@ TINY_TRAINING = (
 )
 # `recipes/distill.py` trains too (stage 2 as train.py does), after a stage 1 of its own.
 TINY_DISTILLATION = f"{TINY_TRAINING} --distillation_max_steps 2"
-TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION}
+# `recipes/silver_pairs.py` pairs up the training split's questions: a few hundred of them.
+TINY_SILVER = "--max_train_pairs 300"
+TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION, "recipes/silver_pairs.py": TINY_SILVER}
 INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 
 
