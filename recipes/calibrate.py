@@ -26,9 +26,9 @@ from typing import Any
 from transformers import AutoTokenizer, HfArgumentParser
 
 from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
+from hfsiamese.cross_encoder import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-from hfsiamese.serving import load_pair_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

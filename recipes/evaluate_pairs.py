@@ -32,6 +32,7 @@ import warnings
 
 from transformers import AutoTokenizer, HfArgumentParser
 
+from hfsiamese.cross_encoder import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import (
     EvaluationArguments,
@@ -47,7 +48,6 @@ from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-from hfsiamese.serving import load_pair_model
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

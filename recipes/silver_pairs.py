@@ -11,7 +11,7 @@ training questions are paired; no pair holds a validation or test question. Its 
 settings are read and left unused. Each question gets its `--neighbours` nearest other training questions
 by `--bi_encoder` (default: all-MiniLM-L6-v2) that are no gold pair with it, then `--random_pairs` random
 pairs are added (`--silver_seed`); the cross-encoder scores them all and labels a pair a duplicate where
-the score reaches its calibrated threshold (`hfsiamese.cross_encoder.silver_pairs`).
+the score reaches its calibrated threshold (`hfsiamese.distillation.silver_pairs`).
 
 The pairs are written as JSON lines (question1, question2, label, silver_score, source, and qid1/qid2
 when the data has ids); an existing file is refused unless `--overwrite_output_file`. Prints one JSON
@@ -36,9 +36,9 @@ import numpy as np
 import torch
 
 from hfsiamese.cross_encoder import CrossEncoder
-from hfsiamese.cross_encoder.silver_arguments import parse_silver_pairs_command
-from hfsiamese.cross_encoder.silver_pairs import SILVER_SOURCES, label_silver_pairs, silver_threshold
 from hfsiamese.distillation import load_teacher
+from hfsiamese.distillation.silver_arguments import parse_silver_pairs_command
+from hfsiamese.distillation.silver_pairs import SILVER_SOURCES, label_silver_pairs, silver_threshold
 from hfsiamese.runs import UsageError, configure_quiet_console, run_recipe
 from hfsiamese.training import load_splits
 from hfsiamese.training.minilm import MINILM_HUB_ID

@@ -1,12 +1,11 @@
 """
 The cross-encoder: both questions of a pair read together by one transformer, for what a bi-encoder
 cannot do as well: deciding a pair (`CrossEncoder.predict`), reranking a bi-encoder's candidates
-(`DuplicateIndex(..., cross_encoder=)`), and labelling silver training pairs (`silver_pairs`, `silver_arguments`: imported
-by name, since they reach the search and training packages).
+(`DuplicateIndex(..., cross_encoder=)`), and labelling silver training pairs (`hfsiamese.distillation.silver_pairs`).
 Its trainer is `hfsiamese.trainer.CrossEncoderTrainer`.
 """
 
-from .cross_encoder import PAIR_ORDERS, CrossEncoder, is_cross_encoder_config, is_cross_encoder_folder
+from .cross_encoder import PAIR_ORDERS, CrossEncoder, is_cross_encoder_config, is_cross_encoder_folder, load_pair_model
 from .pair_inputs import CrossPairCollator, tokenize_cross_pairs
 
 __all__ = [
@@ -15,5 +14,6 @@ __all__ = [
     "CrossPairCollator",
     "is_cross_encoder_config",
     "is_cross_encoder_folder",
+    "load_pair_model",
     "tokenize_cross_pairs",
 ]

@@ -5,7 +5,7 @@ A bi-encoder embeds each question alone, so one question's embedding is reused f
 search over millions); a cross-encoder runs full attention between the two questions, which decides
 better at the same size but costs one forward per pair. hfsiamese uses it where that is affordable: to
 rescore a bi-encoder's top candidates (`DuplicateIndex(..., cross_encoder=)`), and to label many more
-training pairs than people did (`hfsiamese.cross_encoder.silver_pairs`).
+training pairs than people did (`hfsiamese.distillation.silver_pairs`).
 
 Its checkpoint is a plain transformers sequence-classification folder with ONE logit: transformers
 (`AutoModelForSequenceClassification`), sentence-transformers' `CrossEncoder` and inference servers load
@@ -38,26 +38,13 @@ from ..models.siamese.safe_loading import (
 )
 from ..models.siamese.scoring import check_threshold, pair_probability, resolve_decision_threshold
 from ..models.siamese.token_fields import tokenizer_max_length, warn_truncated
+from ..serving.loading import is_cross_encoder_config, is_cross_encoder_folder, load_siamese_model
+from ..serving.onnx_cross_encoder import OnnxSequenceClassifier
 from .pair_inputs import encode_pairs
 
 PAIR_ORDERS = ("both", "given")
 # sentence-transformers' CrossEncoder reads its activation from here: the same score it computes in the given order.
 SENTENCE_TRANSFORMERS_ENTRY = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}
-
-
-def is_cross_encoder_config(config: Any) -> bool:
-    """Does a transformers config describe a one-logit sequence-classification model (a cross-encoder)?"""
-    architectures = getattr(config, "architectures", None) or []
-    return getattr(config, "num_labels", None) == 1 and any(name.endswith("ForSequenceClassification") for name in architectures)
-
-
-def is_cross_encoder_folder(name_or_path: str | os.PathLike) -> bool:
-    """Does `name_or_path` name a local folder (or a cached Hub id) holding a cross-encoder's config?"""
-    try:
-        config = AutoConfig.from_pretrained(str(name_or_path))
-    except (OSError, ValueError):
-        return False
-    return is_cross_encoder_config(config)
 
 
 class CrossEncoder(CalibrationMixin):
@@ -117,8 +104,6 @@ class CrossEncoder(CalibrationMixin):
             with clear_loading_errors(source, "config.json", what="cross-encoder"):  # offline and not cached: said so
                 config = AutoConfig.from_pretrained(source)
         if getattr(config, "onnx", None):  # a folder written by hfsiamese.exporters.onnx_cross_encoder
-            from ..serving.onnx_cross_encoder import OnnxSequenceClassifier
-
             model = OnnxSequenceClassifier.from_folder(source, config, **kwargs)
             return cls(model, tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(source))
         weights = weights_file(source, kwargs)
@@ -315,4 +300,15 @@ def _checked_pairs(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list
     return texts_a, texts_b
 
 
-__all__ = ["PAIR_ORDERS", "CrossEncoder", "is_cross_encoder_config", "is_cross_encoder_folder"]
+def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+    """
+    A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
+    (`recipes/evaluate_pairs.py`, `recipes/calibrate.py`): a cross-encoder, else what
+    `hfsiamese.serving.load_siamese_model` loads (a Siamese checkpoint or its ONNX export).
+    """
+    if is_cross_encoder_folder(name_or_path):
+        return CrossEncoder.from_pretrained(name_or_path, **kwargs)
+    return load_siamese_model(name_or_path, **kwargs)
+
+
+__all__ = ["PAIR_ORDERS", "CrossEncoder", "is_cross_encoder_config", "is_cross_encoder_folder", "load_pair_model"]

@@ -2,8 +2,8 @@
 The one way hfsiamese's tools load a model folder: a PyTorch checkpoint (`SiameseModel`) or an ONNX
 export (`OnnxSiameseModel`, from `recipes/export.py`), told apart by the folder's `config.json`.
 `DuplicateIndex`, the evaluation and search recipes and the web app all call `load_siamese_model`,
-so each accepts an exported folder unchanged. Tools that only score pairs (`recipes/evaluate_pairs.py`,
-`recipes/calibrate.py`) call `load_pair_model`, which also takes a cross-encoder.
+so each accepts an exported folder unchanged, and each refuses a cross-encoder (`is_cross_encoder_folder`), which
+cannot embed texts; the tools that only score pairs take one through `hfsiamese.cross_encoder.load_pair_model`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def load_siamese_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
         return OnnxSiameseModel.from_pretrained(name_or_path, **kwargs)
     from transformers import AutoModel
 
-    if _is_cross_encoder(name_or_path):
+    if is_cross_encoder_folder(name_or_path):
         raise ValueError(
             f"{name_or_path} is a cross-encoder: it scores pairs but cannot embed texts for search; give a bi-encoder here "
             "and the cross-encoder as the reranker (cross_encoder=..., --cross_encoder)"
@@ -46,22 +46,25 @@ def load_siamese_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     return AutoModel.from_pretrained(str(name_or_path), **kwargs)
 
 
-def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+def is_cross_encoder_config(config: Any) -> bool:
     """
-    A model that scores pairs (`score_pairs`, `predict`, `calibrate`): a cross-encoder (`hfsiamese.cross_encoder.CrossEncoder`,
-    a one-logit sequence-classification folder), else what `load_siamese_model` loads.
+    Does a transformers config (or its dict) describe a one-logit sequence-classification model, a cross-encoder
+    (`hfsiamese.cross_encoder.CrossEncoder`)? Asked here, below the cross-encoder, so that the loaders can refuse one
+    where a bi-encoder is needed without importing it.
     """
-    if not is_onnx_folder(name_or_path) and _is_cross_encoder(name_or_path):
-        from ..cross_encoder import CrossEncoder
-
-        return CrossEncoder.from_pretrained(name_or_path, **kwargs)
-    return load_siamese_model(name_or_path, **kwargs)
+    values = config if isinstance(config, dict) else config.to_dict()
+    labels = len(values.get("id2label") or {}) or values.get("num_labels")
+    return labels == 1 and any(name.endswith("ForSequenceClassification") for name in values.get("architectures") or [])
 
 
-def _is_cross_encoder(name_or_path: str | os.PathLike) -> bool:
-    from ..cross_encoder import is_cross_encoder_folder
+def is_cross_encoder_folder(name_or_path: str | os.PathLike) -> bool:
+    """Does `name_or_path` name a local folder (or a cached Hub id) holding a cross-encoder's config?"""
+    from transformers import AutoConfig
 
-    return is_cross_encoder_folder(name_or_path)
+    try:
+        return is_cross_encoder_config(AutoConfig.from_pretrained(str(name_or_path)))
+    except (OSError, ValueError):
+        return False
 
 
-__all__ = ["is_onnx_folder", "load_pair_model", "load_siamese_model"]
+__all__ = ["is_cross_encoder_config", "is_cross_encoder_folder", "is_onnx_folder", "load_siamese_model"]

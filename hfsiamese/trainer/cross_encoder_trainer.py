@@ -2,7 +2,7 @@
 
 A cross-encoder scores each labelled pair on its own (no in-batch negatives, so batches need no duplicate
 groups), with binary cross-entropy on its one logit: gold labels are 0/1, silver pairs
-(`hfsiamese.cross_encoder.silver_pairs`) may carry soft ones. Evaluation, threshold calibration and
+(`hfsiamese.distillation.silver_pairs`) may carry soft ones. Evaluation, threshold calibration and
 saving are the Siamese trainer's (`ThresholdCalibration`, `StagedSavingMixin`), so the run reports the
 same metrics and its folder appears only complete.
 """

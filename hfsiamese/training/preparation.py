@@ -108,7 +108,7 @@ def with_silver_pairs(
     train: datasets.Dataset, held_out: Sequence[datasets.Dataset], silver_file: str | Path
 ) -> datasets.Dataset:
     """
-    `train` with the silver pairs of `silver_file` after its rows (`hfsiamese.cross_encoder.silver_pairs`: question1,
+    `train` with the silver pairs of `silver_file` after its rows (`hfsiamese.distillation.silver_pairs`: question1,
     question2, hard 0/1 label, qid1/qid2 when the gold pairs have ids), in the gold pairs' columns and types.
 
     A silver pair holding a question of a `held_out` split (validation, test; by question identity) is a ValueError

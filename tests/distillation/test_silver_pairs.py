@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese.cross_encoder.silver_pairs import label_silver_pairs as silver_pairs
 from hfsiamese.data import load_pairs
+from hfsiamese.distillation.silver_pairs import label_silver_pairs as silver_pairs
 from tests.conftest import QQP_FILE
 
-silver_module = importlib.import_module("hfsiamese.cross_encoder.silver_pairs")
+silver_module = importlib.import_module("hfsiamese.distillation.silver_pairs")
 
 
 def fold(text):
