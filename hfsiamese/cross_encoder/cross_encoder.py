@@ -21,6 +21,7 @@ by hfsiamese) the logit is the mean of the two orders' logits, so `score(a, b) =
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -204,7 +205,7 @@ class CrossEncoder(CalibrationMixin):
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
         max_length = max_length or self.default_max_length()
         fields, cut = encode_pairs(self.tokenizer, texts_a, texts_b, max_length)
-        warn_truncated(cut, len(texts_a), max_length, stacklevel=3)
+        warn_truncated(cut, len(texts_a), max_length, stacklevel=3, what="pairs")
         lengths = np.array([len(ids) for ids in fields["input_ids"]])
         order = np.argsort(lengths, kind="stable")
         result = torch.empty(len(texts_a))
@@ -254,7 +255,9 @@ class CrossEncoder(CalibrationMixin):
         options = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar, dtype=dtype)
         logits = self.logits(texts_a, texts_b, **options)
         if self.pair_order == "both":
-            logits = (logits + self.logits(texts_b, texts_a, **options)) / 2
+            with warnings.catch_warnings():  # the same pairs the first order just warned about, if any were cut
+                warnings.simplefilter("ignore")
+                logits = (logits + self.logits(texts_b, texts_a, **options)) / 2
         return torch.sigmoid(logits)
 
     def predict(

@@ -83,7 +83,7 @@ def tokenize_cross_pairs(
         desc="Tokenising pairs for the cross-encoder",
     )
     if num_proc in (None, 1):  # counted in this process only; worker processes count for themselves
-        warn_truncated(truncated[0], len(dataset), max_length, stacklevel=2)
+        warn_truncated(truncated[0], len(dataset), max_length, stacklevel=2, what="pairs")
     return tokenized
 
 

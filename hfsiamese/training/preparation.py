@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..data.arrow_columns import column_numpy
 from ..data.deduplication import deduplicate_pairs
-from ..data.groups import assign_duplicate_groups
+from ..data.groups import SILVER_COLUMN, assign_duplicate_groups
 from ..data.loading import load_pairs
 from ..data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
 from ..data.splits import split_by_group, split_report
@@ -113,7 +113,8 @@ def with_silver_pairs(
 
     A silver pair holding a question of a `held_out` split (validation, test; by question identity) is a ValueError
     naming their count: silver labels must come from training questions alone. Silver pairs repeating a gold pair
-    (in either order, whatever the labels) or an earlier silver pair are dropped; the counts are logged.
+    (in either order, whatever the labels) or an earlier silver pair are dropped; the counts are logged. Every row
+    carries `SILVER_COLUMN`: silver duplicates do not join gold duplicate groups to each other.
     """
     source = str(silver_file)
     silver = load_pairs(source, deduplicate=False)
@@ -142,6 +143,9 @@ def with_silver_pairs(
     if missing:
         raise ValueError(f"{source} lacks the columns {missing} of the training pairs")
     silver = silver.select_columns(train.column_names).cast(train.features)
+    # Marked, so that the duplicate groups stay the gold pairs' (`SILVER_COLUMN`).
+    train = train.add_column(SILVER_COLUMN, np.zeros(len(train), dtype=bool))
+    silver = silver.add_column(SILVER_COLUMN, np.ones(len(silver), dtype=bool)).cast(train.features)
     combined, report = deduplicate_pairs(datasets.concatenate_datasets([train, silver]), warn=False)
     added = len(combined) - len(train)
     duplicates = int((column_numpy(combined, "label")[len(train) :] == 1).sum())

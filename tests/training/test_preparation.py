@@ -127,7 +127,7 @@ def test_silver_pairs_are_added_after_the_gold_ones(tmp_path):
     silver = write_jsonl(
         tmp_path / "silver.jsonl",
         [
-            pair(q1[a], q1[b], 1),  # joins two duplicate groups
+            pair(q1[a], q1[b], 1),  # a silver duplicate across two gold groups: it does not merge them
             pair(q2[a], q2[b], 0),
             pair(q2[0].upper(), q1[0], 1 - train["label"][0]),  # a gold pair, mirrored: dropped
             pair(q1[b], q1[a], 1),  # the first silver pair, mirrored: dropped
@@ -135,10 +135,13 @@ def test_silver_pairs_are_added_after_the_gold_ones(tmp_path):
     )
     splits = load_splits(DataArguments(test_fraction=0.1, silver_pairs_file=silver), default_train_file=QQP_FILE)
     with_silver = splits["train"]
-    assert len(with_silver) == len(train) + 2 and with_silver.column_names == train.column_names
+    assert len(with_silver) == len(train) + 2
+    assert with_silver.column_names == [*train.column_names[:-1], "silver", "group_id"]
+    assert with_silver["silver"] == [False] * len(train) + [True, True]
     assert with_silver["question1"][-2:] == [q1[a], q2[a]] and with_silver["label"][-2:] == [1, 0]
     assert with_silver["question1"][: len(train)] == q1  # the gold pairs first, unchanged
-    assert with_silver["group_id"][a] == with_silver["group_id"][b]  # a silver duplicate joins groups
+    assert with_silver["group_id"][: len(train)] == groups  # the gold pairs' groups, unchanged
+    assert with_silver["group_id"][-2] == groups[a]  # a silver pair takes its first question's group
     for name in ("validation", "test"):
         assert splits[name]["question1"][:] == gold[name]["question1"][:]
     assert split_report(splits)["shared_questions"] == {"train/validation": 0, "train/test": 0, "validation/test": 0}

@@ -54,11 +54,11 @@ def truncated_flags(encoded: Any, max_length: int | None) -> list[bool]:
     return [len(ids) >= max_length for ids in input_ids]
 
 
-def warn_truncated(count: int, total: int, max_length: int, *, stacklevel: int = 2) -> None:
-    """The one warning for texts cut at `max_length`: a count, never silence (`stacklevel` as `warnings.warn`'s)."""
+def warn_truncated(count: int, total: int, max_length: int, *, stacklevel: int = 2, what: str = "texts") -> None:
+    """The one warning for texts (or pairs: `what`) cut at `max_length`: a count, never silence (`stacklevel` as `warnings.warn`'s)."""
     if count:
         warnings.warn(
-            f"{count} of {total} texts were longer than max_length={max_length} tokens and were truncated",
+            f"{count} of {total} {what} were longer than max_length={max_length} tokens and were truncated",
             UserWarning,
             stacklevel=stacklevel + 1,
         )
