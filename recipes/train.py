@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
     if model_args.architecture == "cross_encoder":
         refuse_bi_encoder_losses(argv, default_config)
-    with claim_output_dir(training_args, data_args, argv, default_config):  # named, checked, locked
+    trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
+    with claim_output_dir(training_args, data_args, argv, default_config, trained_with=trained_with):  # named, checked, locked
         if model_args.architecture == "cross_encoder":
             return train_cross_encoder(model_args, data_args, training_args)
         return train(model_args, data_args, training_args)

@@ -19,23 +19,31 @@ from .run_lock import RunLock
 
 
 def claim_output_dir(
-    training_args: Any, data_args: Any, argv: Sequence[str], default_config: str | Path | None
+    training_args: Any,
+    data_args: Any,
+    argv: Sequence[str],
+    default_config: str | Path | None,
+    *,
+    trained_with: str | None = None,
 ) -> RunLock:
     """
     Check that the launched processes formed one group, set `training_args.output_dir` when the user
     gave none (in place), check it on the process that writes it, and return its lock — acquired there;
-    release it when the run ends (`RunLock` is a context manager too).
+    release it when the run ends (`RunLock` is a context manager too). `trained_with` names what trains
+    instead of `--loss` (a cross-encoder run: "cross_encoder"): a config of that kind is named alone
+    (`outputs/cross_minilm_qqp`), a data file with it (`outputs/pairs-cross_encoder`).
     """
     # Processes that did not join one group would race on the output folder.
     check_process_group(training_args.world_size)
     resuming = training_args.resume_from_checkpoint is not None
     config_file = config_file_of(argv, default_config)
     if not value_given("output_dir", argv, config_file):
+        loss = trained_with or training_args.loss
         name = run_name(
             config_file,
             data_args.train_file or data_args.dataset_name,
-            training_args.loss,
-            config_loss=read_config_file(config_file).get("loss") if config_file else None,
+            loss,
+            config_loss=read_config_file(config_file).get("loss", trained_with) if config_file else None,
         )
         training_args.output_dir = str(run_output_dir(name, reuse=resuming or training_args.overwrite_output_dir))
     lock = RunLock(training_args.output_dir, enabled=training_args.should_save)

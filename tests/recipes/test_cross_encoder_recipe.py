@@ -98,3 +98,9 @@ def test_bi_encoder_settings_are_refused(tiny_base_dir, tmp_path, flags, message
     result = run_offline([sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(tiny_base_dir),
                           "--output_dir", str(tmp_path / "run"), *SMALL, *flags], cwd=tmp_path)  # fmt: skip
     assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
+
+
+def test_a_run_without_output_dir_is_named_after_its_config(tiny_base_dir, tmp_path):
+    result = run_offline([sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(tiny_base_dir), *SMALL], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["cross_minilm_qqp"]  # not cross_minilm_qqp-<a loss>
