@@ -150,22 +150,20 @@ class CrossEncoderTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer
 
     def create_model_card(
         self,
+        *,
         language: str | None = None,
         license: str | None = None,
-        tags: str | list[str] | None = None,
         model_name: str | None = None,
         finetuned_from: str | None = None,
-        tasks: str | list[str] | None = None,
         dataset_tags: str | list[str] | None = None,
         dataset: str | list[str] | None = None,
-        dataset_args: str | list[str] | None = None,
-        arguments: dict[str, Any] | None = None,
         metrics: dict[str, float] | None = None,
-        sentence_transformers_path: str | None = None,
+        **unused: Any,
     ) -> None:
         """
-        Write the cross-encoder's card (`hfsiamese.cross_encoder.model_card`) to `<output_dir>/README.md`; the
-        arguments are `SiameseTrainer.create_model_card`'s (what `hfsiamese.runs.save_run` passes).
+        Write the cross-encoder's card (`hfsiamese.cross_encoder.model_card`) to `<output_dir>/README.md`. Takes what
+        `hfsiamese.runs.save_run` passes to `SiameseTrainer.create_model_card`; the arguments a cross-encoder's card
+        has no place for (`arguments`, `tags`, `sentence_transformers_path`, ...) are ignored.
         """
         if not self.is_world_process_zero():
             return
