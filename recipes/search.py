@@ -9,6 +9,14 @@
         --query "How can I lose weight?" --json                               # reuses it
     python recipes/search.py --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
         --cross_encoder outputs/cross_minilm_qqp --query "How can I lose weight?"  # reranked
+    # millions of questions: encoded in resumable shards (accelerate launch: several processes), binary
+    # codes in memory, the embeddings memory-mapped from --index_dir for rescoring
+    accelerate launch recipes/search.py --model_name_or_path outputs/static_distilled_qqp --corpus questions.txt \\
+        --index_dir outputs/big_index --shards_dir outputs/big_index_shards --backend faiss --query "How do I learn Python?"
+    # a database: inserts, deletes and metadata filters (a folder here; a server by URI)
+    python recipes/search.py --model_name_or_path outputs/lstm_qqp --corpus questions.csv --text_column question \\
+        --metadata_column site --backend lancedb --database outputs/questions_db --index_dir outputs/db_index \\
+        --query "How do I learn Python?" --filter site=stackoverflow
 
 The corpus is read as:
   * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
@@ -39,10 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelerate import PartialState
 from transformers import AutoTokenizer, HfArgumentParser
 
 from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
+from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
@@ -65,7 +76,42 @@ class SearchArguments:
     )
     overwrite_index: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
     k: int = field(default=5, metadata={"help": "Matches per query."})
-    backend: str = field(default="exact", metadata={"help": "exact (torch) or faiss.", "choices": ("exact", "faiss")})
+    backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "exact (torch), faiss (quantised / approximate), or a database: lancedb or qdrant (default: a saved "
+            "index's own, else exact).",
+            "choices": BACKENDS,
+        },
+    )
+    quantization: str = field(
+        default="auto",
+        metadata={"help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts, binary beyond).", "choices": (*QUANTIZATIONS, "auto")},
+    )
+    structure: str = field(
+        default="auto",
+        metadata={"help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts, ivf beyond).", "choices": (*STRUCTURES, "auto")},
+    )
+    rescore_multiplier: int = field(
+        default=8, metadata={"help": "With a quantised FAISS index: candidates rescored exactly per match asked for."}
+    )
+    database: str | None = field(
+        default=None, metadata={"help": "With --backend lancedb/qdrant: a folder (embedded) or the URI of a server."}
+    )
+    collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
+    metadata_column: list[str] = field(
+        default_factory=list,
+        metadata={"help": "A column of a table corpus kept with each text, for --filter (database backends); repeat for more."},
+    )
+    filter: list[str] = field(
+        default_factory=list,
+        metadata={"help": "FIELD=VALUE (or FIELD=V1,V2 for any of them): only texts whose metadata match; repeat to AND."},
+    )
+    shards_dir: str | None = field(
+        default=None,
+        metadata={"help": "Encode the corpus in resumable shards here (a restarted build skips finished shards; under accelerate launch each process encodes its share)."},
+    )
+    shard_size: int = field(default=100_000, metadata={"help": "Texts per shard with --shards_dir."})
     threshold: float | None = field(
         default=None,
         metadata={"help": "Threshold for 'duplicate': a cosine (default: the model's), or with --cross_encoder a cross-encoder score (default: its own)."},
@@ -89,8 +135,40 @@ def check_queries(queries: list[str]) -> None:
             raise UsageError(f"{which} is empty: give the text of a question")
 
 
-def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
-    options = {"backend": args.backend, "batch_size": args.batch_size, "max_length": args.max_length}
+def parse_filter(specs: list[str]) -> dict[str, Any] | None:
+    """`--filter site=cooking --filter lang=en,fr` as {"site": "cooking", "lang": ["en", "fr"]}."""
+    fields: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip() or not value:
+            raise UsageError(f"--filter {spec!r} is not FIELD=VALUE (or FIELD=V1,V2)")
+        values = value.split(",")
+        fields[name.strip()] = values if len(values) > 1 else value
+    return fields or None
+
+
+def index_options(args: SearchArguments) -> dict[str, Any]:
+    """The DuplicateIndex options the flags ask for (those of another backend refused by the index itself)."""
+    options = {"batch_size": args.batch_size, "max_length": args.max_length}
+    if args.backend is not None:
+        options["backend"] = args.backend
+    if args.backend == "faiss":
+        options.update(quantization=args.quantization, structure=args.structure, rescore_multiplier=args.rescore_multiplier)
+    elif (args.quantization, args.structure, args.rescore_multiplier) != ("auto", "auto", 8):
+        raise UsageError("--quantization, --structure and --rescore_multiplier apply to --backend faiss")
+    if args.backend in DATABASE_BACKENDS:
+        if args.database is None:
+            raise UsageError(f"--backend {args.backend} needs --database (a folder, or the URI of a server)")
+        options.update(database=args.database, collection=args.collection)
+    elif args.database is not None:
+        raise UsageError("--database applies to --backend lancedb or qdrant")
+    return options
+
+
+def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
+    """The index to search: loaded from --index_dir, or built from --corpus (None in the helper processes of a
+    sharded build under accelerate launch, which only encode)."""
+    options = index_options(args)
     if args.threshold is not None and args.cross_encoder is None:  # with a reranker, the threshold is the cross-encoder's
         options["threshold"] = args.threshold
     saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
@@ -102,6 +180,7 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
             )
         model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
         tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        options.pop("database", None), options.pop("collection", None)  # the saved index says where its database is
         return DuplicateIndex.load(args.index_dir, model, tokenizer, **options)
     if args.corpus is None:
         where = f" ({args.index_dir} holds no index yet)" if args.index_dir else ""
@@ -113,10 +192,22 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex:
             raise FileExistsError(
                 f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index"
             )
-    texts, ids = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
+    texts, ids, metadata = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column)
     model = load_siamese_model(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-    index = DuplicateIndex.build(texts, model, tokenizer, ids=ids, **options)
+    index = DuplicateIndex.build(
+        texts,
+        model,
+        tokenizer,
+        ids=ids,
+        metadata=metadata,
+        shards_dir=args.shards_dir,
+        shard_size=args.shard_size,
+        show_progress_bar=True,
+        **options,
+    )
+    if args.shards_dir is not None and not PartialState().is_main_process:
+        return None  # this process encoded its shards; the main one indexes, saves and searches
     if args.index_dir is not None:
         index.save(args.index_dir, overwrite=args.overwrite_index)
     return index
@@ -154,14 +245,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
     configure_quiet_console()
     cross_encoder = load_cross_encoder(args)
+    search_filter = parse_filter(args.filter)
+    if search_filter is not None and args.backend not in DATABASE_BACKENDS and args.index_dir is None:
+        raise UsageError("--filter needs a database backend (--backend lancedb or qdrant) whose texts carry --metadata_column")
     index = build_or_load_index(args)
+    if index is None:
+        return {}
     output = {"model_name_or_path": args.model_name_or_path, "num_texts": len(index), "k": args.k}
     if cross_encoder is None:
-        results = index.search(args.query, k=args.k)
+        results = index.search(args.query, k=args.k, filter=search_filter)
         output["threshold"] = index.threshold
     else:
         rerank_k = check_rerank_k(args.rerank_k, args.k)
-        results = index.search(args.query, k=args.k, cross_encoder=cross_encoder, rerank_k=rerank_k, threshold=args.threshold)
+        results = index.search(
+            args.query, k=args.k, cross_encoder=cross_encoder, rerank_k=rerank_k, threshold=args.threshold, filter=search_filter
+        )
         output.update(
             cross_encoder=args.cross_encoder,
             rerank_k=rerank_k,

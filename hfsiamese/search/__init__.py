@@ -1,7 +1,19 @@
-"""Similarity search over embedded texts, and reranking its candidates with a cross-encoder."""
+"""Similarity search over embedded texts (in memory, memory-mapped with FAISS, or in a vector database),
+corpus encoding in resumable shards, and reranking search candidates with a cross-encoder."""
 
+from .ann_index import AnnSpec
 from .duplicate_index import DuplicateIndex
+from .embedding_shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
 from .exact import topk_cosine
 from .reranking import rerank_matches, rerank_pairs
 
-__all__ = ["DuplicateIndex", "rerank_matches", "rerank_pairs", "topk_cosine"]
+__all__ = [
+    "AnnSpec",
+    "DuplicateIndex",
+    "EmbeddingShards",
+    "encode_to_shards",
+    "encode_to_shards_ray",
+    "rerank_matches",
+    "rerank_pairs",
+    "topk_cosine",
+]

@@ -73,7 +73,7 @@ def load_or_build_index(args: AppArguments, model: Any | None = None) -> Duplica
     if args.corpus is None:
         where = f" ({args.index} holds no index)" if args.index else ""
         raise ValueError(f"pass --corpus to build an index{where}")
-    texts, ids = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
+    texts, ids, _ = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
     if not texts:
         raise ValueError(f"{args.corpus} holds no questions")
     index = DuplicateIndex.build(texts, model, ids=ids, batch_size=args.batch_size, show_progress_bar=True)

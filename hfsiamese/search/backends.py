@@ -1,30 +1,29 @@
 """
-The search backends of a `DuplicateIndex`: `"exact"` (`topk_cosine`, chunked, in torch) and `"faiss"`,
-the FAISS index that `datasets` attaches to the corpus `Dataset` (the `faiss` extra).
+The search backends of a `DuplicateIndex`, by name:
+
+* `"exact"`: chunked top-k cosine in torch (`exact.topk_cosine`): nothing to install, exact, every
+  row scanned per query;
+* `"faiss"`: a FAISS index owned by the `DuplicateIndex` (`ann_index`): exact (flat), quantised
+  (int8, product codes, binary) and/or approximate (HNSW, IVF), chosen by corpus size unless told;
+  rows are added to it without a rebuild (the `faiss` extra);
+* `"lancedb"`: the texts, embeddings and metadata live in a LanceDB table (`lancedb_store`): embedded
+  in a folder (exact search, fast appends, every insert a durable commit), or shared storage / LanceDB
+  Cloud by URI; inserts, deletes and metadata filters without a rebuild (the `lancedb` extra);
+* `"qdrant"`: the same in a Qdrant collection (`qdrant_store`): a Qdrant server or cluster by URL, or
+  Qdrant's embedded mode in a folder, which is for small collections (its inserts are slow beyond
+  ~100k texts: see `qdrant_store`) (the `qdrant` extra).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
-import datasets
-import torch
-
-BACKENDS = ("exact", "faiss")
-Backend = Literal["exact", "faiss"]
-# Name of the FAISS index on the corpus Dataset.
-FAISS_INDEX_NAME = "embeddings"
-
-
-def import_faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as err:
-        raise ImportError(
-            'backend="faiss" needs the faiss package: pip install "hfsiamese[faiss]" (or use backend="exact", '
-            "which needs nothing more)"
-        ) from err
-    return faiss
+BACKENDS = ("exact", "faiss", "lancedb", "qdrant")
+Backend = Literal["exact", "faiss", "lancedb", "qdrant"]
+# The backends whose texts and embeddings the `DuplicateIndex` keeps itself (the others keep theirs).
+IN_PROCESS_BACKENDS = ("exact", "faiss")
+DATABASE_BACKENDS = ("lancedb", "qdrant")
 
 
 def check_backend(backend: str) -> str:
@@ -32,37 +31,29 @@ def check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "faiss":
+        from .ann_index import import_faiss
+
         import_faiss()
+    if backend == "qdrant":
+        from .qdrant_store import import_qdrant
+
+        import_qdrant()
+    if backend == "lancedb":
+        from .lancedb_store import import_lancedb
+
+        import_lancedb()
     return backend
 
 
-def ensure_faiss_index(corpus: datasets.Dataset, embeddings: torch.Tensor, string_factory: str | None) -> None:
-    """Attach a FAISS index of `embeddings` to `corpus`, unless it has one."""
-    # A flat inner-product index over L2-normalised vectors ranks exactly as cosine similarity.
-    if corpus.is_index_initialized(FAISS_INDEX_NAME):
-        return
-    faiss = import_faiss()
-    vectors = embeddings.contiguous().numpy()
-    corpus.add_faiss_index_from_external_arrays(
-        vectors,
-        FAISS_INDEX_NAME,
-        string_factory=string_factory,
-        metric_type=faiss.METRIC_INNER_PRODUCT,
-        batch_size=max(len(vectors), 1),
-        train_size=len(vectors) if string_factory else None,
-    )
+def open_database(
+    backend: str, location: str | os.PathLike, *, collection: str, embedding_dim: int | None, api_key: str | None
+) -> Any:
+    """The store of a database backend (both have the same methods: add, delete, contains, search, iter_rows...)."""
+    if backend == "qdrant":
+        from .qdrant_store import QdrantStore as Store
+    else:
+        from .lancedb_store import LanceDBStore as Store
+    return Store.open(location, collection=collection, embedding_dim=embedding_dim, api_key=api_key)
 
 
-def drop_faiss_index(corpus: datasets.Dataset | None) -> None:
-    """Drop a FAISS index that no longer covers every row (the corpus is about to grow)."""
-    if corpus is not None and corpus.is_index_initialized(FAISS_INDEX_NAME):
-        corpus.drop_index(FAISS_INDEX_NAME)
-
-
-def faiss_topk(corpus: datasets.Dataset, queries: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(scores, rows)` of the `k` best rows per query, from the FAISS index `ensure_faiss_index` attached."""
-    scores, rows = corpus.search_batch(FAISS_INDEX_NAME, queries.contiguous().numpy(), k=k)
-    return torch.from_numpy(scores).float(), torch.from_numpy(rows).long()
-
-
-__all__ = ["BACKENDS", "Backend", "check_backend", "drop_faiss_index", "ensure_faiss_index", "faiss_topk", "import_faiss"]
+__all__ = ["BACKENDS", "DATABASE_BACKENDS", "IN_PROCESS_BACKENDS", "Backend", "check_backend", "open_database"]

@@ -8,13 +8,15 @@ A corpus file is read as:
   * otherwise a question-pair file (any format `hfsiamese.data.load_pairs` reads): the questions
     of both columns, each distinct question once (by id where the file has ids, else by
     normalised text, as everywhere in hfsiamese), with its id where the file has ids.
-`corpus_format` forces one of `lines`, `table`, `pairs`.
+`corpus_format` forces one of `lines`, `table`, `pairs`. A table's `metadata_columns` become each text's
+metadata (for a database backend's search filters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import datasets
 
@@ -25,10 +27,20 @@ CORPUS_FORMATS = ("auto", "lines", "table", "pairs")
 _TABLE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
+class CorpusFile(NamedTuple):
+    texts: list[str]
+    ids: list[Any] | None  # None: the row numbers
+    metadata: list[dict[str, Any]] | None  # one dict per text, from the table's metadata columns
+
+
 def read_corpus(
-    corpus: str | Path, corpus_format: str = "auto", text_column: str | None = None, id_column: str | None = None
-) -> tuple[list[str], list[Any] | None]:
-    """The texts (and ids, where the file has them) of the corpus file."""
+    corpus: str | Path,
+    corpus_format: str = "auto",
+    text_column: str | None = None,
+    id_column: str | None = None,
+    metadata_columns: Sequence[str] | None = None,
+) -> CorpusFile:
+    """The texts (and ids, where the file has them, and metadata where asked for) of the corpus file."""
     path = Path(corpus)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
@@ -42,9 +54,11 @@ def read_corpus(
             kind = "lines"
         else:
             kind = "pairs"
+    if metadata_columns and kind != "table":
+        raise ValueError("--metadata_column needs a table corpus (csv/tsv/json/jsonl/parquet with --text_column)")
     if kind == "lines":
         with open(path, encoding="utf-8") as handle:
-            return [line.strip() for line in handle if line.strip()], None
+            return CorpusFile([line.strip() for line in handle if line.strip()], None, None)
     if kind == "table":
         if text_column is None:
             raise ValueError("--corpus_format table needs --text_column")
@@ -53,14 +67,17 @@ def read_corpus(
             raise ValueError(f"cannot read {path} as a table: use a {'/'.join(_TABLE_BUILDERS)} file")
         options = {"delimiter": "\t"} if path.suffix.lower() == ".tsv" else {}
         table = datasets.load_dataset(builder, data_files=str(path), split="train", **options)
-        for flag, column in (("--text_column", text_column), ("--id_column", id_column)):
+        named = [("--text_column", text_column), ("--id_column", id_column)]
+        named += [("--metadata_column", column) for column in metadata_columns or ()]
+        for flag, column in named:
             if column is not None and column not in table.column_names:
                 raise ValueError(f"{flag} {column!r} is not a column of {path}; columns: {table.column_names}")
         texts = list(table[text_column])
         ids = list(table[id_column]) if id_column else None
-        return texts, ids
+        metadata = table.select_columns(list(metadata_columns)).to_list() if metadata_columns else None
+        return CorpusFile(texts, ids, metadata)
     pairs = load_pairs(str(path))
-    return distinct_questions(pairs)
+    return CorpusFile(*distinct_questions(pairs), None)
 
 
 def _first_line(path: Path) -> str:
@@ -68,4 +85,4 @@ def _first_line(path: Path) -> str:
         return handle.readline()
 
 
-__all__ = ["CORPUS_FORMATS", "read_corpus"]
+__all__ = ["CORPUS_FORMATS", "CorpusFile", "read_corpus"]

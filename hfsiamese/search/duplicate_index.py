@@ -1,12 +1,20 @@
 """
 A searchable corpus of embedded texts that answers "has this question been asked before?".
 
-The corpus (ids and texts) lives in a `datasets.Dataset`, so a saved index is memory-mapped Arrow
-on load rather than a million Python strings; the embeddings are one float32 tensor. Search is
-exact cosine top-k, either in torch (`topk_cosine`, chunked, no extra install) or through the
-FAISS index that `datasets` attaches to a `Dataset` (`backend="faiss"`, see `backends`). The folder
-an index is saved to is described in `index_files`; mining duplicate pairs inside the index is
-`paraphrase_pairs`. Given a cross-encoder, search and mining become retrieve-then-rerank: the index
+Three scales, one API (`backends`):
+
+* in memory: the corpus (ids and texts) in a `datasets.Dataset`, the embeddings in an
+  `EmbeddingTable`; exact search in torch (`topk_cosine`, chunked, no extra install);
+* on disk: the same, saved and memory-mapped (Arrow texts, `.npy` embeddings), searched through a
+  FAISS index that keeps only small codes in memory (int8, binary, IVF, HNSW: `ann_index`), whose
+  candidates are rescored exactly against the memory-mapped embeddings;
+* a database: the texts, embeddings and metadata in a LanceDB table (`lancedb_store`) or a Qdrant
+  collection (`qdrant_store`), embedded in a folder or on a server/cluster by URI, with deletes and
+  metadata filters.
+
+The folder an index is saved to is described in `index_files`; mining duplicate pairs inside the
+index is `paraphrase_pairs`; a corpus too large for one process is encoded in resumable shards
+(`embedding_shards`). Given a cross-encoder, search and mining become retrieve-then-rerank: the index
 proposes candidates, the cross-encoder scores and decides them (`reranking`).
 """
 
@@ -19,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import datasets
+import numpy as np
 import torch
 
 from ..models.siamese.inference import check_truncate_dim
@@ -30,10 +39,12 @@ from ..models.siamese.scoring import (
     stored_calibrator,
     threshold_in_unit,
 )
-from .backends import Backend, check_backend, drop_faiss_index, ensure_faiss_index, faiss_topk
+from .ann_index import AnnSpec, FaissAnnIndex, training_sample
+from .backends import DATABASE_BACKENDS, IN_PROCESS_BACKENDS, Backend, check_backend, open_database
+from .embedding_table import EmbeddingTable
 from .exact import topk_cosine
 from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
-from .input_checks import check_k, check_texts, id_type, plain_ids, texts_and_ids
+from .input_checks import check_k, check_metadata, check_texts, id_type, plain_ids, texts_and_ids
 from .paraphrase_pairs import paraphrase_pairs
 from .reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
@@ -69,13 +80,13 @@ class DuplicateIndex:
     Embeddings of a corpus of texts, searchable by cosine similarity, for duplicate detection.
 
     Build it from a list of texts or a `datasets.Dataset`, search it with new texts, grow it with
-    `add`, save it to a folder and load it back. Scores are the cosine similarity of the model's
-    L2-normalised embeddings (also for models with a classification head, whose head scores pairs,
-    not a corpus). Where a cosine threshold is known (the model's calibrated `config.threshold`, or
-    `threshold=`), each match also says whether it counts as a duplicate. Where the model is calibrated
-    to probabilities on cosines (`model.calibrate(..., method="platt" | "isotonic")`), the index keeps
-    that map (and saves it): `find_duplicates` then gives each pair's `probability` and takes
-    `probability_threshold=`.
+    `add`, remove texts with `delete`, save it to a folder and load it back. Scores are the cosine
+    similarity of the model's L2-normalised embeddings (also for models with a classification head,
+    whose head scores pairs, not a corpus). Where a cosine threshold is known (the model's calibrated
+    `config.threshold`, or `threshold=`), each match also says whether it counts as a duplicate. Where
+    the model is calibrated to probabilities on cosines (`model.calibrate(..., method="platt" |
+    "isotonic")`), the index keeps that map (and saves it): `find_duplicates` then gives each pair's
+    `probability` and takes `probability_threshold=`.
 
     With a cross-encoder (`cross_encoder=` here, or per call of `search` / `find_duplicates`), the index
     retrieves candidates and the cross-encoder reranks and decides them: `"score"` is then the
@@ -87,8 +98,9 @@ class DuplicateIndex:
             index loaded without one can search precomputed embeddings and mine duplicates, but
             not embed new texts.
         tokenizer: the model's tokenizer; by default the one saved beside the model.
-        backend: `"exact"` (chunked top-k in torch, default) or `"faiss"` (the `datasets` FAISS
-            index, exact inner product unless `faiss_string_factory` asks for an approximate one).
+        backend: `"exact"` (chunked top-k in torch, default), `"faiss"` (a FAISS index: exact, or
+            quantised and approximate, see `quantization` and `structure`), or a database at `database`:
+            `"lancedb"` or `"qdrant"` (inserts, deletes and metadata filters without a rebuild).
         threshold: cosine similarity at or above which a match is a duplicate (default: the
             model's `config.threshold` where it is a cosine threshold).
         batch_size, max_length: encoding settings, for the corpus and the queries alike.
@@ -97,8 +109,20 @@ class DuplicateIndex:
         query_chunk_size, corpus_chunk_size: block sizes of the exact search; peak extra memory
             is about `query_chunk_size * corpus_chunk_size * 4` bytes (256 MiB by default),
             whatever the corpus size.
-        faiss_string_factory: FAISS index factory string (e.g. `"HNSW32"`) for an approximate
-            index; default a flat (exact) inner-product index.
+        quantization: with `backend="faiss"`, the codes the index keeps in memory: `"none"` (float32),
+            `"int8"`, `"pq"` or `"binary"` (1 bit a dimension); quantised candidates are rescored exactly
+            against the full embeddings. Default `"auto"`: float32 up to 1M texts, binary beyond.
+        structure: with `backend="faiss"`: `"flat"` (exhaustive), `"hnsw"` or `"ivf"` (approximate);
+            default `"auto"`: flat up to 1M texts, IVF beyond.
+        rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
+        ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`: also `nlist`, `nprobe`,
+            `hnsw_m`, `ef_search`, `pq_bytes`), instead of the three options above.
+        faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index,
+            instead of `quantization` and `structure`.
+        database: with `backend="lancedb"` or `"qdrant"`, a folder (the engine embedded in this
+            process, created if missing) or the URI of a server or cluster (LanceDB: `db://...` or
+            shared object storage such as `s3://...`; Qdrant: `http(s)://...`); `collection` names the
+            table / collection there and `api_key` is the server's key.
         cross_encoder: a default reranker for `search` and `find_duplicates` (a
             `hfsiamese.cross_encoder.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
             It is not saved with the index (it is a model folder of its own): pass it again to `load`.
@@ -129,7 +153,14 @@ class DuplicateIndex:
         truncate_dim: int | None = None,
         query_chunk_size: int = 1024,
         corpus_chunk_size: int = 65536,
+        quantization: str = "auto",
+        structure: str = "auto",
+        rescore_multiplier: int = 8,
+        ann: AnnSpec | None = None,
         faiss_string_factory: str | None = None,
+        database: str | os.PathLike | None = None,
+        collection: str = "duplicate_index",
+        api_key: str | None = None,
         cross_encoder: Any | None = None,
     ) -> None:
         if query_chunk_size < 1 or corpus_chunk_size < 1:
@@ -140,6 +171,13 @@ class DuplicateIndex:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.backend = check_backend(backend)
+        self.ann_spec = _ann_spec(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
+        if backend != "faiss" and not self.ann_spec.is_default:
+            raise ValueError(f"quantization, structure, ann and faiss_string_factory apply to backend=\"faiss\", not {backend!r}")
+        if backend in DATABASE_BACKENDS and database is None:
+            raise ValueError(f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server')
+        if backend not in DATABASE_BACKENDS and database is not None:
+            raise ValueError(f'database= applies to backend="lancedb" or "qdrant", not {backend!r}')
         self.model = self._resolve_model(model)
         self.tokenizer = tokenizer
         self.batch_size = batch_size
@@ -149,7 +187,6 @@ class DuplicateIndex:
             check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
         self.query_chunk_size = query_chunk_size
         self.corpus_chunk_size = corpus_chunk_size
-        self.faiss_string_factory = faiss_string_factory
         self.threshold = check_threshold(
             threshold if threshold is not None else threshold_in_unit(getattr(self.model, "config", None), "cosine")
         )
@@ -157,11 +194,17 @@ class DuplicateIndex:
         self.calibrator: ScoreCalibrator | None = stored_calibrator(getattr(self.model, "config", None), "cosine")
         self.embedding_dim: int | None = (truncate_dim or self.model.config.sentence_embedding_dim) if self.model is not None else None
         self.model_name_or_path: str | None = getattr(self.model, "name_or_path", None) or None
-        self._embeddings = torch.empty(0, self.embedding_dim or 0)
+        self._table = EmbeddingTable(self.embedding_dim or 0)
         self._corpus: datasets.Dataset | None = None
+        self._ann: FaissAnnIndex | None = None
         self._id_type: str | None = None
         self._id_set: set[Any] | None = None
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
+        self._store: Any | None = None
+        if backend in DATABASE_BACKENDS:
+            self._store = open_database(backend, database, collection=collection, embedding_dim=self.embedding_dim, api_key=api_key)
+            self.database = _database_location(database)
+            self.collection = collection
         # Not saved with the index: a cross-encoder is a model folder of its own.
         self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
 
@@ -178,6 +221,9 @@ class DuplicateIndex:
         ids: Sequence[int | str] | None = None,
         text_column: str = "text",
         id_column: str | None = None,
+        metadata: Sequence[dict[str, Any]] | None = None,
+        shards_dir: str | os.PathLike | None = None,
+        shard_size: int = 100_000,
         show_progress_bar: bool = False,
         **kwargs: Any,
     ) -> DuplicateIndex:
@@ -189,6 +235,11 @@ class DuplicateIndex:
             model, tokenizer: as in the constructor (a model is required here).
             ids: one id per text (all integers or all strings, unique); default the row numbers.
             id_column: with a `Dataset`, the column holding the ids (instead of `ids`).
+            metadata: one dict per text (e.g. `{"site": "cooking"}`) that `search(filter=...)` can
+                select on (a database backend).
+            shards_dir: encode the corpus in resumable shards of `shard_size` texts written to this
+                folder (`embedding_shards`): a build that is interrupted and started again skips the
+                shards it finished, and under `accelerate launch` each process encodes its share.
             show_progress_bar: show a tqdm bar while encoding.
             **kwargs: the constructor's options (`backend`, `threshold`, `batch_size`, chunk sizes...).
         """
@@ -198,40 +249,139 @@ class DuplicateIndex:
         if not texts:
             raise ValueError("cannot build an index from an empty corpus")
         index = cls(model, tokenizer, **kwargs)
-        index.add(texts, ids, show_progress_bar=show_progress_bar)
+        if index._store is not None and len(index._store):
+            raise ValueError(
+                f"the collection {index.collection!r} at {index.database} already holds {len(index._store)} texts: "
+                "DuplicateIndex.load it (and add), or build into another collection"
+            )
+        if shards_dir is None:
+            index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
+            return index
+        from .embedding_shards import EmbeddingShards, encode_to_shards
+
+        encode_to_shards(
+            texts,
+            shards_dir,
+            index.model,
+            index.tokenizer,
+            shard_size=shard_size,
+            batch_size=index.batch_size,
+            max_length=index.max_length,
+            truncate_dim=index.truncate_dim,
+            show_progress_bar=show_progress_bar,
+        )
+        shards = EmbeddingShards.open(shards_dir)
+        if index._store is not None:
+            index.add_embeddings(texts, shards, ids, metadata=metadata)
+        else:  # the embeddings stay on disk: one memory-mapped file assembled from the shards
+            index._adopt(texts, ids, _assembled_embeddings(shards, Path(shards_dir)), metadata)
         return index
 
+    def _adopt(
+        self, texts: list[str], ids: Sequence[int | str] | None, table: EmbeddingTable, metadata: Sequence[dict] | None
+    ) -> None:
+        """Take a (memory-mapped) table of the corpus's embeddings as this empty index's own."""
+        new_ids = self._check_new_ids(ids, len(texts))
+        check_metadata(metadata, len(texts), database=False)
+        self._check_embedding_shape(table, len(texts))
+        kind = id_type(new_ids)
+        features = datasets.Features(
+            {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
+        )
+        self._corpus = datasets.Dataset.from_dict({"id": new_ids, "text": texts}, features=features)
+        self._table, self._ann, self._id_type = table, None, kind
+        self._id_set = None  # built on first need
+
     def add(
-        self, texts: Sequence[str], ids: Sequence[int | str] | None = None, *, show_progress_bar: bool = False
+        self,
+        texts: Sequence[str],
+        ids: Sequence[int | str] | None = None,
+        *,
+        metadata: Sequence[dict[str, Any]] | None = None,
+        show_progress_bar: bool = False,
     ) -> None:
         """
         Embed `texts` and append them to the index. `ids` default to the next row numbers (only
         possible while the index's ids are integers); an id already in the index is an error, and
-        so is an empty text. Nothing changes unless every text is embedded.
+        so is an empty text. Nothing changes unless every text is embedded. A FAISS index takes the
+        new rows without a rebuild; a database has every row durably when `add` returns.
         """
         texts = check_texts(texts)
         if not texts:
             return
+        self._check_new_ids(ids, len(texts))  # before the (long) encoding
+        self.add_embeddings(texts, self._encode(texts, show_progress_bar=show_progress_bar), ids, metadata=metadata)
+
+    def add_embeddings(
+        self,
+        texts: Sequence[str],
+        embeddings: torch.Tensor | np.ndarray | Any,
+        ids: Sequence[int | str] | None = None,
+        *,
+        metadata: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """
+        `add` for texts embedded already (by this index's model: e.g. `EmbeddingShards` of a sharded
+        encoding, which are added shard by shard, never all in memory at once).
+        """
+        texts = check_texts(texts)
         new_ids = self._check_new_ids(ids, len(texts))
-        embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
-        if embeddings.shape != (len(texts), self.embedding_dim):
-            raise ValueError(
-                f"the model gave embeddings of shape {tuple(embeddings.shape)}, expected ({len(texts)}, {self.embedding_dim})"
-            )
+        metadata = check_metadata(metadata, len(texts), database=self._store is not None)
+        batches = _embedding_batches(embeddings, len(texts))
         kind = self._id_type or id_type(new_ids)
+        if self._store is not None:
+            for start, batch in batches:
+                self._check_embedding_shape(batch, len(batch))
+                stop = start + len(batch)
+                self._store.add(new_ids[start:stop], texts[start:stop], batch, None if metadata is None else metadata[start:stop])
+            self._id_type = kind
+            return
+        table = EmbeddingTable(self.embedding_dim)
+        for _, batch in batches:
+            self._check_embedding_shape(batch, len(batch))
+            table.append(batch)
+        if len(table) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(table)} embeddings")
         features = datasets.Features(
             {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
         )
         rows = datasets.Dataset.from_dict({"id": new_ids, "text": texts}, features=features)
-        if self._corpus is None:
-            self._corpus = rows
-            self._embeddings = embeddings.float().contiguous()
-        else:
-            drop_faiss_index(self._corpus)
-            self._corpus = datasets.concatenate_datasets([self._corpus, rows])
-            self._embeddings = torch.cat([self._embeddings, embeddings.float()])
+        self._corpus = rows if self._corpus is None else datasets.concatenate_datasets([self._corpus, rows])
+        for _, chunk in table.chunks():
+            self._table.append(chunk)
+            if self._ann is not None:
+                self._ann.add(chunk.numpy())  # no rebuild: FAISS appends, in row order
         self._id_type = kind
-        self._id_set.update(new_ids)
+        self._existing_ids().update(new_ids)
+
+    def _check_embedding_shape(self, embeddings: Any, count: int) -> None:
+        if tuple(embeddings.shape) != (count, self.embedding_dim):
+            raise ValueError(
+                f"the model gave embeddings of shape {tuple(embeddings.shape)}, expected ({count}, {self.embedding_dim})"
+            )
+
+    def delete(self, ids: Sequence[int | str]) -> int:
+        """
+        Remove the texts with these ids (ids not in the index are ignored); returns how many were removed.
+
+        A database deletes in place. An in-process index is compacted: the kept rows are copied into
+        memory and a FAISS index is rebuilt at the next search, so for a large corpus that changes
+        every day prefer a database backend.
+        """
+        ids = plain_ids(ids)
+        if self._store is not None:
+            return self._store.delete(ids)
+        doomed = set(ids) & self._existing_ids()
+        if not doomed:
+            return 0
+        keep = np.array([row for row, i in enumerate(self._corpus["id"]) if i not in doomed], dtype=np.int64)
+        self._corpus = self._corpus.select(keep).flatten_indices() if len(keep) else None
+        self._table = self._table.select(keep) if len(keep) else EmbeddingTable(self.embedding_dim)
+        self._ann = None
+        self._id_set = self._existing_ids() - doomed
+        if self._corpus is None:
+            self._id_type = None
+        return len(doomed)
 
     def _check_new_ids(self, ids: Sequence[int | str] | None, count: int) -> list[Any]:
         existing = self._existing_ids()
@@ -251,7 +401,10 @@ class DuplicateIndex:
         repeated = [i for i in ids if i in seen or seen.add(i)]
         if repeated:
             raise ValueError(f"duplicate ids among the new texts: {sorted(set(repeated))[:5]}")
-        clashing = [i for i in ids if i in existing]
+        if isinstance(existing, _StoreIds):  # one query to the database for all of them
+            clashing = [i for i, present in zip(ids, existing.store.contains(ids)) if present]
+        else:
+            clashing = [i for i in ids if i in existing]
         if clashing:
             raise ValueError(f"ids already in the index: {clashing[:5]}{' ...' if len(clashing) > 5 else ''}")
         return ids
@@ -259,6 +412,8 @@ class DuplicateIndex:
     def _existing_ids(self) -> set[Any]:
         # Built on first need: an index loaded only to be searched never pays for a set of 1M ids.
         if self._id_set is None:
+            if self._store is not None:
+                return _StoreIds(self._store)
             self._id_set = set(self._corpus["id"]) if self._corpus is not None else set()
         return self._id_set
 
@@ -302,31 +457,62 @@ class DuplicateIndex:
     # Views
     # ----------------------------------------------------------------------------------------
     def __len__(self) -> int:
+        if self._store is not None:
+            return len(self._store)
         return 0 if self._corpus is None else self._corpus.num_rows
 
     def __repr__(self) -> str:
+        where = f", database={self.database!r}, collection={self.collection!r}" if self._store is not None else ""
+        faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
         return (
             f"{type(self).__name__}(num_texts={len(self)}, embedding_dim={self.embedding_dim}, "
-            f"backend={self.backend!r}, model={self.model_name_or_path!r}, threshold={self.threshold})"
+            f"backend={self.backend!r}{where}{faiss}, model={self.model_name_or_path!r}, threshold={self.threshold})"
         )
 
     @property
     def embeddings(self) -> torch.Tensor:
-        """The `(num_texts, dim)` float32 embeddings, in row order."""
-        return self._embeddings
+        """The `(num_texts, dim)` float32 embeddings, in row order (a copy in memory if they are memory-mapped)."""
+        if self._store is not None:
+            return torch.from_numpy(self._database_rows()[2])
+        return self._table.to_tensor()
+
+    @property
+    def memory_mapped(self) -> bool:
+        """Whether the embeddings are read from the saved folder's file rather than held in memory."""
+        return self._table.memory_mapped
 
     @property
     def corpus(self) -> datasets.Dataset | None:
         """The ids and texts as a `datasets.Dataset` (columns `id`, `text`), in row order."""
+        if self._store is not None:
+            ids, texts, _ = self._database_rows(with_vectors=False)
+            return datasets.Dataset.from_dict({"id": ids, "text": texts}) if ids else None
         return self._corpus
 
     @property
     def ids(self) -> list[int | str]:
+        if self._store is not None:
+            return self._database_rows(with_vectors=False)[0]
         return [] if self._corpus is None else list(self._corpus["id"])
 
     @property
     def texts(self) -> list[str]:
+        if self._store is not None:
+            return self._database_rows(with_vectors=False)[1]
         return [] if self._corpus is None else list(self._corpus["text"])
+
+    def _database_rows(self, *, with_vectors: bool = True) -> tuple[list[Any], list[str], np.ndarray | None]:
+        """Every id, text (and embedding) of the database collection, read in batches."""
+        ids, texts, vectors = [], [], []
+        for batch_ids, batch_texts, batch_vectors, _ in self._store.iter_rows(with_vectors=with_vectors):
+            ids.extend(batch_ids)
+            texts.extend(batch_texts)
+            if with_vectors:
+                vectors.append(batch_vectors)
+        if not with_vectors:
+            return ids, texts, None
+        stacked = np.concatenate(vectors) if vectors else np.empty((0, self.embedding_dim), dtype=np.float32)
+        return ids, texts, stacked
 
     # ----------------------------------------------------------------------------------------
     # Search
@@ -338,6 +524,7 @@ class DuplicateIndex:
         *,
         threshold: float | None = None,
         backend: Backend | None = None,
+        filter: dict[str, Any] | None = None,
         cross_encoder: Any | None = None,
         rerank_k: int | None = None,
     ) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
@@ -360,6 +547,8 @@ class DuplicateIndex:
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
         check_k(k)
+        if filter is not None and self._store is None:
+            raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
         reranker = self._reranker(cross_encoder)
         if reranker is None:
             if rerank_k is not None:
@@ -371,11 +560,16 @@ class DuplicateIndex:
         if not texts:
             return []
         self._check_not_empty()
-        scores, rows = self.search_embeddings(self._encode(texts), rerank_k or k, backend=backend)
-        if reranker is None:
-            results = self._matches(scores, rows, threshold)
+        if self._store is not None:
+            if backend not in (None, self.backend):
+                raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
+            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), rerank_k or k, filter=filter)
         else:
+            scores, rows = self.search_embeddings(self._encode(texts), rerank_k or k, backend=backend)
             candidates = self._matches(scores, rows, None)
+        if reranker is None:
+            results = [_decide(found, threshold) for found in candidates]
+        else:
             results = [found[:k] for found in rerank_matches(reranker, texts, candidates, threshold=threshold)]
         return results[0] if single else results
 
@@ -388,40 +582,96 @@ class DuplicateIndex:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """
         Tensor form of `search`: `(scores, rows)`, both `(num_queries, min(k, len(index)))`, best
-        first; `rows` index `embeddings` and `corpus`. Queries should be L2-normalised (as
-        `model.encode` returns them) for the scores to be cosine similarities.
+        first; `rows` index `embeddings` and `corpus` (-1 where an approximate index found fewer than
+        `k`). Queries should be L2-normalised (as `model.encode` returns them) for the scores to be
+        cosine similarities. A quantised FAISS index's candidates are rescored exactly, so scores are
+        always exact cosines; only which rows are found may differ from `backend="exact"`.
         """
         check_k(k)
+        if self._store is not None:
+            raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
         self._check_not_empty()
         if query_embeddings.dim() != 2 or query_embeddings.shape[1] != self.embedding_dim:
             raise ValueError(
                 f"query embeddings must have shape (num_queries, {self.embedding_dim}), got {tuple(query_embeddings.shape)}"
             )
         backend = check_backend(backend or self.backend)
+        if backend not in IN_PROCESS_BACKENDS:
+            raise ValueError(f"backend={backend!r} is not how this index was built: use 'exact' or 'faiss'")
         queries = query_embeddings.detach().float().cpu()
-        if backend == "exact":
-            return topk_cosine(
-                queries,
-                self._embeddings,
-                k,
-                query_chunk_size=self.query_chunk_size,
-                corpus_chunk_size=self.corpus_chunk_size,
-            )
-        ensure_faiss_index(self._corpus, self._embeddings, self.faiss_string_factory)
-        return faiss_topk(self._corpus, queries, min(k, len(self)))
+        if backend == "exact" or (self.backend != "faiss" and self.ann_spec.is_default):
+            return self._exact_topk(queries, k)
+        ann = self._ensure_ann()
+        if not ann.spec.quantized:
+            scores, rows = ann.search(queries.numpy(), min(k, len(self)))
+            return torch.from_numpy(scores), torch.from_numpy(rows)
+        _, candidates = ann.search(queries.numpy(), min(k * ann.spec.rescore_multiplier, len(self)))
+        return self._rescore(queries.numpy(), candidates, k)
 
-    def _matches(
-        self, scores: torch.Tensor, rows: torch.Tensor, threshold: float | None
-    ) -> list[list[dict[str, Any]]]:
-        """Turn `(scores, rows)` into per-query lists of match dicts, fetching all rows in one read."""
-        found = self._corpus[rows.flatten().tolist()]
-        ids, texts, flat_scores = found["id"], found["text"], scores.flatten().tolist()
+    def _exact_topk(
+        self, queries: torch.Tensor, k: int, exclude_indices: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact top-k over the embeddings (a memory-mapped base and the rows added since), merged."""
+        found = [
+            (scores, rows + offset)
+            for offset, segment in self._table.segments()
+            for scores, rows in [
+                topk_cosine(
+                    queries,
+                    segment,
+                    k,
+                    query_chunk_size=self.query_chunk_size,
+                    corpus_chunk_size=self.corpus_chunk_size,
+                    exclude_indices=None if exclude_indices is None else exclude_indices - offset,
+                )
+            ]
+        ]
+        if len(found) == 1:
+            return found[0]
+        scores, rows = torch.cat([f[0] for f in found], dim=1), torch.cat([f[1] for f in found], dim=1)
+        best, order = scores.topk(min(k, scores.shape[1]), dim=1)
+        return best, rows.gather(1, order)
+
+    def _rescore(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact cosines of each query's candidate rows (read from the full embeddings), best `k` first."""
+        found = candidates >= 0
+        vectors = self._table.gather(np.where(found, candidates, 0))
+        scores = np.einsum("qd,qnd->qn", queries, vectors)
+        scores[~found] = -np.inf
+        order = np.argsort(-scores, axis=1, kind="stable")[:, : min(k, scores.shape[1])]
+        best = np.take_along_axis(scores, order, axis=1)
+        rows = np.where(np.isfinite(best), np.take_along_axis(candidates, order, axis=1), -1)
+        return torch.from_numpy(best.astype(np.float32)), torch.from_numpy(rows.astype(np.int64))
+
+    def _ensure_ann(self) -> FaissAnnIndex:
+        """The FAISS index over every row, built (trained on a seeded sample, then filled chunk by chunk) on first need."""
+        if self._ann is None:
+            spec = self.ann_spec.resolved(len(self), self.embedding_dim)
+            ann = FaissAnnIndex(spec, self.embedding_dim)
+            sample = training_sample(len(self), spec)
+            if sample is not None:
+                ann.train(self._table.gather(sample))
+            for _, chunk in self._table.chunks():
+                ann.add(chunk.numpy())
+            logger.info(f"FAISS index over {len(self)} texts: {spec}")
+            self._ann = ann
+        return self._ann
+
+    def _matches(self, scores: torch.Tensor, rows: torch.Tensor, threshold: float | None) -> list[list[dict[str, Any]]]:
+        """Turn `(scores, rows)` into per-query lists of match dicts, fetching all rows in one read (rows of -1 skipped)."""
+        found_rows = rows.flatten()
+        wanted = found_rows[found_rows >= 0].tolist()
+        found = self._corpus[wanted] if wanted else {"id": [], "text": []}
+        ids, texts = iter(found["id"]), iter(found["text"])
+        flat_scores = scores.flatten().tolist()
         per_query = rows.shape[1]
         results = []
         for start in range(0, rows.numel(), per_query):
             matches = []
             for i in range(start, start + per_query):
-                match = {"id": ids[i], "text": texts[i], "score": flat_scores[i]}
+                if found_rows[i] < 0:
+                    continue
+                match = {"id": next(ids), "text": next(texts), "score": flat_scores[i]}
                 if threshold is not None:
                     match["is_duplicate"] = flat_scores[i] >= threshold
                 matches.append(match)
@@ -429,7 +679,7 @@ class DuplicateIndex:
         return results
 
     def _check_not_empty(self) -> None:
-        if self._corpus is None:
+        if len(self) == 0:
             raise ValueError("the index is empty: add texts first (DuplicateIndex.build or index.add)")
 
     # ----------------------------------------------------------------------------------------
@@ -452,9 +702,11 @@ class DuplicateIndex:
         pair also has its `probability`, and `probability_threshold=p` keeps the pairs whose
         calibrated P(duplicate) is at least `p` instead.
 
-        How: each text's `k` nearest other texts are found with the chunked exact top-k (the
-        same search as `search`) and the pairs among them that pass the threshold are kept, each
-        once (see `paraphrase_pairs`): no `N x N` matrix is ever built, whatever the threshold.
+        How: each text's `k` nearest other texts are found with the index's own search (the chunked
+        exact top-k, or the FAISS index with `backend="faiss"`: approximate and far faster on a large
+        corpus; a database collection is read into memory and mined exactly) and the pairs among them
+        that pass the threshold are kept, each once (see `paraphrase_pairs`): no `N x N` matrix is
+        ever built, whatever the threshold.
         A pair is missed only inside a cluster of more than `k + 1` near-identical texts; when a
         text's `k`-th neighbour still passes the threshold, a warning says how many texts were
         capped: raise `k` then (`k >= len(index) - 1` is exhaustive).
@@ -469,6 +721,15 @@ class DuplicateIndex:
         """
         check_k(k)
         reranker = self._reranker(cross_encoder)
+        if self._store is not None:  # mined in memory, exactly, over the collection's rows
+            return self._in_process_view().find_duplicates(
+                threshold,
+                k,
+                probability_threshold=probability_threshold,
+                show_progress_bar=show_progress_bar,
+                cross_encoder=reranker,
+                candidate_threshold=candidate_threshold,
+            )
         if reranker is not None:
             return self._find_duplicates_reranked(
                 reranker, threshold, k, probability_threshold, candidate_threshold, show_progress_bar
@@ -521,11 +782,11 @@ class DuplicateIndex:
                 ),
             )
         found = paraphrase_pairs(
-            self._embeddings,
+            self._neighbour_search(),
             threshold,
             k,
+            num_texts=len(self._table),
             query_chunk_size=self.query_chunk_size,
-            corpus_chunk_size=self.corpus_chunk_size,
             show_progress_bar=show_progress_bar,
         )
         if found.capped:
@@ -545,6 +806,38 @@ class DuplicateIndex:
                 pair["probability"] = probability
         return pairs
 
+    def _in_process_view(self) -> DuplicateIndex:
+        """This index, or for a database one an exact in-memory copy of its rows (to mine pairs among them)."""
+        if self._store is None:
+            return self
+        view = DuplicateIndex(
+            None, threshold=self.threshold, query_chunk_size=self.query_chunk_size, corpus_chunk_size=self.corpus_chunk_size
+        )
+        view.embedding_dim, view.calibrator = self.embedding_dim, self.calibrator
+        view._table = EmbeddingTable(self.embedding_dim)
+        ids, texts, vectors = self._database_rows()
+        if ids:
+            view.add_embeddings(texts, vectors, ids)
+        return view
+
+    def _neighbour_search(self) -> Any:
+        """Each row's nearest other rows, through the index's own search (FAISS when this index uses it)."""
+        approximate = self.backend == "faiss"
+
+        def neighbours(start: int, stop: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+            own = torch.arange(start, stop)
+            queries = torch.from_numpy(self._table.gather(own.numpy()))
+            if not approximate:
+                return self._exact_topk(queries, k, exclude_indices=own)
+            scores, rows = self.search_embeddings(queries, min(k + 1, len(self)))
+            scores = scores.masked_fill(rows == own[:, None], float("-inf"))
+            scores, order = scores.sort(dim=1, descending=True, stable=True)
+            rows = rows.gather(1, order)[:, :k]
+            scores = scores[:, :k]
+            return scores, rows.masked_fill(~torch.isfinite(scores), -1)
+
+        return neighbours
+
     # ----------------------------------------------------------------------------------------
     # Saving and loading
     # ----------------------------------------------------------------------------------------
@@ -552,7 +845,8 @@ class DuplicateIndex:
         """
         Write the index to a folder (see `index_files` for its files). A folder that
         already holds files is refused unless `overwrite=True`, which replaces the index files
-        there (other files are left alone).
+        there (other files are left alone). A FAISS index is saved with it (so loading does not
+        rebuild it); a database index saves only where its collection is (the rows are there already).
         """
         self._check_not_empty()
         config = {
@@ -563,6 +857,7 @@ class DuplicateIndex:
             "id_type": self._id_type,
             "threshold": self.threshold,
             "calibration": None if self.calibrator is None else self.calibrator.to_dict(),
+            "backend": self.backend,
         }
         if self.model is not None:
             probes = self._encode(list(PROBE_QUESTIONS)).float()
@@ -572,7 +867,14 @@ class DuplicateIndex:
             }
         elif self._model_fingerprint is not None:
             config["model_fingerprint"] = self._model_fingerprint
-        write_index_folder(Path(save_directory), self._embeddings, self._corpus, config, overwrite=overwrite)
+        if self._store is not None:
+            config["database"] = {"location": self.database, "collection": self.collection}
+            write_index_folder(Path(save_directory), None, None, config, overwrite=overwrite)
+            return
+        ann = self._ensure_ann() if self.backend == "faiss" else None
+        if ann is not None:
+            config["ann"] = ann.spec.to_dict()
+        write_index_folder(Path(save_directory), self._table, self._corpus, config, overwrite=overwrite, ann=ann)
 
     @classmethod
     def load(
@@ -580,6 +882,8 @@ class DuplicateIndex:
         save_directory: str | os.PathLike,
         model: SiameseModel | str | None = None,
         tokenizer: Any | None = None,
+        *,
+        mmap: bool = True,
         **kwargs: Any,
     ) -> DuplicateIndex:
         """
@@ -589,12 +893,23 @@ class DuplicateIndex:
         comparable and the search would return unrelated questions. A moved or renamed model folder
         passes (its weights are the same); an index saved before fingerprints only checks the size and
         warns on a different name. `**kwargs` are the constructor's options; the saved threshold is used
-        unless `threshold=` or the model's calibrated one is given.
+        unless `threshold=` or the model's calibrated one is given, and the saved backend (and FAISS
+        index) unless `backend=` (or other FAISS settings) are given.
+
+        `mmap=True` (default) reads the embeddings from the folder's file as they are needed (memory-
+        mapped) instead of into memory: a corpus larger than memory can be searched, through a quantised
+        FAISS index or exactly (chunk by chunk, from the operating system's page cache).
         """
         path = Path(save_directory)
-        config, embeddings, corpus = read_index_folder(path)
+        config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
 
         kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
+        saved_backend = config.get("backend", "exact")
+        kwargs.setdefault("backend", saved_backend)
+        database = config.get("database")
+        if kwargs["backend"] in DATABASE_BACKENDS and database is not None:
+            kwargs.setdefault("database", database["location"])
+            kwargs.setdefault("collection", database["collection"])
         index = cls(model, tokenizer, **kwargs)
         if index.model is not None:
             model_dim = index.truncate_dim or index.model.config.sentence_embedding_dim
@@ -620,10 +935,101 @@ class DuplicateIndex:
             index.calibrator = ScoreCalibrator.from_dict(config["calibration"])
         index.embedding_dim = config["embedding_dim"]
         index._model_fingerprint = config.get("model_fingerprint")
-        index._embeddings = embeddings
+        index._id_type = config.get("id_type")
+        if index._store is not None:
+            return index
+        if table is None:
+            raise ValueError(f"the index in {path} lives in a database collection: load it with its saved backend (the default)")
+        index._table = table
         index._corpus = corpus
         index._id_type = "int" if corpus.features["id"].dtype.startswith("int") else "str"
+        saved_spec = AnnSpec.from_dict(config["ann"]) if config.get("ann") else None
+        if index.backend == "faiss" and ann_file is not None and saved_spec is not None:
+            asked = index.ann_spec
+            if asked.is_default or asked.resolved(len(index), index.embedding_dim) == saved_spec:
+                index.ann_spec = saved_spec
+                index._ann = FaissAnnIndex.read(ann_file, saved_spec, index.embedding_dim)
         return index
+
+    def close(self) -> None:
+        """Release a database collection (an embedded Qdrant folder is locked by the process that opened it)."""
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> DuplicateIndex:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+
+def _ann_spec(
+    ann: AnnSpec | None, quantization: str, structure: str, rescore_multiplier: int, factory: str | None
+) -> AnnSpec:
+    """One `AnnSpec` from the constructor's FAISS options (given either as `ann=` or as the loose options)."""
+    loose = AnnSpec(quantization=quantization, structure=structure, rescore_multiplier=rescore_multiplier, factory=factory)
+    if ann is None:
+        return loose
+    if not loose.is_default:
+        raise ValueError("give the FAISS settings either as ann=AnnSpec(...) or as quantization=/structure=/..., not both")
+    if not isinstance(ann, AnnSpec):
+        raise TypeError(f"ann must be a hfsiamese.search.ann_index.AnnSpec, got {type(ann).__name__}")
+    return ann
+
+
+def _decide(matches: list[dict[str, Any]], threshold: float | None) -> list[dict[str, Any]]:
+    if threshold is not None:
+        for match in matches:
+            match["is_duplicate"] = match["score"] >= threshold
+    return matches
+
+
+def _embedding_batches(embeddings: Any, count: int) -> list[tuple[int, Any]] | Any:
+    """`(first_row, batch)` pieces of precomputed embeddings: one tensor/array, or `EmbeddingShards` (shard by shard)."""
+    if hasattr(embeddings, "iter_batches"):
+        if embeddings.num_texts != count:
+            raise ValueError(f"the shards hold {embeddings.num_texts} embeddings but {count} texts were given")
+        return ((int(rows[0]), batch) for rows, batch in embeddings.iter_batches())
+    if isinstance(embeddings, torch.Tensor):
+        embeddings = embeddings.detach().float().cpu().numpy()
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    if embeddings.ndim != 2 or len(embeddings) != count:
+        raise ValueError(f"got {count} texts but embeddings of shape {tuple(embeddings.shape)}")
+    return [(0, embeddings)]
+
+
+def _assembled_embeddings(shards: Any, shards_dir: Path) -> EmbeddingTable:
+    """The shards' embeddings as one memory-mapped `.npy` beside them, written once (by the main process under
+    `accelerate launch`, the others waiting) and reused by a build that is started again."""
+    from accelerate import PartialState
+
+    file = shards_dir / "embeddings.npy"
+    state = PartialState()
+    if state.is_main_process and not file.is_file():
+        staging = shards_dir / ".embeddings.npy.partial"
+        shards.write_npy(staging)
+        os.replace(staging, file)  # never a half-written file under the final name
+    state.wait_for_everyone()
+    return EmbeddingTable.open_npy(file, mmap=True)
+
+
+def _database_location(database: str | os.PathLike) -> str:
+    """A URL as given, a folder as an absolute path (so that a saved index finds it from anywhere)."""
+    text = os.fspath(database)
+    return text if "://" in text else str(Path(text).resolve())
+
+
+class _StoreIds:
+    """The ids of a database collection, answering `in` by asking the database (never read whole)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __contains__(self, item: Any) -> bool:
+        return self.store.contains([item])[0]
+
+    def update(self, _ids: Any) -> None:  # the collection knows its ids
+        pass
 
 
 # INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (recipes/search.py).

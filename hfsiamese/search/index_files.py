@@ -1,12 +1,15 @@
 """
 A `DuplicateIndex` on disk: one folder, written so that a half-written one is never taken for an index.
 
-    index_config.json          format version, model that built it, embedding size, count, threshold
-    embeddings.safetensors     the `(num_texts, dim)` float32 embeddings (tensor "embeddings")
+    index_config.json          format version, model that built it, embedding size, count, threshold, backend
+    embeddings.npy             the `(num_texts, dim)` float32 embeddings (numpy's format: memory-mappable)
     corpus/                    `Dataset.save_to_disk` of the columns `id` and `text`
+    ann.faiss                  the FAISS index, for `backend="faiss"` (its settings in the config's `ann`)
 
-Nothing is pickled, so loading an index from someone else cannot run code. Every damaged or missing
-part is an error naming the file and saying to rebuild.
+An index in a Qdrant collection saves only `index_config.json` (its `database` says where the
+collection is). Format 1 folders (embeddings in `embeddings.safetensors`) are still read. Nothing is
+pickled, so loading an index from someone else cannot run code. Every damaged or missing part is an
+error naming the file and saying to rebuild.
 """
 
 from __future__ import annotations
@@ -19,25 +22,35 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-import torch
-from safetensors.torch import load_file, save_file
+import numpy as np
+from safetensors.torch import load_file
 
 from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
+from .embedding_table import EmbeddingTable
 
 INDEX_CONFIG_NAME = "index_config.json"
-EMBEDDINGS_NAME = "embeddings.safetensors"
+EMBEDDINGS_NAME = "embeddings.npy"
+LEGACY_EMBEDDINGS_NAME = "embeddings.safetensors"  # format 1
 CORPUS_DIR_NAME = "corpus"
-FORMAT_VERSION = 1
+ANN_NAME = "ann.faiss"
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _REQUIRED_CONFIG_KEYS = ("format_version", "embedding_dim", "num_texts", "model_name_or_path", "threshold")
 
 
 def write_index_folder(
-    path: Path, embeddings: torch.Tensor, corpus: datasets.Dataset, config: dict[str, Any], *, overwrite: bool
+    path: Path,
+    embeddings: EmbeddingTable | None,
+    corpus: datasets.Dataset | None,
+    config: dict[str, Any],
+    *,
+    overwrite: bool,
+    ann: Any | None = None,
 ) -> None:
     """
-    Write the three parts to `path` (`config` without `format_version`, which is added here). A folder
-    that already holds files is refused unless `overwrite`, which replaces the index files there (other
-    files are left alone).
+    Write the parts to `path` (`config` without `format_version`, which is added here; no embeddings
+    and corpus for an index that lives in a database). A folder that already holds files is refused
+    unless `overwrite`, which replaces the index files there (other files are left alone).
     """
     ensure_writable_folder(
         path, overwrite=overwrite, remedy="pass overwrite=True to replace the index saved there, or choose another folder"
@@ -47,28 +60,46 @@ def write_index_folder(
     # over the folder this index was loaded (memory-mapped) from never reads half-written files.
     with tempfile.TemporaryDirectory(dir=path, prefix=".saving-") as staging:
         staging = Path(staging)
-        save_file({"embeddings": embeddings.contiguous()}, staging / EMBEDDINGS_NAME, metadata={"format": "pt"})
-        corpus.save_to_disk(str(staging / CORPUS_DIR_NAME))
+        if embeddings is not None:
+            embeddings.write_npy(staging / EMBEDDINGS_NAME)
+            corpus.save_to_disk(str(staging / CORPUS_DIR_NAME))
+        if ann is not None:
+            ann.write(staging / ANN_NAME)
         config = {"format_version": FORMAT_VERSION, **config}
         (staging / INDEX_CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         # The config goes last: a folder without it is never mistaken for a complete index.
         (path / INDEX_CONFIG_NAME).unlink(missing_ok=True)
-        give_umask_mode(staging / EMBEDDINGS_NAME)  # safetensors writes 0600: readable as the rest instead
-        os.replace(staging / EMBEDDINGS_NAME, path / EMBEDDINGS_NAME)
+        for stale in (LEGACY_EMBEDDINGS_NAME, ANN_NAME, EMBEDDINGS_NAME):
+            if not (staging / stale).exists():
+                (path / stale).unlink(missing_ok=True)  # an older index's part this one does not have
+        for name in (EMBEDDINGS_NAME, ANN_NAME):
+            if (staging / name).exists():
+                give_umask_mode(staging / name)
+                os.replace(staging / name, path / name)
         if (path / CORPUS_DIR_NAME).exists():
             shutil.rmtree(path / CORPUS_DIR_NAME)
-        os.replace(staging / CORPUS_DIR_NAME, path / CORPUS_DIR_NAME)
+        if (staging / CORPUS_DIR_NAME).exists():
+            os.replace(staging / CORPUS_DIR_NAME, path / CORPUS_DIR_NAME)
         os.replace(staging / INDEX_CONFIG_NAME, path / INDEX_CONFIG_NAME)
 
 
-def read_index_folder(path: Path) -> tuple[dict[str, Any], torch.Tensor, datasets.Dataset]:
-    """`(config, embeddings, corpus)` of a saved index, each checked against the config."""
+def read_index_folder(
+    path: Path, *, mmap: bool = True
+) -> tuple[dict[str, Any], EmbeddingTable | None, datasets.Dataset | None, Path | None]:
+    """`(config, embeddings, corpus, FAISS index file or None)` of a saved index, each checked against the config
+    (embeddings and corpus are None for an index that lives in a database)."""
     if not path.is_dir():
         raise FileNotFoundError(f"no index folder at {path}")
     config = _read_index_config(path / INDEX_CONFIG_NAME)
-    embeddings = _read_embeddings(path / EMBEDDINGS_NAME, config)
+    if config.get("database"):
+        return config, None, None, None
+    if config["format_version"] == 1:
+        embeddings = _read_legacy_embeddings(path / LEGACY_EMBEDDINGS_NAME, config)
+    else:
+        embeddings = _read_embeddings(path / EMBEDDINGS_NAME, config, mmap=mmap)
     corpus = _read_corpus(path / CORPUS_DIR_NAME, config)
-    return config, embeddings, corpus
+    ann_file = path / ANN_NAME
+    return config, embeddings, corpus, ann_file if ann_file.is_file() else None
 
 
 def _read_index_config(file: Path) -> dict[str, Any]:
@@ -81,14 +112,27 @@ def _read_index_config(file: Path) -> dict[str, Any]:
     if not isinstance(config, dict) or any(key not in config for key in _REQUIRED_CONFIG_KEYS):
         missing = [key for key in _REQUIRED_CONFIG_KEYS if not isinstance(config, dict) or key not in config]
         raise ValueError(f"{file} is not a DuplicateIndex config: missing {missing}")
-    if config["format_version"] != FORMAT_VERSION:
+    if config["format_version"] not in READABLE_VERSIONS:
         raise ValueError(
-            f"{file} has format version {config['format_version']}; this hfsiamese reads version {FORMAT_VERSION}"
+            f"{file} has format version {config['format_version']}; this hfsiamese reads versions {READABLE_VERSIONS}"
         )
     return config
 
 
-def _read_embeddings(file: Path, config: dict[str, Any]) -> torch.Tensor:
+def _read_embeddings(file: Path, config: dict[str, Any], *, mmap: bool) -> EmbeddingTable:
+    if not file.is_file():
+        raise FileNotFoundError(f"{file} is missing: the index folder {file.parent} is incomplete; rebuild the index")
+    try:
+        table = EmbeddingTable.open_npy(file, mmap=mmap)
+    except (ValueError, OSError, EOFError) as err:  # numpy's errors for a damaged or foreign file
+        raise ValueError(f"{file} is corrupted (cannot be read as a .npy array: {err}); rebuild the index") from err
+    expected = (config["num_texts"], config["embedding_dim"])
+    if table.shape != expected or table.dtype != np.float32:
+        raise ValueError(f"{file} should hold a float32 array of shape {expected}, found {table.dtype} {table.shape}")
+    return table
+
+
+def _read_legacy_embeddings(file: Path, config: dict[str, Any]) -> EmbeddingTable:
     if not file.is_file():
         raise FileNotFoundError(f"{file} is missing: the index folder {file.parent} is incomplete; rebuild the index")
     try:
@@ -100,7 +144,7 @@ def _read_embeddings(file: Path, config: dict[str, Any]) -> torch.Tensor:
     if embeddings is None or tuple(embeddings.shape) != expected:
         found = None if embeddings is None else tuple(embeddings.shape)
         raise ValueError(f"{file} should hold an 'embeddings' tensor of shape {expected}, found {found}")
-    return embeddings.float()
+    return EmbeddingTable(expected[1], embeddings.float().numpy())
 
 
 def _read_corpus(directory: Path, config: dict[str, Any]) -> datasets.Dataset:
@@ -119,4 +163,4 @@ def _read_corpus(directory: Path, config: dict[str, Any]) -> datasets.Dataset:
     return corpus
 
 
-__all__ = ["CORPUS_DIR_NAME", "EMBEDDINGS_NAME", "FORMAT_VERSION", "INDEX_CONFIG_NAME", "read_index_folder", "write_index_folder"]
+__all__ = ["ANN_NAME", "CORPUS_DIR_NAME", "EMBEDDINGS_NAME", "LEGACY_EMBEDDINGS_NAME", "FORMAT_VERSION", "INDEX_CONFIG_NAME", "read_index_folder", "write_index_folder"]

@@ -27,6 +27,26 @@ def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
     return texts
 
 
+def check_metadata(metadata: Sequence[dict[str, Any]] | None, count: int, *, database: bool) -> list[dict[str, Any]] | None:
+    """One dict of JSON values per text, without the reserved keys `id` and `text`; only a database keeps them."""
+    if metadata is None:
+        return None
+    if not database:
+        raise ValueError('metadata (and search filters) need a database backend ("lancedb" or "qdrant"): the in-process index keeps ids and texts only')
+    if isinstance(metadata, dict):
+        raise TypeError("metadata must be a list of dicts, one per text, not a single dict")
+    metadata = list(metadata)
+    if len(metadata) != count:
+        raise ValueError(f"got {count} texts but {len(metadata)} metadata dicts: give one per text")
+    for position, values in enumerate(metadata):
+        if not isinstance(values, dict):
+            raise TypeError(f"metadata[{position}] is {type(values).__name__}, not a dict")
+        reserved = sorted({"id", "text"} & set(values))
+        if reserved:
+            raise ValueError(f"metadata[{position}] uses the reserved key(s) {reserved}: the index stores the id and text itself")
+    return metadata
+
+
 def id_type(ids: list[Any]) -> str:
     """'int' or 'str': one Arrow column type for all ids, so that indexes can be saved and extended."""
     if all(isinstance(i, str) for i in ids):

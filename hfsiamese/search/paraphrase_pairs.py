@@ -9,6 +9,7 @@ by the chunk sizes plus `N * k` candidates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -26,24 +27,55 @@ class ParaphrasePairs(NamedTuple):
     capped: int
 
 
+# `neighbours(start, stop, k)`: the `k` best `(scores, rows)` for each of the rows `start..stop - 1`, each
+# row itself left out: exact (`exact_neighbours`) or through an approximate index (`DuplicateIndex`).
+NeighbourSearch = Callable[[int, int, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+def exact_neighbours(
+    embeddings: torch.Tensor, *, query_chunk_size: int = 1024, corpus_chunk_size: int = 65536
+) -> NeighbourSearch:
+    """The exact neighbour search over one `(N, dim)` tensor (chunked top-k, `topk_cosine`)."""
+
+    def neighbours(start: int, stop: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return topk_cosine(
+            embeddings[start:stop],
+            embeddings,
+            k,
+            query_chunk_size=query_chunk_size,
+            corpus_chunk_size=corpus_chunk_size,
+            exclude_indices=torch.arange(start, stop),
+        )
+
+    return neighbours
+
+
 def paraphrase_pairs(
-    embeddings: torch.Tensor,
+    neighbours: NeighbourSearch | torch.Tensor,
     threshold: float,
     k: int,
     *,
+    num_texts: int | None = None,
     query_chunk_size: int = 1024,
     corpus_chunk_size: int = 65536,
     show_progress_bar: bool = False,
 ) -> ParaphrasePairs:
     """
-    Pairs of rows of `embeddings` (L2-normalised) whose dot product is at least `threshold`, each once.
+    Pairs of rows whose similarity is at least `threshold`, each once.
+
+    `neighbours` is a neighbour search (`NeighbourSearch`, with `num_texts` rows), or a `(N, dim)`
+    tensor of L2-normalised rows, searched exactly (dot products).
 
     The limit that comes with the `k` cap: a pair is missed only when each of its two rows has `k`
     other neighbours scoring higher than the pair itself, i.e. inside a cluster of more than `k + 1`
     near-identical rows; `capped` counts the rows where that may have happened (`k >= N - 1` is
-    exhaustive). Cost is `N^2` dot products.
+    exhaustive). Cost is `N^2` dot products when exact.
     """
-    num_texts = len(embeddings)
+    if isinstance(neighbours, torch.Tensor):
+        num_texts = len(neighbours)
+        neighbours = exact_neighbours(neighbours, query_chunk_size=query_chunk_size, corpus_chunk_size=corpus_chunk_size)
+    elif num_texts is None:
+        raise ValueError("num_texts is needed with a neighbour search function")
     if num_texts < 2:
         return ParaphrasePairs([], [], [], 0)
     k = min(k, num_texts - 1)
@@ -55,18 +87,12 @@ def paraphrase_pairs(
 
         starts = tqdm(starts, desc="Mining pairs", unit="chunk")
     for start in starts:
-        own = torch.arange(start, min(start + query_chunk_size, num_texts))
-        scores, rows = topk_cosine(
-            embeddings[start : start + len(own)],
-            embeddings,
-            k,
-            query_chunk_size=query_chunk_size,
-            corpus_chunk_size=corpus_chunk_size,
-            exclude_indices=own,
-        )
-        keep = scores >= threshold
+        stop = min(start + query_chunk_size, num_texts)
+        own = torch.arange(start, stop)
+        scores, rows = neighbours(start, stop, k)
+        keep = (scores >= threshold) & (rows >= 0)
         if k < num_texts - 1:
-            capped += int(keep[:, -1].sum())
+            capped += int(keep[:, -1].sum()) if keep.shape[1] == k else 0
         anchors = own[:, None].expand_as(rows)[keep]
         partners = rows[keep]
         firsts.append(torch.minimum(anchors, partners))
@@ -84,4 +110,4 @@ def paraphrase_pairs(
     return ParaphrasePairs((keys // num_texts).tolist(), (keys % num_texts).tolist(), best.tolist(), capped)
 
 
-__all__ = ["ParaphrasePairs", "paraphrase_pairs"]
+__all__ = ["NeighbourSearch", "ParaphrasePairs", "exact_neighbours", "paraphrase_pairs"]

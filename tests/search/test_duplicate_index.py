@@ -144,7 +144,7 @@ def test_save_refuses_a_non_empty_folder(tmp_path, tiny_lstm, word_tokenizer):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
     index.save(tmp_path, overwrite=True)
     assert (tmp_path / "notes.txt").read_text() == "mine"  # other files are left alone
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "embeddings.safetensors", "index_config.json", "notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "embeddings.npy", "index_config.json", "notes.txt"]
 
 
 def test_missing_or_corrupted_files_are_named(tmp_path, tiny_lstm, word_tokenizer):
@@ -152,11 +152,12 @@ def test_missing_or_corrupted_files_are_named(tmp_path, tiny_lstm, word_tokenize
         DuplicateIndex.load(tmp_path / "nowhere")
     DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).save(tmp_path)
 
-    embeddings = tmp_path / "embeddings.safetensors"
+    embeddings = tmp_path / "embeddings.npy"
     good = embeddings.read_bytes()
     embeddings.write_bytes(good[: len(good) // 2])
-    with pytest.raises(ValueError, match=r"embeddings\.safetensors is corrupted"):
-        DuplicateIndex.load(tmp_path)
+    for mmap in (True, False):
+        with pytest.raises(ValueError, match=r"embeddings\.npy is corrupted"):
+            DuplicateIndex.load(tmp_path, mmap=mmap)
     embeddings.write_bytes(good)
 
     config = tmp_path / "index_config.json"
