@@ -41,9 +41,11 @@ def check_metadata(metadata: Sequence[dict[str, Any]] | None, count: int, *, dat
     for position, values in enumerate(metadata):
         if not isinstance(values, dict):
             raise TypeError(f"metadata[{position}] is {type(values).__name__}, not a dict")
-        reserved = sorted({"id", "text"} & set(values))
+        reserved = sorted({"id", "text", "score"} & set(values))
         if reserved:
-            raise ValueError(f"metadata[{position}] uses the reserved key(s) {reserved}: the index stores the id and text itself")
+            raise ValueError(
+                f"metadata[{position}] uses the reserved key(s) {reserved}: every match has its own id, text and score"
+            )
     return metadata
 
 

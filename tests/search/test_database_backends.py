@@ -1,0 +1,94 @@
+"""`DuplicateIndex` on a vector database (`backend="lancedb"` / `"qdrant"`, their embedded modes): the same API as in memory."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from hfsiamese.search import DuplicateIndex
+from tests.conftest import TEXTS
+
+BACKENDS = [
+    pytest.param(name, marks=pytest.mark.skipif(importlib.util.find_spec(package) is None, reason=f"{package} is not installed"))
+    for name, package in (("lancedb", "lancedb"), ("qdrant", "qdrant_client"))
+]
+SITES = ["cooking" if i % 2 else "python" for i in range(len(TEXTS))]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def build(backend, tmp_path, model, tokenizer, **options):
+    return DuplicateIndex.build(
+        TEXTS, model, tokenizer, backend=backend, database=tmp_path / "db", metadata=[{"site": s} for s in SITES], **options
+    )
+
+
+def test_search_finds_what_the_exact_index_finds(backend, tmp_path, tiny_lstm, word_tokenizer):
+    exact = DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, threshold=0.5)
+    with build(backend, tmp_path, tiny_lstm, word_tokenizer, threshold=0.5) as index:
+        assert len(index) == len(TEXTS) and sorted(index.ids) == list(range(len(TEXTS)))
+        for got, want in zip(index.search(TEXTS[:3], k=4), exact.search(TEXTS[:3], k=4)):
+            assert [m["id"] for m in got] == [m["id"] for m in want]
+            assert [m["is_duplicate"] for m in got] == [m["is_duplicate"] for m in want]
+            torch.testing.assert_close(torch.tensor([m["score"] for m in got]), torch.tensor([m["score"] for m in want]), atol=1e-5, rtol=0)
+        assert {m["site"] for m in index.search(TEXTS[0], k=len(TEXTS))} == {"python", "cooking"}
+
+
+def test_filters_add_and_delete_without_a_rebuild(backend, tmp_path, tiny_lstm, word_tokenizer):
+    with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:
+        found = index.search(TEXTS[1], k=len(TEXTS), filter={"site": "cooking"})
+        assert found and all(m["site"] == "cooking" for m in found)
+        assert len(index.search(TEXTS[1], k=len(TEXTS), filter={"site": ["cooking", "python"]})) == len(TEXTS)
+
+        index.add(["How do I bake bread at home?"], ids=[100], metadata=[{"site": "baking"}])
+        (best,) = index.search("How do I bake bread at home?", k=1, filter={"site": "baking"})
+        assert best["id"] == 100 and best["score"] == pytest.approx(1.0, abs=1e-5)
+        with pytest.raises(ValueError, match="already"):
+            index.add(["again"], ids=[100])
+
+        assert index.delete([0, 100, 999]) == 2
+        assert len(index) == len(TEXTS) - 1
+        assert all(m["id"] not in (0, 100) for m in index.search(TEXTS[0], k=len(TEXTS)))
+
+
+def test_an_index_reopens_from_its_folder_with_every_row(backend, tmp_path, tiny_lstm, word_tokenizer):
+    index = build(backend, tmp_path, tiny_lstm, word_tokenizer, threshold=0.5)
+    index.add(["How do I bake bread at home?"], ids=[100], metadata=[{"site": "baking"}])
+    before = index.search(TEXTS[2], k=3)
+    index.save(tmp_path / "index")
+    index.close()
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["index_config.json"]  # the rows are in the database
+
+    with DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer) as again:
+        assert again.backend == backend and len(again) == len(TEXTS) + 1
+        after = again.search(TEXTS[2], k=3)
+        assert [(m["id"], m["text"], m["site"]) for m in after] == [(m["id"], m["text"], m["site"]) for m in before]
+        assert [m["score"] for m in after] == pytest.approx([m["score"] for m in before], abs=1e-5)
+        assert again.threshold == 0.5
+
+
+def test_find_duplicates_mines_the_collection(backend, tmp_path, tiny_lstm, word_tokenizer):
+    exact = DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).find_duplicates(threshold=0.5, k=3)
+    with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:
+        mined = index.find_duplicates(threshold=0.5, k=3)
+    assert {(p["id_a"], p["id_b"]) for p in mined} == {(p["id_a"], p["id_b"]) for p in exact}
+
+
+def test_database_options_are_checked(backend, tmp_path, tiny_lstm, word_tokenizer):
+    with pytest.raises(ValueError, match="needs database="):
+        DuplicateIndex(tiny_lstm, word_tokenizer, backend=backend)
+    with pytest.raises(ValueError, match="database= applies to"):
+        DuplicateIndex(tiny_lstm, word_tokenizer, database=tmp_path)
+    with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:
+        with pytest.raises(ValueError, match="row numbers"):
+            index.search_embeddings(torch.zeros(1, index.embedding_dim))
+        with pytest.raises(ValueError, match=r"reserved key\(s\) \['score'\]"):  # before anything is written
+            index.add(["a", "b"], metadata=[{"site": "x"}, {"score": 1}])
+        assert len(index) == len(TEXTS)
+    with pytest.raises(ValueError, match="already holds"):
+        build(backend, tmp_path, tiny_lstm, word_tokenizer)
