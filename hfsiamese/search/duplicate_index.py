@@ -611,26 +611,24 @@ class DuplicateIndex:
     def _exact_topk(
         self, queries: torch.Tensor, k: int, exclude_indices: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Exact top-k over the embeddings (a memory-mapped base and the rows added since), merged."""
-        found = [
-            (scores, rows + offset)
-            for offset, segment in self._table.segments()
-            for scores, rows in [
-                topk_cosine(
-                    queries,
-                    segment,
-                    k,
-                    query_chunk_size=self.query_chunk_size,
-                    corpus_chunk_size=self.corpus_chunk_size,
-                    exclude_indices=None if exclude_indices is None else exclude_indices - offset,
-                )
-            ]
-        ]
-        if len(found) == 1:
-            return found[0]
-        scores, rows = torch.cat([f[0] for f in found], dim=1), torch.cat([f[1] for f in found], dim=1)
-        best, order = scores.topk(min(k, scores.shape[1]), dim=1)
-        return best, rows.gather(1, order)
+        """Exact top-k over the embeddings, piece by piece (a memory-mapped file is read, never mapped whole), merged."""
+        best: tuple[torch.Tensor, torch.Tensor] | None = None
+        for offset, piece in self._table.chunks(self.corpus_chunk_size):
+            scores, rows = topk_cosine(
+                queries,
+                piece,
+                k,
+                query_chunk_size=self.query_chunk_size,
+                corpus_chunk_size=self.corpus_chunk_size,
+                exclude_indices=None if exclude_indices is None else exclude_indices - offset,
+            )
+            rows = torch.where(rows >= 0, rows + offset, rows)
+            if best is not None:
+                scores, rows = torch.cat([best[0], scores], dim=1), torch.cat([best[1], rows], dim=1)
+                scores, order = scores.topk(min(k, scores.shape[1]), dim=1)
+                rows = rows.gather(1, order)
+            best = (scores, rows)
+        return best
 
     def _rescore(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Exact cosines of each query's candidate rows (read from the full embeddings), best `k` first."""

@@ -42,6 +42,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .embedding_table import write_npy_rows
+
 if TYPE_CHECKING:
     from ..models.siamese.modeling_siamese import SiameseModel
 
@@ -112,19 +114,14 @@ class EmbeddingShards:
     def write_npy(self, path: str | os.PathLike) -> np.memmap:
         """
         All embeddings in row order as a float32 `(num_texts, embedding_dim)` `.npy` file at `path`, written
-        shard by shard into a memory map (under a temporary name, moved into place when complete), and
-        returned opened read-only and memory-mapped.
+        shard by shard (under a temporary name, moved into place when complete), and returned opened
+        read-only and memory-mapped.
         """
         path = Path(path)
         partial = _partial_name(path)
         try:
-            array = np.lib.format.open_memmap(
-                partial, mode="w+", dtype=np.float32, shape=(self.num_texts, self.embedding_dim)
-            )
-            for rows, embeddings in self.iter_batches():
-                array[rows[0] : rows[-1] + 1] = embeddings  # rows are checked to be this shard's consecutive range
-            array.flush()
-            del array
+            # iter_batches checks that each shard holds its consecutive range of rows, in order.
+            write_npy_rows(partial, (self.num_texts, self.embedding_dim), (batch for _, batch in self.iter_batches()))
             os.replace(partial, path)
         except BaseException:
             partial.unlink(missing_ok=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,19 +106,17 @@ class EmbeddingTable:
     def chunks(self, chunk_rows: int = CHUNK_ROWS) -> Iterator[tuple[int, torch.Tensor]]:
         """`(first_row, rows)` pieces in order, each a float32 tensor of at most `chunk_rows` rows."""
         for start in range(0, len(self._base), chunk_rows):
-            yield start, _tensor(np.ascontiguousarray(self._base[start : start + chunk_rows], dtype=np.float32))
+            if self.memory_mapped:  # read, not mapped: a scan of a 15 GB file must not map it all into the process
+                rows = min(chunk_rows, len(self._base) - start)
+                offset = self._base.offset + start * self.dim * 4
+                chunk = np.fromfile(self._base.filename, dtype=np.float32, count=rows * self.dim, offset=offset)
+                yield start, torch.from_numpy(chunk.reshape(rows, self.dim))
+            else:
+                yield start, _tensor(np.ascontiguousarray(self._base[start : start + chunk_rows], dtype=np.float32))
         if self._tail:
             tail = self._tail_array()
             for start in range(0, len(tail), chunk_rows):
                 yield len(self._base) + start, torch.from_numpy(tail[start : start + chunk_rows])
-
-    def segments(self) -> list[tuple[int, torch.Tensor]]:
-        """`(first_row, rows)` for the base and the appended rows, as tensors that share memory with them
-        (a memory-mapped base stays on disk: the exact search reads it chunk by chunk)."""
-        parts = [(0, _tensor(self._base))] if len(self._base) else []
-        if self._tail:
-            parts.append((len(self._base), torch.from_numpy(self._tail_array())))
-        return parts
 
     def to_tensor(self) -> torch.Tensor:
         """All rows as one in-memory tensor (a copy of a memory-mapped table: mind its size)."""
@@ -144,16 +142,32 @@ class EmbeddingTable:
                 return
             except OSError:
                 pass  # another file system (or no hard links): copied below
-        out = np.lib.format.open_memmap(file, mode="w+", dtype=np.float32, shape=self.shape)
-        for start, rows in self.chunks():
-            out[start : start + len(rows)] = rows.numpy()
-        out.flush()
-        del out
+        write_npy_rows(file, self.shape, (rows.numpy() for _, rows in self.chunks()))
 
     def _tail_array(self) -> np.ndarray:
         if len(self._tail) > 1:
             self._tail = [np.concatenate(self._tail)]
         return self._tail[0]
+
+
+def write_npy_rows(file: Path, shape: tuple[int, int], pieces: Iterable[np.ndarray]) -> None:
+    """
+    A float32 `.npy` file of `shape` from row blocks given in order, written sequentially.
+
+    Not through `open_memmap`: filling a memory map of a 15 GB file maps every page of it into the writing
+    process (its resident size grows to the file's); plain writes leave the pages to the page cache.
+    """
+    written = 0
+    with open(file, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, {"descr": np.dtype(np.float32).str, "fortran_order": False, "shape": shape})
+        for piece in pieces:
+            piece = np.ascontiguousarray(piece, dtype=np.float32)
+            if piece.ndim != 2 or piece.shape[1] != shape[1]:
+                raise ValueError(f"rows of shape {piece.shape} do not fit a ({shape[0]}, {shape[1]}) array")
+            handle.write(piece.data)
+            written += len(piece)
+    if written != shape[0]:
+        raise ValueError(f"wrote {written} rows to {file}, expected {shape[0]}")
 
 
 def _tensor(rows: np.ndarray) -> torch.Tensor:
@@ -169,4 +183,4 @@ def _as_float32(rows: np.ndarray | torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.float32)
 
 
-__all__ = ["CHUNK_ROWS", "EmbeddingTable"]
+__all__ = ["CHUNK_ROWS", "EmbeddingTable", "write_npy_rows"]

@@ -27,7 +27,9 @@ def topk_cosine(
         corpus: `(num_corpus, dim)` embeddings.
         k: matches per query; capped at the number of corpus rows that can be returned.
         exclude_indices: optional `(num_queries,)` corpus index to leave out of each query's results
-            (its own row when the queries are the corpus itself); -1 excludes nothing.
+            (its own row when the queries are the corpus itself); -1 (or any row outside the corpus) excludes
+            nothing. Where a query excludes nothing here, `k` is not lowered for it, and a place that only an
+            excluded row could fill comes back as row -1 with score -inf.
 
     Returns:
         `(scores, indices)`, both `(num_queries, k)`, best first; float32 scores, int64 indices.
@@ -40,7 +42,12 @@ def topk_cosine(
         raise ValueError(f"k must be at least 1, got {k}")
     if exclude_indices is not None and exclude_indices.shape != (queries.shape[0],):
         raise ValueError(f"exclude_indices must have shape ({queries.shape[0]},), got {tuple(exclude_indices.shape)}")
-    available = corpus.shape[0] - (1 if exclude_indices is not None and corpus.shape[0] > 0 else 0)
+    # Each query loses one row to its exclusion only where its excluded row is in this corpus (a corpus searched
+    # piece by piece holds it in one piece only); elsewhere an excluded query may come back with a -1 row.
+    excluded_inside = exclude_indices is not None and bool(
+        ((exclude_indices >= 0) & (exclude_indices < corpus.shape[0])).all()
+    )
+    available = corpus.shape[0] - (1 if excluded_inside and corpus.shape[0] > 0 else 0)
     k = min(k, max(available, 0))
     num_queries = queries.shape[0]
     if k == 0 or num_queries == 0:
@@ -65,6 +72,7 @@ def topk_cosine(
             merged_indices = torch.cat([best_indices, chunk_indices + c_start], dim=1)
             best_scores, order = merged_scores.topk(k, dim=1)
             best_indices = merged_indices.gather(1, order)
+        best_indices[best_scores == float("-inf")] = -1  # an excluded row that filled a place
         all_scores.append(best_scores)
         all_indices.append(best_indices)
     return torch.cat(all_scores), torch.cat(all_indices)

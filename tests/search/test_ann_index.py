@@ -235,3 +235,14 @@ def test_a_build_in_shards_is_the_build_in_memory_kept_on_disk(tmp_path, qqp_lik
 @pytest.fixture(scope="module")
 def qqp_like_texts():
     return [f"{TEXTS[i % len(TEXTS)]} number {i}" for i in range(60)]
+
+
+def test_mining_a_grown_memory_mapped_index_pairs_the_new_rows_too(tmp_path, static_model):
+    corpus = clustered(300)
+    index_of(corpus, static_model).save(tmp_path)
+    loaded = DuplicateIndex.load(tmp_path, *static_model, corpus_chunk_size=128)  # several pieces, and a 1-row tail
+    loaded.add_embeddings(["twin of 7"], corpus[7:8], ids=[300])
+    pairs = {(p["id_a"], p["id_b"]) for p in loaded.find_duplicates(threshold=0.999, k=3)}
+    assert (7, 300) in pairs
+    everything = index_of(np.concatenate([corpus, corpus[7:8]]), static_model)
+    assert pairs == {(p["id_a"], p["id_b"]) for p in everything.find_duplicates(threshold=0.999, k=3)}
