@@ -648,7 +648,7 @@ class DuplicateIndex:
             ann = FaissAnnIndex(spec, self.embedding_dim)
             sample = training_sample(len(self), spec)
             if sample is not None:
-                ann.train(self._table.gather(sample))
+                ann.train(self._table.gather(sample, pread=True))
             for _, chunk in self._table.chunks():
                 ann.add(chunk.numpy())
             logger.info(f"FAISS index over {len(self)} texts: {spec}")

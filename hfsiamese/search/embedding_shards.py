@@ -108,8 +108,12 @@ class EmbeddingShards:
 
     def iter_batches(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """`(rows, embeddings)` of each shard in turn, in row order: int64 `(n,)` and float32 `(n, embedding_dim)`."""
+        pool = pa.default_memory_pool()
         for index, path in enumerate(self.shard_paths()):
             yield read_shard(path, shard_rows(index, self.shard_size, self.num_texts), self.embedding_dim)
+            # Arrow's allocator keeps freed shards for reuse: without this, reading 40 shards of a 10M corpus
+            # one after the other had held ~15 GB (measured: 2 GB resident after 1M rows, 0.7 GB with it).
+            pool.release_unused()
 
     def write_npy(self, path: str | os.PathLike) -> np.memmap:
         """

@@ -69,15 +69,19 @@ class EmbeddingTable:
         self._tail.append(rows.copy())
         self._tail_rows += len(rows)
 
-    def gather(self, rows: np.ndarray) -> np.ndarray:
-        """The rows asked for, in that order (any shape of row numbers; the result adds a last `dim` axis)."""
+    def gather(self, rows: np.ndarray, *, pread: bool | None = None) -> np.ndarray:
+        """The rows asked for, in that order (any shape of row numbers; the result adds a last `dim` axis).
+
+        From a memory-mapped file, up to `PREAD_MAX_ROWS` rows are read with `pread` (see `_pread_rows`) and
+        more through the mapping (faster for mining's large batches); `pread=True` always reads (a training
+        sample spread over the whole file), `pread=False` always maps."""
         rows = np.asarray(rows, dtype=np.int64)
         flat = rows.reshape(-1)
         out = np.empty((len(flat), self.dim), dtype=np.float32)
         in_base = flat < len(self._base)
         if in_base.any():
             wanted = flat[in_base]
-            if self.memory_mapped and len(wanted) <= PREAD_MAX_ROWS:
+            if self.memory_mapped and (pread if pread is not None else len(wanted) <= PREAD_MAX_ROWS):
                 out[in_base] = self._pread_rows(wanted)
             else:
                 # Sorted reads touch each page of a memory map once, in file order.
