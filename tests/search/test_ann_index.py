@@ -144,7 +144,8 @@ def test_a_saved_faiss_index_loads_without_rebuilding_and_memory_maps_the_embedd
 def test_a_memory_mapped_index_grows_and_is_searched_exactly(tmp_path, static_model):
     corpus, queries = clustered(900), torch.from_numpy(clustered(10, seed=1))
     index_of(corpus[:800], static_model).save(tmp_path)
-    loaded = DuplicateIndex.load(tmp_path, *static_model)
+    assert not DuplicateIndex.load(tmp_path, *static_model).memory_mapped  # exact: in memory unless asked
+    loaded = DuplicateIndex.load(tmp_path, *static_model, mmap=True)
     assert loaded.memory_mapped
     loaded.add_embeddings([f"more {i}" for i in range(100)], corpus[800:], ids=list(range(800, 900)))
     everything = index_of(corpus, static_model)
@@ -155,7 +156,7 @@ def test_a_memory_mapped_index_grows_and_is_searched_exactly(tmp_path, static_mo
         torch.testing.assert_close(scores, want_scores)
     # Saving over the folder it is memory-mapped from writes the grown index whole.
     loaded.save(tmp_path, overwrite=True)
-    again = DuplicateIndex.load(tmp_path, *static_model)
+    again = DuplicateIndex.load(tmp_path, *static_model, mmap=True)
     assert len(again) == 900 and torch.equal(again.embeddings, torch.from_numpy(corpus))
 
 
@@ -240,7 +241,7 @@ def qqp_like_texts():
 def test_mining_a_grown_memory_mapped_index_pairs_the_new_rows_too(tmp_path, static_model):
     corpus = clustered(300)
     index_of(corpus, static_model).save(tmp_path)
-    loaded = DuplicateIndex.load(tmp_path, *static_model, corpus_chunk_size=128)  # several pieces, and a 1-row tail
+    loaded = DuplicateIndex.load(tmp_path, *static_model, mmap=True, corpus_chunk_size=128)  # several pieces, a 1-row tail
     loaded.add_embeddings(["twin of 7"], corpus[7:8], ids=[300])
     pairs = {(p["id_a"], p["id_b"]) for p in loaded.find_duplicates(threshold=0.999, k=3)}
     assert (7, 300) in pairs
