@@ -1,10 +1,8 @@
 """recipes/search.py at scale: FAISS quantisation, a database with metadata filters, sharded (accelerate) builds."""
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -12,20 +10,15 @@ import torch
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.runs import UsageError
 from tests.conftest import REPO_ROOT, TEXTS
-from tests.helpers import accelerate_launch
+from tests.helpers import accelerate_launch, load_recipe
 
 SEARCH = REPO_ROOT / "recipes" / "search.py"
 SITES = ["cooking" if i % 2 else "python" for i in range(len(TEXTS))]
 
 
-@pytest.fixture(scope="module")
-def search_recipe():
-    spec = importlib.util.spec_from_file_location("search_scale_recipe", SEARCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+@pytest.fixture
+def search_recipe(monkeypatch):
+    return load_recipe(monkeypatch, "search")
 
 
 @pytest.fixture(scope="module")
