@@ -69,7 +69,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max_steps", type=int, default=60, help="Steps per run; 0: the whole recipe as shipped.")
     parser.add_argument("--recipe_args", nargs="*", default=[], help="Config and flags given to recipes/train.py first.")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--keep_logs", default=None, help="Keep each run's log (and output) under this new folder.")
     args = parser.parse_args(argv)
+    if args.keep_logs and Path(args.keep_logs).exists():
+        raise SystemExit(f"--keep_logs {args.keep_logs} exists already: name a new folder")
     command = [sys.executable, str(REPO / "recipes" / "train.py"), *args.recipe_args, "--disable_tqdm", "true"]
     if args.max_steps > 0:  # 0: the recipe's whole run as shipped (its epochs, evaluations and saves)
         command += ["--max_steps", str(args.max_steps), "--eval_strategy", "no", "--save_strategy", "no"]
@@ -78,8 +81,9 @@ def main(argv: list[str] | None = None) -> dict:
         name, extra = parse_setting(text)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **extra}
         with tempfile.TemporaryDirectory(prefix="shared_machine_") as scratch:
-            alone = run_together(1, command, env, Path(scratch) / "alone", args.timeout)[0]
-            together = run_together(2, command, env, Path(scratch) / "together", args.timeout)
+            root = Path(args.keep_logs) / name if args.keep_logs else Path(scratch)
+            alone = run_together(1, command, env, root / "alone", args.timeout)[0]
+            together = run_together(2, command, env, root / "together", args.timeout)
         rows.append({"setting": name, "env": extra, "alone_s": round(alone, 1), "together_s": [round(t, 1) for t in together],
                      "ratio": round(max(together) / alone, 2)})  # fmt: skip
         print(f"{name}: alone {alone:.1f} s, together {together[0]:.1f} / {together[1]:.1f} s", file=sys.stderr, flush=True)

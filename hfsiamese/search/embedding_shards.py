@@ -532,8 +532,10 @@ def model_fingerprint(
 ) -> dict[str, Any]:
     """The model's name and its embeddings of `PROBE_TEXTS` under these encoding settings."""
     probes = model.encode(list(PROBE_TEXTS), tokenizer, max_length=max_length, truncate_dim=truncate_dim).float().cpu()
+    precision = model.encode_precision().name if hasattr(model, "encode_precision") else "fp32"
     return {
         "name_or_path": str(getattr(model, "name_or_path", "") or ""),
+        "precision": precision,  # encode(dtype="auto")'s choice on this machine
         "embedding_dim": int(probes.shape[1]),
         "probe_texts": list(PROBE_TEXTS),
         "probe_embeddings": [[round(value, 7) for value in row] for row in probes.tolist()],
@@ -613,6 +615,12 @@ def manifest_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str 
     names = f"{before.get('name_or_path')!r}, not this model {now.get('name_or_path')!r}"
     if saved["embedding_dim"] != expected["embedding_dim"]:
         return f"another model ({names}: {saved['embedding_dim']} dimensions, not {expected['embedding_dim']})"
+    if before.get("precision", "fp32") != now.get("precision", "fp32"):  # folders written before it was recorded: fp32
+        return (
+            f"another precision ({before.get('precision', 'fp32')}; this process encodes in {now.get('precision')}, as "
+            "encode(dtype='auto') chose on this machine): encode on alike machines, or fix one with "
+            "model.set_encode_precision(...) in every process"
+        )
     agreement = _probe_agreement(before, now)
     if agreement < SAME_MODEL_MIN_COSINE:
         return f"another model ({names}: it embeds the probe texts differently, cosine {agreement:.4f} < {SAME_MODEL_MIN_COSINE})"

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ..models.siamese.configuration_siamese import SiameseConfig
+from ..models.siamese.encode_precision import EncodePrecision
 from ..models.siamese.inference import SiameseInferenceMixin
 from ..models.siamese.modeling_siamese import PairClassificationHead, SiameseModelOutput
 from ..models.siamese.safe_loading import check_finite
@@ -156,6 +157,10 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
         if self.config.encoder_type != "transformer":
             return self.config.pad_token_id
         return (self.config.encoder_config or {}).get("pad_token_id") or 0
+
+    def encode_precision(self) -> EncodePrecision:
+        """`encode(dtype="auto")` on an ONNX model: the precision its export fixed, nothing measured."""
+        return EncodePrecision(None, f"ONNX graph exported as {self.config.onnx.get('quantization') or 'float32'}")
 
     def _autocast(self, dtype: torch.dtype | None) -> Any:
         if dtype is not None:

@@ -6,6 +6,7 @@ the element-wise kernels that autocast leaves in fp32 eat what the bf16 matrix p
 not much faster. So on a CPU with native bf16 (AVX512-BF16 or AMX, as torch reports them) one training step of
 a small transformer layer is timed both ways (about a second, once per process) and bf16 is chosen only when
 it is clearly faster. On a GPU, bf16 where the device supports it. Explicit `--bf16 true/false` always wins.
+`encode(dtype="auto")` decides the same way for inference, on the model itself (`models/siamese/encode_precision.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from ..models.siamese.encode_precision import PINNED_SPEEDUP, native_cpu_bf16
 
 BF16_VALUES = ("auto", "true", "false")
 # bf16 is chosen when the probe step runs at least this much faster than fp32 (noise, and the parts of a real
@@ -66,12 +69,6 @@ def choose_bf16(value: Any, *, device_type: str) -> PrecisionChoice:
     )
 
 
-def native_cpu_bf16() -> bool:
-    """Does the CPU compute in bf16 natively (AVX512-BF16 or AMX tiles), as torch's own checks report?"""
-    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
-    return any(check is not None and check() for check in checks)
-
-
 @functools.lru_cache(maxsize=1)
 def measured_bf16_speedup() -> float:
     """
@@ -79,7 +76,7 @@ def measured_bf16_speedup() -> float:
     MiniLM's size on 64 texts of 24 tokens: the best of a few repeats each, alternating, after a warm-up.
     `HFSIAMESE_BF16_SPEEDUP` set to a number replaces the measurement (to pin the choice, and in tests).
     """
-    pinned = os.environ.get("HFSIAMESE_BF16_SPEEDUP")
+    pinned = os.environ.get(PINNED_SPEEDUP)
     if pinned:
         return float(pinned)
     generator_state = torch.random.get_rng_state()  # the probe must not move the run's seeded generators

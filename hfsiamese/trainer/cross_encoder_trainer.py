@@ -27,6 +27,7 @@ from ..model_card import metrics_from_log_history
 from ..runs.console import use_single_progress_bar
 from ..runs.process_group import check_process_group
 from .atomic_save import CheckpointStaging
+from .core_sharing_callback import CoreSharingCallback
 from .nonfinite_loss import NonFiniteLossGuard, SkippedBatch
 from .staged_saving import StagedSavingMixin
 from .threshold_calibration import CalibratingEvaluationMixin, ThresholdCalibration
@@ -96,6 +97,7 @@ class CrossEncoderTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer
             **kwargs,
         )
         use_single_progress_bar(self)
+        self.add_callback(CoreSharingCallback())
         self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
         self.checkpoint_staging = CheckpointStaging()
         self.training_questions = training_questions

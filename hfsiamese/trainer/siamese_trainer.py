@@ -31,6 +31,7 @@ from ..runs.process_group import check_process_group
 from .atomic_save import CheckpointStaging
 from .batch_sampling import length_grouped_sampler, training_sampler
 from .checkpoints import resolve_resume_checkpoint
+from .core_sharing_callback import CoreSharingCallback
 from .dataset_checks import check_pair_columns, check_training_labels
 from .gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
 from .lora_checkpoints import load_lora_checkpoint
@@ -117,6 +118,10 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
             **kwargs,
         )
         use_single_progress_bar(self)
+        self.add_callback(CoreSharingCallback())
+        if hasattr(self.model, "set_encode_precision"):  # evaluation's encode calls follow the run's --bf16
+            reason = getattr(args, "precision_reason", None) or f"bf16 {args.bf16}"
+            self.model.set_encode_precision(torch.bfloat16 if args.bf16 else None, f"the training run's precision ({reason})")
         # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
         check_sharded_training(self)
         use_fsdp2_layers_without_input_embeddings(self)

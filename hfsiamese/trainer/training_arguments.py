@@ -159,6 +159,15 @@ class SiameseTrainingArguments(TrainingArguments):
             "needs a `group_id` column."
         },
     )
+    share_cores: bool = field(
+        default=True,
+        metadata={
+            "help": "On a CPU, use fewer threads while other processes keep this run's cores busy, all of them again "
+            "once the cores are free (hfsiamese.models.siamese.core_sharing: two runs sharing a machine then split "
+            "the cores instead of fighting over them). Off when you choose the thread count (--num_threads, "
+            "OMP_NUM_THREADS) or full_determinism, or with HFSIAMESE_SHARE_CORES=0."
+        },
+    )
     num_threads: int | None = field(
         default=None,
         metadata={

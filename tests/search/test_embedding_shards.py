@@ -247,6 +247,23 @@ def test_another_corpus_shard_size_encoding_or_model_is_refused(tmp_path, tiny_l
     assert [path.stat().st_mtime_ns for path in sorted(folder.glob("shard-*.parquet"))] == mtimes
 
 
+def test_shards_of_another_precision_are_refused_and_older_folders_read_as_fp32(tmp_path, tiny_lstm, word_tokenizer):
+    texts = corpus()
+    folder = tmp_path / "shards"
+    tiny_lstm.set_encode_precision(None, "as encode(dtype='auto') chose on a machine without fast bf16")
+    encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+    manifest = json.loads((folder / "shards.json").read_text())
+    assert manifest["model"]["precision"] == "fp32"
+    tiny_lstm.set_encode_precision(torch.bfloat16, "as another machine's encode(dtype='auto') chose")
+    with pytest.raises(ValueError, match=r"another precision \(fp32; this process encodes in bf16 autocast"):
+        encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+    # A folder written before the precision was recorded was fp32: it resumes with an fp32 model.
+    tiny_lstm.set_encode_precision(None, "fp32")
+    del manifest["model"]["precision"]
+    (folder / "shards.json").write_text(json.dumps(manifest))
+    encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+
+
 def test_shards_without_a_manifest_and_damaged_shards_are_refused(tmp_path, tiny_lstm, word_tokenizer):
     texts = corpus()[:40]
     folder = tmp_path / "shards"

@@ -12,6 +12,7 @@ its siblings.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,9 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer
 
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS
+from .core_sharing import CoreSharing
+from .core_sharing import enabled as core_sharing_enabled
+from .encode_precision import EncodePrecision, choose_encode_precision, probe_batch
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
 from .scoring import (
     embedding_pair_scores,
@@ -30,6 +34,8 @@ from .scoring import (
     stored_calibrator,
 )
 from .token_fields import token_fields, tokenizer_max_length, warn_truncated
+
+logger = logging.getLogger(__name__)
 
 
 def _tokenizer_file(tokenizer: Any) -> str:
@@ -172,7 +178,7 @@ class SiameseInferenceMixin:
         batch_size: int = 64,
         max_length: int | None = None,
         show_progress_bar: bool = False,
-        dtype: torch.dtype | None = None,
+        dtype: torch.dtype | str | None = "auto",
         prompt_name: str | None = None,
         prompt: str | None = None,
         truncate_dim: int | None = None,
@@ -187,13 +193,19 @@ class SiameseInferenceMixin:
         chunk; each chunk is sorted by token length and cut into batches of `batch_size` padded only to
         their own longest text. Embeddings stay on the model's device until the end. Texts longer than
         `max_length` tokens (default: `default_max_length`, at most 512) are truncated, with a warning
-        giving their count. `dtype` (e.g. `torch.bfloat16`) runs the encoder under autocast in that type.
+        giving their count.
+
+        `dtype`: "auto" (default) runs the encoder in bf16 autocast where this machine runs this model faster in it and
+        the embeddings agree with float32's (measured once per model and device on a small probe batch, logged,
+        `model.encode_precision()`; fp32 on CPUs without native bf16), else float32; `torch.bfloat16` forces
+        autocast in that type, `torch.float32` or None forces float32. Embeddings are float32 either way.
 
         Texts get the model's default prompt in front (`config.default_prompt_name`, as in training), or the
         prompt named `prompt_name`, or the text `prompt` (`""`: none); a pre-tokenised input is taken as it is.
         `truncate_dim` keeps the first that many dimensions, re-normalised (for a model trained with the
         Matryoshka loss: a smaller index at nearly the same quality).
         """
+        dtype = self._autocast_dtype(dtype)
         if truncate_dim is not None:
             check_truncate_dim(truncate_dim, self.config.sentence_embedding_dim)
             full = self.encode(
@@ -240,10 +252,14 @@ class SiameseInferenceMixin:
 
                 progress = tqdm(total=total, desc="Encoding", unit="text")
             truncated = 0
+            # Another process busy on these cores: fewer threads until it stops (core_sharing), restored after.
+            sharing = CoreSharing() if self.device.type == "cpu" and core_sharing_enabled() else None
             try:
                 for chunk in chunks:
                     truncated += chunk.truncated
                     for batch in padded_batches(chunk, batch_size, pad_id, side):
+                        if sharing is not None:
+                            sharing.update()
                         features = {name: value.to(self.device, non_blocking=True) for name, value in batch.features.items()}
                         with self._autocast(dtype):
                             embeddings = self._embed_batch(features)
@@ -251,6 +267,8 @@ class SiameseInferenceMixin:
                         if progress is not None:
                             progress.update(len(batch.positions))
             finally:
+                if sharing is not None:
+                    sharing.restore()
                 if progress is not None:
                     progress.close()
             warn_truncated(truncated, total, max_length, stacklevel=3)
@@ -270,6 +288,42 @@ class SiameseInferenceMixin:
         if dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=dtype)
+
+    def _autocast_dtype(self, dtype: torch.dtype | str | None) -> torch.dtype | None:
+        """`encode`'s `dtype` as an autocast type (None: float32, no autocast)."""
+        if isinstance(dtype, str):
+            if dtype != "auto":
+                raise ValueError(f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}")
+            return self.encode_precision().dtype
+        return None if dtype == torch.float32 else dtype
+
+    def encode_precision(self) -> EncodePrecision:
+        """
+        What `encode(dtype="auto")` uses for this model on its current device, decided on first use and kept
+        (`encode_precision.choose_encode_precision`: bf16 autocast only where measured faster and agreeing).
+        """
+        decided = self.__dict__.setdefault("_encode_precisions", {})
+        if "*" in decided:
+            return decided["*"]
+        key = str(self.device)
+        if key not in decided:
+            if self.dtype != torch.float32:
+                decided[key] = EncodePrecision(None, f"no autocast: the weights are {self.dtype}")
+            else:
+                was_training = self.training
+                self.eval()
+                try:
+                    with torch.inference_mode():
+                        probe = probe_batch(self.embedding_rows(), self.device, self.padding_id())
+                        decided[key] = choose_encode_precision(self._embed_batch, probe, self.device)
+                finally:
+                    self.train(was_training)
+            logger.info("encode(dtype='auto') on %s: %s", key, decided[key].reason)
+        return decided[key]
+
+    def set_encode_precision(self, dtype: torch.dtype | None, reason: str) -> None:
+        """Fix what `encode(dtype="auto")` uses on every device (a training run: its own `--bf16`), instead of measuring."""
+        self.__dict__["_encode_precisions"] = {"*": EncodePrecision(None if dtype == torch.float32 else dtype, reason)}
 
     # ----------------------------------------------------------------------------------------
     # Pairs

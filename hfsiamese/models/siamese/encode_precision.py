@@ -1,0 +1,126 @@
+"""
+`encode(dtype="auto")`: bfloat16 autocast where this machine runs this model faster in it and the embeddings keep
+their meaning; float32 everywhere else.
+
+A CPU's flags do not settle it: on this project's AMD EPYC (AVX512-BF16) MiniLM encodes ~2× faster in bf16
+autocast, on its Intel Xeon (AVX512-BF16 too, no AMX) slower (benchmarks/README.md): the casts and the kernels
+autocast leaves in fp32 eat what the bf16 matrix products save where those are not much faster. So the first
+`encode` of a model on a device decides once, for that model and device, by measuring a small batch of the model
+itself (16 texts of 32 random tokens, fp32 and bf16 in turn, best of three after a warm-up): bf16 when it runs
+at least `MIN_SPEEDUP`× as fast and its embeddings agree with fp32's to a cosine of at least `MIN_AGREEMENT`
+for every probe text. On a CPU without native bf16 (neither AVX512-BF16 nor AMX, as torch reports them) nothing
+is measured: fp32. On a GPU that supports bf16, bf16 when the embeddings agree. The decision and its reason are
+logged once and kept on the model (`model.encode_precision()`); `dtype=torch.float32` (or None) and
+`dtype=torch.bfloat16` always win.
+
+`HFSIAMESE_BF16_SPEEDUP=<number>` replaces the timing (to pin the choice on a fleet of machines, and in tests).
+
+Hand-written: no library decides mixed precision by measurement; this file travels with the weights (remote
+code), so it imports only torch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MIN_AGREEMENT", "MIN_SPEEDUP", "PINNED_SPEEDUP", "EncodePrecision", "choose_encode_precision", "native_cpu_bf16"]
+
+# bf16 only when clearly faster: noise, and the parts of a real call the probe leaves out (tokenising,
+# padding), must not tip a machine where the two are even.
+MIN_SPEEDUP = 1.2
+# The lowest cosine between a probe text's fp32 and bf16 embeddings (bf16 keeps 8 bits of mantissa: a sound
+# model agrees to ~0.9999; a model whose activations overflow or cancel in bf16 does not).
+MIN_AGREEMENT = 0.999
+PINNED_SPEEDUP = "HFSIAMESE_BF16_SPEEDUP"
+PROBE_TEXTS, PROBE_TOKENS = 16, 32
+
+
+@dataclass(frozen=True)
+class EncodePrecision:
+    """The autocast type `encode` uses (None: float32) and why, in one phrase."""
+
+    dtype: torch.dtype | None
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return "bf16 autocast" if self.dtype == torch.bfloat16 else "fp32"
+
+
+def native_cpu_bf16() -> bool:
+    """Does the CPU compute in bf16 natively (AVX512-BF16 or AMX tiles), as torch's own checks report?"""
+    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
+    return any(check is not None and check() for check in checks)
+
+
+def probe_batch(vocab_size: int, device: torch.device, pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """16 texts of 32 random token ids (a fixed generator: the caller's random state is not moved)."""
+    generator = torch.Generator().manual_seed(0)
+    low = min(max(pad_id + 1, 5), max(vocab_size - 1, 1))
+    input_ids = torch.randint(low, max(vocab_size, low + 1), (PROBE_TEXTS, PROBE_TOKENS), generator=generator)
+    return {"input_ids": input_ids.to(device), "attention_mask": torch.ones_like(input_ids).to(device)}
+
+
+def _timed(embed: Callable[[], torch.Tensor]) -> float:
+    start = time.perf_counter()
+    embed()
+    return time.perf_counter() - start
+
+
+def choose_encode_precision(
+    embed: Callable[[dict[str, torch.Tensor]], torch.Tensor], features: dict[str, torch.Tensor], device: torch.device
+) -> EncodePrecision:
+    """
+    What `dtype="auto"` means for the model whose batch embedding is `embed` on `device`, measured on `features`
+    (`probe_batch`); see the module docstring.
+    """
+    if device.type == "cuda":
+        if not torch.cuda.is_bf16_supported():
+            return EncodePrecision(None, "fp32: this GPU lacks bf16")
+        speedup = None
+    elif device.type != "cpu":
+        return EncodePrecision(None, f"fp32 on {device.type}")
+    elif not native_cpu_bf16():
+        return EncodePrecision(None, "fp32: this CPU has no native bf16 (neither AVX512-BF16 nor AMX)")
+    else:
+        speedup = _measured_speedup(embed, features, device)
+        if speedup < MIN_SPEEDUP:
+            return EncodePrecision(None, f"fp32: bf16 autocast measured {speedup:.2f}× as fast on this CPU (needs ≥ {MIN_SPEEDUP}×)")
+    agreement = _agreement(embed, features, device)
+    if agreement < MIN_AGREEMENT:
+        return EncodePrecision(None, f"fp32: bf16 embeddings agree only to cosine {agreement:.4f} (needs ≥ {MIN_AGREEMENT})")
+    where = "on this GPU" if speedup is None else f"measured {speedup:.2f}× as fast on this CPU"
+    return EncodePrecision(torch.bfloat16, f"bf16 autocast: {where}, embeddings agree to cosine {agreement:.4f}")
+
+
+def _measured_speedup(embed: Callable, features: dict[str, torch.Tensor], device: torch.device) -> float:
+    pinned = os.environ.get(PINNED_SPEEDUP)
+    if pinned:
+        return float(pinned)
+
+    def run(bf16: bool) -> torch.Tensor:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            return embed(features)
+
+    run(False), run(True)  # warm-up: kernels chosen, memory allocated
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(3):
+        for bf16 in (False, True):
+            times[bf16].append(_timed(lambda: run(bf16)))
+    return min(times[False]) / min(times[True])
+
+
+def _agreement(embed: Callable, features: dict[str, torch.Tensor], device: torch.device) -> float:
+    full = embed(features).float()
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        reduced = embed(features).float()
+    return float(F.cosine_similarity(full, reduced, dim=-1).min())
