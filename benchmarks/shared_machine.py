@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -43,15 +44,16 @@ def parse_setting(text: str) -> tuple[str, dict[str, str]]:
     return name, env
 
 
-def run_together(count: int, command: list[str], env: dict[str, str], root: Path, timeout: float) -> list[float]:
-    """Start `count` runs at once; each one's wall time (seconds)."""
+def run_together(count: int, command: list[str], env: dict[str, str], root: Path, timeout: float, output_flag: bool = True) -> list[float]:
+    """Start `count` runs at once (each with its own `--output_dir` under `root` when `output_flag`); each one's wall time (seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     processes = []
     for index in range(count):
         output = root / f"run{index}"
         log = open(root / f"run{index}.log", "w")  # noqa: SIM115 - closed below
         started = time.perf_counter()
-        process = subprocess.Popen([*command, "--output_dir", str(output)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        argv = [*command, "--output_dir", str(output)] if output_flag else command
+        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         processes.append((process, started, log))
     times = []
     for process, started, log in processes:
@@ -69,6 +71,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max_steps", type=int, default=60, help="Steps per run; 0: the whole recipe as shipped.")
     parser.add_argument("--recipe_args", nargs="*", default=[], help="Config and flags given to recipes/train.py first.")
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument(
+        "--command", default=None,
+        help="Time this command instead of recipes/train.py (split as a shell would; run from the repository root, no --output_dir added), "
+        "e.g. an encoding job: \"python recipes/search.py --model_name_or_path M --corpus C --query Q\".",
+    )
     parser.add_argument("--keep_logs", default=None, help="Keep each run's log (and output) under this new folder.")
     args = parser.parse_args(argv)
     if args.keep_logs and Path(args.keep_logs).exists():
@@ -76,14 +83,16 @@ def main(argv: list[str] | None = None) -> dict:
     command = [sys.executable, str(REPO / "recipes" / "train.py"), *args.recipe_args, "--disable_tqdm", "true"]
     if args.max_steps > 0:  # 0: the recipe's whole run as shipped (its epochs, evaluations and saves)
         command += ["--max_steps", str(args.max_steps), "--eval_strategy", "no", "--save_strategy", "no"]
+    if args.command:
+        command = [sys.executable if word == "python" else word for word in shlex.split(args.command)]
     rows = []
     for text in args.setting or DEFAULT_SETTINGS:
         name, extra = parse_setting(text)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", **extra}
         with tempfile.TemporaryDirectory(prefix="shared_machine_") as scratch:
             root = Path(args.keep_logs) / name if args.keep_logs else Path(scratch)
-            alone = run_together(1, command, env, root / "alone", args.timeout)[0]
-            together = run_together(2, command, env, root / "together", args.timeout)
+            alone = run_together(1, command, env, root / "alone", args.timeout, not args.command)[0]
+            together = run_together(2, command, env, root / "together", args.timeout, not args.command)
         rows.append({"setting": name, "env": extra, "alone_s": round(alone, 1), "together_s": [round(t, 1) for t in together],
                      "ratio": round(max(together) / alone, 2)})  # fmt: skip
         print(f"{name}: alone {alone:.1f} s, together {together[0]:.1f} / {together[1]:.1f} s", file=sys.stderr, flush=True)

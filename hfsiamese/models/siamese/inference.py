@@ -269,6 +269,8 @@ class SiameseInferenceMixin:
             finally:
                 if sharing is not None:
                     sharing.restore()
+                    if sharing.changes:
+                        logger.info("encode: core sharing %s", sharing.describe())
                 if progress is not None:
                     progress.close()
             warn_truncated(truncated, total, max_length, stacklevel=3)

@@ -172,7 +172,7 @@ def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, m
 
     class Recording:
         def __init__(self):
-            self.updates, self.restored = 0, False
+            self.updates, self.restored, self.changes = 0, False, []
             made.append(self)
 
         def update(self):
