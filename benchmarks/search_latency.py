@@ -34,11 +34,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +44,8 @@ from pathlib import Path
 import numpy as np
 from machine_info import machine
 from make_pairs_file import make_questions, real_questions
+from stage_processes import emit as emit_line
+from stage_processes import run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
@@ -64,12 +63,8 @@ HEADER = (
 # --------------------------------------------------------------------------------------------
 # Inside the worker processes
 # --------------------------------------------------------------------------------------------
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def emit(config: str, **values) -> None:
-    print(json.dumps({"config": config, **values, "peak_rss_mib": round(peak_rss_mib(), 1)}), flush=True)
+    emit_line("config", config, **values)
 
 
 def make_texts(source: Path, num_texts: int, num_queries: int, seed: int) -> tuple[list[str], list[str]]:
@@ -185,15 +180,7 @@ def work_mine(args: argparse.Namespace) -> None:
 # Driver
 # --------------------------------------------------------------------------------------------
 def worker(stage: str, args: argparse.Namespace, workdir: Path, *extra: str) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="true",
-               HF_DATASETS_DISABLE_PROGRESS_BARS="1")  # fmt: skip
-    command = [sys.executable, __file__, "--stage", stage, "--workdir", str(workdir), *forwarded(args), *extra]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, check=False)
-    if result.returncode != 0:
-        sys.exit(f"stage {stage} failed:\n{result.stderr[-4000:]}")
-    (row,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    print(json.dumps(row), flush=True)
-    return row
+    return run_stage(__file__, stage, workdir, forwarded(args), *extra, TOKENIZERS_PARALLELISM="true")
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:

@@ -36,18 +36,16 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from machine_info import machine
 from search_latency import SOURCE, make_texts
+from stage_processes import emit as emit_line
+from stage_processes import run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
@@ -71,12 +69,8 @@ HEADER = (
 # --------------------------------------------------------------------------------------------
 # Inside the worker processes
 # --------------------------------------------------------------------------------------------
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-
 def emit(stage: str, **values) -> None:
-    print(json.dumps({"stage": stage, **values, "peak_rss_mib": round(peak_rss_mib(), 1)}), flush=True)
+    emit_line("stage", stage, **values)
 
 
 def read_corpus(workdir: Path) -> list[str]:
@@ -204,14 +198,7 @@ def work_mine(args: argparse.Namespace, workdir: Path, config: str) -> None:
 # Driver
 # --------------------------------------------------------------------------------------------
 def worker(stage: str, args: argparse.Namespace, workdir: Path, *extra: str) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1")
-    command = [sys.executable, __file__, "--stage", stage, "--workdir", str(workdir), *forwarded(args), *extra]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, check=False)
-    if result.returncode != 0:
-        sys.exit(f"stage {stage} {' '.join(extra)} failed:\n{result.stderr[-4000:]}")
-    (row,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    print(json.dumps(row), flush=True)
-    return row
+    return run_stage(__file__, stage, workdir, forwarded(args), *extra)
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
