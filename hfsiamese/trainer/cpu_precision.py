@@ -12,14 +12,12 @@ it is clearly faster. On a GPU, bf16 where the device supports it. Explicit `--b
 from __future__ import annotations
 
 import functools
-import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ..models.siamese.encode_precision import PINNED_SPEEDUP, native_cpu_bf16
+from ..models.siamese.encode_precision import bf16_speedup, native_cpu_bf16
 
 BF16_VALUES = ("auto", "true", "false")
 # bf16 is chosen when the probe step runs at least this much faster than fp32 (noise, and the parts of a real
@@ -76,28 +74,18 @@ def measured_bf16_speedup() -> float:
     MiniLM's size on 64 texts of 24 tokens: the best of a few repeats each, alternating, after a warm-up.
     `HFSIAMESE_BF16_SPEEDUP` set to a number replaces the measurement (to pin the choice, and in tests).
     """
-    pinned = os.environ.get(PINNED_SPEEDUP)
-    if pinned:
-        return float(pinned)
     generator_state = torch.random.get_rng_state()  # the probe must not move the run's seeded generators
     try:
         torch.manual_seed(0)
         layer = torch.nn.TransformerEncoderLayer(384, 6, 1536, dropout=0.0, batch_first=True)
         inputs = torch.randn(64, 24, 384)
 
-        def step(bf16: bool) -> float:
-            start = time.perf_counter()
+        def step(bf16: bool) -> None:
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 out = layer(inputs)
             out.float().sum().backward()
-            return time.perf_counter() - start
 
-        step(False), step(True)  # warm-up: kernels chosen, memory allocated
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(3):
-            for bf16 in (False, True):
-                times[bf16].append(step(bf16))
-        return min(times[False]) / min(times[True])
+        return bf16_speedup(step)
     finally:
         torch.random.set_rng_state(generator_state)
 
