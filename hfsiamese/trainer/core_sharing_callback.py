@@ -28,7 +28,7 @@ def share_cores_verdict(args: Any) -> tuple[bool, str]:
         return False, "thread count chosen by the user"
     if args.full_determinism:
         return False, "full_determinism (a float reduction depends on the thread count)"
-    if not core_sharing.enabled():
+    if not core_sharing.available():  # not enabled(): that holds the previous run's verdict
         return False, f"{core_sharing.OPT_OUT}=0 or no {core_sharing.CPU_TIMES}"
     return True, "fewer threads while other processes use this run's cores"
 

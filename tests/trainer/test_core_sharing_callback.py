@@ -49,6 +49,11 @@ def test_who_turns_it_on(tmp_path, monkeypatch, overrides, env, on, reason):
     assert share_cores_verdict(tiny_training_args(tmp_path, **overrides)) == (on, reason)
 
 
+def test_a_previous_runs_verdict_does_not_decide_the_next(tmp_path):
+    core_sharing.configure(False, "--share_cores false")  # an earlier run in this process
+    assert share_cores_verdict(tiny_training_args(tmp_path)) == (True, "fewer threads while other processes use this run's cores")
+
+
 def test_the_trainer_updates_every_step_and_evaluation_batch_and_restores(tiny_lstm, word_tokenizer, tmp_path, monkeypatch):
     monkeypatch.setattr(core_sharing, "CoreSharing", Recording)
     Recording.made.clear()

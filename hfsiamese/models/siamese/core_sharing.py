@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["CPU_TIMES", "CoreSharing", "configure", "enabled"]
+__all__ = ["CPU_TIMES", "CoreSharing", "available", "configure", "enabled"]
 
 CPU_TIMES = "/proc/stat"
 OPT_OUT = "HFSIAMESE_SHARE_CORES"
@@ -50,13 +50,19 @@ def configure(on: bool, reason: str = "") -> None:
     _choice.update(on=on, reason=reason)
 
 
+def available() -> bool:
+    """Whether core sharing can run here at all: not opted out (`HFSIAMESE_SHARE_CORES=0`) and `/proc/stat` readable."""
+    opted_out = os.environ.get(OPT_OUT, "").strip().lower() in {"0", "false", "no", "off"}
+    return not opted_out and os.path.exists(CPU_TIMES)
+
+
 def enabled() -> bool:
     """Whether `CoreSharing` may change threads here: `configure`'s choice, else on unless the user set a thread count."""
-    if os.environ.get(OPT_OUT, "").strip().lower() in {"0", "false", "no", "off"}:
+    if not available():
         return False
     if "on" in _choice:
         return bool(_choice["on"])
-    return "OMP_NUM_THREADS" not in os.environ and os.path.exists(CPU_TIMES)
+    return "OMP_NUM_THREADS" not in os.environ
 
 
 def _allowed_cpus() -> set[int]:
