@@ -20,7 +20,6 @@ proposes candidates, the cross-encoder scores and decides them (`reranking`).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -902,8 +901,6 @@ class DuplicateIndex:
         codes (`quantization` other than `"none"`), `False` otherwise.
         """
         path = Path(save_directory)
-        if mmap is None:
-            mmap = _saved_with_quantised_codes(path)
         config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
 
         kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
@@ -964,15 +961,6 @@ class DuplicateIndex:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
-
-
-def _saved_with_quantised_codes(path: Path) -> bool:
-    """Whether the index saved in `path` searches quantised FAISS codes (and so reads its embeddings only to rescore)."""
-    try:
-        saved = json.loads((path / INDEX_CONFIG_NAME).read_text(encoding="utf-8")).get("ann")
-    except (OSError, ValueError, AttributeError):
-        return False  # read_index_folder names what is wrong with the folder
-    return bool(saved) and AnnSpec.from_dict(saved).quantized
 
 
 def _ann_spec(

@@ -26,6 +26,7 @@ import numpy as np
 from safetensors.torch import load_file
 
 from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
+from .ann_index import AnnSpec
 from .embedding_table import EmbeddingTable
 
 INDEX_CONFIG_NAME = "index_config.json"
@@ -84,10 +85,12 @@ def write_index_folder(
 
 
 def read_index_folder(
-    path: Path, *, mmap: bool = True
+    path: Path, *, mmap: bool | None = None
 ) -> tuple[dict[str, Any], EmbeddingTable | None, datasets.Dataset | None, Path | None]:
     """`(config, embeddings, corpus, FAISS index file or None)` of a saved index, each checked against the config
-    (embeddings and corpus are None for an index that lives in a database)."""
+    (embeddings and corpus are None for an index that lives in a database). `mmap=None`: the embeddings are
+    memory-mapped for an index saved with quantised FAISS codes (which reads only the rows it rescores), read
+    into memory otherwise."""
     if not path.is_dir():
         raise FileNotFoundError(f"no index folder at {path}")
     config = _read_index_config(path / INDEX_CONFIG_NAME)
@@ -96,6 +99,8 @@ def read_index_folder(
     if config["format_version"] == 1:
         embeddings = _read_legacy_embeddings(path / LEGACY_EMBEDDINGS_NAME, config)
     else:
+        if mmap is None:
+            mmap = bool(config.get("ann")) and AnnSpec.from_dict(config["ann"]).quantized
         embeddings = _read_embeddings(path / EMBEDDINGS_NAME, config, mmap=mmap)
     corpus = _read_corpus(path / CORPUS_DIR_NAME, config)
     ann_file = path / ANN_NAME
