@@ -4,14 +4,12 @@ import json
 import re
 import sys
 
+import matplotlib.image
 import numpy as np
 import pytest
 
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.reporting import REPORT_FILES, write_evaluation_report
-
-pytest.importorskip("matplotlib")
-import matplotlib.image
 
 PLOTS = ("histogram", "precision_recall", "threshold_sweep")
 

@@ -141,7 +141,6 @@ def test_calibrate_stores_a_probability_map_used_by_predict(spread_cross_encoder
 
 
 def test_onnx_export_scores_as_pytorch(spread_cross_encoder, tmp_path):
-    pytest.importorskip("onnxruntime")
     from hfsiamese.exporters import export_cross_encoder_onnx
 
     cross = spread_cross_encoder

@@ -180,7 +180,8 @@ def test_hub_streaming_keeps_shards(monkeypatch):
 
 
 def test_streamed_pairs_feed_a_dataloader_with_workers(tmp_path):
-    torch = pytest.importorskip("torch")
+    import torch
+
     hub_like = datasets.Dataset.from_dict(
         {
             "question1": [f"q{i}" for i in range(8)],

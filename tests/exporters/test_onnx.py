@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnxruntime
 import pytest
 import torch
-
-pytest.importorskip("onnxruntime")
-
-import onnxruntime
 from transformers import BertConfig
 
 from hfsiamese import SiameseConfig, SiameseModel

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import torch
+from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoConfig, AutoModel, PreTrainedTokenizerFast
 
@@ -19,9 +20,6 @@ from hfsiamese.training.model_building import build_model_and_tokenizer
 from tests.conftest import TEXTS
 from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
-
-sentence_transformers = pytest.importorskip("sentence_transformers")
-from sentence_transformers import SentenceTransformer  # noqa: E402
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer

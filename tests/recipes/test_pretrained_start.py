@@ -5,11 +5,9 @@ import sys
 
 import pytest
 import torch
+from sentence_transformers import SentenceTransformer
 
 from tests.helpers import TRAIN, run_offline
-
-pytest.importorskip("sentence_transformers")
-from sentence_transformers import SentenceTransformer  # noqa: E402
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer

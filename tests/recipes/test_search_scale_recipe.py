@@ -40,7 +40,6 @@ def table_file(tmp_path_factory):
 
 
 def test_a_quantised_faiss_index_is_built_in_shards_saved_and_reused(tmp_path, search_recipe, model_dir, table_file):
-    pytest.importorskip("faiss")
     base = ["--model_name_or_path", str(model_dir), "--query", TEXTS[3], "--k", "2", "--index_dir", str(tmp_path / "index")]
     corpus = ["--corpus", str(table_file), "--text_column", "question", "--id_column", "qid"]
     built = search_recipe.main([*base, *corpus, "--backend", "faiss", "--quantization", "binary", "--structure", "flat",
@@ -53,7 +52,6 @@ def test_a_quantised_faiss_index_is_built_in_shards_saved_and_reused(tmp_path, s
 
 
 def test_a_database_keeps_metadata_and_filters_searches(tmp_path, search_recipe, model_dir, table_file):
-    pytest.importorskip("lancedb")
     flags = ["--model_name_or_path", str(model_dir), "--query", TEXTS[0], "--k", str(len(TEXTS)), "--index_dir", str(tmp_path / "index")]
     built = search_recipe.main([*flags, "--corpus", str(table_file), "--text_column", "question", "--id_column", "qid",
                                 "--metadata_column", "site", "--backend", "lancedb", "--database", str(tmp_path / "db"),

@@ -72,7 +72,7 @@ def test_apply_sets_torch_threads(clean_env):
         torch.set_num_threads(before)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not Linux: reads /proc")
 def test_real_accelerate_launch_gets_every_core(tmp_path):
     script = tmp_path / "threads.py"
     script.write_text(textwrap.dedent(

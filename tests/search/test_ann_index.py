@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import faiss  # noqa: F401  (the code under test imports it; the test extra has it, so a broken install is an error)
 import numpy as np
 import pytest
 import torch
@@ -14,8 +15,6 @@ from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.ann_index import EXACT_UP_TO, AnnSpec, default_nlist
 from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import TEXTS
-
-pytest.importorskip("faiss")
 
 DIM = 32
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import gradio  # noqa: F401  (the code under test imports it; the test extra has it, so a broken install is an error)
 import pytest
 import torch
-
-pytest.importorskip("gradio")
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.search import DuplicateIndex

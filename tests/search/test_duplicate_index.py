@@ -178,7 +178,6 @@ def test_truncated_corpus_is_reported(tmp_path, tiny_lstm, word_tokenizer):
 
 
 def test_faiss_backend_gives_the_exact_top_k(qqp_texts, qqp_model):
-    pytest.importorskip("faiss")
     model, tokenizer = qqp_model
     queries = qqp_texts[::7] + ["how do i learn python ?"]
     exact = DuplicateIndex.build(qqp_texts, model, tokenizer)

@@ -306,7 +306,8 @@ def test_two_accelerate_processes_write_each_shard_once(tmp_path, tiny_lstm, wor
 
 
 def test_two_ray_workers_write_the_same_shards_and_resume(tmp_path, tiny_lstm, word_tokenizer):
-    ray = pytest.importorskip("ray")
+    import ray
+
     assert not ray.is_initialized()
     texts = corpus()
     model_dir, folder = tmp_path / "model", tmp_path / "shards"

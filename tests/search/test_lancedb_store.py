@@ -7,17 +7,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
+import lancedb  # the test extra has it, so a broken install is an error, not a skip
 import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("lancedb")
-
-from hfsiamese.search import lancedb_store  # noqa: E402
-from hfsiamese.search.lancedb_store import LanceDBStore, id_key, import_lancedb  # noqa: E402
-from tests.conftest import REPO_ROOT  # noqa: E402
+from hfsiamese.search import lancedb_store
+from hfsiamese.search.lancedb_store import LanceDBStore, id_key, import_lancedb
+from tests.conftest import REPO_ROOT
+from tests.pipe_lines import lines_until
 
 DIM = 12
 
@@ -271,8 +270,6 @@ def test_open_errors(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError, match="is a file"):
         LanceDBStore.open(tmp_path / "file", embedding_dim=DIM)
-    import lancedb
-
     lancedb.connect(str(folder)).create_table("foreign", data=[{"vector": [0.0, 1.0], "x": 1}])
     with pytest.raises(ValueError, match="not made by LanceDBStore"):
         LanceDBStore.open(folder, collection="foreign")
@@ -302,52 +299,66 @@ def test_large_tables_index_their_id_keys(store, monkeypatch):
     assert store.delete([0, 8, 10]) == 2 and len(store) == 8
 
 
-# Adds batches of 50 rows until killed, printing the number of rows acknowledged after each `add` returns.
+# Adds batches of 50 rows, printing the number of rows acknowledged after each `add` returns. In its add number
+# argv[3] (counting from 0), once Lance has read two of that add's 5 Arrow batches of 10, it prints
+# "mid-add <rows acknowledged>" and waits to be killed: the kill lands inside `add`, by that marker, not by chance.
 WRITER = r"""
 import sys
+import time
 import numpy as np
+from hfsiamese.search import lancedb_store
 from hfsiamese.search.lancedb_store import LanceDBStore
 
-store = LanceDBStore.open(sys.argv[1], embedding_dim=int(sys.argv[2]))
+dim, cut_add = int(sys.argv[2]), int(sys.argv[3])
+make_batch = lancedb_store._record_batch
+made = 0
+
+def record_batch(*args):
+    global made
+    if done == 50 * cut_add and made == 2:
+        print(f"mid-add {done}", flush=True)
+        time.sleep(600)
+    made += 1
+    return make_batch(*args)
+
+lancedb_store._record_batch = record_batch
+store = LanceDBStore.open(sys.argv[1], embedding_dim=dim)
 rng = np.random.default_rng(0)
 done = 0
 while True:
+    made = 0
     ids = list(range(done, done + 50))
-    store.add(ids, [f"text {i}" for i in ids], rng.normal(size=(50, int(sys.argv[2]))), batch_size=10)
+    store.add(ids, [f"text {i}" for i in ids], rng.normal(size=(50, dim)), batch_size=10)
     done += 50
     print(done, flush=True)
 """
 
 
-def test_acknowledged_rows_survive_sigkill(tmp_path):
+@pytest.mark.timeout(300)  # beyond its own 120 s deadline for the writer
+def test_a_kill_in_the_middle_of_an_add_loses_no_acknowledged_row_and_commits_none_of_that_add(tmp_path):
     folder = tmp_path / "lancedb"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", LANCE_CPU_THREADS="1", PYTHONPATH=str(REPO_ROOT))
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(folder), str(DIM)], stdout=subprocess.PIPE, text=True, env=env
-    )
-    acknowledged = 0
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(DIM), "3"], stdout=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 120
-        while acknowledged < 150:  # three batches acknowledged, the fourth under way
-            line = writer.stdout.readline()
-            assert line, f"the writer exited with {writer.wait()} before acknowledging 150 rows"
-            acknowledged = int(line)
-            assert time.monotonic() < deadline, "the writer took over 2 minutes to acknowledge 150 rows"
+        lines = lines_until(writer, "mid-add", timeout=120)
     finally:
         writer.send_signal(signal.SIGKILL)
-        writer.wait()
-        acknowledged = max([acknowledged] + [int(line) for line in writer.stdout.read().split()])
+        writer.wait(timeout=60)
         writer.stdout.close()
     assert writer.returncode == -signal.SIGKILL
+    assert lines == ["50", "100", "150", "mid-add 150"]  # three adds acknowledged, the fourth under way
+    acknowledged = 150
     with LanceDBStore.open(folder, create=False) as store:
         assert all(store.contains(list(range(acknowledged))))
-        # Each add is one commit: the add the kill cut short left all of its rows or none.
-        assert len(store) in (acknowledged, acknowledged + 50)
+        # Each add is one commit: the add the kill cut short left none of its rows, although Lance had read some.
+        assert len(store) == acknowledged and not any(store.contains(list(range(acknowledged, acknowledged + 50))))
         rng = np.random.default_rng(0)
         vectors = np.concatenate([rng.normal(size=(50, DIM)) for _ in range(acknowledged // 50)])
         probes = [0, acknowledged // 2, acknowledged - 1]
         for probe, hits in zip(probes, store.search(vectors[probes], k=1)):
             assert hits[0]["id"] == probe and hits[0]["text"] == f"text {probe}"
+        store.add([acknowledged], ["after the crash"], vectors[:1])  # the table takes writes again
+        assert len(store) == acknowledged + 1
 
 
 def test_metadata_must_be_json(store):

@@ -8,16 +8,15 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+import qdrant_client  # noqa: F401  (the test extra has it, so a broken install is an error)
 import torch
 
-pytest.importorskip("qdrant_client")
-
-from hfsiamese.search.qdrant_store import QdrantStore, import_qdrant, point_id  # noqa: E402
-from tests.conftest import REPO_ROOT  # noqa: E402
+from hfsiamese.search.qdrant_store import QdrantStore, import_qdrant, point_id
+from tests.conftest import REPO_ROOT
+from tests.pipe_lines import lines_until
 
 DIM = 12
 
@@ -206,46 +205,60 @@ def test_open_errors(tmp_path):
         QdrantStore.open(folder, api_key="secret")
 
 
-# Adds batches of 50 rows until killed, printing the number of rows acknowledged after each `add` returns.
+# Adds batches of 50 rows, printing the number of rows acknowledged after each `add` returns. In its add number
+# argv[3] (counting from 0), once two of that add's 5 upserts of 10 points have returned, it prints
+# "mid-add <rows acknowledged>" and waits to be killed: the kill lands inside `add`, by that marker, not by chance.
 WRITER = r"""
 import sys
+import time
 import numpy as np
 from hfsiamese.search.qdrant_store import QdrantStore
 
-store = QdrantStore.open(sys.argv[1], embedding_dim=int(sys.argv[2]))
+dim, cut_add = int(sys.argv[2]), int(sys.argv[3])
+store = QdrantStore.open(sys.argv[1], embedding_dim=dim)
+upsert = store._client.upsert
+upserted = 0
+
+def counted_upsert(*args, **kwargs):
+    global upserted
+    if done == 50 * cut_add and upserted == 2:
+        print(f"mid-add {done}", flush=True)
+        time.sleep(600)
+    result = upsert(*args, **kwargs)
+    upserted += 1
+    return result
+
+store._client.upsert = counted_upsert
 rng = np.random.default_rng(0)
 done = 0
 while True:
+    upserted = 0
     ids = list(range(done, done + 50))
-    store.add(ids, [f"text {i}" for i in ids], rng.normal(size=(50, int(sys.argv[2]))), batch_size=10)
+    store.add(ids, [f"text {i}" for i in ids], rng.normal(size=(50, dim)), batch_size=10)
     done += 50
     print(done, flush=True)
 """
 
 
-def test_acknowledged_rows_survive_sigkill(tmp_path):
+@pytest.mark.timeout(300)  # beyond its own 120 s deadline for the writer
+def test_a_kill_in_the_middle_of_an_add_loses_no_acknowledged_row(tmp_path):
     folder = tmp_path / "qdrant"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
-    writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(folder), str(DIM)], stdout=subprocess.PIPE, text=True, env=env
-    )
-    acknowledged = 0
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(DIM), "3"], stdout=subprocess.PIPE, env=env)
     try:
-        deadline = time.monotonic() + 120
-        while acknowledged < 150:  # three batches acknowledged, the fourth under way
-            line = writer.stdout.readline()
-            assert line, f"the writer exited with {writer.wait()} before acknowledging 150 rows"
-            acknowledged = int(line)
-            assert time.monotonic() < deadline, "the writer took over 2 minutes to acknowledge 150 rows"
+        lines = lines_until(writer, "mid-add", timeout=120)
     finally:
         writer.send_signal(signal.SIGKILL)
-        writer.wait()
-        acknowledged = max([acknowledged] + [int(line) for line in writer.stdout.read().split()])
+        writer.wait(timeout=60)
         writer.stdout.close()
     assert writer.returncode == -signal.SIGKILL
+    assert lines == ["50", "100", "150", "mid-add 150"]  # three adds acknowledged, two upserts of the fourth returned
+    acknowledged = 150
     with QdrantStore.open(folder, create=False) as store:  # the dead writer's lock went with it
         assert all(store.contains(list(range(acknowledged))))
-        assert len(store) >= acknowledged
+        # Each upsert is committed before it returns: the cut add left exactly its first two batches of 10.
+        cut_add = list(range(acknowledged, acknowledged + 50))
+        assert store.contains(cut_add) == [True] * 20 + [False] * 30 and len(store) == acknowledged + 20
         rng = np.random.default_rng(0)
         vectors = np.concatenate([rng.normal(size=(50, DIM)) for _ in range(acknowledged // 50)])
         probes = [0, acknowledged // 2, acknowledged - 1]

@@ -235,7 +235,8 @@ def test_the_app_reranks_and_decides_with_the_cross_encoder(index, tiny_cross_en
 
 
 def test_the_app_from_its_flags(tmp_path, tiny_lstm, word_tokenizer, tiny_cross_encoder_dir):
-    gr = pytest.importorskip("gradio")
+    import gradio as gr
+
     from hfsiamese.search.app import AppArguments, app_from_arguments
 
     tiny_lstm.save_pretrained(tmp_path / "model")

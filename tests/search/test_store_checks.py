@@ -128,10 +128,8 @@ def test_json_dict():
 
 def _open_store(engine: str, folder):
     if engine == "qdrant":
-        pytest.importorskip("qdrant_client")
         from hfsiamese.search.qdrant_store import QdrantStore as Store
     else:
-        pytest.importorskip("lancedb")
         from hfsiamese.search.lancedb_store import LanceDBStore as Store
     return Store.open(folder / engine, embedding_dim=DIM)
 

@@ -8,6 +8,7 @@ import sys
 import warnings
 
 import datasets
+import peft
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -24,7 +25,6 @@ from hfsiamese.training.model_building import build_model_and_tokenizer
 from tests.conftest import TEXTS
 from tests.helpers import BLOCK_HFSIAMESE, TRAIN, run_offline, run_without_hfsiamese
 
-peft = pytest.importorskip("peft")
 # peft asks a transformers 5 model the deprecated `is_gradient_checkpointing` where this file calls it directly.
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
@@ -163,7 +163,6 @@ def test_the_adapter_folder_reloads_onto_the_base_encoder_with_peft(trained, tin
 
 
 def test_onnx_export_of_the_in_memory_model(trained, tmp_path):
-    pytest.importorskip("onnxruntime")
     import onnxruntime
 
     from hfsiamese.exporters import export_onnx
@@ -178,7 +177,6 @@ def test_onnx_export_of_the_in_memory_model(trained, tmp_path):
 
 
 def test_sentence_transformers_export_of_the_in_memory_model(trained, tmp_path):
-    pytest.importorskip("sentence_transformers")
     from sentence_transformers import SentenceTransformer
 
     from hfsiamese.exporters import export_sentence_transformers

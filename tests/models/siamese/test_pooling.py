@@ -8,7 +8,6 @@ import torch
 from hfsiamese import SiameseConfig
 from hfsiamese.models.siamese.pooling import pool
 
-st_modules = pytest.importorskip("sentence_transformers")
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Pooling
 except ImportError:

@@ -1,0 +1,1 @@
+"""pytest plugins of the suite, loaded by tests/conftest.py (`pytest_plugins`)."""

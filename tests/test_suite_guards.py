@@ -1,0 +1,155 @@
+"""
+The suite's own guards, shown on inner pytest sessions (pytester): a hang is stopped and named, a skip off the
+allow-list fails the session (tests/plugins/skip_allowlist.py), an optional backend that cannot be imported is
+an error. The inner sessions use this session's settings (pyproject.toml), with shorter limits.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.plugins.skip_allowlist import ALLOWED_SKIP_PREFIXES
+
+ALLOW_LIST = ("-p", "tests.plugins.skip_allowlist")
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini("[pytest]\n")  # the inner session's rootdir is its own folder, whatever lies above it
+    return pytester
+
+
+def test_the_suite_runs_under_its_guards(request):
+    config = request.config
+    assert config.pluginmanager.has_plugin("skip-ledger")
+    assert float(config.getini("timeout")) > 0 and config.getini("timeout_method") == "signal"
+    assert config.getini("faulthandler_exit_on_timeout") is True
+    # The backstop comes after every test's own limit, or it would end the session before that test's report.
+    backstop = float(config.getini("faulthandler_timeout"))
+    marks = [int(n) for path in (REPO_ROOT / "tests").rglob("*.py") for n in re.findall(r"mark\.timeout\((\d+)", path.read_text())]
+    assert marks and max([*marks, float(config.getini("timeout"))]) < backstop
+
+
+def test_a_hanging_test_fails_by_name_and_the_session_goes_on(inner, request):
+    inner.makepyfile(
+        """
+        import time
+
+        def test_waits_forever():
+            time.sleep(3600)
+
+        def test_after_it():
+            pass
+        """
+    )
+    method = request.config.getini("timeout_method")
+    result = inner.runpytest_subprocess("-o", "timeout=2", "-o", f"timeout_method={method}", timeout=120)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>2.0s) from pytest-timeout*", "FAILED *::test_waits_forever*"])
+
+
+def test_a_hang_no_signal_reaches_ends_the_session_with_every_stack(inner, request):
+    """Where pytest-timeout's SIGALRM cannot interrupt the test (here: blocked), faulthandler's backstop ends it."""
+    inner.makepyfile(
+        """
+        import signal
+        import time
+
+        def test_deaf_to_signals():
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(3600)
+        """
+    )
+    exit_on_timeout = str(request.config.getini("faulthandler_exit_on_timeout")).lower()
+    result = inner.runpytest_subprocess(
+        "-o", "timeout=1", "-o", f"timeout_method={request.config.getini('timeout_method')}",
+        "-o", "faulthandler_timeout=4", "-o", f"faulthandler_exit_on_timeout={exit_on_timeout}", timeout=120,
+    )  # fmt: skip
+    assert result.ret not in (0, None)
+    result.stderr.fnmatch_lines(["Timeout (0:00:04)!*", "*in test_deaf_to_signals*"])
+
+
+def test_a_skip_off_the_allow_list_fails_the_session(inner):
+    inner.makepyfile(
+        """
+        import pytest
+
+        def test_passes():
+            pass
+
+        def test_needs_a_backend():
+            pytest.skip("the backend is not installed")
+
+        @pytest.mark.xfail(reason="flaky", strict=False)
+        def test_expected_to_fail():
+            assert False
+        """
+    )
+    result = inner.runpytest_inprocess(*ALLOW_LIST)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, skipped=1, xfailed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*skips not on the allow-list*",
+            "*::test_needs_a_backend: the backend is not installed",
+            "*::test_expected_to_fail: xfail: flaky",
+            "2 skip(s) fail this session*",
+        ]
+    )
+
+
+@pytest.mark.parametrize("prefix", ALLOWED_SKIP_PREFIXES)
+def test_a_skip_on_the_allow_list_does_not(inner, prefix):
+    inner.makepyfile(
+        f"""
+        import pytest
+
+        def test_passes():
+            pass
+
+        @pytest.mark.skipif(True, reason="{prefix} what the test needs")
+        def test_needs_the_machine():
+            pass
+        """
+    )
+    result = inner.runpytest_inprocess(*ALLOW_LIST)
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "skips not on the allow-list" not in result.stdout.str()
+
+
+def test_a_module_skipped_whole_fails_the_session(inner):
+    """`pytest.importorskip` at module level: the whole file one "skipped" line, and a session that ran nothing."""
+    inner.makepyfile(
+        test_backend="""
+        import pytest
+
+        pytest.importorskip("a_backend_that_is_not_installed")
+
+        def test_uses_it():
+            pass
+        """
+    )
+    result = inner.runpytest_inprocess(*ALLOW_LIST)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["test_backend.py: could not import 'a_backend_that_is_not_installed'*"])
+
+
+def test_an_optional_backend_that_cannot_be_imported_is_an_error(inner):
+    """The suite imports the backends of the test extra plainly: one that installs but fails to import is an error."""
+    inner.makepyfile(
+        broken_backend="raise ImportError('libbackend.so: cannot open shared object file')",
+        test_backend="""
+        import broken_backend
+
+        def test_uses_it():
+            pass
+        """,
+    )
+    result = inner.runpytest_inprocess(*ALLOW_LIST)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ERROR collecting test_backend.py*", "*ImportError: libbackend.so*"])
