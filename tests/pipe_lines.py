@@ -28,7 +28,9 @@ def lines_until(process: subprocess.Popen, marker: str, timeout: float) -> list[
                     return lines
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"no line starting with {marker!r} within {timeout:g} s; the process wrote {lines}")
+                raise AssertionError(
+                    f"no line starting with {marker!r} within {timeout:g} s; the process wrote {lines}"
+                )
             if not selector.select(remaining):
                 continue
             chunk = os.read(fd, 65536)  # the raw descriptor: what select saw, never Python's buffer

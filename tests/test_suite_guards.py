@@ -29,7 +29,11 @@ def test_the_suite_runs_under_its_guards(request):
     assert config.getini("faulthandler_exit_on_timeout") is True
     # The backstop comes after every test's own limit, or it would end the session before that test's report.
     backstop = float(config.getini("faulthandler_timeout"))
-    marks = [int(n) for path in (REPO_ROOT / "tests").rglob("*.py") for n in re.findall(r"mark\.timeout\((\d+)", path.read_text())]
+    marks = [
+        int(n)
+        for path in (REPO_ROOT / "tests").rglob("*.py")
+        for n in re.findall(r"mark\.timeout\((\d+)", path.read_text())
+    ]
     assert marks and max([*marks, float(config.getini("timeout"))]) < backstop
 
 
