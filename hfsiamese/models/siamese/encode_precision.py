@@ -10,8 +10,13 @@ itself (16 texts of 32 random tokens, fp32 and bf16 in turn, best of three after
 at least `MIN_SPEEDUP`× as fast and its embeddings agree with fp32's to a cosine of at least `MIN_AGREEMENT`
 for every probe text. On a CPU without native bf16 (neither AVX512-BF16 nor AMX, as torch reports them) nothing
 is measured: fp32. On a GPU that supports bf16, bf16 when the embeddings agree. The decision and its reason are
-logged once and kept on the model (`model.encode_precision()`); `dtype=torch.float32` (or None) and
-`dtype=torch.bfloat16` always win.
+logged once and kept on the model (`model.encode_precision()`); `dtype=torch.float32` and `dtype=torch.bfloat16`
+always win.
+
+"auto" is opt-in: `encode` without a `dtype` runs in float32 (a timing probe is not a stable decision on every
+machine, and a bf16 embedding is ~1e-3 from an fp32 one), unless the process chose "auto" as its default
+(`set_default_dtype`: hfsiamese's commands do, through `hfsiamese.cpu_policy`; a library user with
+`hfsiamese.set_cpu_policy(encode_dtype="auto")`). Where this file travels as remote code nobody sets it: float32.
 
 `HFSIAMESE_BF16_SPEEDUP=<number>` replaces the timing (to pin the choice on a fleet of machines, and in tests).
 
@@ -32,7 +37,17 @@ import torch.nn.functional as F
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MIN_AGREEMENT", "MIN_SPEEDUP", "PINNED_SPEEDUP", "EncodePrecision", "bf16_speedup", "choose_encode_precision", "native_cpu_bf16"]
+__all__ = [
+    "MIN_AGREEMENT",
+    "MIN_SPEEDUP",
+    "PINNED_SPEEDUP",
+    "EncodePrecision",
+    "bf16_speedup",
+    "choose_encode_precision",
+    "default_dtype",
+    "native_cpu_bf16",
+    "set_default_dtype",
+]
 
 # bf16 only when clearly faster: noise, and the parts of a real call the probe leaves out (tokenising,
 # padding), must not tip a machine where the two are even.
@@ -42,6 +57,21 @@ MIN_SPEEDUP = 1.2
 MIN_AGREEMENT = 0.999
 PINNED_SPEEDUP = "HFSIAMESE_BF16_SPEEDUP"
 PROBE_TEXTS, PROBE_TOKENS = 16, 32
+
+# What `encode` uses when no `dtype` is given: None (float32) unless the process chose otherwise.
+_process_default: dict[str, torch.dtype | str | None] = {"dtype": None}
+
+
+def set_default_dtype(dtype: torch.dtype | str | None) -> None:
+    """This process's default for `encode`'s `dtype`: "auto", a torch dtype, or None (float32)."""
+    if not (dtype is None or dtype == "auto" or isinstance(dtype, torch.dtype)):
+        raise ValueError(f"the default encode dtype must be 'auto', a torch.dtype or None, got {dtype!r}")
+    _process_default["dtype"] = None if dtype == torch.float32 else dtype
+
+
+def default_dtype() -> torch.dtype | str | None:
+    """`encode`'s `dtype` when none is given: None (float32) unless `set_default_dtype` chose otherwise."""
+    return _process_default["dtype"]
 
 
 @dataclass(frozen=True)
