@@ -17,9 +17,11 @@ environment before `import hfsiamese` (or `GOMP_SPINCOUNT` themselves). `HFSIAME
 runtime's spin even in a command.
 
 A command is the process whose main program is one of hfsiamese's: a script in the `recipes/` folder beside this
-package, `python -m hfsiamese.cli...` (or `-m hfsiamese`), or the `hfsiamese` console script. `import hfsiamese`
-recognises it from `sys.argv`/`sys.orig_argv` (`command_program`), because in that process it is the only code that
-runs before torch loads; everything else is done by the explicit `apply_command_defaults()` the command makes.
+package (or in `benchmarks/`, which measure the commands), `python -m hfsiamese.cli...` (or `-m hfsiamese`), or the
+`hfsiamese` console script. `import hfsiamese` recognises it from `sys.argv`/`sys.orig_argv` (`command_program`) and
+sets the spin there, because `import hfsiamese` loads torch (it registers the Auto classes, which needs it) and so
+is the only code that runs before torch loads; everything else is done by the explicit `apply_command_defaults()`
+the command makes.
 
 Hand-written: the wait policy must be chosen before any import that loads torch, so this module imports only the
 standard library at import time (torch-bound modules are imported inside the functions that need them).
@@ -42,6 +44,8 @@ ENCODE_DTYPES = ("auto", "float32")
 COMMAND_MODULES = ("hfsiamese", "hfsiamese.cli")
 # The console script's name (`[project.scripts]`).
 COMMAND_SCRIPT = "hfsiamese"
+# Folders of scripts beside the package (in a clone) that run as commands.
+COMMAND_FOLDERS = ("recipes", "benchmarks")
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 _policy: dict[str, Any] = {"share_cores": False, "encode_dtype": None, "reason": "library default: the process is left as it is"}
@@ -69,8 +73,9 @@ def command_program(argv: list[str] | None = None, orig_argv: list[str] | None =
         resolved = path.resolve()
     except OSError:
         return None
-    if resolved.suffix == ".py" and resolved.parent == _PACKAGE_ROOT / "recipes":
-        return f"recipes/{resolved.name}"
+    for folder in COMMAND_FOLDERS:
+        if resolved.suffix == ".py" and resolved.parent == _PACKAGE_ROOT / folder:
+            return f"{folder}/{resolved.name}"
     return None
 
 
