@@ -48,7 +48,12 @@ COMMAND_SCRIPT = "hfsiamese"
 COMMAND_FOLDERS = ("recipes", "benchmarks")
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
-_policy: dict[str, Any] = {"share_cores": False, "encode_dtype": None, "reason": "library default: the process is left as it is"}
+_policy: dict[str, Any] = {
+    "share_cores": False,
+    "encode_dtype": None,
+    "remember_speedups": False,
+    "reason": "library default: the process is left as it is",
+}
 
 
 def command_program(argv: list[str] | None = None, orig_argv: list[str] | None = None) -> str | None:
@@ -133,12 +138,19 @@ def set_cpu_policy(share_cores: bool | None = None, encode_dtype: Any = "unchang
 def apply_command_defaults() -> dict[str, Any]:
     """
     The commands' CPU defaults, as measured for them: OpenMP's short spin (made at `import hfsiamese` in a command,
-    before torch loads; here too if torch is not loaded yet), core sharing on, `encode`'s precision "auto". Every
-    hfsiamese command calls it before it parses its options (their flags, `--share_cores false`, `--bf16`, still
-    decide per run). Returns the policy in force.
+    before torch loads; here too if torch is not loaded yet), core sharing on, `encode`'s precision "auto", and
+    measured bf16 speed-ups kept per machine (`measurement_memory`), so `dtype="auto"` and `--bf16 auto` decide
+    the same in every run. Every hfsiamese command calls it before it parses its options (their flags,
+    `--share_cores false`, `--bf16`, still decide per run). Returns the policy in force.
     """
     if not openmp_defaults.set_here():  # a command `import hfsiamese` did not recognise: set now, or say it is too late
         openmp_defaults.apply_openmp_defaults()
+    from .measurement_memory import remember_speedup
+    from .models.siamese import encode_precision
+
+    # A measured bf16 speed-up is kept per machine (~/.cache/hfsiamese/bf16_speedups.json): every run decides alike.
+    encode_precision.set_speedup_memory(remember_speedup)
+    _policy["remember_speedups"] = True
     return set_cpu_policy(share_cores=True, encode_dtype="auto", reason="the commands' default")
 
 

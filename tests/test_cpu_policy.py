@@ -21,6 +21,7 @@ def library_policy(monkeypatch):
     monkeypatch.setattr(cpu_policy, "_policy", dict(cpu_policy._policy, share_cores=False, encode_dtype=None))
     monkeypatch.setattr(core_sharing, "_choice", {})
     monkeypatch.setattr(encode_precision, "_process_default", {"dtype": None})
+    monkeypatch.setattr(encode_precision, "_memory", {"remember": None})
 
 
 def _child(code: str) -> dict:
@@ -118,6 +119,7 @@ def test_apply_command_defaults_turns_the_measured_defaults_on(library_policy, m
     policy = cpu_policy.apply_command_defaults()
     assert policy["share_cores"] is True and policy["encode_dtype"] == "auto"
     assert core_sharing.enabled() and encode_precision.default_dtype() == "auto"
+    assert encode_precision._memory["remember"] is not None and policy["remember_speedups"]
     assert "OpenMP" in policy["openmp"] or "GOMP_SPINCOUNT" in policy["openmp"]
 
 

@@ -12,6 +12,7 @@ its siblings.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -325,11 +326,20 @@ class SiameseInferenceMixin:
                 try:
                     with torch.inference_mode():
                         probe = probe_batch(self.embedding_rows(), self.device, self.padding_id())
-                        decided[key] = choose_encode_precision(self._embed_batch, probe, self.device)
+                        decided[key] = choose_encode_precision(
+                            self._embed_batch, probe, self.device, model_key=self._architecture_key()
+                        )
                 finally:
                     self.train(was_training)
             logger.info("encode(dtype='auto') on %s: %s", key, decided[key].reason)
         return decided[key]
+
+    def _architecture_key(self) -> str:
+        """What an encoding's speed depends on (class, attention, parameter names and shapes), not the weights: a hash."""
+        attention = getattr(getattr(self, "config", None), "_attn_implementation", None)
+        shapes = [f"{name}:{tuple(value.shape)}" for name, value in self.named_parameters()] if hasattr(self, "named_parameters") else []
+        text = "|".join([type(self).__name__, str(attention), *shapes])
+        return f"{type(self).__name__}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
     def fixed_encode_precision(self) -> EncodePrecision | None:
         """The precision `set_encode_precision` fixed on this model, or None where none was fixed."""
