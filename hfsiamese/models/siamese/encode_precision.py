@@ -158,7 +158,9 @@ def choose_encode_precision(
     elif not native_cpu_bf16():
         return EncodePrecision(None, "fp32: this CPU has no native bf16 (neither AVX512-BF16 nor AMX)")
     else:
-        measure = lambda: _measured_speedup(embed, features, device)  # noqa: E731
+        def measure() -> float:
+            return _measured_speedup(embed, features, device)
+
         speedup = measure() if model_key is None else remembered_speedup(f"encode {model_key} on {device}", measure)
         if speedup < MIN_SPEEDUP:
             return EncodePrecision(None, f"fp32: bf16 autocast measured {speedup:.2f}× as fast on this CPU (needs ≥ {MIN_SPEEDUP}×)")
