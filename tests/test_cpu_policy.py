@@ -78,7 +78,7 @@ def test_which_program_is_a_command(argv, orig_argv, program):
 
 def test_encode_by_default_neither_probes_nor_changes_threads(library_policy, monkeypatch, tiny_lstm, word_tokenizer):
     monkeypatch.setattr(core_sharing, "available", lambda: True)
-    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a: pytest.fail("probed without dtype='auto'"))
+    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: pytest.fail("probed without dtype=auto"))
     monkeypatch.setattr(torch, "set_num_threads", lambda n: pytest.fail("encode changed torch's thread count"))
     monkeypatch.setattr(inference, "CoreSharing", lambda *a, **k: pytest.fail("encode shared cores by default"))
     embeddings = tiny_lstm.encode(TEXTS, word_tokenizer)
@@ -89,7 +89,7 @@ def test_auto_given_or_opted_into_probes_and_shares_cores(library_policy, monkey
     probes = []
     monkeypatch.setattr(
         inference, "choose_encode_precision",
-        lambda *a: probes.append(1) or encode_precision.EncodePrecision(None, "fp32: as measured here"),
+        lambda *a, **k: probes.append(1) or encode_precision.EncodePrecision(None, "fp32: as measured here"),
     )  # fmt: skip
     tiny_lstm.encode(TEXTS, word_tokenizer, dtype="auto")
     assert probes == [1]

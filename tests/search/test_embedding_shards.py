@@ -340,7 +340,7 @@ def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(tmp_p
 
     monkeypatch.setattr(encode_precision, "_process_default", {"dtype": "auto"})  # as in a command
     decisions = [EncodePrecision(torch.bfloat16, "bf16 autocast: measured faster"), EncodePrecision(None, "fp32: measured slower")]
-    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a: decisions.pop(0))
+    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
     texts = corpus()
     folder = tmp_path / "shards"
     first = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
