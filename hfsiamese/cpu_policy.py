@@ -63,9 +63,8 @@ def command_program(argv: list[str] | None = None, orig_argv: list[str] | None =
     """
     argv = sys.argv if argv is None else argv
     orig_argv = list(getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv)
-    if "-m" in orig_argv[1:]:
-        position = orig_argv.index("-m", 1)
-        module = orig_argv[position + 1] if position + 1 < len(orig_argv) else ""
+    module = _module_run(orig_argv)
+    if module is not None:
         is_command = module in COMMAND_MODULES or module.startswith("hfsiamese.cli.")
         return f"-m {module}" if is_command else None
     program = argv[0] if argv else ""
@@ -81,6 +80,24 @@ def command_program(argv: list[str] | None = None, orig_argv: list[str] | None =
     for folder in COMMAND_FOLDERS:
         if resolved.suffix == ".py" and resolved.parent == _PACKAGE_ROOT / folder:
             return f"{folder}/{resolved.name}"
+    return None
+
+
+def _module_run(orig_argv: list[str]) -> str | None:
+    """The module of `python [options] -m module ...`, or None where the interpreter runs a script or `-c`."""
+    position = 1
+    while position < len(orig_argv):
+        token = orig_argv[position]
+        if token in ("-X", "-W"):  # the interpreter's options that take a value
+            position += 2
+            continue
+        if not token.startswith("-") or token in ("-", "--") or token.startswith("--"):
+            return None  # the script (its own arguments may say -m)
+        if token.endswith("m") and set(token[1:-1]) <= set("bBdEiIOPqsSuvx"):  # -m, or -um
+            return orig_argv[position + 1] if position + 1 < len(orig_argv) else ""
+        if "c" in token[1:]:
+            return None
+        position += 1
     return None
 
 

@@ -70,6 +70,8 @@ def test_a_command_or_an_explicit_opt_in_gets_the_spin_before_torch_loads():
         (["/home/me/recipes/train.py"], ["python", "/home/me/recipes/train.py"], None),  # not this package's recipes
         (["-m"], ["python", "-m", "hfsiamese_extras.cli"], None),
         (["-m"], ["python", "-m", "pytest"], None),
+        (["-m"], ["python", "-X", "dev", "-um", "hfsiamese.cli"], "-m hfsiamese.cli"),
+        ([str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"], ["python", "-u", str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"], "recipes/search.py"),
     ],
 )
 def test_which_program_is_a_command(argv, orig_argv, program):
