@@ -1,9 +1,10 @@
 """hfsiamese: Siamese (bi-encoder) networks for duplicate-question and paraphrase detection."""
 
-# Before anything loads torch (and with it OpenMP, which reads its wait policy once): see openmp_defaults.
-from .openmp_defaults import apply_openmp_defaults
+# Before anything loads torch (and with it OpenMP, which reads its wait policy once): in a hfsiamese command only,
+# OpenMP's short spin; a library import changes nothing in the process (see cpu_policy).
+from .cpu_policy import apply_command_defaults, apply_openmp_defaults_at_import, set_cpu_policy
 
-apply_openmp_defaults()
+apply_openmp_defaults_at_import()
 
 from transformers import AutoConfig, AutoModel  # noqa: E402
 from transformers.pipelines import PIPELINE_REGISTRY  # noqa: E402
@@ -40,4 +41,6 @@ __all__ = [
     "load_siamese_model",
     "QuestionDuplicatesPipeline",
     "__version__",
+    "apply_command_defaults",
+    "set_cpu_policy",
 ]

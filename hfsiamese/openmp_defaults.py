@@ -15,9 +15,10 @@ No single spin gives both a lone run's speed and 2× together: the spin ends the
 (`hfsiamese/models/siamese/core_sharing.py`: fewer threads while another process holds the cores) does the rest
 (1.18× for two whole default runs).
 
-So, before torch is imported, `GOMP_SPINCOUNT` is set to `SPIN_COUNT`, unless the user set it, or
-`OMP_WAIT_POLICY` (then theirs wins), or `HFSIAMESE_OMP_DEFAULTS=0`. libgomp reads it once, when it is
-loaded: after `import torch` it is too late, and `applied()` says so (the recipes log it).
+So, in hfsiamese's commands, before torch is imported, `GOMP_SPINCOUNT` is set to `SPIN_COUNT`, unless the user
+set it, or `OMP_WAIT_POLICY` (then theirs wins), or `HFSIAMESE_OMP_DEFAULTS=0`. libgomp reads it once, when it is
+loaded: after `import torch` it is too late, and `applied()` says so (the recipes log it). A library import leaves
+it alone unless `HFSIAMESE_OMP_DEFAULTS=1` asks for it (`hfsiamese.cpu_policy` decides which process is a command).
 
 Hand-written: the setting must be made before any import that loads torch, so it cannot live in a
 library that does; the environment variables are libgomp's own (documented in the GCC manual).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["OPT_OUT", "SPIN_COUNT", "applied", "apply_openmp_defaults", "describe"]
+__all__ = ["OPT_OUT", "SPIN_COUNT", "applied", "apply_openmp_defaults", "describe", "leave_unchanged"]
 
 # Spin iterations before a waiting OpenMP thread sleeps (libgomp's default: 300,000). Chosen by
 # benchmarks/shared_machine.py: see the module docstring and benchmarks/README.md.
@@ -55,10 +56,23 @@ def apply_openmp_defaults(environ: dict[str, str] | None = None, *, torch_loaded
         reason = "OpenMP wait policy not set: torch was imported before hfsiamese (set GOMP_SPINCOUNT yourself)"
     else:
         environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+        if environ is os.environ:
+            _state["set"] = "yes"
         reason = f"GOMP_SPINCOUNT={SPIN_COUNT}: OpenMP threads spin briefly, so runs sharing the cores do not collapse"
     if environ is os.environ:
         _state["reason"] = reason
     return reason
+
+
+def leave_unchanged(reason: str) -> str:
+    """Record that this process keeps the runtime's wait policy, and why (for `describe`)."""
+    _state["reason"] = reason
+    return reason
+
+
+def set_here() -> bool:
+    """Whether `apply_openmp_defaults` set `GOMP_SPINCOUNT` in this process's environment."""
+    return "set" in _state
 
 
 def applied() -> str | None:

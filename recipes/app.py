@@ -16,7 +16,7 @@ saves the one built from --corpus there; --cross_encoder reranks each search's -
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 from transformers import HfArgumentParser
@@ -34,4 +34,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

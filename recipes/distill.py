@@ -21,7 +21,7 @@ The steps are the package's (`hfsiamese.runs` for the run's start, folder and en
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 import logging
@@ -163,4 +163,5 @@ def distill(
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

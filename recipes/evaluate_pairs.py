@@ -24,7 +24,7 @@ pairs: the validation split a recipe held out (`benchmarks/export_validation_sli
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 import json
@@ -132,4 +132,5 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

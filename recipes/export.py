@@ -12,7 +12,7 @@ Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onn
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 import json
@@ -59,4 +59,5 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

@@ -21,7 +21,7 @@ line: the counts by source and the share labelled duplicates. Train on gold + si
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 import dataclasses
@@ -111,4 +111,5 @@ def _summary(pairs: datasets.Dataset, threshold: float, output: Path) -> dict[st
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

@@ -23,7 +23,7 @@ the arguments and data, `hfsiamese.trainer`); this script only puts them in orde
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads; registers the auto classes
+import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
 
 # isort: split
 import logging
@@ -178,4 +178,5 @@ def corpus_file_of(data_args: DataArguments) -> str | Path | None:
 
 
 if __name__ == "__main__":
+    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
     run_recipe(main)

@@ -1,4 +1,5 @@
-"""`hfsiamese.openmp_defaults`: a short OpenMP spin unless the user chose, set before torch loads, by every recipe."""
+"""`hfsiamese.openmp_defaults`: a short OpenMP spin unless the user chose, set before torch loads, by every recipe (a
+library import sets nothing: tests/test_cpu_policy.py)."""
 
 import os
 import subprocess
@@ -32,9 +33,12 @@ def test_opting_out_and_too_late_leave_the_runtime_as_it_ships():
 
 @pytest.mark.parametrize("recipe", ["train", "distill", "evaluate_pairs", "search", "calibrate", "export", "app"])
 def test_every_recipe_sets_it_before_torch_loads(recipe):
-    """Each recipe, imported as its script runs, in a fresh interpreter: the setting is made, not 'too late'."""
+    """Each recipe, imported as its script runs (its path as the program), in a fresh interpreter: the setting is made,
+    not 'too late', and its `__main__` block applies the commands' other defaults."""
+    path = REPO_ROOT / "recipes" / f"{recipe}.py"
+    assert "hfsiamese.apply_command_defaults()" in path.read_text().split('if __name__ == "__main__":')[-1]
     code = (
-        "import importlib.util, sys; "
+        f"import importlib.util, sys; sys.argv = [{str(path)!r}]; "
         f"spec = importlib.util.spec_from_file_location('recipe', {str(REPO_ROOT / 'recipes' / f'{recipe}.py')!r}); "
         "module = importlib.util.module_from_spec(spec); sys.modules['recipe'] = module; spec.loader.exec_module(module); "
         "import hfsiamese.openmp_defaults as o; print(o.applied())"

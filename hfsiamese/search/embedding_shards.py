@@ -153,6 +153,7 @@ def encode_to_shards(
     batch_size: int = 256,
     max_length: int | None = None,
     truncate_dim: int | None = None,
+    dtype: Any = None,
     show_progress_bar: bool = False,
 ) -> EmbeddingShards:
     """
@@ -176,6 +177,10 @@ def encode_to_shards(
         tokenizer: the model's tokenizer; by default the one saved beside the model.
         shard_size: rows per shard: the work a crash can lose per process, and the memory one shard takes.
         batch_size, max_length, truncate_dim: as in `model.encode`.
+        dtype: as in `model.encode`; None (default): the precision recorded in the folder's manifest where there
+            is one, so a restart in another process encodes as the first did instead of deciding again (`encode`'s
+            "auto" measures, and may flip between processes), else the model's (`set_encode_precision`) or the
+            process's default. A dtype given, or fixed on the model, that differs from the folder's is refused.
         show_progress_bar: a tqdm bar of finished shards, on the main process.
 
     Returns:
@@ -185,19 +190,27 @@ def encode_to_shards(
     state = _process_state()
     shards_dir = Path(shards_dir)
     model = _resolve_model(model, state.device)
-    expected = expected_manifest(texts, shard_size, model_fingerprint(model, tokenizer, max_length, truncate_dim),
-                                 max_length=max_length, truncate_dim=truncate_dim)  # fmt: skip
+
+    def expected_here() -> tuple[dict[str, Any], Any]:
+        chosen = encoding_dtype(model, shards_dir, dtype)
+        fingerprint = model_fingerprint(model, tokenizer, max_length, truncate_dim, dtype=chosen)
+        return expected_manifest(texts, shard_size, fingerprint, max_length=max_length, truncate_dim=truncate_dim), chosen
+
     # The main process writes the manifest (or finds a mismatch, and leaves the folder alone); every process
-    # then compares it with its own, so all of them raise rather than some waiting forever at a barrier.
+    # then compares it with its own, so all of them raise rather than some waiting forever at a barrier. The
+    # others decide their precision after it is written, from it: they encode as the main process does.
     failure = None
     if state.is_main_process:
         try:
+            expected, chosen = expected_here()
             _prepare_folder(shards_dir, expected)
         except Exception as err:  # raised after the barrier, which the other processes are waiting at
             failure = err
     state.wait_for_everyone()
     if failure is not None:
         raise failure
+    if not state.is_main_process:
+        expected, chosen = expected_here()
     check_manifest(shards_dir, expected)
 
     total = expected["num_shards"]
@@ -210,7 +223,7 @@ def encode_to_shards(
                 skipped += 1
                 continue
             start, end = shard_range(index, shard_size, len(texts))
-            embeddings = encode_texts(model, tokenizer, texts, start, end, batch_size, max_length, truncate_dim)
+            embeddings = encode_texts(model, tokenizer, texts, start, end, batch_size, max_length, truncate_dim, chosen)
             write_shard(shards_dir, index, start, embeddings)
             if progress is not None:
                 progress.n = len(present_shards(shards_dir, total))  # all processes' shards, polled from the folder
@@ -287,6 +300,7 @@ def encode_to_shards_ray(
     batch_size: int = 256,
     max_length: int | None = None,
     truncate_dim: int | None = None,
+    dtype: Any = None,
     show_progress_bar: bool = False,
 ) -> EmbeddingShards:
     """
@@ -322,7 +336,7 @@ def encode_to_shards_ray(
             ray.init(address=address, logging_level=logging.WARNING)
     try:
         return _run_ray_actors(ray, texts, shards_dir, model_name_or_path, num_workers, options,
-                               shard_size, batch_size, max_length, truncate_dim, show_progress_bar)  # fmt: skip
+                               shard_size, batch_size, max_length, truncate_dim, dtype, show_progress_bar)  # fmt: skip
     finally:
         if started:
             ray.shutdown()
@@ -339,6 +353,7 @@ def _run_ray_actors(
     batch_size: int,
     max_length: int | None,
     truncate_dim: int | None,
+    dtype: Any,
     show_progress_bar: bool,
 ) -> EmbeddingShards:
     # Plain actors rather than Ray Data: the unit of work is a whole shard whose result is a file written as a
@@ -352,7 +367,15 @@ def _run_ray_actors(
 
     options = {"max_restarts": 3, "max_task_retries": 3, **worker_options}
     actor_class = ray.remote(ShardEncoder).options(**options)
-    actors = [actor_class.remote(model_name_or_path, batch_size, max_length, truncate_dim) for _ in range(num_workers)]
+    # Every actor encodes in one precision: the folder's recorded one, else the first actor's (decided once, there).
+    first = actor_class.remote(model_name_or_path, batch_size, max_length, truncate_dim, str(shards_dir), dtype)
+    try:
+        chosen = ray.get(first.chosen_dtype.remote())
+    except BaseException:
+        ray.kill(first)
+        raise
+    actors = [first] + [actor_class.remote(model_name_or_path, batch_size, max_length, truncate_dim, str(shards_dir), chosen)
+                        for _ in range(num_workers - 1)]  # fmt: skip
     try:
         fingerprint = ray.get(actors[0].fingerprint.remote())
         expected = expected_manifest(texts, shard_size, fingerprint, max_length=max_length, truncate_dim=truncate_dim)
@@ -392,20 +415,30 @@ class ShardEncoder:
     """A Ray actor (made one by `ray.remote` in `encode_to_shards_ray`): loads the model once, encodes and writes shards."""
 
     def __init__(
-        self, model_name_or_path: str, batch_size: int, max_length: int | None, truncate_dim: int | None
+        self,
+        model_name_or_path: str,
+        batch_size: int,
+        max_length: int | None,
+        truncate_dim: int | None,
+        shards_dir: str,
+        dtype: Any = None,
     ) -> None:
         import ray
 
         device = "cuda" if ray.get_gpu_ids() else "cpu"  # Ray sets CUDA_VISIBLE_DEVICES to the actor's GPUs
         self.model = _resolve_model(model_name_or_path, device)
         self.batch_size, self.max_length, self.truncate_dim = batch_size, max_length, truncate_dim
+        self.dtype = encoding_dtype(self.model, Path(shards_dir), dtype)
+
+    def chosen_dtype(self) -> Any:
+        return self.dtype
 
     def fingerprint(self) -> dict[str, Any]:
-        return model_fingerprint(self.model, None, self.max_length, self.truncate_dim)
+        return model_fingerprint(self.model, None, self.max_length, self.truncate_dim, dtype=self.dtype)
 
     def encode_shard(self, shards_dir: str, index: int, start: int, texts: list[str]) -> int:
         embeddings = encode_texts(
-            self.model, None, texts, 0, len(texts), self.batch_size, self.max_length, self.truncate_dim
+            self.model, None, texts, 0, len(texts), self.batch_size, self.max_length, self.truncate_dim, self.dtype
         )
         write_shard(Path(shards_dir), index, start, embeddings)
         return index
@@ -460,10 +493,11 @@ def encode_texts(
     batch_size: int,
     max_length: int | None,
     truncate_dim: int | None,
+    dtype: Any = None,
 ) -> np.ndarray:
-    """float32 `(end - start, dim)` embeddings of `texts[start:end]`."""
+    """float32 `(end - start, dim)` embeddings of `texts[start:end]`, encoded in `dtype` (see `encoding_dtype`)."""
     embeddings = model.encode(list(texts[start:end]), tokenizer, batch_size=batch_size, max_length=max_length,
-                              truncate_dim=truncate_dim)  # fmt: skip
+                              truncate_dim=truncate_dim, **_dtype_kwargs(dtype))  # fmt: skip
     return np.ascontiguousarray(embeddings.float().cpu().numpy(), dtype=np.float32)
 
 
@@ -527,15 +561,55 @@ def corpus_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+# The manifest's names of the precisions (`EncodePrecision.name`), and the autocast type of each.
+PRECISIONS = {"fp32": "float32", "bf16 autocast": "bfloat16"}
+
+
+def encoding_dtype(model: Any, shards_dir: Path, dtype: Any = None) -> Any:
+    """
+    The dtype every `encode` call of a sharded encoding passes: `dtype` where given, else the precision fixed on the
+    model (`set_encode_precision`), else the one recorded in the folder's manifest (written by the first process
+    that encoded into it: a restart reuses it rather than deciding, or measuring, again), else what `encode` uses
+    by default here. A torch dtype (float32 for float32), or None for a model without PyTorch precisions (ONNX).
+    """
+    if not hasattr(model, "resolve_encode_dtype"):
+        return None
+    import torch
+
+    fixed = model.fixed_encode_precision() if hasattr(model, "fixed_encode_precision") else None
+    if dtype is None and fixed is None and not _exported_precision(model):
+        try:
+            saved = read_manifest(shards_dir)
+        except (OSError, ValueError):
+            saved = None  # the main process reports a damaged manifest
+        if saved is not None:
+            recorded = saved["model"].get("precision", "fp32")  # folders written before it was recorded: fp32
+            if recorded in PRECISIONS:
+                return getattr(torch, PRECISIONS[recorded])
+    resolved = model.resolve_encode_dtype(dtype)
+    return torch.float32 if resolved is None else resolved
+
+
+def _exported_precision(model: Any) -> bool:
+    """An ONNX model: its precision was fixed at export, `encode` takes no autocast type."""
+    return getattr(getattr(model, "config", None), "onnx", None) is not None
+
+
+def _dtype_kwargs(dtype: Any) -> dict[str, Any]:
+    return {} if dtype is None else {"dtype": dtype}
+
+
 def model_fingerprint(
-    model: Any, tokenizer: Any | None, max_length: int | None, truncate_dim: int | None
+    model: Any, tokenizer: Any | None, max_length: int | None, truncate_dim: int | None, *, dtype: Any = None
 ) -> dict[str, Any]:
-    """The model's name and its embeddings of `PROBE_TEXTS` under these encoding settings."""
-    probes = model.encode(list(PROBE_TEXTS), tokenizer, max_length=max_length, truncate_dim=truncate_dim).float().cpu()
-    precision = model.encode_precision().name if hasattr(model, "encode_precision") else "fp32"
+    """The model's name, the precision it encodes in, and its embeddings of `PROBE_TEXTS` under these encoding settings."""
+    probes = model.encode(list(PROBE_TEXTS), tokenizer, max_length=max_length, truncate_dim=truncate_dim,
+                          **_dtype_kwargs(dtype)).float().cpu()  # fmt: skip
+    resolved = model.resolve_encode_dtype(dtype) if hasattr(model, "resolve_encode_dtype") else None
+    precision = "fp32" if resolved is None else "bf16 autocast" if str(resolved) == "torch.bfloat16" else f"{resolved} autocast"
     return {
         "name_or_path": str(getattr(model, "name_or_path", "") or ""),
-        "precision": precision,  # encode(dtype="auto")'s choice on this machine
+        "precision": precision,  # what this encoding runs in (`encoding_dtype`)
         "embedding_dim": int(probes.shape[1]),
         "probe_texts": list(PROBE_TEXTS),
         "probe_embeddings": [[round(value, 7) for value in row] for row in probes.tolist()],
@@ -618,8 +692,7 @@ def manifest_difference(saved: dict[str, Any], expected: dict[str, Any]) -> str 
     if before.get("precision", "fp32") != now.get("precision", "fp32"):  # folders written before it was recorded: fp32
         return (
             f"another precision ({before.get('precision', 'fp32')}; this process encodes in {now.get('precision')}, as "
-            "encode(dtype='auto') chose on this machine): encode on alike machines, or fix one with "
-            "model.set_encode_precision(...) in every process"
+            "given by dtype= or model.set_encode_precision(...)): leave both unset to resume in the folder's precision"
         )
     agreement = _probe_agreement(before, now)
     if agreement < SAME_MODEL_MIN_COSINE:

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ..models.siamese.encode_precision import bf16_speedup, native_cpu_bf16
+from ..models.siamese.encode_precision import bf16_speedup, native_cpu_bf16, remembered_speedup
 
 BF16_VALUES = ("auto", "true", "false")
 # bf16 is chosen when the probe step runs at least this much faster than fp32 (noise, and the parts of a real
@@ -72,8 +72,13 @@ def measured_bf16_speedup() -> float:
     """
     fp32 time over bf16-autocast time of a training step (forward and backward) of one transformer layer of
     MiniLM's size on 64 texts of 24 tokens: the best of a few repeats each, alternating, after a warm-up.
-    `HFSIAMESE_BF16_SPEEDUP` set to a number replaces the measurement (to pin the choice, and in tests).
+    `HFSIAMESE_BF16_SPEEDUP` set to a number replaces the measurement (to pin the choice, and in tests). In
+    hfsiamese's commands the first measurement on a machine is kept for the next runs (`hfsiamese.measurement_memory`).
     """
+    return remembered_speedup("training step of a 384-wide transformer layer on cpu", _measure_training_step)
+
+
+def _measure_training_step() -> float:
     generator_state = torch.random.get_rng_state()  # the probe must not move the run's seeded generators
     try:
         torch.manual_seed(0)

@@ -159,13 +159,16 @@ class SiameseTrainingArguments(TrainingArguments):
             "needs a `group_id` column."
         },
     )
-    share_cores: bool = field(
-        default=True,
+    share_cores: bool | None = field(
+        default=None,
         metadata={
             "help": "On a CPU, use fewer threads while other processes keep this run's cores busy, all of them again "
             "once the cores are free (hfsiamese.models.siamese.core_sharing: two runs sharing a machine then split "
-            "the cores instead of fighting over them). Off when you choose the thread count (--num_threads, "
-            "OMP_NUM_THREADS) or full_determinism, or with HFSIAMESE_SHARE_CORES=0."
+            "the cores instead of fighting over them). Unset: the process's policy, on in the recipes and commands, "
+            "off in your own script unless hfsiamese.set_cpu_policy(share_cores=True). Off when you choose the thread "
+            "count (--num_threads, OMP_NUM_THREADS) or full_determinism, or with HFSIAMESE_SHARE_CORES=0.",
+            "nargs": "?",  # `--share_cores` alone means true, as for the other switches
+            "const": True,
         },
     )
     num_threads: int | None = field(

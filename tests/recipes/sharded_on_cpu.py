@@ -13,7 +13,7 @@ on process 0 one line naming the prepared model and one of its parameters, so th
 
 from __future__ import annotations
 
-import hfsiamese  # noqa: F401  first, as in the recipe: picks OpenMP's wait policy before torch loads
+import hfsiamese  # noqa: F401  first, as in the recipe (which applies the commands' defaults when run below)
 
 # isort: split
 import runpy

@@ -36,6 +36,12 @@ def trained_lstm(tmp_path_factory):
 
 def test_train_writes_checkpoint_results_and_threshold(trained_lstm):
     out, result = trained_lstm
+    # The command's CPU defaults reached the run (hfsiamese.cpu_policy): OpenMP's spin chosen before torch loaded, and
+    # core sharing decided by the run's own checks (here off: the suite's HFSIAMESE_SHARE_CORES=0, or the caller's
+    # OMP_NUM_THREADS), not off as in a library run.
+    assert "GOMP_SPINCOUNT=" in result.stderr and "torch was imported before" not in result.stderr
+    assert "core sharing: off (" in result.stderr and "a library run keeps torch's threads" not in result.stderr
+    assert "precision: " in result.stderr
     results = json.loads((out / "all_results.json").read_text())
     for key in (
         "train_samples_per_second",

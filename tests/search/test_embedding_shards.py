@@ -332,3 +332,24 @@ def test_ray_missing_is_an_import_error_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` then fails, as where it is not installed
     with pytest.raises(ImportError, match=r'pip install "hfsiamese\[ray\]"'):
         encode_to_shards_ray(["a question"], tmp_path / "shards", "any/model")
+
+
+def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(tmp_path, tiny_lstm, word_tokenizer, monkeypatch):
+    """An AMX machine's bf16 probe flips between processes: the second process must resume, not be refused."""
+    from hfsiamese.models.siamese import encode_precision, inference
+    from hfsiamese.models.siamese.encode_precision import EncodePrecision
+
+    monkeypatch.setattr(encode_precision, "_process_default", {"dtype": "auto"})  # as in a command
+    decisions = [EncodePrecision(torch.bfloat16, "bf16 autocast: measured faster"), EncodePrecision(None, "fp32: measured slower")]
+    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
+    texts = corpus()
+    folder = tmp_path / "shards"
+    first = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
+    assert json.loads((folder / "shards.json").read_text())["model"]["precision"] == "bf16 autocast"
+    (folder / "shard-00001.parquet").unlink()  # interrupted
+    tiny_lstm.__dict__.pop("_encode_precisions", None)  # another process: nothing decided yet, and it would choose fp32
+    resumed = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
+    assert len(decisions) == 1  # the recorded precision was used; nothing measured
+    np.testing.assert_array_equal(resumed, first)  # the redone shard in bf16, as before
+    with pytest.raises(ValueError, match=r"another precision \(bf16 autocast; this process encodes in fp32"):
+        encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE, dtype=torch.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from hfsiamese import cpu_policy
 from hfsiamese.models.siamese import core_sharing
 from hfsiamese.trainer.core_sharing_callback import CoreSharingCallback, share_cores_verdict
 from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
@@ -12,7 +13,9 @@ from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
 
 @pytest.fixture(autouse=True)
 def fresh_choice(monkeypatch):
+    """A command's process (`apply_command_defaults`: core sharing on unless a run's options say otherwise)."""
     monkeypatch.setattr(core_sharing, "_choice", {})
+    monkeypatch.setattr(cpu_policy, "_policy", dict(cpu_policy._policy, share_cores=True))
     monkeypatch.delenv(core_sharing.OPT_OUT, raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
 
@@ -49,6 +52,13 @@ def test_who_turns_it_on(tmp_path, monkeypatch, overrides, env, on, reason):
     assert share_cores_verdict(tiny_training_args(tmp_path, **overrides)) == (on, reason)
 
 
+def test_a_library_run_keeps_its_threads_unless_asked(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_policy, "_policy", dict(cpu_policy._policy, share_cores=False))
+    on, reason = share_cores_verdict(tiny_training_args(tmp_path))
+    assert not on and "set_cpu_policy(share_cores=True)" in reason
+    assert share_cores_verdict(tiny_training_args(tmp_path, share_cores=True))[0]
+
+
 def test_a_previous_runs_verdict_does_not_decide_the_next(tmp_path):
     core_sharing.configure(False, "--share_cores false")  # an earlier run in this process
     assert share_cores_verdict(tiny_training_args(tmp_path)) == (True, "fewer threads while other processes use this run's cores")
@@ -63,7 +73,7 @@ def test_the_trainer_updates_every_step_and_evaluation_batch_and_restores(tiny_l
     (sharing,) = Recording.made
     # 6 steps, and 2 evaluations of 2 batches of the 8 validation pairs each.
     assert sharing.updates == 6 + 2 * 2 and sharing.restored
-    assert core_sharing.enabled()  # the run's verdict holds for encode calls in this process
+    assert not core_sharing.enabled()  # the run's verdict held for its own evaluation; the process's policy is back
 
 
 def test_off_makes_none_and_says_so_to_encode(tiny_lstm, word_tokenizer, tmp_path, monkeypatch):

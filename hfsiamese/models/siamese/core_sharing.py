@@ -16,8 +16,11 @@ is not slower (the reading costs ~20 µs a second).
 
 Linux only (elsewhere it stays off). Results: a CPU float reduction depends on the thread count, so a run
 whose threads changed is not bitwise equal to a run whose threads did not (the differences are rounding).
-Off when the user chose a thread count (`OMP_NUM_THREADS`, `--num_threads`), under `full_determinism`,
-with `HFSIAMESE_SHARE_CORES=0`, or `configure(False)` (the recipes' `--share_cores false`).
+Off unless the process opted in: hfsiamese's commands do (`hfsiamese.cpu_policy.apply_command_defaults`), a
+library user with `hfsiamese.set_cpu_policy(share_cores=True)`; both end up in `configure(True)`. Off, even then,
+when the user chose a thread count (`OMP_NUM_THREADS`, `--num_threads`), under `full_determinism`, with
+`HFSIAMESE_SHARE_CORES=0`, or `configure(False)` (the recipes' `--share_cores false`). Where this file travels as
+remote code nothing opts in: it stays off.
 
 Hand-written: no library adapts an OpenMP pool to the load of a shared machine; torch's thread count
 can only be changed from the thread that runs the kernels, hence a call between steps, not a monitor thread.
@@ -46,8 +49,19 @@ _choice: dict[str, object] = {}
 
 
 def configure(on: bool, reason: str = "") -> None:
-    """Turn core sharing on or off for this process (the recipes call it with their flags' verdict)."""
+    """Turn core sharing on or off for this process (`hfsiamese.set_cpu_policy`, and a training run for its duration)."""
     _choice.update(on=on, reason=reason)
+
+
+def configured() -> dict[str, object]:
+    """The last `configure` call's choice (`on`, `reason`), empty before any: to put it back after a run."""
+    return dict(_choice)
+
+
+def restore_configuration(choice: dict[str, object]) -> None:
+    """Put back a choice read with `configured()`."""
+    _choice.clear()
+    _choice.update(choice)
 
 
 def available() -> bool:
@@ -57,12 +71,12 @@ def available() -> bool:
 
 
 def enabled() -> bool:
-    """Whether `CoreSharing` may change threads here: `configure`'s choice, else on unless the user set a thread count."""
-    if not available():
-        return False
-    if "on" in _choice:
-        return bool(_choice["on"])
-    return "OMP_NUM_THREADS" not in os.environ
+    """
+    Whether `encode` may change threads here: only after `configure(True)` (off by default: a library call leaves
+    torch's threads alone; the caller of `configure` has checked that the user chose no thread count), and not
+    with `HFSIAMESE_SHARE_CORES=0`.
+    """
+    return available() and bool(_choice.get("on", False))
 
 
 def _allowed_cpus() -> set[int]:

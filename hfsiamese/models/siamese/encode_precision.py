@@ -10,10 +10,18 @@ itself (16 texts of 32 random tokens, fp32 and bf16 in turn, best of three after
 at least `MIN_SPEEDUP`× as fast and its embeddings agree with fp32's to a cosine of at least `MIN_AGREEMENT`
 for every probe text. On a CPU without native bf16 (neither AVX512-BF16 nor AMX, as torch reports them) nothing
 is measured: fp32. On a GPU that supports bf16, bf16 when the embeddings agree. The decision and its reason are
-logged once and kept on the model (`model.encode_precision()`); `dtype=torch.float32` (or None) and
-`dtype=torch.bfloat16` always win.
+logged once and kept on the model (`model.encode_precision()`); `dtype=torch.float32` and `dtype=torch.bfloat16`
+always win.
+
+"auto" is opt-in: `encode` without a `dtype` runs in float32 (a timing probe is not a stable decision on every
+machine, and a bf16 embedding is ~1e-3 from an fp32 one), unless the process chose "auto" as its default
+(`set_default_dtype`: hfsiamese's commands do, through `hfsiamese.cpu_policy`; a library user with
+`hfsiamese.set_cpu_policy(encode_dtype="auto")`). Where this file travels as remote code nobody sets it: float32.
 
 `HFSIAMESE_BF16_SPEEDUP=<number>` replaces the timing (to pin the choice on a fleet of machines, and in tests).
+A timing is not a stable decision (on an AMX Xeon it flips between processes), so a process may keep measured
+speed-ups across processes (`set_speedup_memory`): hfsiamese's commands remember them per machine, torch version,
+thread count and model architecture in a file (`hfsiamese.measurement_memory`); nothing does by default.
 
 Hand-written: no library decides mixed precision by measurement; this file travels with the weights (remote
 code), so it imports only torch.
@@ -32,7 +40,19 @@ import torch.nn.functional as F
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MIN_AGREEMENT", "MIN_SPEEDUP", "PINNED_SPEEDUP", "EncodePrecision", "bf16_speedup", "choose_encode_precision", "native_cpu_bf16"]
+__all__ = [
+    "MIN_AGREEMENT",
+    "MIN_SPEEDUP",
+    "PINNED_SPEEDUP",
+    "EncodePrecision",
+    "bf16_speedup",
+    "choose_encode_precision",
+    "default_dtype",
+    "native_cpu_bf16",
+    "remembered_speedup",
+    "set_default_dtype",
+    "set_speedup_memory",
+]
 
 # bf16 only when clearly faster: noise, and the parts of a real call the probe leaves out (tokenising,
 # padding), must not tip a machine where the two are even.
@@ -42,6 +62,36 @@ MIN_SPEEDUP = 1.2
 MIN_AGREEMENT = 0.999
 PINNED_SPEEDUP = "HFSIAMESE_BF16_SPEEDUP"
 PROBE_TEXTS, PROBE_TOKENS = 16, 32
+
+# What `encode` uses when no `dtype` is given: None (float32) unless the process chose otherwise.
+_process_default: dict[str, torch.dtype | str | None] = {"dtype": None}
+# `remember(key, measure) -> speed-up`: a speed-up measured before for `key`, else `measure()`'s, kept (None: none kept).
+_memory: dict[str, Callable[[str, Callable[[], float]], float] | None] = {"remember": None}
+
+
+def set_speedup_memory(remember: Callable[[str, Callable[[], float]], float] | None) -> None:
+    """Keep measured bf16 speed-ups with `remember(key, measure)` (None: measure in every process)."""
+    _memory["remember"] = remember
+
+
+def remembered_speedup(key: str, measure: Callable[[], float]) -> float:
+    """`measure()`, or the speed-up the process's memory holds for `key`; a pinned speed-up is never remembered."""
+    remember = _memory["remember"]
+    if remember is None or os.environ.get(PINNED_SPEEDUP):
+        return measure()
+    return remember(key, measure)
+
+
+def set_default_dtype(dtype: torch.dtype | str | None) -> None:
+    """This process's default for `encode`'s `dtype`: "auto", a torch dtype, or None (float32)."""
+    if not (dtype is None or dtype == "auto" or isinstance(dtype, torch.dtype)):
+        raise ValueError(f"the default encode dtype must be 'auto', a torch.dtype or None, got {dtype!r}")
+    _process_default["dtype"] = None if dtype == torch.float32 else dtype
+
+
+def default_dtype() -> torch.dtype | str | None:
+    """`encode`'s `dtype` when none is given: None (float32) unless `set_default_dtype` chose otherwise."""
+    return _process_default["dtype"]
 
 
 @dataclass(frozen=True)
@@ -89,11 +139,15 @@ def bf16_speedup(step: Callable[[bool], object], repeats: int = 3) -> float:
 
 
 def choose_encode_precision(
-    embed: Callable[[dict[str, torch.Tensor]], torch.Tensor], features: dict[str, torch.Tensor], device: torch.device
+    embed: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    features: dict[str, torch.Tensor],
+    device: torch.device,
+    *,
+    model_key: str | None = None,
 ) -> EncodePrecision:
     """
     What `dtype="auto"` means for the model whose batch embedding is `embed` on `device`, measured on `features`
-    (`probe_batch`); see the module docstring.
+    (`probe_batch`); see the module docstring. `model_key` names the model's architecture for the speed-up memory.
     """
     if device.type == "cuda":
         if not torch.cuda.is_bf16_supported():
@@ -104,7 +158,10 @@ def choose_encode_precision(
     elif not native_cpu_bf16():
         return EncodePrecision(None, "fp32: this CPU has no native bf16 (neither AVX512-BF16 nor AMX)")
     else:
-        speedup = _measured_speedup(embed, features, device)
+        def measure() -> float:
+            return _measured_speedup(embed, features, device)
+
+        speedup = measure() if model_key is None else remembered_speedup(f"encode {model_key} on {device}", measure)
         if speedup < MIN_SPEEDUP:
             return EncodePrecision(None, f"fp32: bf16 autocast measured {speedup:.2f}× as fast on this CPU (needs ≥ {MIN_SPEEDUP}×)")
     agreement = _agreement(embed, features, device)

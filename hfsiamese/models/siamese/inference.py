@@ -12,6 +12,7 @@ its siblings.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from transformers import AutoTokenizer
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS
 from .core_sharing import CoreSharing
 from .core_sharing import enabled as core_sharing_enabled
-from .encode_precision import EncodePrecision, choose_encode_precision, probe_batch
+from .encode_precision import EncodePrecision, choose_encode_precision, default_dtype, probe_batch
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
 from .scoring import (
     embedding_pair_scores,
@@ -178,7 +179,7 @@ class SiameseInferenceMixin:
         batch_size: int = 64,
         max_length: int | None = None,
         show_progress_bar: bool = False,
-        dtype: torch.dtype | str | None = "auto",
+        dtype: torch.dtype | str | None = None,
         prompt_name: str | None = None,
         prompt: str | None = None,
         truncate_dim: int | None = None,
@@ -195,22 +196,25 @@ class SiameseInferenceMixin:
         `max_length` tokens (default: `default_max_length`, at most 512) are truncated, with a warning
         giving their count.
 
-        `dtype`: "auto" (default) runs the encoder in bf16 autocast where this machine runs this model faster in it and
+        `dtype`: "auto" runs the encoder in bf16 autocast where this machine runs this model faster in it and
         the embeddings agree with float32's (measured once per model and device on a small probe batch, logged,
         `model.encode_precision()`; fp32 on CPUs without native bf16), else float32; `torch.bfloat16` forces
-        autocast in that type, `torch.float32` or None forces float32. Embeddings are float32 either way.
+        autocast in that type, `torch.float32` forces float32. None (default): the precision fixed on this model
+        (`set_encode_precision`, as a training run does for its evaluation), else the process's default: float32,
+        or "auto" where the process opted in (`hfsiamese.set_cpu_policy(encode_dtype="auto")`; hfsiamese's
+        commands do). Embeddings are float32 either way.
 
         Texts get the model's default prompt in front (`config.default_prompt_name`, as in training), or the
         prompt named `prompt_name`, or the text `prompt` (`""`: none); a pre-tokenised input is taken as it is.
         `truncate_dim` keeps the first that many dimensions, re-normalised (for a model trained with the
         Matryoshka loss: a smaller index at nearly the same quality).
         """
-        dtype = self._autocast_dtype(dtype)
+        dtype = self.resolve_encode_dtype(dtype)
         if truncate_dim is not None:
             check_truncate_dim(truncate_dim, self.config.sentence_embedding_dim)
             full = self.encode(
                 texts, tokenizer, batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar,
-                dtype=dtype, prompt_name=prompt_name, prompt=prompt,
+                dtype=dtype or torch.float32, prompt_name=prompt_name, prompt=prompt,
             )  # fmt: skip
             return F.normalize(full[:, :truncate_dim], dim=-1)
         was_training = self.training
@@ -291,8 +295,13 @@ class SiameseInferenceMixin:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=dtype)
 
-    def _autocast_dtype(self, dtype: torch.dtype | str | None) -> torch.dtype | None:
-        """`encode`'s `dtype` as an autocast type (None: float32, no autocast)."""
+    def resolve_encode_dtype(self, dtype: torch.dtype | str | None = None) -> torch.dtype | None:
+        """The autocast type `encode(dtype=dtype)` runs in here (None: float32, no autocast); "auto" decides now."""
+        if dtype is None:
+            fixed = self.fixed_encode_precision()
+            if fixed is not None:
+                return fixed.dtype
+            dtype = default_dtype()
         if isinstance(dtype, str):
             if dtype != "auto":
                 raise ValueError(f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}")
@@ -317,14 +326,30 @@ class SiameseInferenceMixin:
                 try:
                     with torch.inference_mode():
                         probe = probe_batch(self.embedding_rows(), self.device, self.padding_id())
-                        decided[key] = choose_encode_precision(self._embed_batch, probe, self.device)
+                        decided[key] = choose_encode_precision(
+                            self._embed_batch, probe, self.device, model_key=self._architecture_key()
+                        )
                 finally:
                     self.train(was_training)
             logger.info("encode(dtype='auto') on %s: %s", key, decided[key].reason)
         return decided[key]
 
+    def _architecture_key(self) -> str:
+        """What an encoding's speed depends on (class, attention, parameter names and shapes), not the weights: a hash."""
+        attention = getattr(getattr(self, "config", None), "_attn_implementation", None)
+        shapes = [f"{name}:{tuple(value.shape)}" for name, value in self.named_parameters()] if hasattr(self, "named_parameters") else []
+        text = "|".join([type(self).__name__, str(attention), *shapes])
+        return f"{type(self).__name__}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+    def fixed_encode_precision(self) -> EncodePrecision | None:
+        """The precision `set_encode_precision` fixed on this model, or None where none was fixed."""
+        return self.__dict__.get("_encode_precisions", {}).get("*")
+
     def set_encode_precision(self, dtype: torch.dtype | None, reason: str) -> None:
-        """Fix what `encode(dtype="auto")` uses on every device (a training run: its own `--bf16`), instead of measuring."""
+        """
+        Fix what `encode` uses on every device when given no dtype or "auto" (a training run: its own `--bf16`),
+        instead of the process default or a measurement.
+        """
         self.__dict__["_encode_precisions"] = {"*": EncodePrecision(None if dtype == torch.float32 else dtype, reason)}
 
     # ----------------------------------------------------------------------------------------
