@@ -330,8 +330,8 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dic
             if "int8_min_cosine" in onnx_entry
             else ""
         )
-        + ". The threshold and calibration are those of the exported model. Load it with onnxruntime "
-        '(`pip install "hfsiamese[onnx]"`):\n\n'
+        + ". The threshold and calibration are those of the exported model. Load it with hfsiamese and onnxruntime "
+        '(`pip install "hfsiamese[onnx] @ git+https://github.com/hfsiamese/hfsiamese"`):\n\n'
         "```python\nfrom hfsiamese import load_siamese_model\n\n"
         f'model = load_siamese_model("{output_dir.name}")\n'
         'model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])\n```\n'

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from ..extras import install_hint
 from ..serving.loading import load_siamese_model
 from .corpus_files import CORPUS_FORMATS, read_corpus
 from .duplicate_index import DuplicateIndex
@@ -205,7 +206,7 @@ def build_app(app: DuplicateSearch | None, *, title: str = "Has this question be
     try:
         import gradio as gr
     except ImportError as err:
-        raise ImportError('the web app needs gradio: pip install "hfsiamese[app]"') from err
+        raise ImportError(f"the web app needs gradio: {install_hint('app')}") from err
 
     with gr.Blocks(title=title) as blocks:
         gr.Markdown(f"# {html.escape(title)}")

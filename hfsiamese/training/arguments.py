@@ -132,7 +132,7 @@ class ModelArguments:
         default=None,
         metadata={
             "help": "Transformer: train LoRA adapters of this rank on the encoder, its own weights frozen (needs the "
-            "`lora` extra: pip install 'hfsiamese[lora]'); unset: full fine-tuning. The projection, Dense layers and "
+            "`lora` extra: pip install peft); unset: full fine-tuning. The projection, Dense layers and "
             "classification head still train whole. The saved model holds the merged weights (it loads without peft), "
             "and <output_dir>/adapter/ the adapters alone. Adapters usually want a larger learning_rate than full fine-tuning."
         },

@@ -45,8 +45,8 @@ class CalibrationMixin:
             from hfsiamese.calibration_fitting import calibrate_model
         except ImportError as err:
             raise ImportError(
-                "model.calibrate fits with hfsiamese and scikit-learn: pip install hfsiamese (a stored calibration "
-                "is applied without them)"
+                "model.calibrate fits with hfsiamese and scikit-learn: "
+                "pip install git+https://github.com/hfsiamese/hfsiamese (a stored calibration is applied without them)"
             ) from err
         return calibrate_model(
             self, pairs, labels, method=method, target=target, target_precision=target_precision, **kwargs
