@@ -86,7 +86,7 @@ def export_sentence_transformers(
     try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
     except ImportError:
-        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
+        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer  # type: ignore[no-redef]
 
     if isinstance(model, (str, os.PathLike)):
         tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model, trust_remote_code=True)

@@ -18,7 +18,7 @@ import html
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -130,6 +130,7 @@ class DuplicateSearch:
         else:
             matches = self.index.search(question.strip(), k=self.k, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
             threshold = getattr(self.cross_encoder.config, "threshold", None)
+        matches = cast(list[dict[str, Any]], matches)  # one query (a string): one list of matches
         if not matches:
             return _message("The index is empty."), ""
         probabilities = self._probabilities(matches)

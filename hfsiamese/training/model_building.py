@@ -144,7 +144,7 @@ def _transformer(
         sub_batch_size=sub_batching[1],
         encoder_kwargs=encoder_kwargs,
     )
-    if pooling.split("+")[-1] == "last_token" and source is None:
+    if str(pooling).split("+")[-1] == "last_token" and source is None:
         # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
         if ensure_eos_appended(tokenizer):
             logger.info("last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token)
