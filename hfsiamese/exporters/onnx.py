@@ -125,7 +125,7 @@ def export_graph(model: nn.Module, path: str | Path, *, opset: int = DEFAULT_OPS
                 **common,
             )
         return "dynamo"
-    except Exception as error:  # torch.export raises several types; the TorchScript exporter is the fallback
+    except Exception as error:  # noqa: BLE001  torch.export raises several types; the TorchScript exporter is the fallback
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.info("torch.export could not capture the encoder (%s); using the TorchScript exporter", reason)
     axes = {name: {0: "batch", 1: "length"} for name in INPUT_NAMES} | {OUTPUT_NAME: {0: "batch"}}

@@ -194,7 +194,7 @@ def encode_to_shards(
     if state.is_main_process:
         try:
             _prepare_folder(shards_dir, expected)
-        except Exception as err:  # raised after the barrier, which the other processes are waiting at
+        except Exception as err:  # noqa: BLE001  raised after the barrier, which the other processes are waiting at
             failure = err
     state.wait_for_everyone()
     if failure is not None:

@@ -4,17 +4,17 @@ import hashlib
 import json
 
 import pytest
-import yaml
 import torch
+import yaml
 
 pytest.importorskip("sentence_transformers")
-from sentence_transformers import SentenceTransformer  # noqa: E402
-from transformers import AutoModel  # noqa: E402
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel
 
-from hfsiamese import SiameseModel  # noqa: E402
-from hfsiamese.exporters.sentence_transformers import export_sentence_transformers, main  # noqa: E402
-from tests.conftest import TEXTS  # noqa: E402
-from tests.helpers import load_recipe  # noqa: E402
+from hfsiamese import SiameseModel
+from hfsiamese.exporters.sentence_transformers import export_sentence_transformers, main
+from tests.conftest import TEXTS
+from tests.helpers import load_recipe
 
 # One text longer than the tokenizer's 16 tokens: both sides must truncate alike.
 SENTENCES = TEXTS + ["what is the best way to learn python and how do i cook rice when the sky is blue ?"]

@@ -12,10 +12,9 @@ import torch
 import torch.nn.functional as F
 
 pytest.importorskip("hypothesis")
-from hypothesis import assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import assume, given, settings, strategies as st
 
-from hfsiamese.losses import distributed, get_loss, hard_negative_triplet, multiple_negatives_ranking, triplet  # noqa: E402
+from hfsiamese.losses import distributed, get_loss, hard_negative_triplet, multiple_negatives_ranking, triplet
 
 IN_BATCH_CONFIGS = [
     ("hard_negative_triplet", {"margin": 0.3}),

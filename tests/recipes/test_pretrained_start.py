@@ -9,7 +9,7 @@ import torch
 from tests.helpers import TRAIN, run_offline
 
 pytest.importorskip("sentence_transformers")
-from sentence_transformers import SentenceTransformer  # noqa: E402
+from sentence_transformers import SentenceTransformer
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer

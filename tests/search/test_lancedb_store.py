@@ -15,9 +15,9 @@ import torch
 
 pytest.importorskip("lancedb")
 
-from hfsiamese.search import lancedb_store  # noqa: E402
-from hfsiamese.search.lancedb_store import LanceDBStore, id_key, import_lancedb  # noqa: E402
-from tests.conftest import REPO_ROOT  # noqa: E402
+from hfsiamese.search import lancedb_store
+from hfsiamese.search.lancedb_store import LanceDBStore, id_key, import_lancedb
+from tests.conftest import REPO_ROOT
 
 DIM = 12
 

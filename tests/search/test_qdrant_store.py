@@ -16,8 +16,8 @@ import torch
 
 pytest.importorskip("qdrant_client")
 
-from hfsiamese.search.qdrant_store import QdrantStore, import_qdrant, point_id  # noqa: E402
-from tests.conftest import REPO_ROOT  # noqa: E402
+from hfsiamese.search.qdrant_store import QdrantStore, import_qdrant, point_id
+from tests.conftest import REPO_ROOT
 
 DIM = 12
 
