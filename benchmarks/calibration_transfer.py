@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from qqp_slices import qqp_train_and_validation  # noqa: E402
+from qqp_slices import qqp_train_and_validation
 
 MRPC = Path("/work/shared/data/msrp")
 METHODS = ("threshold", "platt", "isotonic")

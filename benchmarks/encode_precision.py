@@ -25,11 +25,11 @@ import torch
 from sklearn.metrics import average_precision_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine_info import machine  # noqa: E402
-from qqp_slices import recipe_splits  # noqa: E402
+from machine_info import machine
+from qqp_slices import recipe_splits
 
-import hfsiamese  # noqa: E402,F401  (registers the Auto classes, sets OpenMP's wait policy before torch's pool starts)
-from hfsiamese.evaluation import question_corpus, retrieval_of_embeddings  # noqa: E402
+import hfsiamese  # noqa: F401  (registers the Auto classes, sets OpenMP's wait policy before torch's pool starts)
+from hfsiamese.evaluation import question_corpus, retrieval_of_embeddings
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}
 

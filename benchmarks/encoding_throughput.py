@@ -96,8 +96,8 @@ def main() -> None:
         theirs.to(dtype)
         for batch_size in args.batch_sizes:
             runs = {
-                "hfsiamese": lambda: ours.encode(texts, tokenizer, batch_size=batch_size, max_length=MAX_LENGTH),
-                "sentence_transformers": lambda: theirs.encode(
+                "hfsiamese": lambda batch_size=batch_size: ours.encode(texts, tokenizer, batch_size=batch_size, max_length=MAX_LENGTH),
+                "sentence_transformers": lambda batch_size=batch_size: theirs.encode(
                     texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True
                 ).float().cpu(),
             }

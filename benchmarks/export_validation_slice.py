@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from qqp_slices import DEFAULT_CONFIG, recipe_splits  # noqa: E402
+from qqp_slices import DEFAULT_CONFIG, recipe_splits
 
 
 def main(argv: list[str] | None = None) -> dict:

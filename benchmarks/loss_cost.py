@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, matmul_peak  # noqa: E402
-from machine_info import machine  # noqa: E402
-from readme_tables import append_section, markdown_table  # noqa: E402
+from ceiling import MINILM_FORWARD_FLOPS_PER_TOKEN, TRAINING_STEP_FACTOR, matmul_peak
+from machine_info import machine
+from readme_tables import append_section, markdown_table
 
-from hfsiamese.losses import get_loss  # noqa: E402
+from hfsiamese.losses import get_loss
 
 TOKENS_PER_QUESTION = 16
 

@@ -49,12 +49,11 @@ def _run(command: list[str]) -> str:
 
 def run_recipe(name: str, flags: list[str], epochs: int) -> dict:
     from qqp_slices import qqp_train_and_validation
+    from recipe_runs import trained_recipe
     from transformers import AutoModel
 
     import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
     from hfsiamese.evaluation import evaluate_pairs
-
-    from recipe_runs import trained_recipe
 
     flags = ["--num_train_epochs", str(epochs), "--eval_strategy", "no", "--save_strategy", "no", *flags]
     with trained_recipe(REPO / "recipes" / "configs" / "lstm_qqp.yaml", flags) as run:

@@ -10,9 +10,9 @@ The run goes to a fresh temporary output folder, so nothing of the user's is tou
 from __future__ import annotations
 
 import argparse
-import os
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import tempfile

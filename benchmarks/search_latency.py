@@ -44,8 +44,7 @@ from pathlib import Path
 import numpy as np
 from machine_info import machine
 from make_pairs_file import make_questions, real_questions
-from stage_processes import emit as emit_line
-from stage_processes import run_stage
+from stage_processes import emit as emit_line, run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"

@@ -44,8 +44,7 @@ from pathlib import Path
 import numpy as np
 from machine_info import machine
 from search_latency import SOURCE, make_texts
-from stage_processes import emit as emit_line
-from stage_processes import run_stage
+from stage_processes import emit as emit_line, run_stage
 
 REPO = Path(__file__).resolve().parents[1]
 README = Path(__file__).resolve().parent / "README.md"
@@ -156,7 +155,7 @@ def work_truth(args: argparse.Namespace, workdir: Path) -> None:
     embeddings = np.load(workdir / "shards" / "embeddings.npy", mmap_mode="r")
     start = time.perf_counter()
     query_embeddings = model.encode(queries, tokenizer).float()
-    scores, rows = topk_cosine(query_embeddings, torch.from_numpy(np.asarray(embeddings)), args.k, corpus_chunk_size=262144)
+    _, rows = topk_cosine(query_embeddings, torch.from_numpy(np.asarray(embeddings)), args.k, corpus_chunk_size=262144)
     np.save(workdir / "truth.npy", rows.numpy())
     emit("truth", seconds=round(time.perf_counter() - start, 1))
 

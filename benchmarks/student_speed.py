@@ -35,13 +35,13 @@ import torch
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 
-from machine_info import machine
-from qqp_slices import EMBEDDED_PAIRS, qqp_train_and_validation, validation_retrieval
+from machine_info import machine  # noqa: E402
+from qqp_slices import EMBEDDED_PAIRS, qqp_train_and_validation, validation_retrieval  # noqa: E402
 
-from hfsiamese.data import load_pairs
-from hfsiamese.data.question_ids import distinct_questions
-from hfsiamese.distillation import load_teacher
-from hfsiamese.evaluation import evaluate_pairs
+from hfsiamese.data import load_pairs  # noqa: E402
+from hfsiamese.data.question_ids import distinct_questions  # noqa: E402
+from hfsiamese.distillation import load_teacher  # noqa: E402
+from hfsiamese.evaluation import evaluate_pairs  # noqa: E402
 
 
 def parse_models(specs: list[str]) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .deprecation import renamed_option
 from .runs.output_dirs import ensure_writable_folder
 
 __all__ = ["CARD_SECTION_TITLE", "CalibrationArguments", "calibration_card_section", "check_calibrated_folder", "write_calibrated_folder"]
@@ -34,12 +35,14 @@ class CalibrationArguments:
         metadata={"help": "Labelled pairs of the new domain (any format hfsiamese.data.load_pairs reads; ~50+ pairs)."}
     )
     output_dir: str = field(metadata={"help": "New folder for the calibrated model (must not exist or be empty)."})
-    method: str = field(
+    calibration_method: str = field(
         default="threshold",
         metadata={
             "help": "'threshold' (move config.threshold), 'platt' or 'isotonic' (also store a score -> P(duplicate) map)."
         },
     )
+    # Renamed calibration_method, as `hfsiamese evaluate`'s; kept for one release.
+    method: str | None = field(default=None, metadata={"help": "Deprecated: use --calibration_method."})
     calibrate_for: str = field(
         default="accuracy", metadata={"help": "The threshold maximises 'accuracy' or 'f1', or reaches 'precision'."}
     )
@@ -54,6 +57,9 @@ class CalibrationArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
+
+    def __post_init__(self) -> None:
+        renamed_option(self, "method", "calibration_method")
 
 
 def write_calibrated_folder(model: Any, source_dir: str | Path, output_dir: str | Path, report: Any) -> Path:

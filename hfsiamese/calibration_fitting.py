@@ -11,7 +11,7 @@ Three methods, all on the model's pair scores (cosine, or a head's P(duplicate):
 
 The two probability methods store their map in `config.calibration` as plain numbers, applied by
 `hfsiamese.models.siamese.calibration` (remote code: no scikit-learn needed to use a calibrated checkpoint). Their
-threshold for `target="accuracy"` is the score where the calibrated P(duplicate) crosses 0.5 (the
+threshold for `calibrate_for="accuracy"` is the score where the calibrated P(duplicate) crosses 0.5 (the
 decision with the highest expected accuracy under that map; the smooth Platt curve makes it less
 noisy than the best cut of ~100 pairs); for F1 and precision it is the threshold search's.
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -156,7 +157,7 @@ def calibrate_model(
     labels: Sequence[int] | None = None,
     *,
     method: str = "threshold",
-    target: str = "accuracy",
+    calibrate_for: str = "accuracy",
     target_precision: float | None = None,
     tokenizer: Any | None = None,
     data_name: str | None = None,
@@ -164,12 +165,23 @@ def calibrate_model(
     seed: int = 0,
     batch_size: int = 256,
     max_length: int | None = None,
+    target: str | None = None,
 ) -> CalibrationReport:
     """
-    Score `pairs` with `model`, fit the decision (`method`, for `target`) on them, store it in
+    Score `pairs` with `model`, fit the decision (`method`, for `calibrate_for`) on them, store it in
     `model.config` (`threshold`, and `calibration`) and report it (see `SiameseModel.calibrate`).
     A threshold-only calibration removes a probability map stored before: it was fitted elsewhere.
+    `target`: the old name of `calibrate_for` (kept for one release, with a FutureWarning).
     """
+    if target is not None:
+        warnings.warn(
+            "calibrate_model(target=...) is renamed calibrate_for=..., as the commands' --calibrate_for; "
+            "target= will be removed in the next release",
+            FutureWarning,
+            stacklevel=2,
+        )
+        calibrate_for = target
+    target = calibrate_for  # the report's name for it
     if method not in CALIBRATION_METHODS:
         raise ValueError(f"method must be one of {CALIBRATION_METHODS}, got {method!r}")
     check_calibration_options(target, target_precision)

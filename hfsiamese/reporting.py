@@ -1,7 +1,7 @@
 """
 An evaluation report on disk: the metrics as JSON, plots of the scores, and a Markdown summary.
 
-Plots need matplotlib (`pip install "hfsiamese[report]"`). They are drawn on Agg canvases
+Plots need matplotlib (the `report` extra: `pip install matplotlib`). They are drawn on Agg canvases
 (`matplotlib.figure.Figure` + `FigureCanvasAgg`), never through `pyplot`: no display is needed
 and a user's own pyplot state and backend are left alone.
 """
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import sklearn.metrics
 
+from .extras import install_hint
 from .metrics.reliability import expected_calibration_error, reliability_curve
 from .metrics.thresholds import check_pair_inputs, threshold_sweep
 from .runs.output_dirs import ensure_writable_folder
@@ -115,7 +116,7 @@ def _matplotlib():
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as err:
-        raise ImportError('the evaluation report draws its plots with matplotlib: pip install "hfsiamese[report]"') from err
+        raise ImportError(f"the evaluation report draws its plots with matplotlib: {install_hint('report')}") from err
     return Figure, FigureCanvasAgg
 
 

@@ -128,12 +128,12 @@ def test_a_threshold_calibration_drops_a_probability_map_fitted_elsewhere():
 def test_warns_when_the_pairs_are_too_few_for_the_precision_asked():
     scores, labels = _synthetic(60)
     report = calibrate_model(
-        ScoredModel(scores), _pairs(60), labels, target="precision", target_precision=0.95, num_bootstrap=50
+        ScoredModel(scores), _pairs(60), labels, calibrate_for="precision", target_precision=0.95, num_bootstrap=50
     )
     assert any("too few to vouch for precision 0.95" in note for note in report.warnings)
     scores, labels = _synthetic(5000, slope=40.0, offset=-20.0)  # almost separable: precision 0.8 is well supported
     report = calibrate_model(
-        ScoredModel(scores), _pairs(5000), labels, target="precision", target_precision=0.8, num_bootstrap=20
+        ScoredModel(scores), _pairs(5000), labels, calibrate_for="precision", target_precision=0.8, num_bootstrap=20
     )
     assert not any("too few" in note for note in report.warnings)
 
@@ -150,7 +150,7 @@ def test_pairs_from_a_dataset_and_clear_errors():
     with pytest.raises(ValueError, match="method must be one of"):
         calibrate_model(ScoredModel(scores), pairs, method="beta")
     with pytest.raises(ValueError, match="needs target_precision"):
-        calibrate_model(ScoredModel(scores), pairs, target="precision")
+        calibrate_model(ScoredModel(scores), pairs, calibrate_for="precision")
     with pytest.raises(ValueError, match="are all non-duplicates"):
         calibrate_model(ScoredModel(scores), _pairs(50), np.zeros(50, dtype=int))
     with pytest.raises(ValueError, match="got 50 pairs but 3 labels"):

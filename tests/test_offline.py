@@ -19,8 +19,8 @@ from hfsiamese.data import (
     tokenize_pairs,
 )
 from hfsiamese.evaluation import evaluate_pairs
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.hub_access import require_local_or_cached
+from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from tests.conftest import QQP_FILE, REPO_ROOT
 
 NOT_CACHED = "someone-offline/not-cached-model"

@@ -145,7 +145,7 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
             continue
         if block.language == "python":
             try:
-                exec(compile(block.code, where, "exec"), namespace)  # noqa: S102 - the README's own code
+                exec(compile(block.code, where, "exec"), namespace)
             except Exception as err:  # noqa: BLE001
                 pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
             ran.append(where)

@@ -70,7 +70,7 @@ def test_names_the_missing_extra(tmp_path, scored_pairs, monkeypatch):
     scores, labels, metrics = scored_pairs
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # as if matplotlib were not installed
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[report\]"'):
+    with pytest.raises(ImportError, match=r'plots with matplotlib: .*pip install -e "\.\[report\]"'):
         write_evaluation_report(tmp_path / "report", scores, labels, metrics, 0.5)
     assert not (tmp_path / "report").exists()
 

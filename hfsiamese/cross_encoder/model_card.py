@@ -75,7 +75,7 @@ def cross_encoder_card(
         "## Use",
         "",
         "```python",
-        "from hfsiamese.cross_encoder import CrossEncoder  # pip install hfsiamese",
+        "from hfsiamese.cross_encoder import CrossEncoder  # pip install git+https://github.com/hfsiamese/hfsiamese",
         "",
         f'cross = CrossEncoder.from_pretrained("{repo_id}")',
         'cross.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])',

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -26,7 +26,7 @@ PAIR_BATCH_COLUMNS = (
 )
 
 # The same batch, whichever way it came: rows as dicts, or one Arrow table (`arrow_batches.py`).
-PairBatch = Sequence[dict[str, Any]] | pa.Table | pa.RecordBatch
+PairBatch: TypeAlias = Sequence[dict[str, Any]] | pa.Table | pa.RecordBatch
 
 
 @dataclass

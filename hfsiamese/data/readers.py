@@ -137,7 +137,7 @@ def _load_local(
             # then drops them; a later row with extra fields is an error. Make both errors.
             warnings.simplefilter("error", pd.errors.ParserWarning)
             return datasets.load_dataset(builder, split="train", cache_dir=cache_dir, streaming=streaming, **kwargs)
-    except Exception as err:  # noqa: BLE001 - any reader failure becomes one clear message
+    except Exception as err:  # any reader failure becomes one clear message
         raise reader_error(path, builder, err, delimiter=kwargs.get("delimiter")) from err
 
 
@@ -302,7 +302,7 @@ def load_hub(
         loaded = datasets.load_dataset(repo, config or None, split=split, cache_dir=cache_dir, **kwargs)
     except datasets.exceptions.DatasetNotFoundError as err:
         raise ValueError(f"{name!r} is neither a local file nor a data set on the Hub ({err}); {hint}") from err
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         if is_connection_error(err):
             raise HubUnreachableError(f"cannot load {name!r}: the Hugging Face Hub is unreachable; {hint}") from err
         raise ValueError(f"cannot load {name!r} from the Hub: {root_message(err)}") from err

@@ -291,7 +291,7 @@ def _as_int_array(group_ids: Sequence[int] | np.ndarray) -> np.ndarray:
     elif isinstance(getattr(group_ids, "source", None), datasets.Dataset) and hasattr(group_ids, "column_name"):
         # A `datasets` Column (`dataset["group_id"]`): read it as one Arrow column; np.asarray
         # would iterate it row by row (seconds per 100k rows).
-        array = column_arrow(group_ids.source, group_ids.column_name).to_numpy()
+        array = column_arrow(group_ids.source, group_ids.column_name).to_numpy()  # type: ignore[attr-defined]
     else:
         try:
             values = group_ids[:]  # type: ignore[index]  # one read for sliceable containers

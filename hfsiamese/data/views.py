@@ -142,7 +142,7 @@ def view_sizes(dataset: datasets.Dataset, *, max_pairs_per_group: int | None = N
         "duplicate_pairs": int((labels == 1).sum()),
         "triplets": n_triplets,
         "group_pairs": n_group_pairs,
-        "questions": int(len(group_of)),
+        "questions": len(group_of),
         "duplicate_groups": int((questions_per_group >= 2).sum()),
         "largest_group_questions": int(questions_per_group.max()),
     }

@@ -28,9 +28,10 @@ import torch
 import torch.nn.functional as F
 
 from ..data.question_ids import first_positions, identity_name, question_codes, question_keys, question_texts
+from ..search.exact import topk_cosine
 
 if TYPE_CHECKING:
-    from .cross_encoder import CrossEncoder
+    from ..cross_encoder import CrossEncoder
 
 __all__ = ["SILVER_SOURCES", "label_silver_pairs", "silver_threshold"]
 
@@ -174,10 +175,6 @@ class _TrainingQuestions:
 
     def neighbour_pairs(self, embeddings: torch.Tensor, neighbours: int) -> np.ndarray:
         """Each pool question's `neighbours` nearest pool questions that are no gold partner of it, as pair codes, each once."""
-        from ..search.exact import (
-            topk_cosine,  # here: hfsiamese.search imports the training package, which imports this one
-        )
-
         found = []
         for start in range(0, len(self.pool), QUERY_CHUNK):
             rows = torch.arange(start, min(start + QUERY_CHUNK, len(self.pool)))

@@ -125,7 +125,7 @@ def export_graph(model: nn.Module, path: str | Path, *, opset: int = DEFAULT_OPS
                 **common,
             )
         return "dynamo"
-    except Exception as error:  # torch.export raises several types; the TorchScript exporter is the fallback
+    except Exception as error:  # noqa: BLE001  torch.export raises several types; the TorchScript exporter is the fallback
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         logger.info("torch.export could not capture the encoder (%s); using the TorchScript exporter", reason)
     axes = {name: {0: "batch", 1: "length"} for name in INPUT_NAMES} | {OUTPUT_NAME: {0: "batch"}}
@@ -330,8 +330,8 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dic
             if "int8_min_cosine" in onnx_entry
             else ""
         )
-        + ". The threshold and calibration are those of the exported model. Load it with onnxruntime "
-        '(`pip install "hfsiamese[onnx]"`):\n\n'
+        + ". The threshold and calibration are those of the exported model. Load it with hfsiamese and onnxruntime "
+        '(`pip install "hfsiamese[onnx] @ git+https://github.com/hfsiamese/hfsiamese"`):\n\n'
         "```python\nfrom hfsiamese import load_siamese_model\n\n"
         f'model = load_siamese_model("{output_dir.name}")\n'
         'model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])\n```\n'

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
+from ..deprecation import warn_renamed
 from ..models.sentence_transformers_folder import POOLING_MODES
 from ..models.siamese.adapters import merged_copy
 from ..models.siamese.configuration_siamese import encoder_width
@@ -86,7 +87,7 @@ def export_sentence_transformers(
     try:  # sentence-transformers >= 6
         from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
     except ImportError:
-        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
+        from sentence_transformers.models import Dense, Normalize, Pooling, Transformer  # type: ignore[no-redef]
 
     if isinstance(model, (str, os.PathLike)):
         tokenizer = tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(model, trust_remote_code=True)
@@ -195,11 +196,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="folder of a Siamese checkpoint with a transformer encoder")
     parser.add_argument("output_dir", nargs="?", help="where to write the export (default: the checkpoint folder itself)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a previous export in output_dir")
+    parser.add_argument("--overwrite_output_dir", action="store_true", help="replace a previous export in output_dir")
+    parser.add_argument("--overwrite", action="store_true", help="deprecated: use --overwrite_output_dir")
     parser.add_argument("--truncate_dim", type=int, help="export embeddings cut to their first N dimensions (Matryoshka models)")
     args = parser.parse_args(argv)
+    if args.overwrite:  # the old name, kept for one release
+        warn_renamed("--overwrite", "--overwrite_output_dir", stacklevel=2)
     path = export_sentence_transformers(
-        args.checkpoint, args.output_dir or args.checkpoint, overwrite=args.overwrite, truncate_dim=args.truncate_dim
+        args.checkpoint,
+        args.output_dir or args.checkpoint,
+        overwrite=args.overwrite_output_dir or args.overwrite,
+        truncate_dim=args.truncate_dim,
     )
     print(path)
 

@@ -19,7 +19,7 @@ OWN_OPTIONS = ("matryoshka_loss", "matryoshka_dims", "matryoshka_weights")
 # The default dimensions: the model's size and its halves, down to an eighth of it.
 DEFAULT_FRACTIONS = (1, 2, 4, 8)
 
-Output = TypeVar("Output")
+Output = TypeVar("Output", bound=Any)  # a SiameseModelOutput, or a subclass of it
 
 
 class MatryoshkaLoss(SiameseLoss):

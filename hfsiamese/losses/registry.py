@@ -12,8 +12,7 @@ from .embedding_losses import (
     current_loss_name,
     current_loss_options,
 )
-from .matryoshka import NAME as MATRYOSHKA
-from .matryoshka import MatryoshkaLoss
+from .matryoshka import NAME as MATRYOSHKA, MatryoshkaLoss
 
 LOSSES: dict[str, type[SiameseLoss]] = {**EMBEDDING_LOSSES, MATRYOSHKA: MatryoshkaLoss}
 

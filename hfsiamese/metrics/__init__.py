@@ -17,7 +17,7 @@ it has no use for) `threshold`, `calibrate_for` and `target_precision`; retrieva
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ PAIR_METRICS = (PAIR_ACCURACY, PAIR_PRECISION, PAIR_RECALL, PAIR_F1, AVERAGE_PRE
 RETRIEVAL_METRICS = (MRR_AT_K, RECALL_AT_K, NDCG_AT_K)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_pair_classification() -> evaluate.EvaluationModule:
     """The pair-classification metric (accuracy/precision/recall/F1 at a threshold, AP, ROC-AUC)."""
     return evaluate.load(PAIR_CLASSIFICATION)
@@ -68,7 +68,7 @@ def pair_classification_metrics(
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_retrieval_metrics() -> evaluate.CombinedEvaluations:
     """MRR@k, recall@k and nDCG@k as one `evaluate.combine`d module."""
     return evaluate.combine(list(RETRIEVAL_METRICS))

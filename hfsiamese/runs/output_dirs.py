@@ -67,7 +67,7 @@ def run_name(
 ) -> str:
     """
     The name of a training run: the training data's name and the loss (`pairs-contrastive` for
-    `--train_file data/pairs.csv`, `glue_qqp-triplet` for `--dataset_name nyu-mll/glue:qqp`), or without
+    `--train_file data/pairs.csv`, `glue_qqp-triplet` for `--dataset_name nyu-mll/glue --dataset_config_name qqp`), or without
     training data of its own the config's name (`lstm_qqp`), plus the loss when it is not the config's.
     """
     if train_source:

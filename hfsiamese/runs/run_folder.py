@@ -41,7 +41,7 @@ def claim_output_dir(
         loss = trained_with or training_args.loss
         name = run_name(
             config_file,
-            data_args.train_file or data_args.dataset_name,
+            data_args.train_file or data_args.dataset_source,
             loss,
             config_loss=read_config_file(config_file).get("loss", trained_with) if config_file else None,
         )

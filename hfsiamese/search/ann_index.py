@@ -30,6 +30,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..extras import install_hint
+
 QUANTIZATIONS = ("none", "int8", "pq", "binary")
 STRUCTURES = ("flat", "hnsw", "ivf")
 Quantization = Literal["none", "int8", "pq", "binary"]
@@ -45,8 +47,8 @@ def import_faiss() -> Any:
         import faiss
     except ImportError as err:
         raise ImportError(
-            'backend="faiss" needs the faiss package: pip install "hfsiamese[faiss]" (or use backend="exact", '
-            "which needs nothing more)"
+            f'backend="faiss" needs the faiss package: {install_hint("faiss")}; or use backend="exact", '
+            "which needs nothing more"
         ) from err
     return faiss
 

@@ -18,10 +18,11 @@ import html
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
+from ..extras import install_hint
 from ..serving.loading import load_siamese_model
 from .corpus_files import CORPUS_FORMATS, read_corpus
 from .duplicate_index import DuplicateIndex
@@ -129,6 +130,7 @@ class DuplicateSearch:
         else:
             matches = self.index.search(question.strip(), k=self.k, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
             threshold = getattr(self.cross_encoder.config, "threshold", None)
+        matches = cast(list[dict[str, Any]], matches)  # one query (a string): one list of matches
         if not matches:
             return _message("The index is empty."), ""
         probabilities = self._probabilities(matches)
@@ -205,7 +207,7 @@ def build_app(app: DuplicateSearch | None, *, title: str = "Has this question be
     try:
         import gradio as gr
     except ImportError as err:
-        raise ImportError('the web app needs gradio: pip install "hfsiamese[app]"') from err
+        raise ImportError(f"the web app needs gradio: {install_hint('app')}") from err
 
     with gr.Blocks(title=title) as blocks:
         gr.Markdown(f"# {html.escape(title)}")

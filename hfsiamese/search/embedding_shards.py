@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..extras import install_hint
 from .embedding_table import write_npy_rows
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ def encode_to_shards(
         try:
             expected, chosen = expected_here()
             _prepare_folder(shards_dir, expected)
-        except Exception as err:  # raised after the barrier, which the other processes are waiting at
+        except Exception as err:  # noqa: BLE001  raised after the barrier, which the other processes are waiting at
             failure = err
     state.wait_for_everyone()
     if failure is not None:
@@ -449,8 +450,8 @@ def import_ray() -> Any:
         import ray
     except ImportError as err:
         raise ImportError(
-            'encode_to_shards_ray needs Ray: pip install "hfsiamese[ray]" (or use encode_to_shards, under accelerate launch '
-            "for several processes)"
+            f"encode_to_shards_ray needs Ray: {install_hint('ray')}; or use encode_to_shards, under accelerate launch "
+            "for several processes"
         ) from err
     return ray
 

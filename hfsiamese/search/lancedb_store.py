@@ -110,6 +110,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from ..extras import install_hint
 from . import store_checks
 from .input_checks import check_k
 from .store_checks import (
@@ -159,7 +160,7 @@ def import_lancedb() -> Any:
     try:
         import lancedb
     except ImportError as err:
-        raise ImportError('backend="lancedb" needs the lancedb package: pip install "hfsiamese[lancedb]"') from err
+        raise ImportError(f'backend="lancedb" needs the lancedb package: {install_hint("lancedb")}') from err
     return lancedb
 
 

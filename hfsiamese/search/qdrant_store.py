@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..extras import install_hint
 from .input_checks import check_k
 from .store_checks import (
     RESERVED_FIELDS,
@@ -99,7 +100,7 @@ def import_qdrant() -> Any:
     try:
         import qdrant_client
     except ImportError as err:
-        raise ImportError('backend="qdrant" needs the qdrant-client package: pip install "hfsiamese[qdrant]"') from err
+        raise ImportError(f'backend="qdrant" needs the qdrant-client package: {install_hint("qdrant")}') from err
     return qdrant_client
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..extras import install_hint
 from ..models.siamese.configuration_siamese import SiameseConfig
 from ..models.siamese.encode_precision import EncodePrecision
 from ..models.siamese.inference import SiameseInferenceMixin
@@ -41,7 +42,7 @@ def require_onnxruntime() -> Any:
     try:
         import onnxruntime
     except ImportError as err:
-        raise ImportError('running an ONNX-exported Siamese model needs onnxruntime: pip install "hfsiamese[onnx]"') from err
+        raise ImportError(f"running an ONNX-exported Siamese model needs onnxruntime: {install_hint('onnx')}") from err
     return onnxruntime
 
 

@@ -9,6 +9,7 @@ system is atomic, so a `checkpoint-N` folder is either absent or complete.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -197,10 +198,8 @@ def _fsync_folder(path: str | os.PathLike) -> None:
     # Folder entries (a rename, a new file) are made durable by fsync on the folder, where supported.
     if os.name == "nt":
         return
-    try:
+    with contextlib.suppress(OSError):  # some file systems refuse fsync on folders; the rename itself is still atomic
         _fsync(str(path))
-    except OSError:
-        pass  # some file systems refuse fsync on folders; the rename itself is still atomic
 
 
 __all__ = [

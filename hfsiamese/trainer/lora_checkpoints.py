@@ -44,8 +44,9 @@ def load_lora_checkpoint(model: nn.Module, folder: str | Path) -> bool:
     from peft import set_peft_model_state_dict  # installed: the model has peft adapters
 
     loaded = set_peft_model_state_dict(model.encoder, load_file(str(adapter_file)))
-    if loaded.unexpected_keys:
-        raise ValueError(f"{adapter_file} holds adapters this model lacks ({', '.join(loaded.unexpected_keys[:3])}): another --lora_r or --lora_target_modules?")
+    unexpected = loaded.unexpected_keys  # type: ignore[attr-defined]  # peft annotates it as a bare namedtuple
+    if unexpected:
+        raise ValueError(f"{adapter_file} holds adapters this model lacks ({', '.join(unexpected[:3])}): another --lora_r or --lora_target_modules?")
     saved = load_file(str(folder / SAFE_WEIGHTS_NAME))
     head = {name: tensor for name, tensor in saved.items() if not name.startswith(ENCODER_PREFIX)}
     missing, unexpected = model.load_state_dict(head, strict=False)

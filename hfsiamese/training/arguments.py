@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..deprecation import warn_renamed
 from ..model_card import local_card_license
 from .minilm import MINILM_HUB_ID, resolve_minilm_path
 
@@ -132,7 +133,7 @@ class ModelArguments:
         default=None,
         metadata={
             "help": "Transformer: train LoRA adapters of this rank on the encoder, its own weights frozen (needs the "
-            "`lora` extra: pip install 'hfsiamese[lora]'); unset: full fine-tuning. The projection, Dense layers and "
+            "`lora` extra: pip install peft); unset: full fine-tuning. The projection, Dense layers and "
             "classification head still train whole. The saved model holds the merged weights (it loads without peft), "
             "and <output_dir>/adapter/ the adapters alone. Adapters usually want a larger learning_rate than full fine-tuning."
         },
@@ -157,8 +158,11 @@ class DataArguments:
     dataset_name: str | None = field(
         default=None,
         metadata={
-            "help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue:qqp' (loaded with load_dataset)."
+            "help": "A Hub data set of pairs instead of train_file, e.g. 'nyu-mll/glue' (loaded with load_dataset)."
         },
+    )
+    dataset_config_name: str | None = field(
+        default=None, metadata={"help": "dataset_name: its configuration, e.g. 'qqp' (as transformers' examples)."}
     )
     dataset_split: str = field(default="train", metadata={"help": "dataset_name: the split to train on."})
     validation_file: str | None = field(
@@ -220,12 +224,36 @@ class DataArguments:
     max_eval_pairs: int | None = field(default=None, metadata={"help": "Use at most this many validation pairs."})
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
+    def __post_init__(self) -> None:
+        # `--dataset_name owner/name:config`, the old spelling, kept for one release.
+        if self.dataset_name and ":" in self.dataset_name:
+            name, _, config = self.dataset_name.partition(":")
+            if self.dataset_config_name not in (None, config):
+                raise ValueError(
+                    f"--dataset_name {self.dataset_name} names configuration {config!r}, --dataset_config_name "
+                    f"{self.dataset_config_name!r}: pass --dataset_name {name} --dataset_config_name <config>"
+                )
+            warn_renamed(
+                f"--dataset_name {self.dataset_name}", f"--dataset_name {name} --dataset_config_name {config}", stacklevel=4
+            )
+            self.dataset_name, self.dataset_config_name = name, config
+        elif self.dataset_config_name and not self.dataset_name:
+            raise ValueError("--dataset_config_name needs --dataset_name")
+
+    @property
+    def dataset_source(self) -> str | None:
+        """`dataset_name` as hfsiamese's loaders read a Hub data set: `owner/name`, or `owner/name:config`."""
+        if not self.dataset_name:
+            return None
+        return f"{self.dataset_name}:{self.dataset_config_name}" if self.dataset_config_name else self.dataset_name
+
 
 def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict[str, Any]:
     """What the model card says about the run beyond what the trainer knows: data, base model, license, arguments."""
     if data_args.dataset_name:
-        dataset_id, _, dataset_config = data_args.dataset_name.partition(":")
-        data = dict(dataset=data_args.dataset_name, dataset_tags=dataset_id, dataset_args=dataset_config or None)
+        data = dict(
+            dataset=data_args.dataset_source, dataset_tags=data_args.dataset_name, dataset_args=data_args.dataset_config_name
+        )
     elif data_args.train_file:
         data = dict(dataset=Path(data_args.train_file).name)
     else:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
+from ..extras import install_hint
+
 if TYPE_CHECKING:
     from ..models.siamese.modeling_siamese import SiameseModel
     from .arguments import ModelArguments
@@ -28,15 +30,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["add_lora", "default_target_modules", "refuse_lora", "require_peft"]
 
-MISSING_PEFT = "--lora_r needs peft, which is not installed: pip install 'hfsiamese[lora]'"
-
-
 def require_peft() -> ModuleType:
     """peft, or an ImportError naming the `lora` extra."""
     try:
         import peft
     except ImportError as error:
-        raise ImportError(MISSING_PEFT) from error
+        raise ImportError(f"--lora_r needs peft, which is not installed: {install_hint('lora')}") from error
     return peft
 
 

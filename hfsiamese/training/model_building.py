@@ -144,10 +144,9 @@ def _transformer(
         sub_batch_size=sub_batching[1],
         encoder_kwargs=encoder_kwargs,
     )
-    if pooling.split("+")[-1] == "last_token" and source is None:
-        # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
-        if ensure_eos_appended(tokenizer):
-            logger.info("last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token)
+    # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
+    if str(pooling).split("+")[-1] == "last_token" and source is None and ensure_eos_appended(tokenizer):
+        logger.info("last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token)
     if ensure_pad_token(tokenizer):
         logger.info("%s's tokenizer has no padding token: it pads with %r (never attended to)", base, tokenizer.pad_token)
     own_length = min(source.max_seq_length, model.default_max_length(tokenizer)) if source and source.max_seq_length else None

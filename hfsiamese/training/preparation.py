@@ -65,8 +65,8 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
     )
     if data_args.dataset_name and data_args.train_file:
         raise ValueError("pass either --train_file or --dataset_name, not both")
-    if data_args.dataset_name:
-        train_file = data_args.dataset_name
+    if data_args.dataset_source:
+        train_file = data_args.dataset_source
         pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
     else:
         if not data_args.train_file and default_train_file is None:

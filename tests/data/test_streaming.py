@@ -10,8 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hfsiamese.data import load_pairs
-from hfsiamese.data import readers as readers_module
+from hfsiamese.data import load_pairs, readers as readers_module
 
 
 def write(path, text: str) -> str:

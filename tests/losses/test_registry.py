@@ -35,7 +35,7 @@ EXPECTED_KWARGS = {
     "online_contrastive": {"margin"},
     "contrastive_ranking": {
         "margin", "triplet_margin", "ranking_weight", "ranking_loss", "ranking_candidates", "temperature"
-    },  # fmt: skip
+    },
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},
     "embedding_distillation": {"embedding_weight", "score_weight"},
@@ -49,7 +49,7 @@ DECLARATIONS = (
 
 def test_registered_names():
     assert set(LOSSES) == set(EXPECTED_KWARGS)
-    assert LOSS_OPTIONS == set(ALL_OPTIONS)
+    assert set(ALL_OPTIONS) == LOSS_OPTIONS
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))

@@ -36,12 +36,12 @@ ARCHITECTURES = {
     "modernbert": dict(
         model_type="modernbert", hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         max_position_embeddings=64, global_attn_every_n_layers=1, local_attention=8,
-    ),  # fmt: skip
+    ),
     "electra": dict(model_type="electra", embedding_size=16, **ENCODER),
     "qwen3": dict(
         model_type="qwen3", hidden_size=16, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
         head_dim=8, intermediate_size=32, max_position_embeddings=64,
-    ),  # fmt: skip
+    ),
     "t5": dict(model_type="t5", d_model=16, d_ff=32, num_layers=2, num_heads=2, d_kv=8),
 }
 DECODERS = {"qwen3"}

@@ -53,7 +53,7 @@ def test_writes_a_calibrated_copy_and_never_touches_the_source(model_and_files, 
     before = _fingerprint(source)
     output = tmp_path / "calibrated"
     args = ["--model_name_or_path", str(source), "--calibration_file", str(calibration), "--output_dir", str(output)]
-    returned = load_recipe(monkeypatch, "calibrate").main([*args, "--method", "platt", "--num_bootstrap", "50"])
+    returned = load_recipe(monkeypatch, "calibrate").main([*args, "--calibration_method", "platt", "--num_bootstrap", "50"])
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert len(lines) == 1 and json.loads(lines[0]) == returned
 

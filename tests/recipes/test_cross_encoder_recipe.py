@@ -64,7 +64,7 @@ def test_evaluate_calibrate_and_export_take_the_cross_encoder(trained):
                            "--test_file", str(test_file), "--retrieval"], cwd=tmp)  # fmt: skip
     assert refused.returncode != 0 and "--retrieval searches with embeddings: a cross-encoder has none" in refused.stderr
     calibrated = run_offline([sys.executable, str(REPO_ROOT / "recipes" / "calibrate.py"), "--model_name_or_path", str(out),
-                              "--calibration_file", str(test_file), "--output_dir", str(tmp / "calibrated"), "--method", "platt",
+                              "--calibration_file", str(test_file), "--output_dir", str(tmp / "calibrated"), "--calibration_method", "platt",
                               "--num_bootstrap", "20"], cwd=tmp)  # fmt: skip
     assert calibrated.returncode == 0, calibrated.stderr[-3000:]
     assert CrossEncoder.from_pretrained(tmp / "calibrated").config.calibration["method"] == "platt"

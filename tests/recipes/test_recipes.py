@@ -67,7 +67,7 @@ def test_train_writes_checkpoint_results_and_threshold(trained_lstm):
 
 
 def test_evaluate_prints_one_json_object(trained_lstm, tmp_path):
-    out, train_result = trained_lstm
+    out, _train_result = trained_lstm
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]), encoding="utf-8")
     args = [sys.executable, str(EVALUATE), "--model_name_or_path", str(out), "--test_file", str(pairs)]

@@ -194,7 +194,7 @@ def test_faiss_backend_gives_the_exact_top_k(qqp_texts, qqp_model):
 
 def test_faiss_backend_without_faiss_names_the_extra(monkeypatch, tiny_lstm, word_tokenizer):
     monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[faiss\]"'):
+    with pytest.raises(ImportError, match=r'needs the faiss package: .*pip install -e "\.\[faiss\]"'):
         DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, backend="faiss")
     index = DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer)
     with pytest.raises(ImportError, match="faiss"):

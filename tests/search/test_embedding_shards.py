@@ -330,7 +330,7 @@ def test_two_ray_workers_write_the_same_shards_and_resume(tmp_path, tiny_lstm, w
 
 def test_ray_missing_is_an_import_error_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` then fails, as where it is not installed
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[ray\]"'):
+    with pytest.raises(ImportError, match=r'needs Ray: .*pip install -e "\.\[ray\]"'):
         encode_to_shards_ray(["a question"], tmp_path / "shards", "any/model")
 
 

@@ -76,7 +76,7 @@ def test_clear_errors(exported, monkeypatch):
     with pytest.raises(ValueError, match="not the tokenizer this model was trained with"):
         onnx_model.encode(TEXTS, other)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[onnx\]"'):
+    with pytest.raises(ImportError, match=r'needs onnxruntime: .*pip install -e "\.\[onnx\]"'):
         load_siamese_model(out)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 import torch
 
@@ -21,7 +23,7 @@ def fresh_choice(monkeypatch):
 
 
 class Recording:
-    made: list[Recording] = []
+    made: ClassVar[list[Recording]] = []
 
     def __init__(self):
         self.updates, self.restored, self.changes = 0, False, []

@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-from hfsiamese.trainer import SiameseTrainingArguments
-from hfsiamese.trainer import cpu_precision
+from hfsiamese.trainer import SiameseTrainingArguments, cpu_precision
 from hfsiamese.trainer.cpu_precision import choose_bf16, measured_bf16_speedup, parse_bf16
 
 

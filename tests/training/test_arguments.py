@@ -59,12 +59,12 @@ def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_b
 
     hub = model_card_kwargs(
         ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)),
-        DataArguments(dataset_name="nyu-mll/glue:qqp", split_seed=7),
+        DataArguments(dataset_name="nyu-mll/glue", dataset_config_name="qqp", split_seed=7),
     )
     assert (hub["dataset"], hub["dataset_tags"], hub["dataset_args"]) == ("nyu-mll/glue:qqp", "nyu-mll/glue", "qqp")
     assert hub["finetuned_from"] == str(tiny_bert_dir) and hub["license"] is None  # the folder declares none
     assert hub["arguments"] == {"encoder_type": "transformer", "model_name_or_path": str(tiny_bert_dir),
-                                "dataset_name": "nyu-mll/glue:qqp", "split_seed": 7}  # fmt: skip
+                                "dataset_name": "nyu-mll/glue", "dataset_config_name": "qqp", "split_seed": 7}  # fmt: skip
     assert model_card_kwargs(ModelArguments(), DataArguments(train_file="/data/pairs.csv"))["dataset"] == "pairs.csv"
 
 

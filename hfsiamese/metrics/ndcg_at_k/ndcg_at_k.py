@@ -4,9 +4,7 @@ A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.lo
 """
 
 # One import per line: evaluate's loader for local modules reads imports line by line.
-from hfsiamese.metrics.base import RETRIEVAL_ARGS_DOC
-from hfsiamese.metrics.base import RETRIEVAL_INPUTS_DOC
-from hfsiamese.metrics.base import RetrievalMetric
+from hfsiamese.metrics.base import RETRIEVAL_ARGS_DOC, RETRIEVAL_INPUTS_DOC, RetrievalMetric
 from hfsiamese.metrics.ranking import ndcg_at_k
 
 

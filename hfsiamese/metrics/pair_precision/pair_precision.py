@@ -6,8 +6,7 @@ A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.lo
 # One import per line: evaluate's loader for local modules reads imports line by line.
 import sklearn.metrics
 
-from hfsiamese.metrics.base import THRESHOLD_ARGS_DOC
-from hfsiamese.metrics.base import PairScoreMetric
+from hfsiamese.metrics.base import THRESHOLD_ARGS_DOC, PairScoreMetric
 from hfsiamese.metrics.thresholds import decisions_at
 
 

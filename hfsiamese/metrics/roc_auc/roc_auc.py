@@ -7,9 +7,7 @@ A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.lo
 import numpy
 import sklearn.metrics
 
-from hfsiamese.metrics.base import THRESHOLD_FREE_ARGS_DOC
-from hfsiamese.metrics.base import THRESHOLD_FREE_DOC
-from hfsiamese.metrics.base import PairScoreMetric
+from hfsiamese.metrics.base import THRESHOLD_FREE_ARGS_DOC, THRESHOLD_FREE_DOC, PairScoreMetric
 
 
 class RocAuc(PairScoreMetric):

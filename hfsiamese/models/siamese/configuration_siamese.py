@@ -168,7 +168,7 @@ class SiameseConfig(PretrainedConfig):
         # Checkpoints saved before sub-batching became a runtime choice (SiameseModel.set_sub_batching) carry
         # `sub_batch_size`: drop it, so that a CPU-tuned value never slows the GPU user who loads them.
         kwargs.pop("sub_batch_size", None)
-        super().__init__(pad_token_id=pad_token_id, **kwargs)
+        super().__init__(pad_token_id=pad_token_id, **kwargs)  # type: ignore[call-arg]  # taken by its **kwargs
 
     @classmethod
     def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -14,6 +14,7 @@ standard library and its siblings (pyarrow, for a Dataset, is imported when one 
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator, Sequence
@@ -162,7 +163,7 @@ def _ahead(items: Iterator[Any]) -> Iterator[Any]:
                     return
                 handoff.put((item, None))
             handoff.put((done, None))
-        except BaseException as err:  # handed to the consumer, which raises it
+        except BaseException as err:  # noqa: BLE001  handed to the consumer, which raises it
             handoff.put((done, err))
 
     worker = threading.Thread(target=produce, name="hfsiamese-tokenizer", daemon=True)
@@ -178,10 +179,8 @@ def _ahead(items: Iterator[Any]) -> Iterator[Any]:
     finally:
         stop.set()
         while worker.is_alive():  # unblock a producer waiting to hand over an item
-            try:
+            with contextlib.suppress(queue.Empty):
                 handoff.get(timeout=0.05)
-            except queue.Empty:
-                pass
         worker.join()
 
 

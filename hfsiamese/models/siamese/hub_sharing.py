@@ -120,7 +120,7 @@ class HubSharingMixin:
         try:  # only where hfsiamese is installed: this file also runs as remote code without it
             from hfsiamese.model_card import build_model_card
         except ImportError:
-            warnings.warn("no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)")
+            warnings.warn("no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)", stacklevel=2)
             return None
         return str(build_model_card(self, model_name=repo_id.split("/")[-1], tokenizer=tokenizer, repo_id=repo_id))
 

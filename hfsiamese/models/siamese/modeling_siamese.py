@@ -81,7 +81,7 @@ _DROPOUT_ATTRIBUTES = (
 )
 
 
-def encoder_class(config: Any) -> type:
+def encoder_class(config: Any) -> type[Any]:
     """
     The `AutoModel` class of `config`, or, for an encoder–decoder (T5, mT5, UMT5, ...), its encoder-only
     class (`T5EncoderModel`): a Siamese model embeds with the encoder alone, and the decoder's weights
@@ -92,7 +92,7 @@ def encoder_class(config: Any) -> type:
     # By model type, not `config.is_encoder_decoder`: an encoder-only class saves its config with that flag off.
     if getattr(config, "model_type", None) not in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
         return AutoModel
-    base = MODEL_MAPPING[type(config)]
+    base: Any = MODEL_MAPPING[type(config)]  # one model class per config class (typed as a pair of them)
     name = base.__name__.replace("Model", "EncoderModel")
     module = __import__(base.__module__, fromlist=[name])
     if not hasattr(module, name):

@@ -16,8 +16,7 @@ from huggingface_hub.errors import EntryNotFoundError
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 from tests.conftest import QQP_FILE
-from tests.fixtures import PAIRS, expected_scores, trainer_on_tiny_pairs
-from tests.fixtures import tiny_training_args as _args
+from tests.fixtures import PAIRS, expected_scores, tiny_training_args as _args, trainer_on_tiny_pairs
 from tests.helpers import BLOCK_HFSIAMESE, TINY_LSTM_BASE, load_recipe, run_without_hfsiamese
 
 # The modeling code and every sibling it imports relatively: all travel with the weights as remote code.

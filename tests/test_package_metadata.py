@@ -1,0 +1,66 @@
+"""pyproject.toml tells the truth: one version, the Python floor the tools and classifiers agree on, typed."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+import hfsiamese
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+PROJECT = PYPROJECT["project"]
+
+
+def floor() -> Version:
+    """The lowest Python that requires-python admits (">=3.11" -> 3.11)."""
+    (spec,) = SpecifierSet(PROJECT["requires-python"])
+    assert spec.operator == ">=", "requires-python is a floor"
+    return Version(spec.version)
+
+
+def test_the_version_is_written_once():
+    assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "hfsiamese.__version__"}
+    # setuptools reads it without importing the package (no torch at build time): a plain string literal.
+    tree = ast.parse((REPO_ROOT / "hfsiamese" / "__init__.py").read_text(encoding="utf-8"))
+    literals = [
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == ["__version__"]
+        and isinstance(node.value, ast.Constant)
+    ]
+    assert literals == [hfsiamese.__version__]
+    Version(hfsiamese.__version__)  # PEP 440
+
+
+def test_the_python_floor_is_the_one_the_tools_check():
+    minor = f"{floor().major}.{floor().minor}"
+    assert sys.version_info >= (floor().major, floor().minor)
+    assert PYPROJECT["tool"]["ruff"]["target-version"] == f"py{floor().major}{floor().minor}"
+    assert PYPROJECT["tool"]["mypy"]["python_version"] == minor
+    versions = {c.rsplit(" :: ", 1)[1] for c in PROJECT["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    assert min(versions, key=Version) == minor
+
+
+def test_typed_and_described():
+    assert (REPO_ROOT / "hfsiamese" / "py.typed").is_file()
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["hfsiamese"]
+    assert "Typing :: Typed" in PROJECT["classifiers"]
+    assert {"Homepage", "Repository", "Changelog"} <= set(PROJECT["urls"])
+    assert (REPO_ROOT / "CHANGELOG.md").is_file() and (REPO_ROOT / "CONTRIBUTING.md").is_file()
+
+
+def test_libraries_whose_private_api_is_used_have_an_upper_bound():
+    requirements = {Requirement(r).name: Requirement(r) for r in PROJECT["dependencies"]}
+    requirements |= {Requirement(r).name: Requirement(r) for r in PROJECT["optional-dependencies"]["lora"]}
+    for name in ("transformers", "peft"):
+        assert any(spec.operator == "<" for spec in requirements[name].specifier), name
