@@ -29,7 +29,7 @@ import logging
 import os
 import platform
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def remember_speedup(key: str, measure: Callable[[], float], *, path: Path | Non
             saved = _read(path)
             if entry in saved:  # another process measured it meanwhile: agree with it
                 return float(saved[entry]["speedup"])
-            saved[entry] = {"speedup": round(speedup, 4), "measured": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            saved[entry] = {"speedup": round(speedup, 4), "measured": datetime.now(UTC).isoformat(timespec="seconds")}
             partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
             partial.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n", encoding="utf-8")
             os.replace(partial, path)

@@ -10,8 +10,7 @@ import contextlib
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from hfsiamese.losses import distributed, get_loss, hard_negative_triplet, multiple_negatives_ranking, triplet
 

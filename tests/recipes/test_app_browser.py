@@ -19,7 +19,7 @@ if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):  # an error, not a skip:
         pytrace=False,
     )
 
-import gradio  # noqa: F401  (recipes/app.py's; the test extra has it, so a broken install is an error)
+import gradio  # noqa: E402, F401  (recipes/app.py's; the test extra has it, so a broken install is an error)
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402

@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer
 
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS
-from .core_sharing import CoreSharing
-from .core_sharing import enabled as core_sharing_enabled
+from .core_sharing import CoreSharing, enabled as core_sharing_enabled
 from .encode_precision import EncodePrecision, choose_encode_precision, default_dtype, probe_batch
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
 from .scoring import (
