@@ -14,6 +14,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # of those features unpin them (`unpin_machine_decisions` below). Recipe subprocesses inherit the pins.
 MACHINE_PINS = {"HFSIAMESE_BF16_SPEEDUP": "1.0", "HFSIAMESE_SHARE_CORES": "0"}
 os.environ.update(MACHINE_PINS)
+# deepspeed (in the test extra) logs its accelerator detection to stdout on a machine without a GPU, which would
+# mix into the JSON the commands print there; the suite names the accelerator instead, as a CPU fleet would.
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 import uuid  # noqa: E402
 from pathlib import Path  # noqa: E402
