@@ -123,6 +123,21 @@ def test_commands_reference_covers_every_command_and_option():
             assert path.read_text(encoding="utf-8").rstrip() in configs
 
 
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("front_page", ["README.md", "docs/README_front_page.md"])
+def test_front_page_links_resolve(front_page):
+    """The README (and the front page that replaces it) links into the docs: every relative link names a file."""
+    path = REPO_ROOT / front_page
+    if not path.exists():
+        assert front_page != "README.md"
+        return  # the front page has been swapped in as README.md
+    targets = [target for target in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in target]
+    missing = [target for target in targets if not (REPO_ROOT / target).exists()]
+    assert missing == [], f"{front_page}: links to missing files"
+
+
 def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_copy: the imported fixture)
     env = offline_env(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"
