@@ -15,7 +15,9 @@ checked against the code without mkdocs.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import doctest
 import importlib.util
 import os
 import re
@@ -136,6 +138,33 @@ def test_front_page_links_resolve(front_page):
     targets = [target for target in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in target]
     missing = [target for target in targets if not (REPO_ROOT / target).exists()]
     assert missing == [], f"{front_page}: links to missing files"
+
+
+METRIC_FILES = [REPO_ROOT / "hfsiamese" / "metrics" / "__init__.py", *sorted((REPO_ROOT / "hfsiamese" / "metrics").glob("*/*.py"))]
+
+
+@pytest.mark.parametrize("path", METRIC_FILES, ids=lambda path: path.parent.name)
+def test_metric_examples_run(path):
+    """The metrics' docstring examples (the API reference shows them) run as doctests: cheap, and they cannot rot.
+
+    The losses' examples run in tests/losses/test_registry.py; the model, index, cross-encoder, ONNX and pipeline
+    examples need a trained folder, and the docs' own blocks (test_docs_run_in_order) make the same calls on one.
+    """
+    import evaluate
+
+    import hfsiamese.metrics
+
+    texts = [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ">>>" in node.value
+    ]
+    assert texts, f"{path}: no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for text in texts:
+        globs = {"evaluate": evaluate, "hfsiamese": hfsiamese}
+        runner.run(doctest.DocTestParser().get_doctest(text, globs, str(path), str(path), 0))
+    assert runner.failures == 0 and runner.tries > 0
 
 
 def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_copy: the imported fixture)
