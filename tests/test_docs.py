@@ -21,6 +21,7 @@ import doctest
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -172,6 +173,9 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"
     )
     env.pop("ACCELERATE_USE_CPU", None)
+    assert shutil.which("hfsiamese", path=env["PATH"]), (
+        "the docs run the `hfsiamese` command: install the package into this venv (pip install -e .) to put it on PATH"
+    )
     monkeypatch.chdir(repo_copy)
     ran, skipped = [], []
     for page in page_order():
