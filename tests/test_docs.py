@@ -88,7 +88,9 @@ def test_every_page_is_in_the_nav():
 
 
 def test_as_written_marker_is_read_from_the_line_above():
-    text = "<!-- docs-test: as written (already short) -->\n```bash\nhfsiamese train --max_steps 3\n```\n```bash\nx\n```\n"
+    text = (
+        "<!-- docs-test: as written (already short) -->\n```bash\nhfsiamese train --max_steps 3\n```\n```bash\nx\n```\n"
+    )
     blocks = readme_blocks(text)
     assert [as_written(text, block.line) for block in blocks] == [True, False]
 
@@ -141,7 +143,10 @@ def test_front_page_links_resolve(front_page):
     assert missing == [], f"{front_page}: links to missing files"
 
 
-METRIC_FILES = [REPO_ROOT / "hfsiamese" / "metrics" / "__init__.py", *sorted((REPO_ROOT / "hfsiamese" / "metrics").glob("*/*.py"))]
+METRIC_FILES = [
+    REPO_ROOT / "hfsiamese" / "metrics" / "__init__.py",
+    *sorted((REPO_ROOT / "hfsiamese" / "metrics").glob("*/*.py")),
+]
 
 
 @pytest.mark.parametrize("path", METRIC_FILES, ids=lambda path: path.parent.name)
@@ -203,7 +208,13 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                 if command is None:
                     continue
                 result = subprocess.run(
-                    ["bash", "-c", command], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=900, check=False
+                    ["bash", "-c", command],
+                    cwd=repo_copy,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=False,
                 )
                 assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
                 ran.append(where)

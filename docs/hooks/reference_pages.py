@@ -40,14 +40,26 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
             "hfsiamese.trainer.training_arguments:SiameseTrainingArguments",
         ],
     ),
-    "evaluate": ("hfsiamese evaluate --model_name_or_path DIR --test_file FILE [--option value ...]", ["hfsiamese.evaluation:EvaluationArguments"]),
+    "evaluate": (
+        "hfsiamese evaluate --model_name_or_path DIR --test_file FILE [--option value ...]",
+        ["hfsiamese.evaluation:EvaluationArguments"],
+    ),
     "calibrate": (
         "hfsiamese calibrate --model_name_or_path DIR --calibration_file FILE --output_dir DIR [--option value ...]",
         ["hfsiamese.calibrated_folder:CalibrationArguments"],
     ),
-    "export": ("hfsiamese export --model_name_or_path DIR --output_dir DIR [--option value ...]", ["hfsiamese.exporters.onnx:ExportArguments"]),
-    "search": ("hfsiamese search --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]", ["recipes/search.py:SearchArguments"]),
-    "app": ("hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]", ["hfsiamese.search.app:AppArguments"]),
+    "export": (
+        "hfsiamese export --model_name_or_path DIR --output_dir DIR [--option value ...]",
+        ["hfsiamese.exporters.onnx:ExportArguments"],
+    ),
+    "search": (
+        "hfsiamese search --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]",
+        ["recipes/search.py:SearchArguments"],
+    ),
+    "app": (
+        "hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]",
+        ["hfsiamese.search.app:AppArguments"],
+    ),
     "silver-pairs": (
         "hfsiamese silver-pairs [CONFIG] --cross_encoder DIR --output_file FILE [--option value ...]",
         ["hfsiamese.training.arguments:DataArguments", "hfsiamese.distillation.silver_arguments:SilverPairsArguments"],
@@ -55,7 +67,10 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
 }
 # The shipped configs: (folder relative to the repository root, what its files configure)
 CONFIG_FOLDERS: list[tuple[str, str]] = [
-    ("recipes/configs", "Training recipes: `hfsiamese train NAME` (or `hfsiamese distill NAME`) reads one; flags override it."),
+    (
+        "recipes/configs",
+        "Training recipes: `hfsiamese train NAME` (or `hfsiamese distill NAME`) reads one; flags override it.",
+    ),
     ("recipes/accelerate", "Launcher configs: `accelerate launch --config_file FILE -m hfsiamese.cli.train ...`."),
 ]
 TRANSFORMERS_ARGS_URL = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
@@ -156,7 +171,12 @@ def commands_page() -> str:
 
 
 def configs_page() -> str:
-    lines = ["# Shipped configs", "", "Each file as shipped, comments and all (generated from the files themselves).", ""]
+    lines = [
+        "# Shipped configs",
+        "",
+        "Each file as shipped, comments and all (generated from the files themselves).",
+        "",
+    ]
     for folder, what in CONFIG_FOLDERS:
         files = sorted((REPO_ROOT / folder).glob("*.yaml"))
         if not files:
