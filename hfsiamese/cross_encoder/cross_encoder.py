@@ -56,7 +56,7 @@ class CrossEncoder(CalibrationMixin):
     one-logit head on any encoder) and train it with `recipes/train.py recipes/configs/cross_minilm_qqp.yaml`
     (`hfsiamese.trainer.CrossEncoderTrainer`); load a trained one with `CrossEncoder.from_pretrained(folder)`.
 
-    Example:
+    Examples:
 
     ```python
     >>> from hfsiamese.cross_encoder import CrossEncoder

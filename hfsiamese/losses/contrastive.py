@@ -29,7 +29,7 @@ class ContrastiveLoss(SiameseLoss):
     Reference:
         Hadsell, Chopra & LeCun (2006), "Dimensionality Reduction by Learning an Invariant Mapping".
 
-    Example:
+    Examples:
         >>> loss_fn = ContrastiveLoss(margin=0.5)
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> b = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
@@ -77,7 +77,7 @@ class OnlineContrastiveLoss(ContrastiveLoss):
         Hadsell, Chopra & LeCun (2006) for the loss; hard-pair mining after Hermans, Beyer & Leibe
         (2017), "In Defense of the Triplet Loss for Person Re-Identification".
 
-    Example:
+    Examples:
         >>> loss_fn = OnlineContrastiveLoss(margin=0.5)
         >>> a = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
         >>> b = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)

@@ -59,7 +59,7 @@ class ContrastiveRankingLoss(SiameseLoss):
         sentence-transformers documents for Quora duplicates (there by alternating batches of two
         data sets; here on one batch, so the sampler's duplicate-group rule covers both terms).
 
-    Example:
+    Examples:
         >>> loss_fn = ContrastiveRankingLoss(margin=0.5, ranking_weight=0.1, ranking_candidates="all_rows")
         >>> a = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)
         >>> b = torch.nn.functional.normalize(torch.randn(6, 8), dim=-1)

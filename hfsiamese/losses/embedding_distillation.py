@@ -34,7 +34,7 @@ class EmbeddingDistillationLoss(SiameseLoss):
         Distillation" (MSE on embeddings); Hofstätter et al. (2020), "Improving Efficient Neural Ranking
         Models with Cross-Architecture Knowledge Distillation" (MSE on scores).
 
-    Example:
+    Examples:
         >>> loss_fn = EmbeddingDistillationLoss()
         >>> a, b, ta, tb = (torch.nn.functional.normalize(torch.randn(4, 8), dim=-1) for _ in range(4))
         >>> output = loss_fn.compute(a, b, teacher_a=ta, teacher_b=tb)

@@ -69,7 +69,7 @@ class HardNegativeTripletLoss(SiameseLoss):
         "In Defense of the Triplet Loss for Person Re-Identification" (batch-hard mining);
         semi-hard negatives after Schroff, Kalenichenko & Philbin (2015), "FaceNet".
 
-    Example:
+    Examples:
         >>> loss_fn = HardNegativeTripletLoss(margin=0.25, negative_selection="semi_hard")
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)

@@ -59,7 +59,7 @@ class MatryoshkaLoss(SiameseLoss):
         Kusupati et al. (2022), "Matryoshka Representation Learning", arXiv:2205.13147 (the nested
         sum of one loss over the leading dimensions); sentence-transformers' ``MatryoshkaLoss``.
 
-    Example:
+    Examples:
         >>> loss_fn = MatryoshkaLoss("multiple_negatives_ranking", matryoshka_dims=[8, 4, 2], temperature=0.1)
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)

@@ -54,7 +54,7 @@ class MultipleNegativesRankingLoss(SiameseLoss):
         Coding" (InfoNCE); Henderson et al. (2017), "Efficient Natural Language Response
         Suggestion for Smart Reply" (in-batch negatives for a dual encoder).
 
-    Example:
+    Examples:
         >>> loss_fn = MultipleNegativesRankingLoss(temperature=0.05, symmetric=True)
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)

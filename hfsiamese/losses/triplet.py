@@ -63,7 +63,7 @@ class TripletLoss(SiameseLoss):
         Schroff, Kalenichenko & Philbin (2015), "FaceNet: A Unified Embedding for Face Recognition
         and Clustering".
 
-    Example:
+    Examples:
         >>> loss_fn = TripletLoss(margin=0.25)
         >>> a = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> p = torch.nn.functional.normalize(a + 0.1 * torch.randn(4, 8), dim=-1)

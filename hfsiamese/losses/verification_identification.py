@@ -35,7 +35,7 @@ class VerificationIdentificationLoss(SiameseLoss):
         Identification-Verification" (DeepID2); the pair-classifier form follows biome.text's
         SimilarityClassifier.
 
-    Example:
+    Examples:
         >>> loss_fn = VerificationIdentificationLoss(margin=0.5, verification_weight=1.0)
         >>> u = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
         >>> v = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)

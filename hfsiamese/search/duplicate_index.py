@@ -127,7 +127,7 @@ class DuplicateIndex:
             `hfsiamese.cross_encoder.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
             It is not saved with the index (it is a model folder of its own): pass it again to `load`.
 
-    Example:
+    Examples:
 
     ```python
     >>> from transformers import AutoModel

@@ -68,7 +68,7 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
     r"""
     A Siamese model served by onnxruntime, with the inference API of `SiameseModel`.
 
-    Example:
+    Examples:
 
     ```python
     >>> from hfsiamese import load_siamese_model

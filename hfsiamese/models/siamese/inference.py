@@ -457,7 +457,7 @@ class SiameseInferenceMixin:
             `support_indices` (the index of the matched support example); with a probability calibration,
             `probability` (the calibrated P(duplicate) of each text's best score).
 
-        Example:
+        Examples:
 
         ```python
         >>> out = model.classify(["I forgot my password"], ["How do I reset my password?", "Where is my parcel?"],

@@ -269,7 +269,7 @@ class SiameseModel(
       tokenizer and card in one commit);
     - `safe_loading.py`: `from_pretrained` that reads safetensors only and names the file it refuses.
 
-    Example:
+    Examples:
 
     ```python
     >>> from transformers import AutoModel, AutoTokenizer

@@ -74,7 +74,7 @@ class QuestionDuplicatesPipeline(Pipeline):
     and calibration, and `max_length` counts the tokens of both texts together. Each batch of pairs
     (`batch_size=`) is one `score_pairs` call.
 
-    Example:
+    Examples:
 
     ```python
     >>> from transformers import pipeline

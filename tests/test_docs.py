@@ -1,0 +1,225 @@
+"""The documentation site as a user reads it: every bash and Python block of docs/, page by page in the site's order.
+
+The blocks run as tests/test_readme.py runs the README's (its block reader, its command rewriting and its fresh copy
+of the repository are imported from there, so both tests shorten trainings and drop install steps alike): files
+carry over from page to page (the Quickstart trains the model later guides use), Python names do not (each page
+defines what its own snippets use, as for a reader who opens one page in a new interpreter). A block the test
+cannot run says why in the page, right above it: `<!-- readme-test: skip <reason> -->`. A training command that is
+already short and must run as written (e.g. to draw a validation curve, which the test's `--eval_strategy no`
+would remove) says so: `<!-- docs-test: as written <reason> -->`.
+
+The site itself (`mkdocs build --strict`: broken links, unresolved API references) is built by `.ci/docs`, which
+installs the `docs` extra first; here the commands reference generator (`docs/hooks/reference_pages.py`) is
+checked against the code without mkdocs.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import doctest
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+from tests.helpers import offline_env
+from tests.test_readme import readme_blocks, repo_copy, runnable, shell_commands  # noqa: F401  (repo_copy: a fixture)
+
+DOCS = REPO_ROOT / "docs"
+MKDOCS_YML = REPO_ROOT / "mkdocs.yml"
+AS_WRITTEN_MARKER = re.compile(r"<!--\s*docs-test:\s*as written\b.*?-->")
+INSTALL_ONLY = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
+
+
+def nav_pages(nav: list) -> list[str]:
+    """The page paths of an mkdocs `nav`, in reading order."""
+    pages: list[str] = []
+    for entry in nav:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        if isinstance(value, list):
+            pages += nav_pages(value)
+        elif isinstance(value, str) and value.endswith(".md"):
+            pages.append(value)
+    return pages
+
+
+def site_config() -> dict:
+    return yaml.safe_load(MKDOCS_YML.read_text(encoding="utf-8"))
+
+
+def excluded(config: dict) -> set[str]:
+    """The docs/ files `exclude_docs` keeps out of the site (its plain `/path` lines)."""
+    return {line.strip().lstrip("/") for line in config.get("exclude_docs", "").splitlines() if line.strip()}
+
+
+def page_order() -> list[Path]:
+    """Every markdown page of the site, in the navigation's order; generated pages have no file and no blocks."""
+    return [DOCS / page for page in nav_pages(site_config()["nav"]) if (DOCS / page).is_file()]
+
+
+def as_written(text: str, line: int) -> bool:
+    """Whether the block opening at 1-based `line` carries the as-written marker right above it."""
+    lines = text.splitlines()
+    above = next((lines[j].strip() for j in range(line - 2, -1, -1) if lines[j].strip()), "")
+    return bool(AS_WRITTEN_MARKER.search(above))
+
+
+def test_every_page_is_in_the_nav():
+    """A page outside the navigation would be neither read nor run; a nav entry without its file is a typo."""
+    config = site_config()
+    skip = excluded(config)
+    in_nav = set(nav_pages(config["nav"]))
+    on_disk = {
+        path.relative_to(DOCS).as_posix()
+        for path in DOCS.rglob("*.md")
+        if not any(path.relative_to(DOCS).as_posix().startswith(prefix.rstrip("/")) for prefix in skip)
+    }
+    generated = {"reference/commands.md", "reference/configs.md"}
+    assert on_disk - in_nav == set(), "pages missing from mkdocs.yml's nav"
+    assert in_nav - on_disk - generated == set(), "nav entries without a page"
+
+
+def test_as_written_marker_is_read_from_the_line_above():
+    text = (
+        "<!-- docs-test: as written (already short) -->\n```bash\nhfsiamese train --max_steps 3\n```\n```bash\nx\n```\n"
+    )
+    blocks = readme_blocks(text)
+    assert [as_written(text, block.line) for block in blocks] == [True, False]
+
+
+def load_hook():
+    spec = importlib.util.spec_from_file_location("docs_reference_pages", DOCS / "hooks" / "reference_pages.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_commands_reference_covers_every_command_and_option():
+    """The generated commands page names every command and every option its dataclasses define."""
+    hook = load_hook()
+    if importlib.util.find_spec("hfsiamese.cli") is not None:
+        from hfsiamese.cli.main import COMMANDS
+
+        commands = set(COMMANDS) - {"env", "configs"}  # no options beyond --help
+    else:  # before the hfsiamese command: the recipes are the commands
+        names = {"evaluate_pairs": "evaluate", "silver_pairs": "silver-pairs"}
+        commands = {names.get(path.stem, path.stem) for path in (REPO_ROOT / "recipes").glob("*.py")}
+    assert commands - set(hook.COMMAND_ARGUMENTS) == set(), "commands missing from COMMAND_ARGUMENTS"
+    page = hook.commands_page()
+    for command, (_, specs) in hook.COMMAND_ARGUMENTS.items():
+        assert f"## `hfsiamese {command}`" in page
+        for spec in specs:
+            cls = hook.import_object(spec)
+            for field in dataclasses.fields(cls):
+                if field.init and field.metadata.get("help") is not None:
+                    assert f"`--{field.name}`" in page, f"{spec}: --{field.name} is not on the commands page"
+    configs = hook.configs_page()
+    for folder, _ in hook.CONFIG_FOLDERS:
+        for path in (REPO_ROOT / folder).glob("*.yaml"):
+            assert path.read_text(encoding="utf-8").rstrip() in configs
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("front_page", ["README.md", "docs/README_front_page.md"])
+def test_front_page_links_resolve(front_page):
+    """The README (and the front page that replaces it) links into the docs: every relative link names a file."""
+    path = REPO_ROOT / front_page
+    if not path.exists():
+        assert front_page != "README.md"
+        return  # the front page has been swapped in as README.md
+    targets = [target for target in LINK.findall(path.read_text(encoding="utf-8")) if "://" not in target]
+    missing = [target for target in targets if not (REPO_ROOT / target).exists()]
+    assert missing == [], f"{front_page}: links to missing files"
+
+
+METRIC_FILES = [
+    REPO_ROOT / "hfsiamese" / "metrics" / "__init__.py",
+    *sorted((REPO_ROOT / "hfsiamese" / "metrics").glob("*/*.py")),
+]
+
+
+@pytest.mark.parametrize("path", METRIC_FILES, ids=lambda path: path.parent.name)
+def test_metric_examples_run(path):
+    """The metrics' docstring examples (the API reference shows them) run as doctests: cheap, and they cannot rot.
+
+    The losses' examples run in tests/losses/test_registry.py; the model, index, cross-encoder, ONNX and pipeline
+    examples need a trained folder, and the docs' own blocks (test_docs_run_in_order) make the same calls on one.
+    """
+    import evaluate
+
+    import hfsiamese.metrics
+
+    texts = [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ">>>" in node.value
+    ]
+    assert texts, f"{path}: no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for text in texts:
+        globs = {"evaluate": evaluate, "hfsiamese": hfsiamese}
+        runner.run(doctest.DocTestParser().get_doctest(text, globs, str(path), str(path), 0))
+    assert runner.failures == 0 and runner.tries > 0
+
+
+def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_copy: the imported fixture)
+    env = offline_env(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"
+    )
+    env.pop("ACCELERATE_USE_CPU", None)
+    assert shutil.which("hfsiamese", path=env["PATH"]), (
+        "the docs run the `hfsiamese` command: install the package into this venv (pip install -e .) to put it on PATH"
+    )
+    monkeypatch.chdir(repo_copy)
+    ran, skipped = [], []
+    for page in page_order():
+        text = page.read_text(encoding="utf-8")
+        namespace: dict[str, object] = {}  # each page defines the names its snippets use
+        for block in readme_blocks(text):
+            where = f"{page.relative_to(REPO_ROOT).as_posix()}:{block.line}"
+            if block.skip:
+                skipped.append(f"{where} ({block.language}): {block.skip}")
+                continue
+            if block.language == "python":
+                try:
+                    exec(compile(block.code, where, "exec"), namespace)  # noqa: S102 - the docs' own code
+                except Exception as err:  # noqa: BLE001
+                    pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
+                ran.append(where)
+                continue
+            keep = as_written(text, block.line)
+            for command in shell_commands(block.code):
+                if keep:
+                    steps = [step.strip() for step in command.split("&&") if not INSTALL_ONLY.match(step)]
+                    command = " && ".join(steps) or None
+                else:
+                    command = runnable(command)
+                if command is None:
+                    continue
+                result = subprocess.run(
+                    ["bash", "-c", command],
+                    cwd=repo_copy,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                    check=False,
+                )
+                assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
+                ran.append(where)
+    with capsys.disabled():
+        print(f"\ndocs test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
+        for line in skipped:
+            print(f"  skipped {line}")
+    assert ran
