@@ -778,15 +778,16 @@ class DuplicateIndex:
     ) -> RecallReport:
         """The report of `ann` on `probe` (its recall measured unless given; latency timed query by query). Exact
         search, or a probe of None (under two texts), is not measured: it finds the exact top k."""
-        settings = describe(ann.spec)
+        common = {"num_texts": len(self), "target": self.recall_target, "settings": describe(ann.spec), "tuned": tuned,
+                  "reason": reason, "trials": tuple(trials)}  # fmt: skip
         if probe is None or ann.spec.is_exact:
-            return RecallReport(1.0, RECALL_K, 0, len(self), self.recall_target, None, None, settings, tuned, reason, tuple(trials))
+            return RecallReport(recall=1.0, k=RECALL_K, num_queries=0, p50_ms=None, p99_ms=None, **common)
         if recall is None:
             recall = self._probe_recall(ann, probe)
-        p50, p99 = latencies_ms(lambda query: self._ann_topk(ann, query, probe.k), probe.queries)
+        p50, p99, timed = latencies_ms(lambda query: self._ann_topk(ann, query, probe.k), probe.queries)
         return RecallReport(
-            round(recall, 4), probe.k, len(probe.own_rows), len(self), self.recall_target, p50, p99, settings, tuned, reason,
-            tuple(trials),
+            recall=round(recall, 4), k=probe.k, num_queries=len(probe.own_rows), p50_ms=p50, p99_ms=p99,
+            timed_queries=timed, **common,
         )  # fmt: skip
 
     def _remeasure_after_growth(self) -> None:

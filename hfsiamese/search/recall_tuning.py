@@ -45,6 +45,10 @@ REMEASURE_GROWTH = 1.5
 BINARY_MIN_DIM = 256
 # How much wider (lists probed, rescoring depth) each further search-time setting looks.
 WIDER = 4
+# Sample queries are timed one by one until this many seconds are spent (at least `LATENCY_MIN_QUERIES` of them):
+# a slow setting (int8 codes searched exhaustively over 10M rows: ~0.7 s a query) does not add minutes to a build.
+LATENCY_BUDGET_S = 10.0
+LATENCY_MIN_QUERIES = 20
 
 
 def check_recall_target(value: float | None) -> float | None:
@@ -184,15 +188,24 @@ class RecallProbe:
         return float(min(hits.sum(), self._wanted) / self._wanted)
 
 
-def latencies_ms(search_one: Callable[[np.ndarray], Any], queries: np.ndarray) -> tuple[float, float]:
-    """Median and p99 ms of `search_one` on each query alone (one warm-up first)."""
+def latencies_ms(
+    search_one: Callable[[np.ndarray], Any],
+    queries: np.ndarray,
+    budget_s: float = LATENCY_BUDGET_S,
+    min_queries: int = LATENCY_MIN_QUERIES,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, float, int]:
+    """Median and p99 ms of `search_one` on each query alone (after one warm-up), and how many were timed: all of
+    them, or as many as `budget_s` allows (at least `min_queries`)."""
     search_one(queries[:1])
-    times = []
+    times: list[float] = []
     for row in range(len(queries)):
-        start = time.perf_counter()
+        start = clock()
         search_one(queries[row : row + 1])
-        times.append((time.perf_counter() - start) * 1000)
-    return round(float(np.median(times)), 3), round(float(np.percentile(times, 99)), 3)
+        times.append((clock() - start) * 1000)
+        if len(times) >= min_queries and sum(times) > budget_s * 1000:
+            break
+    return round(float(np.median(times)), 3), round(float(np.percentile(times, 99)), 3), len(times)
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,8 @@ class RecallReport:
         num_queries: sample rows searched (0: nothing measured).
         num_texts: rows in the index when it was measured (a large `add` since measures again).
         target: the recall target it was measured against (None: none was set).
-        p50_ms, p99_ms: per-query latency of the approximate search (None where not measured).
+        p50_ms, p99_ms: per-query latency of the approximate search (None where not measured), over
+            `timed_queries` of the sample queries (all, unless a slow setting ran out of `LATENCY_BUDGET_S`).
         settings: the settings measured, in words.
         tuned: whether `"auto"` chose the settings (else they were asked for).
         reason: why these settings (the tuning's outcome, a re-measurement after growth...).
@@ -224,6 +238,7 @@ class RecallReport:
     tuned: bool
     reason: str
     trials: tuple[dict[str, Any], ...] = ()
+    timed_queries: int = 0
 
     @property
     def measured(self) -> bool:
@@ -240,7 +255,7 @@ class RecallReport:
         target = "" if self.target is None else f" (target {self.target})"
         return (
             f"{self.settings}: recall@{self.k} {self.recall:.3f} of exact search on {self.num_queries} sampled rows"
-            f"{target}, {self.p50_ms} ms p50 / {self.p99_ms} ms p99 a query; {self.reason}"
+            f"{target}, {self.p50_ms} ms p50 / {self.p99_ms} ms p99 a query ({self.timed_queries} timed); {self.reason}"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,7 +12,14 @@ import torch
 
 from hfsiamese.models.siamese import SiameseConfig, SiameseModel
 from hfsiamese.search import AnnSpec, DuplicateIndex
-from hfsiamese.search.recall_tuning import RecallProbe, RecallReport, auto_ladder, check_recall_target, describe
+from hfsiamese.search.recall_tuning import (
+    RecallProbe,
+    RecallReport,
+    auto_ladder,
+    check_recall_target,
+    describe,
+    latencies_ms,
+)
 
 pytest.importorskip("faiss")
 
@@ -98,7 +105,7 @@ def test_binary_codes_that_lose_neighbours_are_measured_and_int8_codes_chosen(mo
     assert index._ann.spec.quantization == "int8" and report.settings == describe(index._ann.spec)
     assert report.tuned and report.recall == report.trials[-1]["recall"] >= 0.95 and report.meets_target
     assert (report.k, report.num_queries, report.num_texts, report.target) == (10, 300, len(vectors), 0.95)
-    assert 0 < report.p50_ms <= report.p99_ms
+    assert 0 < report.p50_ms <= report.p99_ms and 20 <= report.timed_queries <= 300
     assert held_out_recall(index, vectors) >= 0.95
     lines = [record.getMessage() for record in caplog.records if "recall@10" in record.getMessage()]
     assert len(lines) == 1 and "int8 codes" in lines[0] and "(target 0.95)" in lines[0]
@@ -172,8 +179,11 @@ def test_the_figures_survive_save_and_load(tmp_path, models):
 
     loaded = DuplicateIndex.load(tmp_path / "index", *models[384])
     assert loaded.recall_report == index.recall_report and loaded._ann.spec == index._ann.spec
-    assert loaded.ann_spec == SMALL  # a rebuild tunes again, from what was asked
-    assert loaded.recall_target == 0.95
+    assert loaded.ann_spec == SMALL and loaded.recall_target == 0.95  # a rebuild tunes again, from what was asked
+    loaded.delete([0])
+    assert loaded.recall_report is None  # the FAISS index is rebuilt (and tuned, and measured) at its next need
+    loaded.search_embeddings(torch.from_numpy(vectors[1:2]), k=1)
+    assert loaded.recall_report.tuned and loaded.recall_report.num_texts == len(vectors) - 1
 
     # An index saved before indexes measured themselves loads, searches, and can be measured on request.
     for key in ("recall", "ann_asked"):
@@ -182,6 +192,7 @@ def test_the_figures_survive_save_and_load(tmp_path, models):
     older = DuplicateIndex.load(tmp_path / "index", *models[384])
     assert older.recall_report is None and older._ann.spec == index._ann.spec
     assert older.search_embeddings(torch.from_numpy(vectors[7:8]), k=1)[1].item() == 7
+    assert older.ann_spec == older._ann.spec  # its saved settings: what a rebuild would use
     measured = older.measure_recall()
     assert measured.recall == index.recall_report.recall and measured.num_queries == 300
     older.save(tmp_path / "again")
@@ -218,6 +229,21 @@ def test_a_large_add_is_measured_again_and_a_rebuild_tunes_again(models):
     assert rebuilt.meets_target and rebuilt.num_texts == 7800 and index._ann.spec.quantization == "int8"
     everything = np.concatenate([vectors, drifted[:3000]])
     assert held_out_recall(index, everything) >= 0.95
+
+
+def test_latency_is_timed_query_by_query_within_a_budget():
+    now = [0.0]  # a clock that only the fake search advances
+
+    def search_taking(seconds):
+        def search_one(query):
+            assert query.shape == (1, 4)
+            now[0] += seconds
+
+        return search_one
+
+    queries = np.zeros((300, 4), dtype=np.float32)
+    assert latencies_ms(search_taking(0.001), queries, clock=lambda: now[0]) == (1.0, 1.0, 300)
+    assert latencies_ms(search_taking(1.0), queries, clock=lambda: now[0]) == (1000.0, 1000.0, 20)  # 10 s: 20 kept
 
 
 def test_the_ladder_starts_from_the_size_and_dimension_and_ends_exact():
