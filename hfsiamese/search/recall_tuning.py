@@ -13,7 +13,8 @@ nothing else tells the user. So a `DuplicateIndex(backend="faiss")` measures the
   the exact k-th row counts as found (a corpus with repeated texts has tied rows that either search may
   return); both sides' scores are computed by one routine, so float rounding cannot decide a tie;
 * **latency**: the approximate search of each sample query on its own (rescoring included, not encoding):
-  median and p99, in ms (timed on the machine that built the index, while it built it).
+  median and p99, in ms (timed on the machine that built the index, while it built it; a slow setting is
+  timed on as many queries as `LATENCY_BUDGET_S` allows).
 
 With `quantization` and `structure` both `"auto"`, `auto_ladder` lists candidate settings in order of cost
 (memory of the codes first, then search work), starting from the size-based choice (float32 flat up to
@@ -78,7 +79,7 @@ def describe(spec: AnnSpec) -> str:
         "binary": "binary codes",
     }
     where = {
-        "flat": "flat",
+        "flat": "searched exhaustively",
         "hnsw": f"in an HNSW graph (M {spec.hnsw_m}, ef {spec.ef_search})",
         "ivf": f"in {spec.nlist} IVF lists ({spec.nprobe} probed)",
     }[spec.structure]

@@ -254,6 +254,9 @@ def test_the_ladder_starts_from_the_size_and_dimension_and_ends_exact():
     first = ladder[0].searches
     assert [(s.nprobe, s.rescore_multiplier) for s in first] == [(64, 8), (64, 32), (256, 32)]
     assert ladder[0].build.nlist == 4096 and ladder[0].build == first[0]
+    assert describe(first[1]) == "binary codes in 4096 IVF lists (64 probed), 32x rescoring"
+    assert describe(ladder[2].searches[0]) == "int8 codes searched exhaustively, 8x rescoring"
+    assert describe(ladder[3].build) == "float32 flat (exact)"
     assert [c.build.quantization for c in auto_ladder(AnnSpec(), 2_000_000, 128)] == ["int8", "int8", "none"]
     few_lists = auto_ladder(AnnSpec(nlist=100, nprobe=64), 2_000_000, 384)[1].searches  # probing all 100 already
     assert [(s.nprobe, s.rescore_multiplier) for s in few_lists] == [(64, 8), (100, 8), (100, 32)]
