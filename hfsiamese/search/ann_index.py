@@ -13,9 +13,11 @@ Two choices, made independently (`AnnSpec`):
 
 A quantised index only proposes candidates: `rescore_multiplier * k` of them are rescored against the
 full-precision embeddings, which the `DuplicateIndex` keeps on disk (memory-mapped) or in memory, so
-the scores returned are exact cosines and only the candidate list is approximate. `AnnSpec.auto`
-picks by corpus size: exact float32 up to `EXACT_UP_TO` texts, then binary codes in IVF cells with
-rescoring (1 bit a dimension in memory: 10M x 384 dimensions = 480 MB).
+the scores returned are exact cosines and only the candidate list is approximate. `"auto"` resolves
+by corpus size (`AnnSpec.resolved`): exact float32 up to `AnnSpec.exact_up_to` texts (`EXACT_UP_TO`),
+then binary codes in IVF cells with rescoring (1 bit a dimension in memory: 10M x 384 dimensions =
+480 MB); a `DuplicateIndex` with a recall target treats that as the starting point of a short search
+for the cheapest settings that reach the target on its own corpus (`recall_tuning`).
 
 FAISS is used rather than hand-written quantisers or graphs: it is the well-kept library for all of
 these, and it saves and loads every index kind without pickling.
@@ -59,7 +61,7 @@ class AnnSpec:
     What FAISS index to build, and how to search it (see the module docstring).
 
     Args:
-        quantization: `"none"`, `"int8"`, `"pq"` or `"binary"`, or `"auto"` (by corpus size).
+        quantization: `"none"`, `"int8"`, `"pq"` or `"binary"`, or `"auto"` (by corpus size, then tuned).
         structure: `"flat"`, `"hnsw"` or `"ivf"`, or `"auto"`.
         rescore_multiplier: a quantised index proposes `rescore_multiplier * k` candidates, rescored
             exactly; ignored without quantisation (the scores are exact already). Default 8 and `nprobe`
@@ -73,6 +75,8 @@ class AnnSpec:
         pq_bytes: bytes per vector with `"pq"` (must divide the dimension).
         factory: a FAISS `index_factory` string for a float index, instead of the two choices above
             (an expert's escape hatch; inner-product metric; never rescored).
+        exact_up_to: with both choices `"auto"`, corpora up to this many texts get exact float32 search; larger
+            ones approximate settings (tuned to the index's recall target: `recall_tuning`).
     """
 
     quantization: str = "auto"
@@ -84,6 +88,7 @@ class AnnSpec:
     ef_search: int = 128
     pq_bytes: int | None = None
     factory: str | None = None
+    exact_up_to: int = EXACT_UP_TO
 
     def __post_init__(self) -> None:
         if self.quantization not in (*QUANTIZATIONS, "auto"):
@@ -93,6 +98,8 @@ class AnnSpec:
         for name in ("rescore_multiplier", "nprobe", "hnsw_m", "ef_search"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.exact_up_to < 0:
+            raise ValueError(f"exact_up_to must be at least 0, got {self.exact_up_to}")
         if self.nlist is not None and self.nlist < 1:
             raise ValueError(f"nlist must be at least 1, got {self.nlist}")
         if self.factory is not None and (self.quantization not in ("auto", "none") or self.structure not in ("auto", "flat")):
@@ -117,7 +124,7 @@ class AnnSpec:
         spec = self
         if self.factory is not None:
             return replace(spec, quantization="none", structure="flat")
-        large = num_texts > EXACT_UP_TO
+        large = num_texts > spec.exact_up_to
         if spec.quantization == "auto":
             spec = replace(spec, quantization="binary" if large else "none")
         if spec.structure == "auto":
@@ -203,6 +210,12 @@ class FaissAnnIndex:
         else:
             factory = f"IVF{spec.nlist},{codes}"
         return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+
+    def set_search_settings(self, nprobe: int, rescore_multiplier: int) -> None:
+        """Probe `nprobe` IVF lists and rescore `rescore_multiplier * k` candidates from now on: neither needs
+        the index retrained or refilled (how tuning tries several settings on one built index)."""
+        self.spec = replace(self.spec, nprobe=nprobe, rescore_multiplier=rescore_multiplier)
+        self._apply_search_settings()
 
     def _apply_search_settings(self) -> None:
         index = self.index

@@ -4,8 +4,9 @@ The search backends of a `DuplicateIndex`, by name:
 * `"exact"`: chunked top-k cosine in torch (`exact.topk_cosine`): nothing to install, exact, every
   row scanned per query;
 * `"faiss"`: a FAISS index owned by the `DuplicateIndex` (`ann_index`): exact (flat), quantised
-  (int8, product codes, binary) and/or approximate (HNSW, IVF), chosen by corpus size unless told;
-  rows are added to it without a rebuild (the `faiss` extra);
+  (int8, product codes, binary) and/or approximate (HNSW, IVF), chosen by corpus size and tuned to a
+  recall target measured on the corpus unless told (`recall_tuning`); rows are added to it without a
+  rebuild (the `faiss` extra);
 * `"lancedb"`: the texts, embeddings and metadata live in a LanceDB table (`lancedb_store`): embedded
   in a folder (exact search, fast appends, every insert a durable commit), or shared storage / LanceDB
   Cloud by URI; inserts, deletes and metadata filters without a rebuild (the `lancedb` extra);

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,19 @@ from .exact import topk_cosine
 from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
 from .input_checks import check_k, check_metadata, check_texts, id_type, plain_ids, texts_and_ids
 from .paraphrase_pairs import paraphrase_pairs
+from .recall_tuning import (
+    DEFAULT_RECALL_TARGET,
+    RECALL_K,
+    REMEASURE_GROWTH,
+    RecallProbe,
+    RecallReport,
+    auto_ladder,
+    check_recall_target,
+    describe,
+    latencies_ms,
+    sample_rows,
+    tunable,
+)
 from .reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
     check_rerank_k,
@@ -111,14 +125,20 @@ class DuplicateIndex:
             whatever the corpus size.
         quantization: with `backend="faiss"`, the codes the index keeps in memory: `"none"` (float32),
             `"int8"`, `"pq"` or `"binary"` (1 bit a dimension); quantised candidates are rescored exactly
-            against the full embeddings. Default `"auto"`: float32 up to 1M texts, binary beyond.
+            against the full embeddings. Default `"auto"`: float32 up to 1M texts, beyond it the cheapest codes
+            that reach `recall_target` (binary, else int8, else float32).
         structure: with `backend="faiss"`: `"flat"` (exhaustive), `"hnsw"` or `"ivf"` (approximate);
-            default `"auto"`: flat up to 1M texts, IVF beyond.
+            default `"auto"`: flat up to 1M texts, beyond it tuned with `quantization` (IVF, else flat).
         rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
         ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`: also `nlist`, `nprobe`,
             `hnsw_m`, `ef_search`, `pq_bytes`), instead of the three options above.
         faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index,
             instead of `quantization` and `structure`.
+        recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95).
+            The FAISS index, when built, is measured on a sample of its own corpus (`recall_report`); with
+            `quantization` and `structure` `"auto"` the cheapest settings that reach the target are chosen
+            (`hfsiamese.search.recall_tuning`), settings asked for are kept but warned about below it. `None`:
+            nothing measured, `"auto"` chooses by corpus size alone.
         database: with `backend="lancedb"` or `"qdrant"`, a folder (the engine embedded in this
             process, created if missing) or the URI of a server or cluster (LanceDB: `db://...` or
             shared object storage such as `s3://...`; Qdrant: `http(s)://...`); `collection` names the
@@ -162,6 +182,7 @@ class DuplicateIndex:
         collection: str = "duplicate_index",
         api_key: str | None = None,
         cross_encoder: Any | None = None,
+        recall_target: float | None = DEFAULT_RECALL_TARGET,
     ) -> None:
         if query_chunk_size < 1 or corpus_chunk_size < 1:
             raise ValueError(
@@ -172,6 +193,7 @@ class DuplicateIndex:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.backend = check_backend(backend)
         self.ann_spec = _ann_spec(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
+        self.recall_target = check_recall_target(recall_target)
         if backend != "faiss" and not self.ann_spec.is_default:
             raise ValueError(f"quantization, structure, ann and faiss_string_factory apply to backend=\"faiss\", not {backend!r}")
         if backend in DATABASE_BACKENDS and database is None:
@@ -197,6 +219,7 @@ class DuplicateIndex:
         self._table = EmbeddingTable(self.embedding_dim or 0)
         self._corpus: datasets.Dataset | None = None
         self._ann: FaissAnnIndex | None = None
+        self._recall: RecallReport | None = None  # what the FAISS index was measured to find
         self._id_type: str | None = None
         self._id_set: set[Any] | None = None
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
@@ -242,6 +265,8 @@ class DuplicateIndex:
                 shards it finished, and under `accelerate launch` each process encodes its share.
             show_progress_bar: show a tqdm bar while encoding.
             **kwargs: the constructor's options (`backend`, `threshold`, `batch_size`, chunk sizes...).
+
+        With `backend="faiss"` the FAISS index is built here too, tuned and measured (`recall_report`; one log line).
         """
         if model is None:
             raise ValueError("build needs a model to embed the corpus")
@@ -256,7 +281,7 @@ class DuplicateIndex:
             )
         if shards_dir is None:
             index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
-            return index
+            return index._with_ann()
         from .embedding_shards import EmbeddingShards, encode_to_shards
 
         encode_to_shards(
@@ -275,7 +300,13 @@ class DuplicateIndex:
             index.add_embeddings(texts, shards, ids, metadata=metadata)
         else:  # the embeddings stay on disk: one memory-mapped file assembled from the shards
             index._adopt(texts, ids, _assembled_embeddings(shards, Path(shards_dir)), metadata)
-        return index
+        return index._with_ann()
+
+    def _with_ann(self) -> DuplicateIndex:
+        """This index, its FAISS index built (and measured) now with `backend="faiss"`: part of `build`."""
+        if self.backend == "faiss":
+            self._ensure_ann()
+        return self
 
     def _adopt(
         self, texts: list[str], ids: Sequence[int | str] | None, table: EmbeddingTable, metadata: Sequence[dict] | None
@@ -289,7 +320,7 @@ class DuplicateIndex:
             {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
         )
         self._corpus = datasets.Dataset.from_dict({"id": new_ids, "text": texts}, features=features)
-        self._table, self._ann, self._id_type = table, None, kind
+        self._table, self._ann, self._recall, self._id_type = table, None, None, kind
         self._id_set = None  # built on first need
 
     def add(
@@ -353,6 +384,7 @@ class DuplicateIndex:
                 self._ann.add(chunk.numpy())  # no rebuild: FAISS appends, in row order
         self._id_type = kind
         self._existing_ids().update(new_ids)
+        self._remeasure_after_growth()
 
     def _check_embedding_shape(self, embeddings: Any, count: int) -> None:
         if tuple(embeddings.shape) != (count, self.embedding_dim):
@@ -377,7 +409,7 @@ class DuplicateIndex:
         keep = np.array([row for row, i in enumerate(self._corpus["id"]) if i not in doomed], dtype=np.int64)
         self._corpus = self._corpus.select(keep).flatten_indices() if len(keep) else None
         self._table = self._table.select(keep) if len(keep) else EmbeddingTable(self.embedding_dim)
-        self._ann = None
+        self._ann, self._recall = None, None
         self._id_set = self._existing_ids() - doomed
         if self._corpus is None:
             self._id_type = None
@@ -601,12 +633,20 @@ class DuplicateIndex:
         queries = query_embeddings.detach().float().cpu()
         if backend == "exact" or (self.backend != "faiss" and self.ann_spec.is_default):
             return self._exact_topk(queries, k)
-        ann = self._ensure_ann()
+        return self._ann_topk(self._ensure_ann(), queries.numpy(), k)
+
+    def _ann_topk(
+        self, ann: FaissAnnIndex, queries: np.ndarray, k: int, *, own_row: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The top k through a FAISS index, quantised candidates rescored exactly. `own_row`: the queries are rows
+        of the index, so one more is returned (and one more candidate rescored): the query's own row takes that
+        place rather than a share of the rescoring."""
+        n = min(k + own_row, len(self))
         if not ann.spec.quantized:
-            scores, rows = ann.search(queries.numpy(), min(k, len(self)))
+            scores, rows = ann.search(queries, n)
             return torch.from_numpy(scores), torch.from_numpy(rows)
-        _, candidates = ann.search(queries.numpy(), min(k * ann.spec.rescore_multiplier, len(self)))
-        return self._rescore(queries.numpy(), candidates, k)
+        _, candidates = ann.search(queries, min(k * ann.spec.rescore_multiplier + own_row, len(self)))
+        return self._rescore(queries, candidates, n)
 
     def _exact_topk(
         self, queries: torch.Tensor, k: int, exclude_indices: torch.Tensor | None = None
@@ -642,18 +682,173 @@ class DuplicateIndex:
         return torch.from_numpy(best.astype(np.float32)), torch.from_numpy(rows.astype(np.int64))
 
     def _ensure_ann(self) -> FaissAnnIndex:
-        """The FAISS index over every row, built (trained on a seeded sample, then filled chunk by chunk) on first need."""
+        """The FAISS index over every row, built (tuned and measured: `_build_ann`) on first need."""
         if self._ann is None:
-            spec = self.ann_spec.resolved(len(self), self.embedding_dim)
-            ann = FaissAnnIndex(spec, self.embedding_dim)
-            sample = training_sample(len(self), spec)
-            if sample is not None:
-                ann.train(self._table.gather(sample, pread=True))
-            for _, chunk in self._table.chunks():
-                ann.add(chunk.numpy())
-            logger.info(f"FAISS index over {len(self)} texts: {spec}")
-            self._ann = ann
+            self._ann, self._recall = self._build_ann()
         return self._ann
+
+    def _new_ann(self, spec: AnnSpec) -> FaissAnnIndex:
+        """A FAISS index of these settings over every row: trained on a seeded sample, then filled chunk by chunk."""
+        ann = FaissAnnIndex(spec, self.embedding_dim)
+        sample = training_sample(len(self), spec)
+        if sample is not None:
+            ann.train(self._table.gather(sample, pread=True))
+        for _, chunk in self._table.chunks():
+            ann.add(chunk.numpy())
+        return ann
+
+    def _build_ann(self) -> tuple[FaissAnnIndex, RecallReport | None]:
+        """The FAISS index and what it was measured to find: `"auto"` settings tuned to the recall target, settings
+        asked for built as asked (and warned about below the target); nothing measured without a target."""
+        asked, target, num_texts = self.ann_spec, self.recall_target, len(self)
+        if target is None:
+            ann = self._new_ann(asked.resolved(num_texts, self.embedding_dim))
+            logger.info(f"FAISS index over {num_texts} texts: {describe(ann.spec)} (recall not measured: recall_target=None)")
+            return ann, None
+        if tunable(asked):
+            ann, report = self._tuned_ann(asked, target)
+        else:
+            ann = self._new_ann(asked.resolved(num_texts, self.embedding_dim))
+            report = self._measured(ann, self._recall_probe(), tuned=False, reason="the settings asked for")
+        logger.info(f"FAISS index over {num_texts} texts: {report.summary()}")
+        if not report.meets_target:
+            warnings.warn(
+                f"the FAISS index ({report.settings}) finds {report.recall:.3f} of the exact top {report.k} (measured on "
+                f"{report.num_queries} rows of its corpus), below the recall target {target}: leave quantization and "
+                'structure "auto" to have them tuned to the target, ask for wider settings (more nprobe, a larger '
+                "rescore_multiplier, int8 codes), or lower recall_target",
+                UserWarning,
+                stacklevel=4,
+            )
+        return ann, report
+
+    def _tuned_ann(self, asked: AnnSpec, target: float) -> tuple[FaissAnnIndex, RecallReport]:
+        """The first settings of `auto_ladder` (cheapest first) that reach `target` on a sample of the corpus; each
+        built index is tried at its search-time settings (lists probed, rescoring depth) before the next is built."""
+        probe: RecallProbe | None = None
+        trials: list[dict[str, Any]] = []
+        for candidate in auto_ladder(asked, len(self), self.embedding_dim):
+            ann = self._new_ann(candidate.build)
+            if candidate.build.is_exact:
+                if trials:
+                    best = max(trial["recall"] for trial in trials)
+                    reason = f"auto: none of {len(trials)} cheaper settings reached {target} (best {best:.3f})"
+                else:
+                    reason = f"auto: exact float32 search up to {asked.exact_up_to} texts"
+                return ann, self._measured(ann, None, tuned=True, reason=reason, trials=trials)
+            probe = probe or self._recall_probe()
+            if probe is None:  # a single text: nothing to measure, nothing to tune
+                return ann, self._measured(ann, None, tuned=True, reason="auto: the size-based choice")
+            for search in candidate.searches:
+                ann.set_search_settings(search.nprobe, search.rescore_multiplier)
+                recall = self._probe_recall(ann, probe)
+                trials.append({"settings": describe(search), "recall": round(recall, 4)})
+                if recall >= target:
+                    reason = (
+                        f"auto: the first setting tried reached {target}" if len(trials) == 1
+                        else f"auto: the cheapest of {len(trials)} settings tried to reach {target}"
+                    )  # fmt: skip
+                    return ann, self._measured(ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
+            del ann  # its memory back before the next is built
+        raise AssertionError("auto_ladder ends with exact search, which is always kept")
+
+    def _recall_probe(self, k: int = RECALL_K) -> RecallProbe | None:
+        """Seeded sample rows of the corpus and their exact top k (own rows left out); None under two texts."""
+        k = min(k, len(self) - 1)
+        if k < 1:
+            return None
+        own = sample_rows(len(self))
+        queries = self._table.gather(own, pread=True)
+        _, exact_rows = self._exact_topk(torch.from_numpy(queries), k, exclude_indices=torch.from_numpy(own))
+        return RecallProbe(own, queries, exact_rows.numpy(), self._table.gather)
+
+    def _probe_recall(self, ann: FaissAnnIndex, probe: RecallProbe) -> float:
+        _, rows = self._ann_topk(ann, probe.queries, probe.k, own_row=True)
+        return probe.recall(rows.numpy())
+
+    def _measured(
+        self,
+        ann: FaissAnnIndex,
+        probe: RecallProbe | None,
+        *,
+        tuned: bool,
+        reason: str,
+        trials: Sequence[dict[str, Any]] = (),
+        recall: float | None = None,
+    ) -> RecallReport:
+        """The report of `ann` on `probe` (its recall measured unless given; latency timed query by query). Exact
+        search, or a probe of None (under two texts), is not measured: it finds the exact top k."""
+        common = {"num_texts": len(self), "target": self.recall_target, "settings": describe(ann.spec), "tuned": tuned,
+                  "reason": reason, "trials": tuple(trials)}  # fmt: skip
+        if probe is None or ann.spec.is_exact:
+            return RecallReport(recall=1.0, k=RECALL_K, num_queries=0, p50_ms=None, p99_ms=None, **common)
+        if recall is None:
+            recall = self._probe_recall(ann, probe)
+        p50, p99, timed = latencies_ms(lambda query: self._ann_topk(ann, query, probe.k), probe.queries)
+        return RecallReport(
+            recall=round(recall, 4), k=probe.k, num_queries=len(probe.own_rows), p50_ms=p50, p99_ms=p99,
+            timed_queries=timed, **common,
+        )  # fmt: skip
+
+    def _remeasure_after_growth(self) -> None:
+        """Measure the FAISS index again once it holds `REMEASURE_GROWTH` times the rows it was measured at (its IVF
+        lists and int8 ranges were fitted on the smaller corpus); below the target, warn and suggest `rebuild_ann`."""
+        ann, report = self._ann, self._recall
+        if ann is None or report is None or self.recall_target is None or ann.spec.is_exact:
+            return
+        if len(self) < REMEASURE_GROWTH * max(report.num_texts, 1):
+            return
+        grown = f"re-measured after the index grew from {report.num_texts} to {len(self)} texts"
+        self._recall = self._measured(ann, self._recall_probe(), tuned=report.tuned, reason=grown, trials=report.trials)
+        logger.info(f"FAISS index over {len(self)} texts: {self._recall.summary()}")
+        if not self._recall.meets_target:
+            retune = " and re-tune its settings" if tunable(self.ann_spec) else ""
+            warnings.warn(
+                f"the FAISS index ({self._recall.settings}) now finds {self._recall.recall:.3f} of the exact top "
+                f"{self._recall.k}, below the recall target {self.recall_target}, after growing from {report.num_texts} "
+                f"to {len(self)} texts (its lists and code ranges were fitted on the smaller corpus): call "
+                f"index.rebuild_ann() to fit it on every row{retune}",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def recall_report(self) -> RecallReport | None:
+        """What the FAISS index was measured to find (`recall_tuning.RecallReport`: recall@10 against exact search,
+        per-query latency, the settings and why); saved with the index. None before the FAISS index is built (at
+        `build`, the first search or `save`), without `backend="faiss"`, with `recall_target=None`, and for an index
+        saved by a release that did not measure (`measure_recall` measures it)."""
+        return self._recall
+
+    def rebuild_ann(self) -> RecallReport | None:
+        """
+        Build the FAISS index anew over every row (IVF lists and int8 ranges fitted on the corpus as it is now,
+        `"auto"` settings tuned again to `recall_target`) and return its measurement. What the warning after a
+        large `add` suggests; the rows and ids are unchanged.
+        """
+        self._check_faiss()
+        self._ann, self._recall = None, None
+        self._ensure_ann()
+        return self._recall
+
+    def measure_recall(self) -> RecallReport:
+        """Measure the FAISS index as it is (nothing rebuilt or re-tuned) against `recall_target`, and keep the
+        figures (saved with the index): e.g. for an index saved by a release that did not measure."""
+        self._check_faiss()
+        ann, previous = self._ensure_ann(), self._recall
+        self._recall = self._measured(
+            ann,
+            self._recall_probe(),
+            tuned=previous is not None and previous.tuned,
+            reason="measured on request",
+            trials=() if previous is None else previous.trials,
+        )
+        return self._recall
+
+    def _check_faiss(self) -> None:
+        if self.backend != "faiss":
+            raise ValueError(f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}')
+        self._check_not_empty()
 
     def _matches(self, scores: torch.Tensor, rows: torch.Tensor, threshold: float | None) -> list[list[dict[str, Any]]]:
         """Turn `(scores, rows)` into per-query lists of match dicts, fetching all rows in one read (rows of -1 skipped)."""
@@ -872,6 +1067,9 @@ class DuplicateIndex:
         ann = self._ensure_ann() if self.backend == "faiss" else None
         if ann is not None:
             config["ann"] = ann.spec.to_dict()
+            config["ann_asked"] = self.ann_spec.to_dict()  # "auto" is tuned again by a rebuild after loading
+            if self._recall is not None:
+                config["recall"] = self._recall.to_dict()
         write_index_folder(Path(save_directory), self._table, self._corpus, config, overwrite=overwrite, ann=ann)
 
     @classmethod
@@ -904,6 +1102,10 @@ class DuplicateIndex:
         config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
 
         kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
+        saved_recall = _saved_recall(config, path)
+        target_given = "recall_target" in kwargs
+        if saved_recall is not None:
+            kwargs.setdefault("recall_target", saved_recall.target)  # the target it was measured against, unless told
         saved_backend = config.get("backend", "exact")
         kwargs.setdefault("backend", saved_backend)
         database = config.get("database")
@@ -947,8 +1149,20 @@ class DuplicateIndex:
         if index.backend == "faiss" and ann_file is not None and saved_spec is not None:
             asked = index.ann_spec
             if asked.is_default or asked.resolved(len(index), index.embedding_dim) == saved_spec:
-                index.ann_spec = saved_spec
+                # A rebuild (after a delete, or rebuild_ann) starts from what was asked: "auto" is tuned again.
+                saved_ask = config.get("ann_asked")
+                index.ann_spec = AnnSpec.from_dict(saved_ask) if asked.is_default and saved_ask else saved_spec
                 index._ann = FaissAnnIndex.read(ann_file, saved_spec, index.embedding_dim)
+                index._recall = saved_recall
+                report = saved_recall
+                if target_given and report is not None and index.recall_target is not None and report.recall < index.recall_target:
+                    warnings.warn(
+                        f"the FAISS index in {path} ({report.settings}) was measured to find {report.recall:.3f} of the "
+                        f"exact top {report.k}, below recall_target={index.recall_target}: index.rebuild_ann() tunes it "
+                        "to this target",
+                        UserWarning,
+                        stacklevel=2,
+                    )
         return index
 
     def close(self) -> None:
@@ -975,6 +1189,17 @@ def _ann_spec(
     if not isinstance(ann, AnnSpec):
         raise TypeError(f"ann must be a hfsiamese.search.ann_index.AnnSpec, got {type(ann).__name__}")
     return ann
+
+
+def _saved_recall(config: dict[str, Any], path: Path) -> RecallReport | None:
+    """The measurement saved with an index (None for an index saved before indexes measured their recall)."""
+    saved = config.get("recall")
+    if saved is None:
+        return None
+    try:
+        return RecallReport.from_dict(saved)
+    except (TypeError, ValueError, AttributeError) as err:
+        raise ValueError(f"{path / INDEX_CONFIG_NAME} has a damaged 'recall' entry ({err}); rebuild the index") from err
 
 
 def _decide(matches: list[dict[str, Any]], threshold: float | None) -> list[dict[str, Any]]:

@@ -1,0 +1,292 @@
+"""
+How much of the exact top k a FAISS index finds, measured on its own corpus, and `"auto"` settings tuned to a
+recall target.
+
+Why: the settings that lose almost nothing for one model (binary codes of a 384-dimensional model) can lose a
+third of the exact neighbours for another (a 256-dimensional LSTM over dense clusters of near-copies), and
+nothing else tells the user. So a `DuplicateIndex(backend="faiss")` measures the index it builds:
+
+* **the sample**: `RECALL_QUERIES` rows of the corpus (fewer in a smaller corpus), drawn seeded, are the queries;
+  each is searched exactly (its float32 embedding against every row) and through the FAISS index, **its own row
+  left out on both sides**, so recall@k is about the other rows (a query always finds itself);
+* **recall@k**: the share of the exact top k that the approximate top k finds, where a row scoring as high as
+  the exact k-th row counts as found (a corpus with repeated texts has tied rows that either search may
+  return); both sides' scores are computed by one routine, so float rounding cannot decide a tie;
+* **latency**: the approximate search of each sample query on its own (rescoring included, not encoding):
+  median and p99, in ms (timed on the machine that built the index, while it built it; a slow setting is
+  timed on as many queries as `LATENCY_BUDGET_S` allows).
+
+With `quantization` and `structure` both `"auto"`, `auto_ladder` lists candidate settings in order of cost
+(memory of the codes first, then search work), starting from the size-based choice (float32 flat up to
+`AnnSpec.exact_up_to` texts; beyond it binary codes in IVF lists, from `BINARY_MIN_DIM` dimensions on), and the
+first that reaches the target on the sample is kept. Settings that differ only at search time (lists probed,
+rescoring depth) reuse one trained index; a change of codes builds another, so the list is short: binary IVF,
+int8 IVF, int8 flat, float32 flat (exact, recall 1 by construction).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .ann_index import AnnSpec, default_nlist
+
+DEFAULT_RECALL_TARGET = 0.95
+RECALL_K = 10
+RECALL_QUERIES = 300
+RECALL_SEED = 0
+# A FAISS index that has grown to this many times the rows it was last measured at is measured again (IVF lists
+# and int8 ranges were fitted on the smaller corpus).
+REMEASURE_GROWTH = 1.5
+# Below this many dimensions, binary codes (1 bit a dimension) are not tried: too few bits to rank near neighbours.
+BINARY_MIN_DIM = 256
+# How much wider (lists probed, rescoring depth) each further search-time setting looks.
+WIDER = 4
+# Sample queries are timed one by one until this many seconds are spent (at least `LATENCY_MIN_QUERIES` of them):
+# a slow setting (int8 codes searched exhaustively over 10M rows: ~0.7 s a query) does not add minutes to a build.
+LATENCY_BUDGET_S = 10.0
+LATENCY_MIN_QUERIES = 20
+
+
+def check_recall_target(value: float | None) -> float | None:
+    """A recall target in (0, 1], or None (nothing measured, nothing tuned)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ValueError(f"recall_target must be a number in (0, 1] (or None: measure nothing), got {value!r}")
+    return float(value)
+
+
+def tunable(spec: AnnSpec) -> bool:
+    """Whether `spec` leaves the codes and the structure to the index (`"auto"`), so that they are tuned."""
+    return spec.factory is None and spec.quantization == "auto" and spec.structure == "auto"
+
+
+def describe(spec: AnnSpec) -> str:
+    """A FAISS setting in words, e.g. `binary codes in 128 IVF lists (64 probed), 8x rescoring`."""
+    if spec.factory is not None:
+        return f"FAISS factory {spec.factory!r}"
+    if spec.is_exact:
+        return "float32 flat (exact)"
+    codes = {
+        "none": "float32",
+        "int8": "int8 codes",
+        "pq": f"PQ codes ({spec.pq_bytes} bytes)",
+        "binary": "binary codes",
+    }
+    where = {
+        "flat": "searched exhaustively",
+        "hnsw": f"in an HNSW graph (M {spec.hnsw_m}, ef {spec.ef_search})",
+        "ivf": f"in {spec.nlist} IVF lists ({spec.nprobe} probed)",
+    }[spec.structure]
+    rescore = f", {spec.rescore_multiplier}x rescoring" if spec.quantized else ""
+    return f"{codes[spec.quantization]} {where}{rescore}"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One index to build (`build`) and its search-time settings to try on it, cheapest first (`searches`)."""
+
+    build: AnnSpec
+    searches: tuple[AnnSpec, ...]
+
+
+def auto_ladder(spec: AnnSpec, num_texts: int, dim: int) -> list[Candidate]:
+    """
+    The settings `"auto"` tries for a corpus of `num_texts` `dim`-dimensional embeddings, cheapest first, ending
+    with exact float32 search (which always reaches a target). `spec`'s `nprobe` and `rescore_multiplier` are the
+    first tried (then `WIDER` times more), its `nlist` (or the default for the size) sizes the IVF lists.
+    """
+    exact = replace(spec, quantization="none", structure="flat").resolved(num_texts, dim)
+    if num_texts <= spec.exact_up_to:
+        return [Candidate(exact, (exact,))]
+    nlist = spec.nlist or default_nlist(num_texts)
+    probes, wide_probes = min(spec.nprobe, nlist), min(WIDER * spec.nprobe, nlist)
+    rescore, deep_rescore = spec.rescore_multiplier, WIDER * spec.rescore_multiplier
+    # Binary codes are the weak part of binary IVF: rescore deeper first. int8 scores are close to exact: the IVF
+    # lists left unprobed are the weak part, so probe more first.
+    binary_searches = [(probes, rescore), (probes, deep_rescore), (wide_probes, deep_rescore)]
+    int8_searches = [(probes, rescore), (wide_probes, rescore), (wide_probes, deep_rescore)]
+    ladder = []
+    if dim >= BINARY_MIN_DIM and dim % 8 == 0:
+        ladder.append(_candidate(spec, "binary", "ivf", nlist, binary_searches, num_texts, dim))
+    ladder.append(_candidate(spec, "int8", "ivf", nlist, int8_searches, num_texts, dim))
+    ladder.append(_candidate(spec, "int8", "flat", None, [(probes, rescore), (probes, deep_rescore)], num_texts, dim))
+    ladder.append(Candidate(exact, (exact,)))
+    return ladder
+
+
+def _candidate(
+    spec: AnnSpec,
+    quantization: str,
+    structure: str,
+    nlist: int | None,
+    searches: list[tuple[int, int]],
+    num_texts: int,
+    dim: int,
+) -> Candidate:
+    build = replace(spec, quantization=quantization, structure=structure, nlist=nlist).resolved(num_texts, dim)
+    variants: list[AnnSpec] = []
+    for nprobe, rescore in searches:
+        variant = replace(build, nprobe=nprobe, rescore_multiplier=rescore)
+        if variant not in variants:  # probing every list already: wider is the same search
+            variants.append(variant)
+    return Candidate(
+        replace(build, nprobe=variants[0].nprobe, rescore_multiplier=variants[0].rescore_multiplier), tuple(variants)
+    )
+
+
+def sample_rows(num_rows: int, size: int = RECALL_QUERIES, seed: int = RECALL_SEED) -> np.ndarray:
+    """Sorted rows to use as queries, drawn seeded (the same rows for the same corpus size)."""
+    rows = np.random.default_rng(seed).choice(num_rows, size=min(size, num_rows), replace=False)
+    return np.sort(rows).astype(np.int64)
+
+
+@dataclass
+class RecallProbe:
+    """
+    The sample of a measurement: its query rows, their embeddings and their exact top k (own rows left out).
+    `recall` scores the rows another search found for the same queries; `gather` reads embeddings by row.
+    """
+
+    own_rows: np.ndarray
+    queries: np.ndarray
+    exact_rows: np.ndarray
+    gather: Callable[[np.ndarray], np.ndarray]
+    k: int = field(init=False)
+    _floor: np.ndarray = field(init=False, repr=False)
+    _wanted: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.k = int(self.exact_rows.shape[1])
+        valid = self.exact_rows >= 0
+        scores = self._scores(self.exact_rows, valid)
+        self._floor = np.where(valid, scores, np.inf).min(axis=1)  # the k-th exact score: reaching it is a hit
+        self._wanted = int(valid.sum())
+
+    def _scores(self, rows: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        # One routine (float64, one shape) for both sides: a row scores the same whichever search found it.
+        vectors = self.gather(np.where(valid, rows, 0)).astype(np.float64)
+        return np.einsum("qd,qkd->qk", self.queries.astype(np.float64), vectors)
+
+    def recall(self, found_rows: np.ndarray) -> float:
+        """Share of the exact top k found in `found_rows` (each query's rows best first, at least k + 1 of them so
+        that its own row can be dropped; -1 where fewer were found)."""
+        if self._wanted == 0:
+            return 1.0
+        keep = (found_rows >= 0) & (found_rows != self.own_rows[:, None])
+        order = np.argsort(~keep, axis=1, kind="stable")[:, : self.k]  # the first k rows that are not its own
+        rows, valid = np.take_along_axis(found_rows, order, axis=1), np.take_along_axis(keep, order, axis=1)
+        if rows.shape[1] < self.k:
+            pad = self.k - rows.shape[1]
+            rows = np.pad(rows, ((0, 0), (0, pad)), constant_values=-1)
+            valid = np.pad(valid, ((0, 0), (0, pad)), constant_values=False)
+        hits = valid & (self._scores(rows, valid) >= self._floor[:, None])
+        return float(min(hits.sum(), self._wanted) / self._wanted)
+
+
+def latencies_ms(
+    search_one: Callable[[np.ndarray], Any],
+    queries: np.ndarray,
+    budget_s: float = LATENCY_BUDGET_S,
+    min_queries: int = LATENCY_MIN_QUERIES,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, float, int]:
+    """Median and p99 ms of `search_one` on each query alone (after one warm-up), and how many were timed: all of
+    them, or as many as `budget_s` allows (at least `min_queries`)."""
+    search_one(queries[:1])
+    times: list[float] = []
+    for row in range(len(queries)):
+        start = clock()
+        search_one(queries[row : row + 1])
+        times.append((clock() - start) * 1000)
+        if len(times) >= min_queries and sum(times) > budget_s * 1000:
+            break
+    return round(float(np.median(times)), 3), round(float(np.percentile(times, 99)), 3), len(times)
+
+
+@dataclass(frozen=True)
+class RecallReport:
+    """
+    What a FAISS index was measured to find (see the module docstring), saved in the index's config.
+
+    Attributes:
+        recall: recall@k against exact float32 search (1.0 for exact search, which is not measured).
+        k: the k of recall@k.
+        num_queries: sample rows searched (0: nothing measured).
+        num_texts: rows in the index when it was measured (a large `add` since measures again).
+        target: the recall target it was measured against (None: none was set).
+        p50_ms, p99_ms: per-query latency of the approximate search (None where not measured), over
+            `timed_queries` of the sample queries (all, unless a slow setting ran out of `LATENCY_BUDGET_S`).
+        settings: the settings measured, in words.
+        tuned: whether `"auto"` chose the settings (else they were asked for).
+        reason: why these settings (the tuning's outcome, a re-measurement after growth...).
+        trials: each setting tried while tuning, in order, with its recall.
+    """
+
+    recall: float
+    k: int
+    num_queries: int
+    num_texts: int
+    target: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    settings: str
+    tuned: bool
+    reason: str
+    trials: tuple[dict[str, Any], ...] = ()
+    timed_queries: int = 0
+
+    @property
+    def measured(self) -> bool:
+        return self.num_queries > 0
+
+    @property
+    def meets_target(self) -> bool:
+        return self.target is None or self.recall >= self.target
+
+    def summary(self) -> str:
+        """One line: settings, recall against its target, latency."""
+        if not self.measured:
+            return f"{self.settings}: recall@{self.k} {self.recall:.3f} (not measured: {self.reason})"
+        target = "" if self.target is None else f" (target {self.target})"
+        return (
+            f"{self.settings}: recall@{self.k} {self.recall:.3f} of exact search on {self.num_queries} sampled rows"
+            f"{target}, {self.p50_ms} ms p50 / {self.p99_ms} ms p99 a query ({self.timed_queries} timed); {self.reason}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["trials"] = [dict(trial) for trial in self.trials]
+        return values
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RecallReport:
+        """From a saved config (keys a later release adds are ignored; those missing take neutral defaults)."""
+        known = {key: value for key, value in values.items() if key in cls.__dataclass_fields__}
+        known["trials"] = tuple(dict(trial) for trial in known.get("trials", ()))
+        defaults = {"k": RECALL_K, "num_queries": 0, "num_texts": 0, "target": None, "p50_ms": None, "p99_ms": None,
+                    "settings": "", "tuned": False, "reason": ""}  # fmt: skip
+        return cls(**{**defaults, **known})
+
+
+__all__ = [
+    "BINARY_MIN_DIM",
+    "DEFAULT_RECALL_TARGET",
+    "RECALL_K",
+    "RECALL_QUERIES",
+    "REMEASURE_GROWTH",
+    "Candidate",
+    "RecallProbe",
+    "RecallReport",
+    "auto_ladder",
+    "check_recall_target",
+    "describe",
+    "latencies_ms",
+    "sample_rows",
+    "tunable",
+]

@@ -1,0 +1,293 @@
+"""A FAISS index measures its own recall against exact search, tunes "auto" to a target, and says when it falls short."""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from hfsiamese.models.siamese import SiameseConfig, SiameseModel
+from hfsiamese.search import AnnSpec, DuplicateIndex
+from hfsiamese.search.recall_tuning import (
+    RecallProbe,
+    RecallReport,
+    auto_ladder,
+    check_recall_target,
+    describe,
+    latencies_ms,
+)
+
+pytest.importorskip("faiss")
+
+# Corpora of a few thousand rows stand in for millions: above this size "auto" leaves exact search and tunes.
+SMALL = AnnSpec(exact_up_to=1000)
+
+
+@pytest.fixture(scope="module")
+def models(word_tokenizer_module):
+    """Untrained static models of each dimension the tests use (the embeddings are given, never encoded)."""
+    made = {}
+    for dim in (32, 256, 384):
+        config = SiameseConfig(
+            encoder_type="static", vocab_size=len(word_tokenizer_module), embedding_dim=dim, pad_token_id=0
+        )
+        made[dim] = (SiameseModel(config), word_tokenizer_module)
+    return made
+
+
+@pytest.fixture(scope="module")
+def word_tokenizer_module():
+    from hfsiamese.training.word_tokenizer import train_word_tokenizer
+    from tests.conftest import TEXTS
+
+    return train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)
+
+
+def near_copies(dim, topics, per_topic, copies, *, offset=0.0, topic_noise=0.5, copy_noise=0.2, seed=0):
+    """L2-normalised rows: topics, questions around each topic, near-copies of each question (a dropped word, a
+    swapped pair). `offset`: a direction every row shares (an anisotropic model, whose sign bits barely vary)."""
+    rng = np.random.default_rng(seed)
+    shared = offset * np.where(rng.random(dim) < 0.5, -1.0, 1.0)
+    centres = rng.standard_normal((topics, dim))
+    questions = np.repeat(centres, per_topic, axis=0) + topic_noise * rng.standard_normal((topics * per_topic, dim))
+    rows = np.repeat(questions, copies, axis=0) + copy_noise * rng.standard_normal((len(questions) * copies, dim))
+    rows = shared + rows[rng.permutation(len(rows))]
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def dense_clusters_256(seed=0):
+    """Binary codes fail here: 256 dimensions sharing one strong direction, in dense clusters of near-copies."""
+    return near_copies(256, 20, 50, 5, offset=2.5, seed=seed)
+
+
+def separated_384(seed=0):
+    """Binary codes suffice here: 384 dimensions, 400 well-separated clusters of 12 near-copies (each row's top 10
+    are near-copies of it, none the nearest of the unrelated rows, which no code ranks)."""
+    return near_copies(384, 400, 1, 12, topic_noise=0.0, copy_noise=0.3, seed=seed)
+
+
+def index_of(vectors, models, **options) -> DuplicateIndex:
+    model, tokenizer = models[vectors.shape[1]]
+    index = DuplicateIndex(model, tokenizer, backend="faiss", **options)
+    index.add_embeddings([f"text {i}" for i in range(len(vectors))], vectors)
+    return index
+
+
+def held_out_recall(index: DuplicateIndex, vectors: np.ndarray, k: int = 10) -> float:
+    """Recall@k measured independently of the index's own probe: other rows as queries, each row's own match dropped."""
+    rows = np.random.default_rng(123).choice(len(vectors), 200, replace=False)
+    queries = torch.from_numpy(vectors[rows])
+    exact = torch.from_numpy(vectors) @ queries.T
+    exact[rows, torch.arange(len(rows))] = -torch.inf
+    want = exact.T.topk(k, dim=1)
+    _, found = index.search_embeddings(queries, k + 1)
+    hits = 0
+    for row, found_rows, scores in zip(rows, found.tolist(), want.values):
+        found_rows = [r for r in found_rows if r != row][:k]
+        found_scores = vectors[found_rows] @ vectors[row]
+        hits += int((found_scores >= scores[-1].item() - 1e-6).sum())
+    return hits / (len(rows) * k)
+
+
+def test_binary_codes_that_lose_neighbours_are_measured_and_int8_codes_chosen(models, caplog):
+    vectors = dense_clusters_256()
+    with caplog.at_level(logging.INFO, logger="hfsiamese.search.duplicate_index"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto" reaches its target: nothing to warn about
+        index = index_of(vectors, models, ann=SMALL)
+        index.search_embeddings(torch.from_numpy(vectors[:1]), k=1)  # builds, tunes and measures
+    report = index.recall_report
+    binary = [trial for trial in report.trials if trial["settings"].startswith("binary")]
+    assert len(binary) == 3 and all(trial["recall"] < 0.8 for trial in binary)  # deeper rescoring does not save them
+    assert index._ann.spec.quantization == "int8" and report.settings == describe(index._ann.spec)
+    assert report.tuned and report.recall == report.trials[-1]["recall"] >= 0.95 and report.meets_target
+    assert (report.k, report.num_queries, report.num_texts, report.target) == (10, 300, len(vectors), 0.95)
+    assert 0 < report.p50_ms <= report.p99_ms and 20 <= report.timed_queries <= 300
+    assert held_out_recall(index, vectors) >= 0.95
+    lines = [record.getMessage() for record in caplog.records if "recall@10" in record.getMessage()]
+    assert len(lines) == 1 and "int8 codes" in lines[0] and "(target 0.95)" in lines[0]
+
+
+def test_low_dimensional_embeddings_never_try_binary_codes(models):
+    vectors = near_copies(32, 5, 100, 10, copy_noise=0.1)
+    index = index_of(vectors, models, ann=SMALL)
+    index._ensure_ann()
+    report = index.recall_report
+    assert not any(trial["settings"].startswith("binary") for trial in report.trials)
+    assert index._ann.spec.quantization == "int8" and report.recall >= 0.95
+    assert held_out_recall(index, vectors) >= 0.95
+
+
+def test_binary_codes_are_chosen_where_they_suffice(models):
+    vectors = separated_384()
+    index = index_of(vectors, models, ann=SMALL)
+    index._ensure_ann()
+    report = index.recall_report
+    assert (index._ann.spec.quantization, index._ann.spec.structure) == ("binary", "ivf")
+    assert (
+        len(report.trials) == 1
+        and report.recall >= 0.95
+        and report.reason == "auto: the first setting tried reached 0.95"
+    )
+    assert held_out_recall(index, vectors) >= 0.95
+
+
+def test_small_corpora_keep_exact_search_unmeasured(models):
+    vectors = separated_384()[:500]
+    index = index_of(vectors, models)  # fewer texts than AnnSpec.exact_up_to: exact float32
+    index._ensure_ann()
+    report = index.recall_report
+    assert index._ann.spec.is_exact and report.recall == 1.0 and not report.measured and report.p99_ms is None
+    assert "exact float32 search up to 1000000 texts" in report.reason
+
+
+def test_an_explicit_setting_below_the_target_is_kept_and_warned_about(tmp_path, models):
+    vectors = dense_clusters_256()
+    index = index_of(vectors, models, quantization="binary", structure="flat", rescore_multiplier=2)
+    with pytest.warns(UserWarning, match=r"finds 0\.\d+ of the exact top 10 .*below the recall target 0\.95"):
+        index._ensure_ann()  # built (and measured) at its first need
+    assert (index._ann.spec.quantization, index._ann.spec.structure) == ("binary", "flat")
+    assert not index.recall_report.tuned and index.recall_report.recall < 0.8 and not index.recall_report.meets_target
+    index.save(tmp_path)
+    with pytest.warns(UserWarning, match=r"below recall_target=0\.9: index\.rebuild_ann\(\) tunes it"):
+        DuplicateIndex.load(tmp_path, *models[256], recall_target=0.9)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        wide = index_of(vectors, models, quantization="int8", structure="flat")  # reaches the target: no warning
+        wide._ensure_ann()
+        assert wide.recall_report.recall >= 0.95
+        unmeasured = index_of(vectors, models, quantization="binary", structure="flat", recall_target=None)
+        unmeasured._ensure_ann()
+        assert unmeasured.recall_report is None
+        loaded = DuplicateIndex.load(tmp_path, *models[256])  # warned when built, against the target it keeps
+        assert loaded.recall_target == 0.95 and loaded.recall_report == index.recall_report
+        assert (
+            DuplicateIndex.load(tmp_path, *models[256], recall_target=0.2).recall_target == 0.2
+        )  # reached: no warning
+
+
+def test_the_figures_survive_save_and_load(tmp_path, models):
+    vectors = separated_384()
+    index = index_of(vectors, models, ann=SMALL)
+    index.save(tmp_path / "index")
+    config = json.loads((tmp_path / "index" / "index_config.json").read_text())
+    assert config["recall"]["recall"] == index.recall_report.recall and config["ann_asked"]["exact_up_to"] == 1000
+
+    loaded = DuplicateIndex.load(tmp_path / "index", *models[384])
+    assert loaded.recall_report == index.recall_report and loaded._ann.spec == index._ann.spec
+    assert loaded.ann_spec == SMALL and loaded.recall_target == 0.95  # a rebuild tunes again, from what was asked
+    loaded.delete([0])
+    assert loaded.recall_report is None  # the FAISS index is rebuilt (and tuned, and measured) at its next need
+    loaded.search_embeddings(torch.from_numpy(vectors[1:2]), k=1)
+    assert loaded.recall_report.tuned and loaded.recall_report.num_texts == len(vectors) - 1
+
+    # An index saved before indexes measured themselves loads, searches, and can be measured on request.
+    for key in ("recall", "ann_asked"):
+        config.pop(key)
+    (tmp_path / "index" / "index_config.json").write_text(json.dumps(config))
+    older = DuplicateIndex.load(tmp_path / "index", *models[384])
+    assert older.recall_report is None and older._ann.spec == index._ann.spec
+    assert older.search_embeddings(torch.from_numpy(vectors[7:8]), k=1)[1].item() == 7
+    assert older.ann_spec == older._ann.spec  # its saved settings: what a rebuild would use
+    measured = older.measure_recall()
+    assert measured.recall == index.recall_report.recall and measured.num_queries == 300
+    older.save(tmp_path / "again")
+    assert DuplicateIndex.load(tmp_path / "again", *models[384]).recall_report == measured
+
+    config["recall"] = "0.97"
+    (tmp_path / "index" / "index_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="damaged 'recall' entry"):
+        DuplicateIndex.load(tmp_path / "index", *models[384])
+
+
+def test_a_large_add_is_measured_again_and_a_rebuild_tunes_again(models):
+    vectors = separated_384()
+    index = index_of(vectors, models, ann=SMALL)
+    index._ensure_ann()
+    assert index._ann.spec.quantization == "binary"
+    drifted = near_copies(384, 20, 50, 5, offset=2.5, seed=1)  # rows whose sign bits barely vary
+    index.add_embeddings([f"new {i}" for i in range(1000)], drifted[:1000], ids=range(4800, 5800))
+    assert index.recall_report.num_texts == 4800  # 21% more rows: not measured again
+    with pytest.warns(
+        UserWarning, match=r"below the recall target 0\.95, after growing from 4800 to 7800 texts.*rebuild_ann"
+    ):
+        index.add_embeddings([f"more {i}" for i in range(2000)], drifted[1000:3000], ids=range(5800, 7800))
+    report = index.recall_report
+    assert (
+        report.num_texts == 7800
+        and report.recall < 0.95
+        and report.reason.startswith("re-measured after the index grew")
+    )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rebuilt = index.rebuild_ann()
+    assert rebuilt.meets_target and rebuilt.num_texts == 7800 and index._ann.spec.quantization == "int8"
+    everything = np.concatenate([vectors, drifted[:3000]])
+    assert held_out_recall(index, everything) >= 0.95
+
+
+def test_latency_is_timed_query_by_query_within_a_budget():
+    now = [0.0]  # a clock that only the fake search advances
+
+    def search_taking(seconds):
+        def search_one(query):
+            assert query.shape == (1, 4)
+            now[0] += seconds
+
+        return search_one
+
+    queries = np.zeros((300, 4), dtype=np.float32)
+    assert latencies_ms(search_taking(0.001), queries, clock=lambda: now[0]) == (1.0, 1.0, 300)
+    assert latencies_ms(search_taking(1.0), queries, clock=lambda: now[0]) == (1000.0, 1000.0, 20)  # 10 s: 20 kept
+
+
+def test_the_ladder_starts_from_the_size_and_dimension_and_ends_exact():
+    assert [c.build.is_exact for c in auto_ladder(AnnSpec(), 1_000_000, 384)] == [True]
+    ladder = auto_ladder(AnnSpec(), 2_000_000, 384)
+    builds = [(c.build.quantization, c.build.structure) for c in ladder]
+    assert builds == [("binary", "ivf"), ("int8", "ivf"), ("int8", "flat"), ("none", "flat")]
+    first = ladder[0].searches
+    assert [(s.nprobe, s.rescore_multiplier) for s in first] == [(64, 8), (64, 32), (256, 32)]
+    assert ladder[0].build.nlist == 4096 and ladder[0].build == first[0]
+    assert describe(first[1]) == "binary codes in 4096 IVF lists (64 probed), 32x rescoring"
+    assert describe(ladder[2].searches[0]) == "int8 codes searched exhaustively, 8x rescoring"
+    assert describe(ladder[3].build) == "float32 flat (exact)"
+    assert [c.build.quantization for c in auto_ladder(AnnSpec(), 2_000_000, 128)] == ["int8", "int8", "none"]
+    few_lists = auto_ladder(AnnSpec(nlist=100, nprobe=64), 2_000_000, 384)[1].searches  # probing all 100 already
+    assert [(s.nprobe, s.rescore_multiplier) for s in few_lists] == [(64, 8), (100, 8), (100, 32)]
+
+
+def test_recall_counts_ties_and_leaves_each_query_own_row_out():
+    e = np.eye(3, dtype=np.float32)
+    table = np.stack([e[0], e[0], (e[0] + e[1]) / np.sqrt(2), e[2]])  # rows 0 and 1 are the same vector
+
+    def gather(rows):
+        return table[rows]
+
+    probe = RecallProbe(np.array([2]), table[[2]], np.array([[0]]), gather)  # row 2's exact top 1: row 0 (tied with 1)
+    assert probe.recall(np.array([[2, 1]])) == 1.0  # its own row skipped; row 1 ties with row 0
+    assert probe.recall(np.array([[1, 2]])) == 1.0
+    assert probe.recall(np.array([[2, 3]])) == 0.0 and probe.recall(np.array([[-1, -1]])) == 0.0
+    twin = RecallProbe(np.array([0]), table[[0]], np.array([[1]]), gather)
+    assert twin.recall(np.array([[0, 1]])) == 1.0 and twin.recall(np.array([[0, 2]])) == 0.0
+    two = RecallProbe(np.array([2]), table[[2]], np.array([[0, 1]]), gather)
+    assert two.recall(np.array([[2, 0, 3]])) == 0.5 and two.recall(np.array([[1, 0, 2]])) == 1.0
+
+
+def test_recall_target_is_checked(models):
+    assert check_recall_target(None) is None and check_recall_target(1) == 1.0
+    for bad in (0, 1.5, "0.9", True):
+        with pytest.raises(ValueError, match=r"recall_target must be a number in \(0, 1\]"):
+            check_recall_target(bad)
+    with pytest.raises(ValueError, match="recall_target must be"):
+        DuplicateIndex(*models[32], backend="faiss", recall_target=0)
+    exact = index_of(separated_384()[:20], models)
+    exact.backend = "exact"
+    with pytest.raises(ValueError, match='only a backend="faiss" index'):
+        exact.rebuild_ann()
+    assert RecallReport.from_dict({"recall": 0.9, "extra": 1}).k == 10
