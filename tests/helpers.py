@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,9 +39,19 @@ def recipe_flags(values: dict[str, Any], output_dir: Path | None = None) -> list
     return flags + (["--output_dir", str(output_dir)] if output_dir is not None else [])
 
 
+def free_port() -> str:
+    """A port no other launch on this machine holds now (accelerate's default 29500 may be another test's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
 def accelerate_launch(num_processes: int) -> list[str]:
-    """`accelerate launch` on CPU processes, without a config file (`--multi_gpu` starts DDP for several)."""
-    multi = ["--multi_gpu"] if num_processes > 1 else []
+    """
+    `accelerate launch` on CPU processes, without a config file (`--multi_gpu` starts DDP for several), on a
+    port of its own, chosen when called: two launches (two test runs) on one machine never meet on 29500.
+    """
+    multi = ["--multi_gpu", "--main_process_port", free_port()] if num_processes > 1 else []
     return [sys.executable, "-m", "accelerate.commands.launch", *multi, "--num_processes", str(num_processes),
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
 

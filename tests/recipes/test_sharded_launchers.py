@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from safetensors.torch import load_file
 
 from hfsiamese import SiameseModel
 from tests.conftest import REPO_ROOT
-from tests.helpers import TRAIN, accelerate_launch, recipe_flags, run_offline
+from tests.helpers import TRAIN, accelerate_launch, free_port, recipe_flags, run_offline
 
 SHIM = Path(__file__).with_name("sharded_on_cpu.py")
 CONFIGS = REPO_ROOT / "recipes" / "accelerate"
@@ -43,13 +42,6 @@ def flags(model_dir: Path) -> list[str]:
             save_strategy="no", disable_tqdm=True,
         )
     )  # fmt: skip
-
-
-def free_port() -> str:
-    """A port no other launch on this machine holds now (accelerate's default 29500 may be another test's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
 
 
 def run_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -85,8 +77,7 @@ def max_difference(a: Path, b: Path) -> float:
 @pytest.fixture(scope="module")
 def ddp_run(tiny_bert_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ddp") / "run"
-    launch = [*accelerate_launch(2), "--main_process_port", free_port()]
-    command = [*launch, str(TRAIN), *flags(tiny_bert_dir), "--output_dir", str(out)]
+    command = [*accelerate_launch(2), str(TRAIN), *flags(tiny_bert_dir), "--output_dir", str(out)]
     result = run_offline(command, cwd=out.parent, timeout=300, ACCELERATE_USE_CPU="1", OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-4000:]
     return out

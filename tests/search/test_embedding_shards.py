@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import sys
 from pathlib import Path
 
@@ -75,13 +74,6 @@ def count_corpus_encodes(
 
     monkeypatch.setattr(model, "encode", counting_encode)
     return calls
-
-
-def free_port() -> str:
-    """A port no other launch holds now (accelerate's default 29500 may be another test's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
 
 
 def test_one_process_writes_shards_equal_to_encoding_the_whole_corpus(tmp_path, tiny_lstm, word_tokenizer):
@@ -291,7 +283,7 @@ def test_two_accelerate_processes_write_each_shard_once(tmp_path, tiny_lstm, wor
     (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     logs.mkdir()
 
-    command = [*accelerate_launch(2), "--main_process_port", free_port(), str(WORKER),
+    command = [*accelerate_launch(2), str(WORKER),
                str(tmp_path / "texts.json"), str(folder), str(model_dir), str(logs), str(SHARD_SIZE)]  # fmt: skip
     result = run_offline(command, cwd=tmp_path, timeout=300, ACCELERATE_USE_CPU="1", OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-4000:]
