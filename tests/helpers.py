@@ -91,3 +91,43 @@ def run_without_hfsiamese(code: str, args: list[Any], tmp_path: Path) -> Any:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class NetworkUsed(AssertionError):
+    """A connection or DNS lookup where none may happen."""
+
+
+def refuse_network(monkeypatch: pytest.MonkeyPatch, *, waits: bool = False) -> list[str]:
+    """
+    Until the test ends, every DNS lookup or connection attempt raises `NetworkUsed`, and with `waits` every
+    `time.sleep` of the test's own thread returns at once; each is recorded in the list returned. "Fails at
+    once while offline" is then an empty list with `waits`, on any machine: a network timeout needs a
+    connection attempt, and a retry's back-off a sleep, so neither can happen unrecorded (a wall-clock limit
+    would measure the machine instead).
+    """
+    import threading
+    import time
+
+    attempts: list[str] = []
+
+    def refuse(kind: str):
+        def blocked(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(f"{kind}{args[1:2] or args[:1]}")
+            raise NetworkUsed(f"network used offline: {kind} {args[:2]}")
+
+        return blocked
+
+    real_sleep = time.sleep
+
+    def no_wait(seconds: float) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return real_sleep(seconds)  # another thread's own pacing, not this call's wait
+        attempts.append(f"time.sleep({seconds})")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse("connect_ex"))
+    monkeypatch.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
+    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
+    if waits:
+        monkeypatch.setattr(time, "sleep", no_wait)
+    return attempts
