@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -55,17 +56,46 @@ def run_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> subproc
 # Once in a fresh-clone CI run (not in 8 runs here), a process of the FSDP-on-CPU run aborted in C++ with this
 # line after its training steps (a std::thread left joinable at teardown): a path accelerate itself never takes
 # (it runs FSDP on GPUs only), so a run that dies so is run once more, into a fresh folder, rather than failing.
+# The retry is never silent: it raises `TeardownAbortRetried`, a warning pytest lists in its summary with the
+# aborted run's last output, so how often it fires stays visible.
 TEARDOWN_ABORT = "terminate called without an active exception"
 
 
+class TeardownAbortRetried(UserWarning):
+    """A sharded launch aborted at teardown (TEARDOWN_ABORT) and was run a second time."""
+
+
 def launch_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> str:
-    """`run_sharded`, which must succeed (a second try after the teardown abort above only); its stdout."""
+    """`run_sharded`, which must succeed (a second try after the teardown abort above only, reported); its stdout."""
     result = run_sharded(config, model_dir, out, *extra)
     if result.returncode != 0 and TEARDOWN_ABORT in result.stderr:
+        warnings.warn(
+            TeardownAbortRetried(
+                f"the {config} launch aborted with {TEARDOWN_ABORT!r} (exit status {result.returncode}) and is run "
+                f"again; its last output:\n{result.stderr[-1500:]}"
+            ),
+            stacklevel=2,
+        )
         shutil.rmtree(out, ignore_errors=True)
         result = run_sharded(config, model_dir, out, *extra)
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout
+
+
+def test_a_teardown_abort_is_run_again_once_and_reported(monkeypatch, tmp_path):
+    """The retry above fires only for that abort, and visibly (a warning in pytest's summary), never silently."""
+    this_module = sys.modules[__name__]
+    aborted = subprocess.CompletedProcess([], -6, "", f"step 2 done\n{TEARDOWN_ABORT}\n")
+    outcomes = iter([aborted, subprocess.CompletedProcess([], 0, "trained", "")])
+    monkeypatch.setattr(this_module, "run_sharded", lambda *args: next(outcomes))
+    with pytest.warns(TeardownAbortRetried, match=r"(?s)the fsdp launch aborted with .*exit status -6.*step 2 done"):
+        assert launch_sharded("fsdp", tmp_path, tmp_path / "out") == "trained"
+    failed = subprocess.CompletedProcess([], 1, "", "error: something else")
+    monkeypatch.setattr(this_module, "run_sharded", lambda *args: failed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TeardownAbortRetried)  # any other failure is not run again
+        with pytest.raises(AssertionError, match="error: something else"):
+            launch_sharded("fsdp", tmp_path, tmp_path / "out")
 
 
 def max_difference(a: Path, b: Path) -> float:
