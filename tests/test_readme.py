@@ -208,16 +208,15 @@ def files(*paths: str) -> Callable[[Ran], None]:
     return check
 
 
-def trained_model(folder: str, summary: bool = True) -> Callable[[Ran], None]:
-    """A training run's promise: a loadable model folder with its metrics, and the closing summary naming it."""
+def trained_model(folder: str) -> Callable[[Ran], None]:
+    """A training run's promise: a model folder with its metrics, and the closing summary naming it."""
 
     def check(ran: Ran) -> None:
         files(f"{folder}/config.json", f"{folder}/model.safetensors", f"{folder}/all_results.json")(ran)
         results = json.loads((ran.root / folder / "all_results.json").read_text())
         assert {"eval_accuracy", "eval_average_precision", "eval_threshold"} <= results.keys(), sorted(results)
-        if summary:
-            assert f"Model saved to {folder} after" in ran.stdout and "Validation (" in ran.stdout, ran.stdout[-2000:]
-            assert f"--model_name_or_path {folder} " in ran.stdout  # the commands to evaluate and search with it
+        assert f"Model saved to {folder} after" in ran.stdout and "Validation (" in ran.stdout, ran.stdout[-2000:]
+        assert f"--model_name_or_path {folder} " in ran.stdout  # the commands to evaluate and search with it
 
     return check
 
