@@ -319,6 +319,29 @@ def _reranked(ran: Ran) -> None:
     assert all("retrieval_score" in m and 0.0 <= m["score"] <= 1.0 for m in matches), matches
 
 
+def _cross_encoder_order_free(ran: Ran) -> None:
+    """`cross.predict`: scores in [0, 1], the same whichever text comes first."""
+    cross = ran.namespace["cross"]
+    a, b = ["How do I learn Python ?"], ["What is the best way to learn Python ?"]
+    forward, backward = cross.predict(a, b)["scores"], cross.predict(b, a)["scores"]
+    assert 0.0 <= float(forward[0]) <= 1.0 and float(forward[0]) == pytest.approx(float(backward[0]), abs=1e-6)
+
+
+def _embeddings(ran: Ran) -> None:
+    """`model.encode`: (n, dim), L2-normalised."""
+    embeddings, model = ran.namespace["embeddings"], ran.namespace["model"]
+    assert tuple(embeddings.shape) == (1, model.config.sentence_embedding_dim)
+    assert float(embeddings.norm(dim=-1)[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def _onnx_model(ran: Ran) -> None:
+    """`load_siamese_model` on the exported folder gives an OnnxSiameseModel that scores pairs."""
+    model = ran.namespace["model"]
+    assert type(model).__name__ == "OnnxSiameseModel", type(model)
+    scores = model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])["scores"]
+    assert len(scores) == 1
+
+
 def _classified(ran: Ran) -> None:
     """`classify`: a label per text among the support labels or `unknown_label`, and a score per class."""
     out = ran.namespace["out"]
@@ -386,6 +409,9 @@ EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
     ),
     r"encode_to_shards_ray\(questions": files("outputs/qqp_ray_shards/shards.json"),
     r"support_labels=": _classified,
+    r"cross = CrossEncoder\.from_pretrained\(\"outputs/cross_minilm_qqp\"\)": _cross_encoder_order_free,
+    r"^embeddings = model\.encode\(": _embeddings,
+    r"load_siamese_model\(\"outputs/lstm_qqp_int8\"\)": _onnx_model,
 }
 
 
