@@ -54,7 +54,7 @@ def launch_command(num_processes: int, output_dir: Path, extra: list[str]) -> li
     flags = [f"--{k}={v}" for k, v in TINY.items()]
     return [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(num_processes),
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
         str(REPO / "recipes" / "train.py"), *flags, *extra, "--output_dir", str(output_dir),
     ]  # fmt: skip
 

@@ -7,6 +7,8 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Nothing a test starts reports usage over the network (Gradio's analytics, a local Ray's usage stats).
+os.environ.update(GRADIO_ANALYTICS_ENABLED="False", RAY_USAGE_STATS_ENABLED="0")
 # What the machine would otherwise decide is pinned, so a result cannot depend on the CPU or its load: bf16 is
 # never measured faster (an AMX Xeon's timing probe flips between fp32 and bf16 from run to run, and a bf16
 # embedding is 1e-3 from an fp32 one), and runs never change their thread count with the machine's load. These

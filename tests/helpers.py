@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,9 +39,19 @@ def recipe_flags(values: dict[str, Any], output_dir: Path | None = None) -> list
     return flags + (["--output_dir", str(output_dir)] if output_dir is not None else [])
 
 
+def free_port() -> str:
+    """A port no other launch on this machine holds now (accelerate's default 29500 may be another test's)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
 def accelerate_launch(num_processes: int) -> list[str]:
-    """`accelerate launch` on CPU processes, without a config file (`--multi_gpu` starts DDP for several)."""
-    multi = ["--multi_gpu"] if num_processes > 1 else []
+    """
+    `accelerate launch` on CPU processes, without a config file (`--multi_gpu` starts DDP for several), on a
+    port of its own, chosen when called: two launches (two test runs) on one machine never meet on 29500.
+    """
+    multi = ["--multi_gpu", "--main_process_port", free_port()] if num_processes > 1 else []
     return [sys.executable, "-m", "accelerate.commands.launch", *multi, "--num_processes", str(num_processes),
             "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
 
@@ -80,3 +91,43 @@ def run_without_hfsiamese(code: str, args: list[Any], tmp_path: Path) -> Any:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class NetworkUsed(AssertionError):
+    """A connection or DNS lookup where none may happen."""
+
+
+def refuse_network(monkeypatch: pytest.MonkeyPatch, *, waits: bool = False) -> list[str]:
+    """
+    Until the test ends, every DNS lookup or connection attempt raises `NetworkUsed`, and with `waits` every
+    `time.sleep` of the test's own thread returns at once; each is recorded in the list returned. "Fails at
+    once while offline" is then an empty list with `waits`, on any machine: a network timeout needs a
+    connection attempt, and a retry's back-off a sleep, so neither can happen unrecorded (a wall-clock limit
+    would measure the machine instead).
+    """
+    import threading
+    import time
+
+    attempts: list[str] = []
+
+    def refuse(kind: str):
+        def blocked(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(f"{kind}{args[1:2] or args[:1]}")
+            raise NetworkUsed(f"network used offline: {kind} {args[:2]}")
+
+        return blocked
+
+    real_sleep = time.sleep
+
+    def no_wait(seconds: float) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return real_sleep(seconds)  # another thread's own pacing, not this call's wait
+        attempts.append(f"time.sleep({seconds})")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse("connect_ex"))
+    monkeypatch.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
+    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
+    if waits:
+        monkeypatch.setattr(time, "sleep", no_wait)
+    return attempts

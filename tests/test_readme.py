@@ -18,13 +18,16 @@ every block it skipped, with its reason.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,7 +140,7 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
     )
     env.pop("ACCELERATE_USE_CPU", None)
     monkeypatch.chdir(repo_copy)
-    ran, skipped = [], []
+    ran, skipped, met, unchecked = [], [], set(), []  # met: the EXPECTATIONS entries checked
     for block in blocks:
         where = f"README.md:{block.line}"
         if block.skip:
@@ -148,19 +151,306 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
                 exec(compile(block.code, where, "exec"), namespace)
             except Exception as err:  # noqa: BLE001
                 pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
+            if not check_expectations(block.code, Ran(repo_copy, namespace=namespace), met):
+                unchecked.append(f"{where} (python): runs without error, nothing more promised")
             ran.append(where)
             continue
-        for command in shell_commands(block.code):
-            command = runnable(command)
+        for written in shell_commands(block.code):
+            command = runnable(written)
             if command is None:
                 continue
             result = subprocess.run(
                 ["bash", "-c", command], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=600, check=False
             )
             assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
+            if not check_expectations(written, Ran(repo_copy, stdout=result.stdout), met):
+                unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
             ran.append(where)
     with capsys.disabled():
         print(f"\nREADME test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
         for line in skipped:
             print(f"  skipped {line}")
+        for line in unchecked:
+            print(f"  no expectation: {line}")
     assert ran
+    assert not set(EXPECTATIONS) - met, f"README expectations that met no block (edit EXPECTATIONS): {sorted(set(EXPECTATIONS) - met)}"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# What each block promises, checked after it runs: the figures it prints (JSON keys), the files and folders it
+# says it writes, a search hit. Each entry: a regular expression that finds one README command (as written, before
+# the test adds its tiny settings) or Python block, and the check of what it left. An entry that meets no block
+# fails the test, so an edited README cannot leave its promises unchecked; a block no entry meets is listed.
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ran:
+    """What a README command or Python block left: the copy's root, its stdout (a command), the namespace (Python)."""
+
+    root: Path
+    stdout: str = ""
+    namespace: dict | None = None
+
+
+def printed_json(ran: Ran) -> dict:
+    """The last line of a command's stdout that is a JSON object (the recipes print one)."""
+    for line in reversed(ran.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no JSON object printed; stdout ends:\n{ran.stdout[-2000:]}")
+
+
+def files(*paths: str) -> Callable[[Ran], None]:
+    """Every path (relative to the copy's root) exists; a name ending in / must be a non-empty folder."""
+
+    def check(ran: Ran) -> None:
+        for path in paths:
+            where = ran.root / path
+            assert where.exists(), f"{path} was not written"
+            if path.endswith("/"):
+                assert where.is_dir() and any(where.iterdir()), f"{path} is not a non-empty folder"
+
+    return check
+
+
+def trained_model(folder: str) -> Callable[[Ran], None]:
+    """A training run's promise: a model folder with its metrics, and the closing summary naming it."""
+
+    def check(ran: Ran) -> None:
+        files(f"{folder}/config.json", f"{folder}/model.safetensors", f"{folder}/all_results.json")(ran)
+        results = json.loads((ran.root / folder / "all_results.json").read_text())
+        assert {"eval_accuracy", "eval_average_precision", "eval_threshold"} <= results.keys(), sorted(results)
+        assert f"Model saved to {folder} after" in ran.stdout and "Validation (" in ran.stdout, ran.stdout[-2000:]
+        assert f"--model_name_or_path {folder} " in ran.stdout  # the commands to evaluate and search with it
+
+    return check
+
+
+def json_keys(*keys: str, **values: Any) -> Callable[[Ran], None]:
+    """The command printed one JSON object with these keys, and these values where given."""
+
+    def check(ran: Ran) -> None:
+        printed = printed_json(ran)
+        assert set(keys) <= printed.keys(), f"missing {sorted(set(keys) - printed.keys())} in {sorted(printed)}"
+        for key, value in values.items():
+            assert printed[key] == value, (key, printed[key], value)
+
+    return check
+
+
+def search_results(k: int) -> Callable[[Ran], None]:
+    """`recipes/search.py --json`: one query's k matches, best first."""
+
+    def check(ran: Ran) -> None:
+        (result,) = printed_json(ran)["results"]
+        scores = [match["score"] for match in result["matches"]]
+        assert len(scores) == k and scores == sorted(scores, reverse=True), result
+
+    return check
+
+
+def exact_hit_first(k: int, copy: str) -> Callable[[Ran], None]:
+    """
+    `recipes/search.py` without --json, for a query the corpus holds up to case and spacing (`copy`: "How do I
+    learn Python?" is "How do I learn python ?" in qqp_dev.tsv): k numbered matches, best first, and `copy` among
+    those at cosine 1 (the same tokens embed the same; a tiny model's unknown words may tie others with it).
+    """
+
+    def check(ran: Ran) -> None:
+        rows = re.findall(r"^\s*\d+\. (-?\d+\.\d+) .*?\] (.*)$", ran.stdout, flags=re.MULTILINE)
+        scores = [float(score) for score, _ in rows]
+        assert len(rows) == k and scores == sorted(scores, reverse=True), ran.stdout[-2000:]
+        assert copy in [text for score, text in rows if float(score) >= 0.999], ran.stdout[-2000:]
+
+    return check
+
+
+def all_of(*checks: Callable[[Ran], None]) -> Callable[[Ran], None]:
+    def check(ran: Ran) -> None:
+        for one in checks:
+            one(ran)
+
+    return check
+
+
+def _index_finds_what_was_added(ran: Ran) -> None:
+    """The saved and reloaded index holds the 19,052 questions and the one added, and finds that one first."""
+    index, questions = ran.namespace["index"], ran.namespace["questions"]
+    assert len(questions) == 19_052 and len(index) == len(questions) + 1
+    (best,) = index.search("How do I start learning Python?", k=1)
+    assert best["text"] == "How do I start learning Python?" and best["score"] == pytest.approx(1.0, abs=1e-5)
+    assert best["id"] == len(questions)  # "ids: the next row numbers"
+
+
+def _database_reopens(ran: Ran) -> None:
+    """outputs/qqp_db_index reopens the LanceDB table: the added row there, the deleted ones gone."""
+    from hfsiamese.search import DuplicateIndex
+
+    questions = ran.namespace["questions"]
+    with DuplicateIndex.load(ran.root / "outputs/qqp_db_index", ran.namespace["model"]) as db:
+        assert db.backend == "lancedb" and len(db) == len(questions) + 1 - 2
+        (mine,) = db.search("How do I start learning Rust?", k=1, filter={"site": "mine"})
+        assert mine["text"] == "How do I start learning Rust?" and mine["score"] == pytest.approx(1.0, abs=1e-5)
+        assert all(match["id"] not in (0, 1) for matches in db.search(questions[:2], k=3) for match in matches)
+
+
+def _silver_pairs_written(ran: Ran) -> None:
+    """The pairs the summary counts are the lines of outputs/silver.jsonl, each a labelled question pair."""
+    printed = printed_json(ran)
+    rows = [json.loads(line) for line in (ran.root / "outputs/silver.jsonl").read_text().splitlines()]
+    assert printed["output_file"] == "outputs/silver.jsonl" and len(rows) == printed["pairs"] > 0
+    assert sum(row["label"] for row in rows) == printed["duplicates"], rows[0]
+
+
+# What `--report_dir` writes (README, Evaluation); a calibrated model adds reliability_diagram.png.
+REPORT_FILES = ("metrics.json", "similarity_histogram.png", "precision_recall_curve.png", "threshold_sweep.png", "report.md")
+
+
+def _calibration_saved(ran: Ran) -> None:
+    """The calibrated copy stores the printed threshold and the Platt map in its config."""
+    config = json.loads((ran.root / "outputs/lstm_qqp_mydomain/config.json").read_text())
+    assert config["threshold"] == pytest.approx(printed_json(ran)["threshold"]) and config["calibration"]["method"] == "platt"
+
+
+def _prompt_saved(ran: Ran) -> None:
+    """`--prompt "question: "` travels with the model (its config's prompts, used by encode)."""
+    config = json.loads((ran.root / "outputs/minilm_prompted/config.json").read_text())
+    assert "question: " in config["prompts"].values(), config.get("prompts")
+
+
+def _reranked(ran: Ran) -> None:
+    """Reranked matches carry the cross-encoder's score in [0, 1] and the bi-encoder's cosine beside it."""
+    matches = printed_json(ran)["results"][0]["matches"]
+    assert all("retrieval_score" in m and 0.0 <= m["score"] <= 1.0 for m in matches), matches
+
+
+def _cross_encoder_order_free(ran: Ran) -> None:
+    """`cross.predict`: scores in [0, 1], the same whichever text comes first."""
+    cross = ran.namespace["cross"]
+    a, b = ["How do I learn Python ?"], ["What is the best way to learn Python ?"]
+    forward, backward = cross.predict(a, b)["scores"], cross.predict(b, a)["scores"]
+    assert 0.0 <= float(forward[0]) <= 1.0 and float(forward[0]) == pytest.approx(float(backward[0]), abs=1e-6)
+
+
+def _embeddings(ran: Ran) -> None:
+    """`model.encode`: (n, dim), L2-normalised."""
+    embeddings, model = ran.namespace["embeddings"], ran.namespace["model"]
+    assert tuple(embeddings.shape) == (1, model.config.sentence_embedding_dim)
+    assert float(embeddings.norm(dim=-1)[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def _onnx_model(ran: Ran) -> None:
+    """`load_siamese_model` on the exported folder gives an OnnxSiameseModel that scores pairs."""
+    model = ran.namespace["model"]
+    assert type(model).__name__ == "OnnxSiameseModel", type(model)
+    scores = model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])["scores"]
+    assert len(scores) == 1
+
+
+def _classified(ran: Ran) -> None:
+    """`classify`: a label per text among the support labels or `unknown_label`, and a score per class."""
+    out = ran.namespace["out"]
+    assert len(out["labels"]) == 2 and set(out["labels"]) <= {"account", "shipping", "other"}, out["labels"]
+    assert tuple(out["class_scores"].shape) == (2, 2)  # two texts, two classes (account, shipping)
+
+
+EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
+    # Quick start: the default recipe, saved to outputs/lstm_qqp, then a summary of where and how well.
+    r"&& \.venv/bin/python recipes/train\.py$": trained_model("outputs/lstm_qqp"),
+    r"^python recipes/train\.py$": trained_model("outputs/lstm_qqp-2"),  # "run again, it writes outputs/lstm_qqp-2"
+    r"^python recipes/train\.py recipes/configs/minilm_qqp\.yaml$": trained_model("outputs/minilm_qqp"),
+    r"--output_dir outputs/minilm_100$": trained_model("outputs/minilm_100"),
+    r"--output_dir outputs/lstm_qqp_2proc$": trained_model("outputs/lstm_qqp_2proc"),
+    r"--question1_column q1": trained_model("outputs/pairs-contrastive_ranking"),
+    r"--output_dir outputs/minilm_prompted$": all_of(trained_model("outputs/minilm_prompted"), _prompt_saved),
+    r"^python recipes/train\.py recipes/configs/cross_minilm_qqp\.yaml$": trained_model("outputs/cross_minilm_qqp"),
+    r"^python recipes/silver_pairs\.py": all_of(json_keys("pairs", "duplicates", "threshold"), _silver_pairs_written),
+    r"--output_dir outputs/minilm_silver$": trained_model("outputs/minilm_silver"),
+    r"^python recipes/distill\.py recipes/configs/lstm_distilled_qqp\.yaml": trained_model("outputs/lstm_distilled_qqp"),
+    r"^python recipes/distill\.py recipes/configs/static_distilled_qqp\.yaml --teacher_model_name_or_path outputs/minilm_qqp$": (
+        trained_model("outputs/static_distilled_qqp")
+    ),
+    r"static_distilled_short$": trained_model("outputs/static_distilled_short"),
+    r"export_validation_slice\.py outputs/qqp_validation\.jsonl$": files("outputs/qqp_validation.jsonl"),
+    r"--report_dir outputs/lstm_qqp_report$": all_of(
+        json_keys("accuracy", "average_precision", "retrieval_mrr@10", "retrieval_recall@5", training_overlap_pairs=0),
+        files(*(f"outputs/lstm_qqp_report/{name}" for name in REPORT_FILES)),
+    ),
+    r"^python recipes/calibrate\.py": all_of(
+        json_keys("threshold", "threshold_interval", "metrics", "warnings", interval_confidence=0.9, method="platt"),
+        _calibration_saved,
+    ),
+    r"--report_dir outputs/mydomain_report$": all_of(
+        json_keys("accuracy", "average_precision", "ece", "brier"),
+        files(*(f"outputs/mydomain_report/{name}" for name in (*REPORT_FILES, "reliability_diagram.png"))),
+    ),
+    r"--index_dir outputs/qqp_dev_index --query \"How do I learn Python\?\" --k 5$": all_of(
+        exact_hit_first(5, "How do I learn python ?"), files("outputs/qqp_dev_index/index_config.json")
+    ),
+    r"--query \"Why is the sky blue\?\" --json$": all_of(json_keys("threshold", num_texts=19_052, k=5), search_results(5)),
+    r"--cross_encoder outputs/cross_minilm_qqp --query": all_of(
+        json_keys("retrieval_threshold", cross_encoder="outputs/cross_minilm_qqp", rerank_k=20), search_results(5), _reranked
+    ),
+    r"--index_dir outputs/qqp_sharded_index": all_of(
+        exact_hit_first(5, "How do I learn python ?"),
+        files("outputs/qqp_sharded_index/index_config.json", "outputs/qqp_sharded_shards/shards.json"),
+    ),
+    r"--output_dir outputs/lstm_qqp_int8 --quantize int8$": all_of(
+        json_keys("int8_min_cosine", quantization="int8", file="model.onnx"),
+        files("outputs/lstm_qqp_int8/model.onnx", "outputs/lstm_qqp_int8/config.json"),
+    ),
+    r"--model_name_or_path outputs/lstm_qqp_int8 --test_file": json_keys("accuracy", "average_precision"),
+    r"--model_name_or_path outputs/lstm_qqp_int8 --corpus": exact_hit_first(5, "How do I learn python ?"),
+    # Python blocks, found by their code.
+    r"to_csv\(\"pairs\.csv\"": files("pairs.csv"),
+    r"to_json\(\"my_pairs\.jsonl\"\)": files("my_pairs.jsonl", "my_test.jsonl"),
+    r"index\.save\(\"outputs/qqp_index\"\)": all_of(
+        files("outputs/qqp_index/embeddings.npy", "outputs/qqp_index/corpus/", "outputs/qqp_index/index_config.json"),
+        _index_finds_what_was_added,
+    ),
+    r"index\.save\(\"outputs/qqp_big_index\"\)": all_of(
+        files("outputs/qqp_big_index/ann.faiss", "outputs/qqp_shards/shards.json", "outputs/qqp_db_index/index_config.json"),
+        _database_reopens,
+    ),
+    r"encode_to_shards_ray\(questions": files("outputs/qqp_ray_shards/shards.json"),
+    r"support_labels=": _classified,
+    r"cross = CrossEncoder\.from_pretrained\(\"outputs/cross_minilm_qqp\"\)": _cross_encoder_order_free,
+    r"^embeddings = model\.encode\(": _embeddings,
+    r"load_siamese_model\(\"outputs/lstm_qqp_int8\"\)": _onnx_model,
+}
+
+
+def check_expectations(text: str, ran: Ran, met: set[str]) -> bool:
+    """Run the checks of every EXPECTATIONS entry whose pattern `text` (a README command or Python block) matches;
+    whether there was one."""
+    matched = False
+    for pattern, check in EXPECTATIONS.items():
+        if re.search(pattern, text, flags=re.MULTILINE):
+            check(ran)
+            met.add(pattern)
+            matched = True
+    return matched
+
+
+def test_every_expectation_names_a_block_that_runs_and_can_fail(tmp_path):
+    """Fast, without running the README: each EXPECTATIONS entry finds a command or block the test runs, and the
+    checks fail on output that does not keep the promise."""
+    texts = []
+    for block in readme_blocks(README.read_text(encoding="utf-8")):
+        if not block.skip:
+            texts += [block.code] if block.language == "python" else shell_commands(block.code)
+    for pattern in EXPECTATIONS:
+        assert any(re.search(pattern, text, flags=re.MULTILINE) for text in texts), f"{pattern!r} finds no README block"
+    with pytest.raises(AssertionError, match="no JSON object printed"):
+        json_keys("accuracy")(Ran(tmp_path, stdout="done\n"))
+    with pytest.raises(AssertionError, match="missing"):
+        json_keys("accuracy")(Ran(tmp_path, stdout='{"loss": 1.0}\n'))
+    with pytest.raises(AssertionError, match="was not written"):
+        files("outputs/missing")(Ran(tmp_path))
+    table = "Query: q\n   1. {:.4f} duplicate  [3] a ?\n   2. 0.8000            [4] b ?"
+    exact_hit_first(2, "a ?")(Ran(tmp_path, stdout=table.format(1.0)))
+    with pytest.raises(AssertionError):
+        exact_hit_first(2, "a ?")(Ran(tmp_path, stdout=table.format(0.9)))  # the query's copy in the corpus not found
+    with pytest.raises(AssertionError):
+        exact_hit_first(2, "b ?")(Ran(tmp_path, stdout=table.format(1.0)))
+    with pytest.raises(AssertionError):
+        trained_model("outputs/run")(Ran(tmp_path, stdout="Model saved to outputs/run after 1s"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -209,7 +210,10 @@ def build_app(app: DuplicateSearch | None, *, title: str = "Has this question be
     except ImportError as err:
         raise ImportError(f"the web app needs gradio: {install_hint('app')}") from err
 
-    with gr.Blocks(title=title) as blocks:
+    # Gradio's usage analytics and version check go over the network: off unless the user chose
+    # (GRADIO_ANALYTICS_ENABLED set, which gradio reads when given None); an argument, not the environment.
+    analytics = None if "GRADIO_ANALYTICS_ENABLED" in os.environ else False
+    with gr.Blocks(title=title, analytics_enabled=analytics) as blocks:
         gr.Markdown(f"# {html.escape(title)}")
         if app is None:
             gr.Markdown(_message(error or "no index loaded"), elem_id="load-error")

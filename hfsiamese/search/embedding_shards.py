@@ -27,6 +27,7 @@ Two ways to run it, writing the same files:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -332,7 +333,8 @@ def encode_to_shards_ray(
         if address is None:
             # As many CPUs as the actors ask for: with fewer, the ones that do not fit would wait forever.
             num_cpus = max(num_workers, math.ceil(num_workers * options["num_cpus"]))
-            ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+            with _ray_usage_stats_off_unless_chosen():
+                ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, logging_level=logging.WARNING)
     try:
@@ -443,6 +445,27 @@ class ShardEncoder:
         )
         write_shard(Path(shards_dir), index, start, embeddings)
         return index
+
+
+USAGE_STATS_VARIABLE = "RAY_USAGE_STATS_ENABLED"
+
+
+@contextlib.contextmanager
+def _ray_usage_stats_off_unless_chosen() -> Iterator[None]:
+    """
+    A local Ray started here sends no usage statistics over the network unless the user chose to
+    (RAY_USAGE_STATS_ENABLED set, honoured as it is). Ray reads only its environment, which the processes it
+    starts inherit, and `ray.init` takes no such argument: the variable is set for the start and removed
+    after, so the caller's environment is as it was.
+    """
+    if USAGE_STATS_VARIABLE in os.environ:
+        yield
+        return
+    os.environ[USAGE_STATS_VARIABLE] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop(USAGE_STATS_VARIABLE, None)
 
 
 def import_ray() -> Any:

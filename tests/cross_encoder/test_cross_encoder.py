@@ -62,17 +62,22 @@ def test_predict_uses_the_stored_threshold_and_rank_scores_candidates(spread_cro
     assert ranked == pytest.approx(cross.score_pairs([A[0]] * len(B), B), abs=1e-6)
 
 
-def test_bad_inputs_are_refused_in_one_line(tiny_cross_encoder):
-    with pytest.raises(ValueError, match="same length"):
-        tiny_cross_encoder.score_pairs(A, B[:2])
-    with pytest.raises(TypeError, match=r"texts_b\[1\] is None"):
-        tiny_cross_encoder.score_pairs(A[:2], [B[0], None])
-    with pytest.raises(TypeError, match="not single strings"):
-        tiny_cross_encoder.score_pairs(A[0], B[0])
-    with pytest.raises(ValueError, match="truncate_dim applies to bi-encoder"):
-        tiny_cross_encoder.score_pairs(A, B, truncate_dim=8)
-    with pytest.raises(ValueError, match="batch_size"):
-        tiny_cross_encoder.score_pairs(A, B, batch_size=0)
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        pytest.param((A, B[:2]), ValueError, "same length", id="lengths"),
+        pytest.param((A[:2], [B[0], None]), TypeError, r"texts_b\[1\] is None", id="None"),
+        pytest.param((A[0], B[0]), TypeError, "not single strings", id="strings"),
+        pytest.param((A, B, {"truncate_dim": 8}), ValueError, "truncate_dim applies to bi-encoder", id="truncate_dim"),
+        pytest.param((A, B, {"batch_size": 0}), ValueError, "batch_size", id="batch_size"),
+    ],
+)
+def test_bad_inputs_are_refused_in_one_line(tiny_cross_encoder, arguments, error, match):
+    *texts, options = arguments if isinstance(arguments[-1], dict) else (*arguments, {})
+    with pytest.raises(error, match=match) as info:
+        tiny_cross_encoder.score_pairs(*texts, **options)
+    message = str(info.value)
+    assert message.strip() and "\n" not in message, f"not one line: {message!r}"
 
 
 def test_save_reload_keeps_scores_threshold_and_order(spread_cross_encoder, tmp_path):

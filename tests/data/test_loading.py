@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import warnings
 
 import datasets
@@ -12,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hfsiamese.data import PAIR_FORMATS, HubUnreachableError, load_pairs, readers as readers_module
+from tests.helpers import refuse_network
 
 BASE = ["question1", "question2", "label"]
 WITH_IDS = BASE + ["qid1", "qid2"]
@@ -335,11 +335,12 @@ def test_all_rows_empty_is_an_error(tmp_path):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("variable", ["HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"])
 def test_hub_name_offline_fails_fast(tmp_path, monkeypatch, variable):
+    """Fast: no connection attempt (no network timeout to wait for) and no sleep (no retry back-off)."""
     monkeypatch.setenv(variable, "1")
-    start = time.monotonic()
+    attempts = refuse_network(monkeypatch, waits=True)
     with pytest.raises(ValueError, match="offline") as info:
         load("someone/some-pairs", tmp_path)
-    assert time.monotonic() - start < 5
+    assert attempts == []
     assert isinstance(info.value, ConnectionError) and "local file" in str(info.value)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import torch.nn.functional as F
 
 from hfsiamese.losses import get_loss
 from hfsiamese.losses.distributed import gather, gather_with_grad, global_mean, rank_offset, world_size
+from tests.helpers import accelerate_launch
 
 WORKER = Path(__file__).with_name("gather_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def two_process_run(tmp_path_factory) -> dict:
     output = tmp_path_factory.mktemp("gather") / "gather.json"
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
-        "1", "--mixed_precision", "no", "--dynamo_backend", "no", str(WORKER), str(output),
-    ]
+    command = [*accelerate_launch(2), str(WORKER), str(output)]
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
     assert result.returncode == 0, result.stderr[-4000:]

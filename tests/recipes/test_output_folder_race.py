@@ -1,6 +1,8 @@
 """Two trainings launched on one output folder: one runs, the other stops at once; the folder ends complete."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -8,29 +10,46 @@ import time
 from hfsiamese.runs.run_lock import LOCK_NAME
 from tests.helpers import TINY_LSTM_BASE, TRAIN, offline_env, recipe_flags
 
-# Long enough that the first run still trains while the second starts up (~6 s): the second must meet a live run.
-FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=600, eval_strategy="no",
-             save_strategy="steps", save_steps=200, logging_steps=200)  # fmt: skip
+# The first run holds the folder for as long as the test keeps it stopped (below), so the schedule can be short.
+FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=20, eval_strategy="no",
+             save_strategy="steps", save_steps=10, logging_steps=10)  # fmt: skip
 
 
-def start(out, tmp_path, *extra):
-    command = [sys.executable, str(TRAIN), *recipe_flags(FLAGS, out), "--overwrite_output_dir", "true", *extra]
+def start(out, tmp_path, *extra, overwrite=True):
+    overwriting = ["--overwrite_output_dir", "true"] if overwrite else []
+    command = [sys.executable, str(TRAIN), *recipe_flags(FLAGS, out), *overwriting, *extra]
     return subprocess.Popen(
         command, cwd=tmp_path, env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
+def lock_owner(out) -> int | None:
+    """The pid the folder's lock file names, once the file is written in full (it is created empty first)."""
+    try:
+        return json.loads((out / LOCK_NAME).read_text())["pid"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+
+
 def test_second_run_on_a_folder_held_by_a_live_run_stops(tmp_path):
-    """`--overwrite_output_dir` passes the non-empty check, so only the lock stands between the two runs."""
+    """
+    `--overwrite_output_dir` passes the non-empty check, so only the lock stands between the two runs. The test
+    waits for the marker (the lock naming the first run), then stops the first run (SIGSTOP) until the second
+    has answered: the second meets a live run however fast either machine or run is.
+    """
     out = tmp_path / "run"
     first = start(out, tmp_path)
     deadline = time.monotonic() + 120
-    while not (out / LOCK_NAME).exists() and first.poll() is None and time.monotonic() < deadline:
+    while lock_owner(out) is None and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert (out / LOCK_NAME).exists(), first.communicate()[1][-3000:]
-    second = start(out, tmp_path, "--seed", "1")
-    _, second_err = second.communicate(timeout=300)
-    first_running_meanwhile = first.poll() is None
+    assert lock_owner(out) == first.pid, first.communicate()[1][-3000:]
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        second = start(out, tmp_path, "--seed", "1")
+        _, second_err = second.communicate(timeout=300)
+        first_running_meanwhile = first.poll() is None
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     _, first_err = first.communicate(timeout=600)
     assert first.returncode == 0, first_err[-3000:]
     assert second.returncode == 1 and "Traceback" not in second_err
@@ -43,8 +62,12 @@ def test_second_run_on_a_folder_held_by_a_live_run_stops(tmp_path):
 
 
 def test_two_runs_started_together_one_wins(tmp_path):
+    """
+    Whatever the overlap: the later run meets either the live run's lock or, once the first has written, a
+    non-empty folder (no `--overwrite_output_dir` here, so a run that ended before the other began counts too).
+    """
     out = tmp_path / "run"
-    runs = [start(out, tmp_path), start(out, tmp_path, "--seed", "1")]
+    runs = [start(out, tmp_path, overwrite=False), start(out, tmp_path, "--seed", "1", overwrite=False)]
     results = [(run.returncode, err) for run in runs for _, err in [run.communicate(timeout=600)]]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 1], [err[-2000:] for _, err in results]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gradio  # noqa: F401  (the code under test imports it; the test extra has it, so a broken install is an error)
 import pytest
 import torch
@@ -12,6 +14,7 @@ from hfsiamese.search.app import (
     AppArguments,
     DuplicateSearch,
     app_from_arguments,
+    build_app,
     load_or_build_index,
 )
 from tests.conftest import TEXTS
@@ -94,3 +97,15 @@ def test_a_corpus_that_does_not_parse_becomes_the_page_message(model_dir, tmp_pa
     blocks = app_from_arguments(AppArguments(model_name_or_path=str(model_dir), corpus=str(broken)))
     texts = [block.value for block in blocks.blocks.values() if isinstance(block, gr.Markdown)]
     assert any("Could not load the model or the corpus" in text and "broken.csv" in text for text in texts)
+
+
+@pytest.mark.parametrize(("users_choice", "analytics"), [(None, False), ("True", True), ("False", False)])
+def test_gradio_analytics_are_off_unless_the_user_turns_them_on(monkeypatch, users_choice, analytics):
+    """No usage report or version check over the network by default; a user's GRADIO_ANALYTICS_ENABLED wins."""
+    if users_choice is None:
+        monkeypatch.delenv("GRADIO_ANALYTICS_ENABLED", raising=False)
+    else:
+        monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", users_choice)
+    monkeypatch.delenv("HF_HUB_DISABLE_TELEMETRY", raising=False)  # gradio sets it when analytics are off
+    assert build_app(None, error="no index").analytics_enabled is analytics
+    assert os.environ.get("GRADIO_ANALYTICS_ENABLED") == users_choice  # the user's environment as it was

@@ -34,21 +34,32 @@ def test_search_finds_what_the_exact_index_finds(backend, tmp_path, tiny_lstm, w
         assert {m["site"] for m in index.search(TEXTS[0], k=len(TEXTS))} == {"python", "cooking"}
 
 
-def test_filters_add_and_delete_without_a_rebuild(backend, tmp_path, tiny_lstm, word_tokenizer):
+def test_filters_add_and_delete_without_a_rebuild(backend, tmp_path, tiny_lstm, word_tokenizer, monkeypatch):
+    """No rebuild: the same store all along; `add` embeds and writes only the new row, `delete` writes none."""
     with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:
         found = index.search(TEXTS[1], k=len(TEXTS), filter={"site": "cooking"})
         assert found and all(m["site"] == "cooking" for m in found)
         assert len(index.search(TEXTS[1], k=len(TEXTS), filter={"site": ["cooking", "python"]})) == len(TEXTS)
 
+        store, rows_before = index._store, {m["id"]: m["text"] for m in index.search(TEXTS[0], k=len(TEXTS))}
+        embedded, written = [], []  # every text the model embeds, every row the store is given, from here on
+        encode, store_add = index._encode, store.add
+        monkeypatch.setattr(index, "_encode", lambda texts, **kw: (embedded.extend(texts), encode(texts, **kw))[1])
+        monkeypatch.setattr(store, "add", lambda ids, *args: (written.extend(ids), store_add(ids, *args))[1])
+
         index.add(["How do I bake bread at home?"], ids=[100], metadata=[{"site": "baking"}])
+        assert (embedded, written) == (["How do I bake bread at home?"], [100]) and len(index) == len(TEXTS) + 1
         (best,) = index.search("How do I bake bread at home?", k=1, filter={"site": "baking"})
         assert best["id"] == 100 and best["score"] == pytest.approx(1.0, abs=1e-5)
         with pytest.raises(ValueError, match="already"):
             index.add(["again"], ids=[100])
 
+        embedded.clear()
         assert index.delete([0, 100, 999]) == 2
-        assert len(index) == len(TEXTS) - 1
-        assert all(m["id"] not in (0, 100) for m in index.search(TEXTS[0], k=len(TEXTS)))
+        assert embedded == [] and written == [100]  # nothing embedded or written again
+        assert len(index) == len(TEXTS) - 1 and index._store is store
+        rows_after = {m["id"]: m["text"] for m in index.search(TEXTS[0], k=len(TEXTS))}
+        assert rows_after == {i: text for i, text in rows_before.items() if i != 0}
 
 
 def test_an_index_reopens_from_its_folder_with_every_row(backend, tmp_path, tiny_lstm, word_tokenizer):

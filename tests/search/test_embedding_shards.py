@@ -8,8 +8,8 @@ corpus, shard size, encoding or model is refused.
 from __future__ import annotations
 
 import json
+import os
 import random
-import socket
 import sys
 from pathlib import Path
 
@@ -75,13 +75,6 @@ def count_corpus_encodes(
 
     monkeypatch.setattr(model, "encode", counting_encode)
     return calls
-
-
-def free_port() -> str:
-    """A port no other launch holds now (accelerate's default 29500 may be another test's)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
 
 
 def test_one_process_writes_shards_equal_to_encoding_the_whole_corpus(tmp_path, tiny_lstm, word_tokenizer):
@@ -291,7 +284,7 @@ def test_two_accelerate_processes_write_each_shard_once(tmp_path, tiny_lstm, wor
     (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
     logs.mkdir()
 
-    command = [*accelerate_launch(2), "--main_process_port", free_port(), str(WORKER),
+    command = [*accelerate_launch(2), str(WORKER),
                str(tmp_path / "texts.json"), str(folder), str(model_dir), str(logs), str(SHARD_SIZE)]  # fmt: skip
     result = run_offline(command, cwd=tmp_path, timeout=300, ACCELERATE_USE_CPU="1", OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-4000:]
@@ -326,6 +319,32 @@ def test_two_ray_workers_write_the_same_shards_and_resume(tmp_path, tiny_lstm, w
     assert {name: (folder / name).stat().st_mtime_ns for name in kept} == kept
     assert shard_files(folder) == all_shard_names()
     assert max_difference(shards, expected) <= 1e-6
+
+
+@pytest.mark.parametrize("users_choice", [None, "1", "0"])
+def test_a_local_ray_reports_no_usage_unless_the_user_chose(tmp_path, monkeypatch, users_choice):
+    """The local Ray it starts sees RAY_USAGE_STATS_ENABLED=0 unless the user set it; the environment is left as it was."""
+    seen = {}
+
+    class FakeRay:  # what encode_to_shards_ray asks of Ray around the actors
+        def is_initialized(self):
+            return False
+
+        def init(self, **kwargs):
+            seen["init"] = os.environ.get("RAY_USAGE_STATS_ENABLED")
+
+        def shutdown(self):
+            seen["shutdown"] = True
+
+    if users_choice is None:
+        monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
+    else:
+        monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", users_choice)
+    monkeypatch.setattr(embedding_shards, "import_ray", FakeRay)
+    monkeypatch.setattr(embedding_shards, "_run_ray_actors", lambda *args: "the actors ran")
+    assert encode_to_shards_ray(["a question"], tmp_path / "shards", "any/model") == "the actors ran"
+    assert seen == {"init": users_choice or "0", "shutdown": True}
+    assert os.environ.get("RAY_USAGE_STATS_ENABLED") == users_choice
 
 
 def test_ray_missing_is_an_import_error_naming_the_extra(tmp_path, monkeypatch):

@@ -74,17 +74,46 @@ def test_trains_calibrates_on_validation_and_saves_a_loadable_folder(tiny_cross_
     assert AutoModelForSequenceClassification.from_pretrained(out).config.num_labels == 1
 
 
-def test_soft_labels_train_and_the_loss_is_binary_cross_entropy(tiny_cross_encoder, tmp_path):
-    cross = tiny_cross_encoder
-    trainer = _trainer(cross, tmp_path)
-    batch = CrossPairCollator(cross.tokenizer)([trainer.train_dataset[i] for i in range(4)])
-    batch["labels"] = torch.tensor([0.25, 0.9, 0.0, 1.0])
+def _soft_label_loss(cross, rows) -> float:
+    """Binary cross-entropy with soft labels, by hand (float64): -(y log p + (1 - y) log(1 - p)), p = sigmoid(logit)."""
+    batch = CrossPairCollator(cross.tokenizer)(rows)
     cross.model.eval()
-    loss = trainer.compute_loss(cross.model, batch)
     with torch.no_grad():
         logits = cross.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]).logits[:, 0]
-    expected = torch.nn.functional.binary_cross_entropy_with_logits(logits, batch["labels"])
-    assert loss.item() == pytest.approx(expected.item(), abs=1e-6)
+    p, y = torch.sigmoid(logits.double()), batch["labels"].double()
+    return (-(y * torch.log(p) + (1 - y) * torch.log(1 - p))).mean().item()
+
+
+def test_soft_labels_train_and_the_loss_is_binary_cross_entropy(tiny_cross_encoder, tmp_path):
+    cross = tiny_cross_encoder
+    pairs = tiny_pairs()
+    soft = [0.7, 0.95, 0.8, 0.6, 0.9] * (len(pairs) // 5 + 1)  # mostly duplicates, none certain
+    pairs = pairs.remove_columns("label").add_column("label", soft[: len(pairs)])
+    trainer = CrossEncoderTrainer(
+        model=cross.model, args=tiny_training_args(tmp_path, max_steps=12, learning_rate=1e-2),
+        train_dataset=tokenize_cross_pairs(pairs, cross.tokenizer, both_orders=True), processing_class=cross.tokenizer,
+        training_questions=None,
+    )  # fmt: skip
+    rows = [trainer.train_dataset[i] for i in range(len(trainer.train_dataset))]
+    assert sorted({row["labels"] for row in rows}) == pytest.approx([0.6, 0.7, 0.8, 0.9, 0.95])  # kept soft
+
+    # Training on them moves the weights and lowers that loss over the training pairs.
+    before_weights = {k: v.clone() for k, v in cross.model.state_dict().items()}
+    before = _soft_label_loss(cross, rows)
+    trainer.train()
+    assert any(not torch.equal(before_weights[k], v) for k, v in cross.model.state_dict().items())
+    after = _soft_label_loss(cross, rows)
+    assert after < before - 1e-3, (before, after)
+
+    # The trainer's loss is the hand-computed BCE with the soft labels, not with labels rounded to 0/1 (trained,
+    # the logits are away from 0, where the two differ: by (rounded - soft) * logit per row).
+    batch = CrossPairCollator(cross.tokenizer)(rows)
+    cross.model.eval()
+    with torch.no_grad():
+        loss = trainer.compute_loss(cross.model, batch).item()
+    assert loss == pytest.approx(after, abs=1e-6)
+    rounded = [dict(row, labels=float(round(row["labels"]))) for row in rows]
+    assert abs(loss - _soft_label_loss(cross, rounded)) > 1e-3, (loss, _soft_label_loss(cross, rounded))
 
 
 def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):

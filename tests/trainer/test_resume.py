@@ -32,14 +32,13 @@ FLAGS = dict(
     warmup_steps=2, eval_strategy="epoch", save_strategy="steps", save_total_limit=2,
     loss="hard_negative_triplet",  # duplicate pairs only: the step/epoch positions below count those rows
 )
-ACCELERATE_2 = accelerate_launch(2)
 ENV = dict(OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="1")  # added to `offline_env`'s settings
 # One process: 9 batches per epoch, 18 steps; checkpoints every 4 steps; killed at step 14, after
 # checkpoint-12 (3 steps into epoch 2). Two processes (global batch 32): 5 steps per epoch, 15 steps;
 # checkpoints every 2 steps; killed at step 7, after checkpoint-6 (1 step into epoch 2).
 SETTINGS = {
-    "one_process": dict(launcher=[sys.executable], flags=dict(num_train_epochs=2, save_steps=4, logging_steps=2), kill_at=14, resume_at=12, steps=18),
-    "two_processes": dict(launcher=ACCELERATE_2, flags=dict(num_train_epochs=3, save_steps=2, logging_steps=1), kill_at=7, resume_at=6, steps=15),
+    "one_process": dict(processes=1, flags=dict(num_train_epochs=2, save_steps=4, logging_steps=2), kill_at=14, resume_at=12, steps=18),
+    "two_processes": dict(processes=2, flags=dict(num_train_epochs=3, save_steps=2, logging_steps=1), kill_at=7, resume_at=6, steps=15),
 }  # fmt: skip
 # Timing figures differ between any two runs; train_loss is the mean over the steps run by this
 # process (transformers restarts that mean on resume), so it is compared through the logged losses.
@@ -66,13 +65,18 @@ def flags(output_dir, **extra):
     return recipe_flags({**FLAGS, **extra}, output_dir)
 
 
-def train(cwd, launcher, *args, timeout=600):
-    result = run_offline([*launcher, str(TRAIN), *args], cwd, timeout, **ENV)
+def launcher(processes):
+    """The command that starts a run's processes; several get a free port each launch (accelerate_launch)."""
+    return [sys.executable] if processes == 1 else accelerate_launch(processes)
+
+
+def train(cwd, processes, *args, timeout=600):
+    result = run_offline([*launcher(processes), str(TRAIN), *args], cwd, timeout, **ENV)
     assert result.returncode == 0, result.stderr[-4000:]
     return result
 
 
-def kill_at_step(cwd, launcher, args, step, timeout=600):
+def kill_at_step(cwd, processes, args, step, timeout=600):
     """Run the recipe until it finished `step` (and any checkpoint due then), then SIGKILL all its processes."""
     wrapper = cwd / "kill_wrapper.py"
     marker = cwd / f"reached_step_{step}"
@@ -80,7 +84,7 @@ def kill_at_step(cwd, launcher, args, step, timeout=600):
     wrapper.write_text(WRAPPER.format(step=step, marker=str(marker), train=str(TRAIN)))
     with (cwd / "killed_run.log").open("w") as log:
         process = subprocess.Popen(
-            [*launcher, str(wrapper), *args],
+            [*launcher(processes), str(wrapper), *args],
             cwd=cwd, env=offline_env(**ENV), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -139,13 +143,13 @@ def runs(request, tmp_path_factory):
     setting = SETTINGS[request.param]
     tmp = tmp_path_factory.mktemp(request.param)
     straight, interrupted = tmp / "straight", tmp / "interrupted"
-    train(tmp, setting["launcher"], *flags(straight, **setting["flags"]))
-    kill_at_step(tmp, setting["launcher"], flags(interrupted, **setting["flags"]), setting["kill_at"])
+    train(tmp, setting["processes"], *flags(straight, **setting["flags"]))
+    kill_at_step(tmp, setting["processes"], flags(interrupted, **setting["flags"]), setting["kill_at"])
     killed_state = {p.name for p in interrupted.iterdir()}
     checkpoint = interrupted / f"checkpoint-{setting['resume_at']}"
     epoch = json.loads((checkpoint / "trainer_state.json").read_text())["epoch"]
     assert 1 < epoch < 2, f"{checkpoint.name} should be mid-epoch 2, is at epoch {epoch}"
-    resumed = train(tmp, setting["launcher"], *flags(interrupted, **setting["flags"]), "--resume_from_checkpoint", "auto")
+    resumed = train(tmp, setting["processes"], *flags(interrupted, **setting["flags"]), "--resume_from_checkpoint", "auto")
     return dict(setting, straight=straight, interrupted=interrupted, killed_state=killed_state, resumed=resumed)
 
 

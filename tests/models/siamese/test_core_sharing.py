@@ -164,27 +164,43 @@ def test_real_busy_processes_take_a_thread_away(monkeypatch):
 
 
 def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, monkeypatch):
+    """
+    The real CoreSharing in `encode`, with torch's real thread count read at every batch: another process
+    takes both cores from the second batch on, so torch runs 2 threads, then 1, and 2 again after `encode`.
+    Only the CPU counters and the clock are scripted (2 s pass per batch), so the machine's load cannot decide.
+    """
     from hfsiamese.models.siamese import inference
 
+    clock = [0.0]
     made = []
 
-    class Recording:
-        def __init__(self):
-            self.updates, self.restored, self.changes = 0, False, []
-            made.append(self)
+    def scripted_sharing():
+        made.append(CoreSharing(cores=2, read_cpu=lambda: (2.0 * clock[0], 0.0), own_cpu=lambda: 0.0, clock=lambda: clock[0]))
+        return made[-1]
 
-        def update(self):
-            self.updates += 1
-            return 1
+    threads_per_batch = []
+    embed_batch = tiny_lstm._embed_batch
 
-        def restore(self):
-            self.restored = True
+    def recording_embed_batch(features):
+        threads_per_batch.append(torch.get_num_threads())
+        clock[0] += 2.0
+        return embed_batch(features)
 
-    monkeypatch.setattr(inference, "CoreSharing", Recording)
+    monkeypatch.setattr(inference, "CoreSharing", scripted_sharing)
     monkeypatch.setattr(inference, "core_sharing_enabled", lambda: True)
+    monkeypatch.setattr(tiny_lstm, "_embed_batch", recording_embed_batch)
     texts = [f"question number {i}" for i in range(10)]
-    expected = tiny_lstm.encode(texts, word_tokenizer, batch_size=3)
-    assert len(made) == 1 and made[0].updates == 4 and made[0].restored
-    monkeypatch.setattr(inference, "core_sharing_enabled", lambda: False)
-    assert torch.allclose(tiny_lstm.encode(texts, word_tokenizer, batch_size=3), expected)
-    assert len(made) == 1  # off: none made
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the run's choice, which sharing must give back
+    try:
+        expected = tiny_lstm.encode(texts, word_tokenizer, batch_size=3)
+        assert threads_per_batch == [2, 1, 1, 1], made[0].changes  # 4 batches; fewer threads from the second on
+        assert torch.get_num_threads() == 2  # restored after encode
+        assert len(made) == 1 and [threads for _, threads, _ in made[0].changes] == [1]
+
+        threads_per_batch.clear()
+        monkeypatch.setattr(inference, "core_sharing_enabled", lambda: False)
+        assert torch.allclose(tiny_lstm.encode(texts, word_tokenizer, batch_size=3), expected)
+        assert len(made) == 1 and threads_per_batch == [2, 2, 2, 2]  # off: none made, the count untouched
+    finally:
+        torch.set_num_threads(threads_before)
