@@ -29,7 +29,6 @@ def end_run(
     metrics: Mapping[str, float],
     *,
     corpus_file: str | os.PathLike | None,
-    recipes_dir: str | os.PathLike,
     reranker: bool = False,
 ) -> None:
     """
@@ -38,7 +37,7 @@ def end_run(
     processes gloo aborts at exit otherwise.
     """
     if trainer.is_world_process_zero():
-        print(run_summary(trainer.args.output_dir, metrics, corpus_file=corpus_file, recipes_dir=recipes_dir, reranker=reranker), flush=True)
+        print(run_summary(trainer.args.output_dir, metrics, corpus_file=corpus_file, reranker=reranker), flush=True)
     trainer.accelerator.end_training()
 
 
