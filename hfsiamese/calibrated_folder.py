@@ -1,5 +1,5 @@
 """
-A calibrated copy of a model folder (what `recipes/calibrate.py` writes): a new folder whose weights
+A calibrated copy of a model folder (what `hfsiamese calibrate` writes): a new folder whose weights
 and tokenizer are the source's files copied byte for byte, whose config holds the new threshold and
 calibration, whose code files are this library's (so the stored calibration is applied after
 `trust_remote_code=True` loading too), and whose model card says on what data the decision was

@@ -1,4 +1,4 @@
-"""The options of the distillation stage (`recipes/distill.py`), and the training arguments they make."""
+"""The options of the distillation stage (`hfsiamese distill`), and the training arguments they make."""
 
 from __future__ import annotations
 

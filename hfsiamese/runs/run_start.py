@@ -1,6 +1,6 @@
 """The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer.
 
-`recipes/train.py` and `recipes/distill.py` begin alike once their output folder is claimed; the order
+`hfsiamese train` and `hfsiamese distill` begin alike once their output folder is claimed; the order
 of the steps is part of the result (the model's initialisation draws from the generators seeded first,
 the LSTM vocabulary is trained on the split made next), so it is written once, here.
 """

@@ -98,11 +98,11 @@ class SiameseTrainingArguments(TrainingArguments):
     )
     embedding_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's embeddings (default 1.0)."},
+        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's embeddings (default 1.0)."},
     )
     score_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
+        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
     )
     matryoshka_loss: str | None = field(
         default=None,

@@ -168,7 +168,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Silver pairs to train on besides the gold ones: training questions paired and labelled by a cross-encoder "
-            "at its threshold (recipes/silver_pairs.py, JSON lines; hard 0/1 labels). A file with a pair holding a validation "
+            "at its threshold (hfsiamese silver-pairs, JSON lines; hard 0/1 labels). A file with a pair holding a validation "
             "or test question is refused; pairs repeating a gold training pair are dropped; max_train_pairs limits the gold "
             "pairs only."
         },
