@@ -50,7 +50,7 @@ class CalibrationArguments:
     question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
     question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
     label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
-    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90% interval."})
+    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90 percent interval."})
     seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})

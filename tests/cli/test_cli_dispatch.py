@@ -1,0 +1,88 @@
+"""`hfsiamese COMMAND ...`: each command reaches its module with its own arguments, and `--help` lists its options."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+
+import pytest
+
+from hfsiamese.cli import main as cli_main
+from tests.conftest import REPO_ROOT
+from tests.helpers import load_recipe, run_offline
+
+# command → the dataclasses whose fields its --help must list (as today's recipes group them)
+HELP_FIELDS = {
+    "train": ("hfsiamese.training:ModelArguments", "hfsiamese.training:DataArguments", "hfsiamese.trainer:SiameseTrainingArguments"),
+    "distill": ("hfsiamese.distillation:DistillationArguments", "hfsiamese.training:DataArguments"),
+    "evaluate": ("hfsiamese.evaluation:EvaluationArguments",),
+    "calibrate": ("hfsiamese.calibrated_folder:CalibrationArguments",),
+    "export": ("hfsiamese.exporters:ExportArguments",),
+    "search": ("hfsiamese.cli.search:SearchArguments",),
+    "app": ("hfsiamese.search.app:AppArguments",),
+    "silver-pairs": ("hfsiamese.distillation.silver_arguments:SilverPairsArguments", "hfsiamese.training:DataArguments"),
+    "split": ("hfsiamese.cli.split:SplitArguments", "hfsiamese.training:DataArguments"),
+}
+
+
+def dataclass_of(spec: str) -> type:
+    module, name = spec.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def help_text(command: str, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main([command, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", sorted(HELP_FIELDS))
+def test_help_lists_every_option_with_its_doc(command, capsys):
+    text = help_text(command, capsys)
+    assert text.startswith(f"usage: hfsiamese {command} ")
+    for spec in HELP_FIELDS[command]:
+        for field in dataclasses.fields(dataclass_of(spec)):
+            if field.init and not field.name.startswith("_"):
+                assert f"--{field.name}" in text, f"hfsiamese {command} --help lacks --{field.name}"
+    # The help of a field shows (first words of the first field with one).
+    documented = next(f for f in dataclasses.fields(dataclass_of(HELP_FIELDS[command][0])) if f.metadata.get("help"))
+    assert " ".join(documented.metadata["help"].split()[:3]) in " ".join(text.split())
+
+
+@pytest.mark.parametrize("command", sorted(cli_main.COMMANDS))
+def test_each_command_runs_its_module_with_the_rest_of_the_line(command, monkeypatch):
+    module = importlib.import_module(f"hfsiamese.cli.{cli_main.COMMANDS[command][0]}")
+    seen = []
+    monkeypatch.setattr(module, "main", lambda argv: seen.append(argv))
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main([command, "minilm_qqp", "--max_steps", "3", "--debug"])
+    assert exit_info.value.code == 0
+    assert seen == [["minilm_qqp", "--max_steps", "3"]]  # --debug is read by run_recipe, not the command
+
+
+def test_an_error_is_one_line_and_an_unknown_command_is_refused(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main(["evaluate", "--model_name_or_path", "x", "--test_file", "y", "--no_such_flag", "1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: unrecognized arguments: --no_such_flag 1"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main(["trian"])
+    assert exit_info.value.code == 2 and "invalid choice: 'trian'" in capsys.readouterr().err
+
+
+def test_recipes_are_shims_over_the_commands(monkeypatch):
+    from hfsiamese.cli import evaluate, train
+
+    assert load_recipe(monkeypatch, "train").main is train.main
+    assert load_recipe(monkeypatch, "evaluate_pairs").main is evaluate.main
+
+
+def test_the_command_and_each_module_run_with_python_m(tmp_path):
+    """As an installed package runs them: `python -m hfsiamese.cli.main` (the console script) and a module alone."""
+    top = run_offline([sys.executable, "-m", "hfsiamese.cli.main", "--help"], cwd=tmp_path)
+    assert top.returncode == 0 and all(name in top.stdout for name in cli_main.COMMANDS)
+    module = run_offline([sys.executable, "-m", "hfsiamese.cli.export", "--help"], cwd=tmp_path)
+    assert module.returncode == 0 and "--quantize" in module.stdout
+    assert (REPO_ROOT / "pyproject.toml").read_text().count('hfsiamese = "hfsiamese.cli.main:main"') == 1
