@@ -34,6 +34,7 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
+from hfsiamese.cli.split import held_out_command
 from hfsiamese.distillation import (
     DistillationArguments,
     DistillationTrainer,
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if listing_requested(argv):
         print(config_listing())
         return {}
+    split_command = held_out_command(argv, DEFAULT_CONFIG)  # as typed: the summary's `hfsiamese split`
     argv = resolve_config_argument(argv)
     parser = HfArgumentParser(
         (ModelArguments, DataArguments, DistillationArguments, SiameseTrainingArguments),
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise UsageError("hfsiamese distill does not resume a run: start it again with --overwrite_output_dir")
     teacher_path(distill_args.teacher_model_name_or_path)  # a missing teacher fails before any data work
     with claim_output_dir(training_args, data_args, argv, DEFAULT_CONFIG):  # named, checked, locked
-        return distill(model_args, data_args, distill_args, training_args)
+        return distill(model_args, data_args, distill_args, training_args, split_command=split_command)
 
 
 def distill(
@@ -94,8 +96,10 @@ def distill(
     data_args: DataArguments,
     distill_args: DistillationArguments,
     training_args: SiameseTrainingArguments,
+    *,
+    split_command: str | None = None,
 ) -> dict[str, float]:
-    """Both stages, once the output folder is this run's."""
+    """Both stages, once the output folder is this run's (`split_command`: the summary's `hfsiamese split`)."""
     default_train_file = require_training_data(data_args.train_file, data_args.dataset_name)
     run = start_run(model_args, data_args, training_args, default_train_file=default_train_file)
     model, tokenizer, loss, splits = run.model, run.tokenizer, run.loss, run.splits
@@ -170,7 +174,7 @@ def distill(
     card = model_card_kwargs(model_args, data_args)
     card["arguments"]["teacher_model_name_or_path"] = distill_args.teacher_model_name_or_path
     save_run(trainer, metrics, card=card)
-    end_run(trainer, metrics, corpus_file=data_args.train_file or default_train_file)
+    end_run(trainer, metrics, corpus_file=data_args.train_file or default_train_file, split_command=split_command)
     return metrics
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,27 @@ class SplitArguments:
         metadata={"help": "The split to write: validation (the held-out pairs), test (with test_fraction) or train.", "choices": SPLITS},
     )
     overwrite_output_file: bool = field(default=False, metadata={"help": "Replace an existing output_file."})
+
+
+def held_out_command(argv: Sequence[str], default_config: str | Path, output_file: str = "HELD_OUT_PAIRS.jsonl") -> str:
+    """
+    The `hfsiamese split` command that writes the pairs a training command line (`argv`, as typed) held out: its
+    config (or `default_config`, the training command's default, when that is not split's own) and its data flags.
+    """
+    from hfsiamese.training import DataArguments
+
+    data_flags = {f"--{f.name}" for f in fields(DataArguments)}
+    words = ["hfsiamese", "split"]
+    if argv and not argv[0].startswith("-"):
+        words.append(argv[0])
+    elif Path(default_config).resolve() != DEFAULT_CONFIG.resolve():
+        words.append(Path(default_config).stem)
+    for index, arg in enumerate(argv):
+        flag = arg.split("=", 1)[0]
+        if flag in data_flags:
+            value = [] if "=" in arg or index + 1 >= len(argv) else [argv[index + 1]]
+            words += [arg, *value]
+    return shlex.join([*words, "--output_file", output_file])
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

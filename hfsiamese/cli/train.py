@@ -43,6 +43,7 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
+from hfsiamese.cli.split import held_out_command
 from hfsiamese.exporters import check_export, export_sentence_transformers
 from hfsiamese.runs import (
     claim_output_dir,
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if listing_requested(argv):
         print(config_listing())
         return {}
+    typed = argv  # as the user typed it, for the `hfsiamese split` command the summary prints
     argv = resolve_config_argument(argv)  # a shipped config by name, or the user's file
     parser = HfArgumentParser(
         (ModelArguments, DataArguments, SiameseTrainingArguments), prog="hfsiamese train", description=DESCRIPTION
@@ -83,16 +85,21 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if model_args.architecture == "cross_encoder":
         refuse_bi_encoder_losses(argv, default_config)
     trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
+    split_command = held_out_command(typed, default_config)
     with claim_output_dir(training_args, data_args, argv, default_config, trained_with=trained_with):  # named, checked, locked
         if model_args.architecture == "cross_encoder":
-            return train_cross_encoder(model_args, data_args, training_args)
-        return train(model_args, data_args, training_args)
+            return train_cross_encoder(model_args, data_args, training_args, split_command=split_command)
+        return train(model_args, data_args, training_args, split_command=split_command)
 
 
 def train(
-    model_args: ModelArguments, data_args: DataArguments, training_args: SiameseTrainingArguments
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: SiameseTrainingArguments,
+    *,
+    split_command: str | None = None,
 ) -> dict[str, float]:
-    """The run itself, once the output folder is this run's."""
+    """The run itself, once the output folder is this run's (`split_command`: the summary's `hfsiamese split`)."""
     # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
     run = start_run(model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from)
@@ -148,12 +155,16 @@ def train(
         export_sentence_transformers(
             model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
         )
-    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args))
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), split_command=split_command)
     return metrics
 
 
 def train_cross_encoder(
-    model_args: ModelArguments, data_args: DataArguments, training_args: SiameseTrainingArguments
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: SiameseTrainingArguments,
+    *,
+    split_command: str | None = None,
 ) -> dict[str, float]:
     """A cross-encoder's run (`--architecture cross_encoder`), once the output folder is this run's."""
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
@@ -183,7 +194,7 @@ def train_cross_encoder(
     if test_dataset is not None:
         metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
     save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
-    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True)
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True, split_command=split_command)
     return metrics
 
 

@@ -44,12 +44,14 @@ def run_summary(
     *,
     corpus_file: str | os.PathLike | None = None,
     reranker: bool = False,
+    split_command: str | None = None,
 ) -> str:
     """
     The end-of-run summary: where the model was saved, its validation (and test) metrics, and the
     `hfsiamese` commands that evaluate it on labelled pairs and search a corpus with it (`corpus_file`, e.g. the
-    training file; a placeholder when there is none), as typed from the current folder; for a cross-encoder
-    (`reranker`), the command that reranks a bi-encoder's candidates with it instead of the search.
+    training file; a placeholder when there is none), as typed from the current folder, and the `hfsiamese split`
+    command (`split_command`) that writes the pairs the run held out; for a cross-encoder (`reranker`), the command
+    that reranks a bi-encoder's candidates with it instead of the search.
     """
     model = shown_path(output_dir)
     runtime = metrics.get("train_runtime")
@@ -64,10 +66,12 @@ def run_summary(
     lines.append(f"All metrics: {shown_path(Path(output_dir) / 'all_results.json')}")
     corpus = shown_path(corpus_file) if corpus_file is not None else "QUESTIONS.txt"
     lines.append(f"Evaluate: hfsiamese evaluate --model_name_or_path {model} --test_file HELD_OUT_PAIRS.jsonl")
-    lines.append(
-        "          (pairs it never trained on: `hfsiamese split --output_file HELD_OUT_PAIRS.jsonl`, given this run's "
-        "config and data flags, writes the validation split it held out)"
-    )
+    if split_command is None:
+        split_command = "hfsiamese split --output_file HELD_OUT_PAIRS.jsonl"
+        whose = "with the run's config and data flags, "
+    else:
+        whose = ""
+    lines.append(f"          (pairs it never trained on: `{split_command}` {whose}writes the validation pairs it held out)")
     if reranker:
         lines.append(
             f"Rerank:   hfsiamese search --model_name_or_path BI_ENCODER --cross_encoder {model} --corpus {corpus} "

@@ -30,17 +30,18 @@ def test_train_a_shipped_config_then_split_evaluate_and_search_as_the_summary_sa
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     summary = trained.stdout[trained.stdout.index("Model saved to") :]
 
-    held_out = tmp_path / "HELD_OUT_PAIRS.jsonl"  # the name the summary uses, written by the split it names
-    split = run_offline([*HFSIAMESE, "split", "lstm_qqp", "--train_file", "pairs.tsv", "--output_file", held_out.name], cwd=tmp_path)
+    # The split the summary names writes the pairs the run held out, to the file its Evaluate line reads.
+    split_command = summary.split("`")[1]
+    assert split_command == "hfsiamese split lstm_qqp --train_file pairs.tsv --max_eval_pairs=200 --output_file HELD_OUT_PAIRS.jsonl"
+    split = run_offline([*HFSIAMESE, *shlex.split(split_command)[1:]], cwd=tmp_path)
     assert split.returncode == 0, split.stderr[-4000:]
-    assert "hfsiamese split --output_file HELD_OUT_PAIRS.jsonl" in summary
 
     evaluate = printed_command(summary, "Evaluate:")
     assert evaluate[0] == "evaluate"
     evaluated = run_offline([*HFSIAMESE, *evaluate], cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr[-4000:]
     metrics = json.loads(evaluated.stdout.strip().splitlines()[-1])
-    assert metrics["num_pairs"] == json.loads(split.stdout)["pairs"] > 0
+    assert metrics["num_pairs"] == json.loads(split.stdout)["pairs"] == json.loads((out / "all_results.json").read_text())["eval_num_pairs"]
     # No validation question was trained on: the split is the one the run held out.
     assert metrics.get("training_overlap_pairs", 0) == 0
     assert metrics["threshold"] == json.loads((out / "all_results.json").read_text())["eval_threshold"]
