@@ -20,7 +20,6 @@ from transformers import HfArgumentParser
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search.app import AppArguments, app_from_arguments
 
-
 DESCRIPTION = 'A duplicate-search web app for your corpus: "has this question already been asked?" (Gradio).'
 
 

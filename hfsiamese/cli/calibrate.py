@@ -26,7 +26,6 @@ from hfsiamese.cross_encoder import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 
-
 DESCRIPTION = "Recalibrate a trained model's decision on a new domain into a new folder; prints the report as one JSON object."
 
 

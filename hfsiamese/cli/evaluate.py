@@ -45,7 +45,6 @@ from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 
-
 DESCRIPTION = "Evaluate a trained Siamese model (or a cross-encoder) on a labelled pair file; prints one JSON object."
 
 

@@ -21,7 +21,6 @@ from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.serving import is_onnx_folder
 
-
 DESCRIPTION = "Export a trained Siamese model (or a cross-encoder) to an ONNX folder for CPU serving; prints one JSON object."
 
 

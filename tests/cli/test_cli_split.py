@@ -13,7 +13,7 @@ from hfsiamese.runs import UsageError
 from tests.conftest import QQP_FILE, REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from qqp_slices import recipe_splits  # noqa: E402  what the old script wrote: these splits, these columns
+from qqp_slices import recipe_splits
 
 
 @pytest.fixture
