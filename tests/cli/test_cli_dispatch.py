@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import subprocess
 import sys
 
 import pytest
@@ -86,3 +87,17 @@ def test_the_command_and_each_module_run_with_python_m(tmp_path):
     module = run_offline([sys.executable, "-m", "hfsiamese.cli.export", "--help"], cwd=tmp_path)
     assert module.returncode == 0 and "--quantize" in module.stdout
     assert (REPO_ROOT / "pyproject.toml").read_text().count('hfsiamese = "hfsiamese.cli.main:main"') == 1
+
+
+def test_every_command_applies_the_command_defaults_before_torch_loads(tmp_path):
+    """`hfsiamese ...`, `python -m hfsiamese.cli.<name>` and the recipes all enter through `hfsiamese.cli`, whose import
+    applies `apply_command_defaults` (today: OpenMP's wait policy, which only works before torch loads)."""
+    import os
+
+    from hfsiamese.openmp_defaults import SPIN_COUNT
+
+    code = "import hfsiamese.cli.main, hfsiamese.openmp_defaults as o, sys; print(o.applied(), 'torch' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1].startswith(f"GOMP_SPINCOUNT={SPIN_COUNT}")
