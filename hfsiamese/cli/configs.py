@@ -63,8 +63,8 @@ def resolve_config(name_or_path: str) -> str:
     if path.suffix in CONFIG_SUFFIXES:
         return name_or_path  # the user's own path: read (and refused if missing) as before
     raise UsageError(
-        f"{name_or_path!r} is neither a config file nor a shipped config: one of {', '.join(shipped)} "
-        "(hfsiamese train --list-configs describes them), or a path to a .yaml/.json file"
+        f"the first argument must be a config file ({'/'.join(CONFIG_SUFFIXES)}) or a shipped config: one of "
+        f"{', '.join(shipped)} (hfsiamese train --list-configs describes them), got {name_or_path!r}"
     )
 
 
