@@ -43,6 +43,8 @@ KEPT_COLUMNS = ("question1", "question2", "label", "qid1", "qid2")
 class SplitArguments:
     """Which split `hfsiamese split` writes, and where."""
 
+    _argument_group_name = "split: which split to write, and where"  # a --help section (HfArgumentParser)
+
     output_file: str = field(
         metadata={"help": "JSON-lines file to write (.jsonl); refused if it exists, unless --overwrite_output_file."}
     )

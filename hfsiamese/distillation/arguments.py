@@ -14,6 +14,8 @@ DISTILLATION_LOSS = "embedding_distillation"
 class DistillationArguments:
     """Which teacher, and how stage 1 (learning the teacher's embeddings) runs; stage 2 takes the usual training flags."""
 
+    _argument_group_name = "distillation: the teacher and stage 1"  # a --help section (HfArgumentParser)
+
     teacher_model_name_or_path: str = field(
         metadata={
             "help": "The teacher: a saved Siamese checkpoint (e.g. outputs/minilm_qqp, the fine-tuned MiniLM recipe) or a "

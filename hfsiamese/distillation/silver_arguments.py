@@ -20,6 +20,8 @@ __all__ = ["SilverPairsArguments", "parse_silver_pairs_command"]
 class SilverPairsArguments:
     """What `hfsiamese silver-pairs` labels, with which models, and where it writes the pairs."""
 
+    _argument_group_name = "silver pairs: the models that pair and label, and the output"  # a --help section
+
     cross_encoder: str = field(
         metadata={"help": "The cross-encoder that labels the pairs (a folder or Hub id, with a calibrated threshold)."}
     )

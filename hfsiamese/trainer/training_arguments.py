@@ -36,6 +36,8 @@ class SiameseTrainingArguments(TrainingArguments):
     unset (None) keeps the chosen loss's own default.
     """
 
+    _argument_group_name = "training: the Trainer's arguments and the loss's options"  # a --help section
+
     bf16: str = field(
         default="false",
         metadata={

@@ -24,6 +24,8 @@ EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qq
 class ModelArguments:
     """Which encoder to train, and its size."""
 
+    _argument_group_name = "model: which encoder to train, and its size"  # a --help section (HfArgumentParser)
+
     architecture: str = field(
         default="bi_encoder",
         metadata={
@@ -152,6 +154,8 @@ class ModelArguments:
 @dataclass
 class DataArguments:
     """Where the pairs come from and how validation is split off."""
+
+    _argument_group_name = "data: where the pairs come from and how validation is split off"  # a --help section
 
     train_file: str | None = field(default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."})
     dataset_name: str | None = field(
