@@ -18,7 +18,7 @@ def apply_command_defaults() -> None:
     (`hfsiamese.openmp_defaults`, which must run before torch loads), exactly as `import hfsiamese` applies it.
     THE single place the commands apply their defaults: a policy that belongs to the commands is added here.
     """
-    from ..openmp_defaults import apply_openmp_defaults, applied
+    from ..openmp_defaults import applied, apply_openmp_defaults
 
     if applied() is None:  # once per process: a second call would take the first one's setting for the user's
         apply_openmp_defaults()
