@@ -1,5 +1,5 @@
 """
-A calibrated copy of a model folder (what `recipes/calibrate.py` writes): a new folder whose weights
+A calibrated copy of a model folder (what `hfsiamese calibrate` writes): a new folder whose weights
 and tokenizer are the source's files copied byte for byte, whose config holds the new threshold and
 calibration, whose code files are this library's (so the stored calibration is applied after
 `trust_remote_code=True` loading too), and whose model card says on what data the decision was
@@ -53,7 +53,7 @@ class CalibrationArguments:
     question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
     question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
     label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
-    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90% interval."})
+    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90 percent interval."})
     seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})

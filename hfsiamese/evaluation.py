@@ -1,5 +1,5 @@
 """
-Scoring data with a trained model: pair decisions (what `recipes/evaluate_pairs.py` prints) and
+Scoring data with a trained model: pair decisions (what `hfsiamese evaluate` prints) and
 retrieval over duplicate groups (each question searching all the others for its duplicates).
 """
 
@@ -80,7 +80,7 @@ class EvaluationArguments:
         default=None,
         metadata={
             "help": "Labelled pairs of the test file's domain (not the test pairs): calibrate the model on them first "
-            "(see recipes/calibrate.py), then score the test file with that decision; read with the same column flags."
+            "(see hfsiamese calibrate), then score the test file with that decision; read with the same column flags."
         },
     )
     calibration_method: str = field(

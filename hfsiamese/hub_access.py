@@ -56,7 +56,7 @@ def require_local_or_cached(
     if os.path.isdir(name):
         if saved_folder and not os.path.isfile(os.path.join(name, filename)):
             raise FileNotFoundError(
-                f"{name} is not a {what} folder: it holds no {filename} (the folder recipes/train.py or "
+                f"{name} is not a {what} folder: it holds no {filename} (the folder hfsiamese train or "
                 "save_pretrained writes has one)"
             )
         return

@@ -223,7 +223,7 @@ def build_model_card(
         metrics: the run's metrics, Trainer-style (`eval_average_precision`, `test_f1`, `train_runtime`, ...).
         training_args: the `SiameseTrainingArguments`; only the options that shape the model are shown.
         arguments: further arguments of the run (e.g. the recipe's model and data arguments), shown with the
-            training options as one config that `recipes/train.py` reads back.
+            training options as one config that `hfsiamese train` reads back.
         loss: the loss the model was trained with, whose options (`get_config_dict`) the card lists; default:
             the one `training_args` name.
         tokenizer: the model's tokenizer, for the vocabulary size and truncation length.

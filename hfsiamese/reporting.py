@@ -105,7 +105,7 @@ def check_report_dir(report_dir: str | Path, *, overwrite: bool = False) -> None
         report_dir,
         overwrite=overwrite,
         label="report_dir",
-        remedy="pass overwrite=True (--overwrite_report_dir in recipes/evaluate_pairs.py) to replace the report "
+        remedy="pass overwrite=True (--overwrite_report_dir in hfsiamese evaluate) to replace the report "
         "there, or choose another folder",
     )
     _matplotlib()

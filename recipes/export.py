@@ -1,63 +1,14 @@
 #!/usr/bin/env python
-"""Export a trained Siamese model (or a cross-encoder) to an ONNX model folder for CPU serving (onnxruntime), optionally int8.
+"""`hfsiamese export` from a clone: `python recipes/export.py ARGS` runs `hfsiamese export ARGS` (the code is `hfsiamese.cli.export`).
 
-    python recipes/export.py --model_name_or_path outputs/lstm_qqp --output_dir outputs/lstm_qqp_onnx
-    python recipes/export.py --model_name_or_path outputs/minilm_qqp --output_dir outputs/minilm_qqp_int8 --quantize int8
-
-The output folder loads with `hfsiamese.load_siamese_model` (and so in recipes/evaluate_pairs.py,
-recipes/search.py, recipes/app.py and `DuplicateIndex`) with the same threshold and calibration; an exported
-cross-encoder loads with `CrossEncoder.from_pretrained` (and so in recipes/evaluate_pairs.py and as a reranker).
-Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onnx` entry.
+Kept so that the commands written for the recipes keep working (`accelerate launch recipes/export.py ...` too);
+`hfsiamese export --help` lists the options.
 """
 
-from __future__ import annotations
-
-import hfsiamese  # first: in a command, picks OpenMP's wait policy before torch loads; registers the auto classes
-
-# isort: split
-import json
-
-from transformers import AutoModel, AutoTokenizer, HfArgumentParser
-
-from hfsiamese.cross_encoder import CrossEncoder, is_cross_encoder_folder
-from hfsiamese.exporters import ExportArguments, export_cross_encoder_onnx, export_onnx
-from hfsiamese.hub_access import require_local_or_cached
-from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-from hfsiamese.serving import is_onnx_folder
-
-
-def main(argv: list[str] | None = None) -> dict:
-    (args,) = parse_config_and_flags(HfArgumentParser(ExportArguments), argv)
-    configure_quiet_console()
-    if is_onnx_folder(args.model_name_or_path):
-        raise ValueError(f"{args.model_name_or_path} is already an ONNX export: export the PyTorch model it came from")
-    require_local_or_cached(args.model_name_or_path, saved_folder=True)
-    if is_cross_encoder_folder(args.model_name_or_path):
-        entry = export_cross_encoder_onnx(
-            CrossEncoder.from_pretrained(args.model_name_or_path),
-            args.output_dir,
-            quantize=args.quantize,
-            opset=args.opset,
-            source_dir=args.model_name_or_path,
-            overwrite=args.overwrite_output_dir,
-        )
-        print(json.dumps(entry, sort_keys=True))
-        return entry
-    model = AutoModel.from_pretrained(args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-    config = export_onnx(
-        model,
-        tokenizer,
-        args.output_dir,
-        quantize=args.quantize,
-        opset=args.opset,
-        source_dir=args.model_name_or_path,
-        overwrite=args.overwrite_output_dir,
-    )
-    print(json.dumps(config.onnx, sort_keys=True))
-    return config.onnx
-
+from hfsiamese.cli.export import main
+from hfsiamese.runs import run_recipe
+from hfsiamese.cpu_policy import apply_command_defaults
 
 if __name__ == "__main__":
-    hfsiamese.apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy); a library call has none
+    apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
     run_recipe(main)

@@ -48,7 +48,8 @@ TINY_TRAINING = (
 TINY_DISTILLATION = f"{TINY_TRAINING} --distillation_max_steps 2"
 # `recipes/silver_pairs.py` pairs up the training split's questions: a few hundred of them.
 TINY_SILVER = "--max_train_pairs 300"
-TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION, "recipes/silver_pairs.py": TINY_SILVER}
+TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION, "recipes/silver_pairs.py": TINY_SILVER,
+              "hfsiamese train": TINY_TRAINING, "hfsiamese distill": TINY_DISTILLATION, "hfsiamese silver-pairs": TINY_SILVER}
 INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 
 
@@ -113,6 +114,8 @@ def test_blocks_and_markers_are_read_as_written():
     assert runnable(install) == f".venv/bin/accelerate launch recipes/train.py {TINY_TRAINING}"
     assert runnable("python3 -m venv .venv && .venv/bin/pip install -e .") is None
     assert runnable("python recipes/distill.py c.yaml") == f"python recipes/distill.py c.yaml {TINY_DISTILLATION}"
+    assert runnable(".venv/bin/pip install -e . && .venv/bin/hfsiamese train") == f".venv/bin/hfsiamese train {TINY_TRAINING}"
+    assert runnable("hfsiamese split --output_file x.jsonl") == "hfsiamese split --output_file x.jsonl"
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ class CrossEncoder(CalibrationMixin):
     A cross-encoder over question pairs: a one-logit `AutoModelForSequenceClassification` and its tokenizer.
 
     Build a new one with `CrossEncoder.from_base_model("sentence-transformers/all-MiniLM-L6-v2")` (a fresh
-    one-logit head on any encoder) and train it with `recipes/train.py recipes/configs/cross_minilm_qqp.yaml`
+    one-logit head on any encoder) and train it with `hfsiamese train cross_minilm_qqp`
     (`hfsiamese.trainer.CrossEncoderTrainer`); load a trained one with `CrossEncoder.from_pretrained(folder)`.
 
     Examples:
@@ -95,7 +95,7 @@ class CrossEncoder(CalibrationMixin):
         """
         A trained cross-encoder (a local folder or Hub id): safetensors weights only, every tensor present and
         finite, else a ValueError naming the file. `kwargs` go to `AutoModelForSequenceClassification.from_pretrained`.
-        A folder exported to ONNX (`recipes/export.py`) runs on onnxruntime instead (`kwargs`: `providers`,
+        A folder exported to ONNX (`hfsiamese export`) runs on onnxruntime instead (`kwargs`: `providers`,
         `session_options`).
         """
         refuse_pickle_loading(kwargs)
@@ -306,7 +306,7 @@ def _checked_pairs(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list
 def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     """
     A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
-    (`recipes/evaluate_pairs.py`, `recipes/calibrate.py`): a cross-encoder, else what
+    (`hfsiamese evaluate`, `hfsiamese calibrate`): a cross-encoder, else what
     `hfsiamese.serving.load_siamese_model` loads (a Siamese checkpoint or its ONNX export).
     """
     if is_cross_encoder_folder(name_or_path):

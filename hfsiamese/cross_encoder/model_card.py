@@ -86,7 +86,7 @@ def cross_encoder_card(
         "given order): `torch.sigmoid(model(**tokenizer(q1, q2, return_tensors='pt')).logits)`.",
         "",
         "To rerank a bi-encoder's candidates: `DuplicateIndex.build(..., cross_encoder=...)` or "
-        "`recipes/search.py --cross_encoder`.",
+        "`hfsiamese search --cross_encoder`.",
         "",
     ]
     return ModelCard("\n".join(lines))

@@ -6,10 +6,10 @@ Distillation of a transformer teacher into a fast student (LSTM or static encode
    pairs within duplicate groups (`data`, `EmbeddingDistillationLoss`, `DistillationTrainer`).
 2. The student is fine-tuned on the labels with the recipe's own loss (`SiameseTrainer`).
 
-`recipes/distill.py` puts the steps in order; `DistillationArguments` holds the options of stage 1.
+`hfsiamese distill` puts the steps in order; `DistillationArguments` holds the options of stage 1.
 
 A cross-encoder teaches too: `silver_pairs` pairs up the training questions and labels them with it
-(`recipes/silver_pairs.py`, command line in `silver_arguments`), and the recipes train on gold + silver.
+(`hfsiamese silver-pairs`, command line in `silver_arguments`), and the recipes train on gold + silver.
 """
 
 from .arguments import DistillationArguments, distillation_training_args

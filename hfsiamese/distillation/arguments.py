@@ -1,4 +1,4 @@
-"""The options of the distillation stage (`recipes/distill.py`), and the training arguments they make."""
+"""The options of the distillation stage (`hfsiamese distill`), and the training arguments they make."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ DISTILLATION_LOSS = "embedding_distillation"
 @dataclass
 class DistillationArguments:
     """Which teacher, and how stage 1 (learning the teacher's embeddings) runs; stage 2 takes the usual training flags."""
+
+    _argument_group_name = "distillation: the teacher and stage 1"  # a --help section (HfArgumentParser)
 
     teacher_model_name_or_path: str = field(
         metadata={

@@ -1,14 +1,12 @@
 """
-The command line of `recipes/silver_pairs.py`: a training recipe's config read as that recipe reads it (its data
+The command line of `hfsiamese silver-pairs`: a training recipe's config read as that recipe reads it (its data
 settings make the very same split), then the silver-pair settings (`SilverPairsArguments`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +18,9 @@ __all__ = ["SilverPairsArguments", "parse_silver_pairs_command"]
 
 @dataclass
 class SilverPairsArguments:
-    """What `recipes/silver_pairs.py` labels, with which models, and where it writes the pairs."""
+    """What `hfsiamese silver-pairs` labels, with which models, and where it writes the pairs."""
+
+    _argument_group_name = "silver pairs: the models that pair and label, and the output"  # a --help section
 
     cross_encoder: str = field(
         metadata={"help": "The cross-encoder that labels the pairs (a folder or Hub id, with a calibrated threshold)."}
@@ -61,38 +61,16 @@ def parse_silver_pairs_command(
     argv: Sequence[str] | None = None, *, default_config: str | Path | None = None
 ) -> tuple[DataArguments, SilverPairsArguments]:
     """
-    `recipes/silver_pairs.py`'s command line: a training recipe's config (its data settings make the same split as
+    `hfsiamese silver-pairs`'s command line: a training recipe's config (its data settings make the same split as
     that recipe; its model and training settings are read and left unused), then the data and silver flags. A
     training setting given as a flag is refused by name, as is a config key that no recipe knows.
     """
-    from transformers import HfArgumentParser
+    from ..cli.data_command import parse_data_command
 
-    from ..distillation.arguments import DistillationArguments
-    from ..runs.command_line import UsageError
-    from ..runs.config_and_flags import parse_config_and_flags
-    from ..trainer import SiameseTrainingArguments
-    from ..training.arguments import DataArguments, ModelArguments
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser((DataArguments, SilverPairsArguments))
-    own = {action.dest for action in parser._actions}
-    training = sorted(
-        {
-            f.name
-            for kind in (ModelArguments, SiameseTrainingArguments, DistillationArguments)
-            for f in fields(kind)
-            if f.init
-        }
-        - own
+    return parse_data_command(
+        SilverPairsArguments,
+        argv,
+        command="hfsiamese silver-pairs",
+        description="Label silver pairs with a cross-encoder; a training config (a shipped name or a file) may come first.",
+        default_config=default_config,
     )
-    given = [
-        f"--{name}" for name in training if any(arg == f"--{name}" or arg.startswith(f"--{name}=") for arg in argv)
-    ]
-    if given:
-        raise UsageError(
-            f"{', '.join(given)}: training settings; recipes/silver_pairs.py takes only data and silver-pair settings"
-        )
-    for name in training:  # known, so that a recipe config holding them parses; never used
-        parser.add_argument(f"--{name}", dest=name, default=None, nargs="*", help=argparse.SUPPRESS)
-    data_args, silver_args, *_ = parse_config_and_flags(parser, argv, default_config=default_config)
-    return data_args, silver_args

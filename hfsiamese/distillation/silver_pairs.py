@@ -10,7 +10,7 @@ questions, and a question of the validation or test pairs (`exclude`) is never i
 held-out questions would leak what the threshold is calibrated and the model scored on.
 
 The labels are hard (`score >= cross_encoder.config.threshold`), which is what the bi-encoder losses train on;
-the score itself is kept as `silver_score`. `recipes/silver_pairs.py` writes them to a JSON-lines file and
+the score itself is kept as `silver_score`. `hfsiamese silver-pairs` writes them to a JSON-lines file and
 `DataArguments.silver_pairs_file` adds them to a training split (`hfsiamese.training.preparation.load_splits`).
 """
 
@@ -53,7 +53,7 @@ def silver_threshold(cross_encoder: CrossEncoder) -> float:
         name = getattr(cross_encoder, "name_or_path", "") or "given"
         raise ValueError(
             f"the cross-encoder {name} has no calibrated threshold to label silver pairs with: "
-            "train it with recipes/train.py (validation calibrates it) or calibrate it (recipes/calibrate.py)"
+            "train it with hfsiamese train (validation calibrates it) or calibrate it (hfsiamese calibrate)"
         )
     return float(threshold)
 

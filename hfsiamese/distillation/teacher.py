@@ -42,7 +42,7 @@ def load_teacher(
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """
     The teacher in eval mode on `device`, with its tokenizer: a saved Siamese checkpoint as it is, or
-    a pretrained model as its authors configured it, as `recipes/train.py` starts from one (a
+    a pretrained model as its authors configured it, as `hfsiamese train` starts from one (a
     sentence-embedding model such as all-MiniLM-L6-v2: its pooling, Dense layers, prompts and length, so
     it embeds as sentence-transformers does; any other `AutoModel`: mean pooling). The Hub id of
     all-MiniLM-L6-v2 resolves to the copy the `minilm` extra bundles when it is not a local folder.

@@ -59,9 +59,9 @@ _NOT_COPIED_NAMES = ("README.md", "config.json", "training_args.bin")
 
 @dataclass
 class ExportArguments:
-    """Flags of `recipes/export.py`."""
+    """Flags of `hfsiamese export`."""
 
-    model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (recipes/train.py output)."})
+    model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (hfsiamese train output)."})
     output_dir: str = field(metadata={"help": "Folder to write the exported model to (a model folder, like the input)."})
     format: str = field(default="onnx", metadata={"help": "Export format.", "choices": EXPORT_FORMATS})
     quantize: str | None = field(

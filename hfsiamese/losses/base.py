@@ -125,7 +125,7 @@ class SiameseLoss(nn.Module):
         if teacher_a is None or teacher_b is None:
             raise ValueError(
                 f"{name} needs the teacher's embeddings of both sides (teacher_a, teacher_b): "
-                "train it with recipes/distill.py (hfsiamese.distillation.DistillationTrainer)"
+                "train it with hfsiamese distill (hfsiamese.distillation.DistillationTrainer)"
             )
         if teacher_a.shape != teacher_b.shape or teacher_a.dim() != 2 or teacher_a.shape[0] != embeddings_a.shape[0]:
             raise ValueError(

@@ -29,16 +29,20 @@ def end_run(
     metrics: Mapping[str, float],
     *,
     corpus_file: str | os.PathLike | None,
-    recipes_dir: str | os.PathLike,
     reranker: bool = False,
+    split_command: str | None = None,
 ) -> None:
     """
     Print the run's summary on the main process (where the model went, its validation metrics, the
-    commands to evaluate and search (a cross-encoder, `reranker`: rerank) with it), then tear the process group down: under several
+    commands to evaluate and search (a cross-encoder, `reranker`: rerank) with it, and `split_command`, which writes
+    the pairs it held out), then tear the process group down: under several
     processes gloo aborts at exit otherwise.
     """
     if trainer.is_world_process_zero():
-        print(run_summary(trainer.args.output_dir, metrics, corpus_file=corpus_file, recipes_dir=recipes_dir, reranker=reranker), flush=True)
+        summary = run_summary(
+            trainer.args.output_dir, metrics, corpus_file=corpus_file, reranker=reranker, split_command=split_command
+        )
+        print(summary, flush=True)
     trainer.accelerator.end_training()
 
 

@@ -1,6 +1,6 @@
 """The output folder of a training run, claimed before anything is read or written: named, checked and locked.
 
-Both training recipes (`recipes/train.py`, `recipes/distill.py`) start this way, so a run that was not
+Both training recipes (`hfsiamese train`, `hfsiamese distill`) start this way, so a run that was not
 given `--output_dir` gets a folder named after it (`hfsiamese.runs.output_dirs.run_name`), a folder that
 holds another run's files is refused unless the user asked to overwrite or resume, and a second run
 on a folder that a live run holds stops at once (`hfsiamese.runs.run_lock`).

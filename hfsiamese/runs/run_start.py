@@ -1,6 +1,6 @@
 """The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer.
 
-`recipes/train.py` and `recipes/distill.py` begin alike once their output folder is claimed; the order
+`hfsiamese train` and `hfsiamese distill` begin alike once their output folder is claimed; the order
 of the steps is part of the result (the model's initialisation draws from the generators seeded first,
 the LSTM vocabulary is trained on the split made next), so it is written once, here.
 """
@@ -68,7 +68,7 @@ def start_run(
     data_args: DataArguments,
     training_args: Any,
     *,
-    default_train_file: str | Path,
+    default_train_file: str | Path | None,
     resume_from: str | None = None,
 ) -> StartedRun:
     """
@@ -93,7 +93,7 @@ def start_run(
     return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions)
 
 
-def _seeded_process_and_splits(data_args: DataArguments, training_args: Any, default_train_file: str | Path) -> datasets.DatasetDict:
+def _seeded_process_and_splits(data_args: DataArguments, training_args: Any, default_train_file: str | Path | None) -> datasets.DatasetDict:
     """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process first)."""
     enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
     # CPU float results depend on the thread count (it splits reductions): compare runs with equal counts.
@@ -145,7 +145,7 @@ def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | N
 
 
 def start_cross_encoder_run(
-    model_args: ModelArguments, data_args: DataArguments, training_args: Any, *, default_train_file: str | Path
+    model_args: ModelArguments, data_args: DataArguments, training_args: Any, *, default_train_file: str | Path | None
 ) -> StartedCrossEncoderRun:
     """
     As `start_run`, for a cross-encoder: seed, threads, splits, then the model: a saved cross-encoder to continue

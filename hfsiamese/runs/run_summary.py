@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,11 +27,6 @@ def shown_path(path: str | os.PathLike) -> str:
     return shlex.quote(shown)
 
 
-def python_command() -> str:
-    """The interpreter running now, as the user can type it (`.venv/bin/python` inside the repository)."""
-    return shown_path(sys.executable) if Path(os.path.abspath(sys.executable)).is_relative_to(Path.cwd()) else "python"
-
-
 def metrics_line(metrics: Mapping[str, float], prefix: str) -> str | None:
     """`average precision 0.788, ROC-AUC 0.804; at threshold 0.463: accuracy 0.731, ...`, or None without metrics."""
     free = [f"{name} {metrics[f'{prefix}_{key}']:.3f}" for key, name in THRESHOLD_FREE if f"{prefix}_{key}" in metrics]
@@ -49,17 +43,17 @@ def run_summary(
     metrics: Mapping[str, float],
     *,
     corpus_file: str | os.PathLike | None = None,
-    recipes_dir: str | os.PathLike = "recipes",
     reranker: bool = False,
+    split_command: str | None = None,
 ) -> str:
     """
     The end-of-run summary: where the model was saved, its validation (and test) metrics, and the
-    commands that evaluate it on labelled pairs and search a corpus with it (`corpus_file`, e.g. the
-    training file; a placeholder when there is none) with the recipes in `recipes_dir`; for a cross-encoder
-    (`reranker`), the command that reranks a bi-encoder's candidates with it instead of the search.
+    `hfsiamese` commands that evaluate it on labelled pairs and search a corpus with it (`corpus_file`, e.g. the
+    training file; a placeholder when there is none), as typed from the current folder, and the `hfsiamese split`
+    command (`split_command`) that writes the pairs the run held out; for a cross-encoder (`reranker`), the command
+    that reranks a bi-encoder's candidates with it instead of the search.
     """
     model = shown_path(output_dir)
-    python = python_command()
     runtime = metrics.get("train_runtime")
     took = f" after {_duration(runtime)} of training" if runtime is not None else ""
     lines = [f"Model saved to {model}{took}."]
@@ -71,20 +65,21 @@ def run_summary(
             lines.append(f"{label}{pairs}: {line}")
     lines.append(f"All metrics: {shown_path(Path(output_dir) / 'all_results.json')}")
     corpus = shown_path(corpus_file) if corpus_file is not None else "QUESTIONS.txt"
-    evaluate, search = (shown_path(Path(recipes_dir) / name) for name in ("evaluate_pairs.py", "search.py"))
-    lines.append(f"Evaluate: {python} {evaluate} --model_name_or_path {model} --test_file HELD_OUT_PAIRS.jsonl")
-    lines.append(
-        "          (pairs it never trained on: `python benchmarks/export_validation_slice.py HELD_OUT_PAIRS.jsonl "
-        "[CONFIG]` writes the validation split a recipe config held out)"
-    )
+    lines.append(f"Evaluate: hfsiamese evaluate --model_name_or_path {model} --test_file HELD_OUT_PAIRS.jsonl")
+    if split_command is None:
+        split_command = "hfsiamese split --output_file HELD_OUT_PAIRS.jsonl"
+        whose = "with the run's config and data flags, "
+    else:
+        whose = ""
+    lines.append(f"          (pairs it never trained on: `{split_command}` {whose}writes the validation pairs it held out)")
     if reranker:
         lines.append(
-            f"Rerank:   {python} {search} --model_name_or_path BI_ENCODER --cross_encoder {model} --corpus {corpus} "
+            f"Rerank:   hfsiamese search --model_name_or_path BI_ENCODER --cross_encoder {model} --corpus {corpus} "
             "--query 'How do I learn Python?'"
         )
     else:
         lines.append(
-            f"Search:   {python} {search} --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
+            f"Search:   hfsiamese search --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
         )
     return "\n".join(lines)
 

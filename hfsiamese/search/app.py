@@ -8,7 +8,7 @@ one pair. The index is a saved `DuplicateIndex` or built from a corpus file at s
 progress bar in the terminal). With a cross-encoder (`--cross_encoder`), the search reranks the index's
 candidates with it and shows its scores and verdict, and the pair check asks it too: the page then
 decides with the stronger pair model. Every input problem — an empty or over-long question, a corpus that
-does not parse — becomes a message on the page, never a stack trace. `recipes/app.py` is the
+does not parse — becomes a message on the page, never a stack trace. `hfsiamese app` is the
 command; `build_app` returns the `gradio.Blocks` for embedding or testing.
 """
 
@@ -41,10 +41,10 @@ LOADING_ERRORS = (ValueError, FileNotFoundError, FileExistsError, ImportError, O
 
 @dataclass
 class AppArguments:
-    """Flags of `recipes/app.py`."""
+    """Flags of `hfsiamese app`."""
 
     model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (PyTorch or ONNX export)."})
-    corpus: str | None = field(default=None, metadata={"help": "File of earlier questions (formats as recipes/search.py)."})
+    corpus: str | None = field(default=None, metadata={"help": "File of earlier questions (formats as hfsiamese search)."})
     index: str | None = field(
         default=None,
         metadata={"help": "Folder of a saved DuplicateIndex: loaded if it holds one, else built from --corpus and saved there."},

@@ -1,5 +1,5 @@
 """
-The texts of a corpus file, for building a `DuplicateIndex` (recipes/search.py, recipes/app.py).
+The texts of a corpus file, for building a `DuplicateIndex` (hfsiamese search, hfsiamese app).
 
 A corpus file is read as:
   * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);

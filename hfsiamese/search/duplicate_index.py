@@ -1257,5 +1257,5 @@ class _StoreIds:
         pass
 
 
-# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (recipes/search.py).
+# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (hfsiamese search).
 __all__ = ["DuplicateIndex", "INDEX_CONFIG_NAME"]

@@ -1,6 +1,6 @@
 """
 The one way hfsiamese's tools load a model folder: a PyTorch checkpoint (`SiameseModel`) or an ONNX
-export (`OnnxSiameseModel`, from `recipes/export.py`), told apart by the folder's `config.json`.
+export (`OnnxSiameseModel`, from `hfsiamese export`), told apart by the folder's `config.json`.
 `DuplicateIndex`, the evaluation and search recipes and the web app all call `load_siamese_model`,
 so each accepts an exported folder unchanged, and each refuses a cross-encoder (`is_cross_encoder_folder`), which
 cannot embed texts; the tools that only score pairs take one through `hfsiamese.cross_encoder.load_pair_model`.

@@ -72,7 +72,7 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
 
     ```python
     >>> from hfsiamese import load_siamese_model
-    >>> model = load_siamese_model("outputs/lstm_qqp_onnx")  # a folder written by recipes/export.py
+    >>> model = load_siamese_model("outputs/lstm_qqp_onnx")  # a folder written by hfsiamese export
     >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
     ```
     """

@@ -48,7 +48,7 @@ class CrossEncoderTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer
     - a NaN/inf loss stops training, or with `nan_policy="skip"` drops the batch.
 
     It takes the Siamese recipes' arguments (`SiameseTrainingArguments`); their loss options train bi-encoders
-    and do not apply (`recipes/train.py` refuses them for a cross-encoder).
+    and do not apply (`hfsiamese train` refuses them for a cross-encoder).
     """
 
     args: SiameseTrainingArguments

@@ -32,7 +32,7 @@ def check_sharded_training(trainer: Any) -> None:
     if args.gradient_cache_mini_batch_size:
         raise ValueError(
             f"--gradient_cache_mini_batch_size does not work under {launcher}: its extra embedding passes run outside "
-            "the wrapper's forward; use DDP (recipes/accelerate/multi_gpu.yaml) or a smaller "
+            "the wrapper's forward; use DDP (the multi_gpu launcher config: hfsiamese configs --path multi_gpu) or a smaller "
             "per_device_train_batch_size"
         )
     if args.nan_policy == "skip" and args.gradient_accumulation_steps > 1:

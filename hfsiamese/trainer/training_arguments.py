@@ -36,6 +36,8 @@ class SiameseTrainingArguments(TrainingArguments):
     unset (None) keeps the chosen loss's own default.
     """
 
+    _argument_group_name = "training: the Trainer's arguments and the loss's options"  # a --help section
+
     bf16: str = field(
         default="false",
         metadata={
@@ -98,11 +100,11 @@ class SiameseTrainingArguments(TrainingArguments):
     )
     embedding_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's embeddings (default 1.0)."},
+        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's embeddings (default 1.0)."},
     )
     score_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (recipes/distill.py): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
+        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
     )
     matryoshka_loss: str | None = field(
         default=None,

@@ -25,6 +25,8 @@ EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qq
 class ModelArguments:
     """Which encoder to train, and its size."""
 
+    _argument_group_name = "model: which encoder to train, and its size"  # a --help section (HfArgumentParser)
+
     architecture: str = field(
         default="bi_encoder",
         metadata={
@@ -154,6 +156,8 @@ class ModelArguments:
 class DataArguments:
     """Where the pairs come from and how validation is split off."""
 
+    _argument_group_name = "data: where the pairs come from and how validation is split off"  # a --help section
+
     train_file: str | None = field(default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."})
     dataset_name: str | None = field(
         default=None,
@@ -172,7 +176,7 @@ class DataArguments:
         default=None,
         metadata={
             "help": "Silver pairs to train on besides the gold ones: training questions paired and labelled by a cross-encoder "
-            "at its threshold (recipes/silver_pairs.py, JSON lines; hard 0/1 labels). A file with a pair holding a validation "
+            "at its threshold (hfsiamese silver-pairs, JSON lines; hard 0/1 labels). A file with a pair holding a validation "
             "or test question is refused; pairs repeating a gold training pair are dropped; max_train_pairs limits the gold "
             "pairs only."
         },

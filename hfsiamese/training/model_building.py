@@ -77,7 +77,7 @@ def build_model_and_tokenizer(
         raise ValueError(
             f"model_name_or_path {path} is a pretrained {AutoConfig.from_pretrained(path).model_type!r} model, but "
             f"encoder_type is {model_args.encoder_type!r}, whose vocabulary is trained from the data: pass "
-            "--encoder_type transformer (or leave the config out: a pretrained model then gets recipes/configs/pretrained_qqp.yaml)"
+            "--encoder_type transformer (or leave the config out: a pretrained model then gets the pretrained_qqp config)"
         )
     refuse_lora(model_args, f"encoder_type {model_args.encoder_type!r} (its vocabulary is trained from the data)")
     return _word_vocabulary_model(model_args, train_pairs, classifier_head)

@@ -123,7 +123,7 @@ def with_silver_pairs(
         if identity == "question ids":
             raise ValueError(
                 f"{source} has no qid1/qid2 but the training pairs are identified by question ids: write the silver pairs "
-                "from this same data (recipes/silver_pairs.py keeps the ids)"
+                "from this same data (hfsiamese silver-pairs keeps the ids)"
             )
         # The gold pairs are identified by their text: so are the silver pairs.
         silver = silver.remove_columns(list(ID_COLUMNS))
@@ -137,7 +137,7 @@ def with_silver_pairs(
         if count:
             raise ValueError(
                 f"{count} of {len(silver)} silver pairs in {source} hold a validation or test question (by {identity}): "
-                "make silver pairs from this configuration's training split (recipes/silver_pairs.py with the same config)"
+                "make silver pairs from this configuration's training split (hfsiamese silver-pairs with the same config)"
             )
     missing = sorted(set(train.column_names) - set(silver.column_names))
     if missing:

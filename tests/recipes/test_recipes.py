@@ -56,7 +56,7 @@ def test_train_writes_checkpoint_results_and_threshold(trained_lstm):
     summary = result.stdout[result.stdout.index("Model saved to") :]
     # Paths as the user types them from where the command ran (out's parent).
     assert f"Model saved to {out.name} " in summary and f"accuracy {results['eval_accuracy']:.3f}" in summary
-    assert f"--model_name_or_path {out.name} " in summary and "recipes/search.py" in summary
+    assert f"--model_name_or_path {out.name} " in summary and "hfsiamese search" in summary
     # No metrics table or JSON dump after it (the Trainer's own log lines stay), and no lock left behind.
     assert "***** all metrics *****" not in result.stdout and '"eval_accuracy":' not in result.stdout
     assert "lock" not in " ".join(p.name for p in out.iterdir())

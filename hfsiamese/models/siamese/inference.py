@@ -408,7 +408,7 @@ class SiameseInferenceMixin:
         if calibrator is None:
             raise ValueError(
                 "the model stores no probability calibration: model.calibrate(pairs, labels, method='platt' or "
-                "'isotonic') first (recipes/calibrate.py)"
+                "'isotonic') first (hfsiamese calibrate)"
             )
         return calibrator.probability(self.score_pairs(texts_a, texts_b, tokenizer, **encode_kwargs))
 

@@ -150,7 +150,7 @@ def resolve_decision_threshold(
         if calibrator is None:
             raise ValueError(
                 "probability_threshold needs a model calibrated to probabilities: "
-                "model.calibrate(pairs, labels, method='platt' or 'isotonic') (recipes/calibrate.py)"
+                "model.calibrate(pairs, labels, method='platt' or 'isotonic') (hfsiamese calibrate)"
             )
         return calibrator.score_threshold(probability_threshold)
     return resolve_threshold(threshold, getattr(config, "threshold", None), purpose=purpose, hint=hint)

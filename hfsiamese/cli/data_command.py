@@ -1,0 +1,57 @@
+"""
+The command line of a command that reads a training config for its data settings only (`hfsiamese silver-pairs`,
+`hfsiamese split`): the config is read as `hfsiamese train` reads it, so its data settings make the very same split;
+its model and training settings are known (a recipe config parses) and left unused, and given as flags they are
+refused by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from ..runs.command_line import UsageError
+from ..runs.config_and_flags import parse_config_and_flags
+
+
+def parse_data_command(
+    own: type,
+    argv: Sequence[str] | None = None,
+    *,
+    command: str,
+    description: str | None = None,
+    default_config: str | Path | None = None,
+) -> tuple[Any, Any]:
+    """
+    `command [CONFIG] [--flag value ...]` parsed into (`DataArguments`, `own`): a training recipe's config, then the
+    data flags and `own`'s flags. A training setting given as a flag is a `UsageError` naming it and `command`.
+    """
+    from transformers import HfArgumentParser
+
+    from ..distillation.arguments import DistillationArguments
+    from ..trainer import SiameseTrainingArguments
+    from ..training.arguments import DataArguments, ModelArguments
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = HfArgumentParser((DataArguments, own), prog=command, description=description)
+    known = {action.dest for action in parser._actions}
+    training = sorted(
+        {f.name for kind in (ModelArguments, SiameseTrainingArguments, DistillationArguments) for f in fields(kind) if f.init}
+        - known
+    )
+    given = [
+        f"--{name}" for name in training if any(arg == f"--{name}" or arg.startswith(f"--{name}=") for arg in argv)
+    ]
+    if given:
+        raise UsageError(f"{', '.join(given)}: training settings; {command} takes only data settings and its own")
+    for name in training:  # known, so that a recipe config holding them parses; never used
+        parser.add_argument(f"--{name}", dest=name, default=None, nargs="*", help=argparse.SUPPRESS)
+    data_args, own_args, *_ = parse_config_and_flags(parser, argv, default_config=default_config)
+    return data_args, own_args
+
+
+__all__ = ["parse_data_command"]

@@ -1,0 +1,277 @@
+"""`hfsiamese search`: find the indexed questions most similar to new ones: "has this already been asked?".
+
+    hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.txt \\
+        --query "How do I learn Python?" --query "Why is the sky blue?" --k 5
+    hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.txt \\
+        --index_dir outputs/qqp_index --query "How do I learn Python?"        # builds and saves the index
+    hfsiamese search --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
+        --query "How can I lose weight?" --json                               # reuses it
+    hfsiamese search --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
+        --cross_encoder outputs/cross_minilm_qqp --query "How can I lose weight?"  # reranked
+    # millions of questions: encoded in resumable shards (accelerate launch: several processes), binary
+    # codes in memory, the embeddings memory-mapped from --index_dir for rescoring
+    accelerate launch -m hfsiamese.cli.search --model_name_or_path outputs/static_distilled_qqp --corpus questions.txt \\
+        --index_dir outputs/big_index --shards_dir outputs/big_index_shards --backend faiss --query "How do I learn Python?"
+    # a database: inserts, deletes and metadata filters (a folder here; a server by URI)
+    hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.csv --text_column question \\
+        --metadata_column site --backend lancedb --database outputs/questions_db --index_dir outputs/db_index \\
+        --query "How do I learn Python?" --filter site=stackoverflow
+
+The corpus is read as:
+  * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
+  * a table (csv/tsv/json/jsonl/parquet) when --text_column names its text column (--id_column
+    optionally its ids);
+  * otherwise a question-pair file (any format `hfsiamese.data.load_pairs` reads): the questions
+    of both columns, each distinct question once (by id where the file has ids, else by
+    normalised text, as everywhere in hfsiamese), with its id where the file has ids.
+--corpus_format forces one of `lines`, `table`, `pairs`.
+
+Prints the top matches per query (score = cosine similarity, "duplicate" where the score reaches
+the model's calibrated threshold or --threshold), or with --json one JSON object.
+
+With --cross_encoder (a folder trained by `hfsiamese train cross_minilm_qqp`),
+the bi-encoder retrieves --rerank_k candidates per query (default max(2k, 20)) and the cross-encoder
+reranks them: the score shown is the cross-encoder's, in [0, 1], "duplicate" follows its calibrated
+threshold (or --threshold, then a cross-encoder score), and --json also gives each match's
+`retrieval_score` (the cosine). The cross-encoder is never saved into --index_dir.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelerate import PartialState
+from transformers import AutoTokenizer, HfArgumentParser
+
+from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
+from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
+from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
+from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
+from hfsiamese.serving import load_siamese_model
+from ..cpu_policy import apply_command_defaults
+
+DESCRIPTION = 'Find the indexed questions most similar to new ones: "has this already been asked?".'
+
+
+@dataclass
+class SearchArguments:
+    model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
+    query: list[str] = field(
+        metadata={"help": "A text to search for; repeat the flag (or give several) for more.", "action": "extend"}
+    )
+    corpus: str | None = field(default=None, metadata={"help": "File of texts to search (see the formats above)."})
+    corpus_format: str = field(default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS})
+    text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
+    id_column: str | None = field(default=None, metadata={"help": "Id column of a table corpus (default: row numbers)."})
+    index_dir: str | None = field(
+        default=None,
+        metadata={"help": "Load the index saved here; if the folder is empty or missing, build it from --corpus and save it here."},
+    )
+    overwrite_index: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
+    k: int = field(default=5, metadata={"help": "Matches per query."})
+    backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "exact (torch), faiss (quantised / approximate), or a database: lancedb or qdrant (default: a saved "
+            "index's own, else exact).",
+            "choices": BACKENDS,
+        },
+    )
+    quantization: str = field(
+        default="auto",
+        metadata={"help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts, binary beyond).", "choices": (*QUANTIZATIONS, "auto")},
+    )
+    structure: str = field(
+        default="auto",
+        metadata={"help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts, ivf beyond).", "choices": (*STRUCTURES, "auto")},
+    )
+    rescore_multiplier: int = field(
+        default=8, metadata={"help": "With a quantised FAISS index: candidates rescored exactly per match asked for."}
+    )
+    database: str | None = field(
+        default=None, metadata={"help": "With --backend lancedb/qdrant: a folder (embedded) or the URI of a server."}
+    )
+    collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
+    metadata_column: list[str] = field(
+        default_factory=list,
+        metadata={"help": "A column of a table corpus kept with each text, for --filter (database backends); repeat for more."},
+    )
+    filter: list[str] = field(
+        default_factory=list,
+        metadata={"help": "FIELD=VALUE (or FIELD=V1,V2 for any of them): only texts whose metadata match; repeat to AND."},
+    )
+    shards_dir: str | None = field(
+        default=None,
+        metadata={"help": "Encode the corpus in resumable shards here (a restarted build skips finished shards; under accelerate launch each process encodes its share)."},
+    )
+    shard_size: int = field(default=100_000, metadata={"help": "Texts per shard with --shards_dir."})
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "Threshold for 'duplicate': a cosine (default: the model's), or with --cross_encoder a cross-encoder score (default: its own)."},
+    )
+    cross_encoder: str | None = field(
+        default=None, metadata={"help": "Folder (or Hub id) of a trained cross-encoder that reranks the bi-encoder's candidates."}
+    )
+    rerank_k: int | None = field(
+        default=None, metadata={"help": "Candidates per query the cross-encoder reranks (default: max(2k, 20)); at least --k."}
+    )
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
+    max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
+
+
+def check_queries(queries: list[str]) -> None:
+    """Each `--query` a non-empty text, said in the command line's words."""
+    for number, query in enumerate(queries, start=1):
+        if not query.strip():
+            which = "the --query" if len(queries) == 1 else f"--query number {number} (of {len(queries)})"
+            raise UsageError(f"{which} is empty: give the text of a question")
+
+
+def parse_filter(specs: list[str]) -> dict[str, Any] | None:
+    """`--filter site=cooking --filter lang=en,fr` as {"site": "cooking", "lang": ["en", "fr"]}."""
+    fields: dict[str, Any] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name.strip() or not value:
+            raise UsageError(f"--filter {spec!r} is not FIELD=VALUE (or FIELD=V1,V2)")
+        values = value.split(",")
+        fields[name.strip()] = values if len(values) > 1 else value
+    return fields or None
+
+
+def index_options(args: SearchArguments) -> dict[str, Any]:
+    """The DuplicateIndex options the flags ask for (those of another backend refused by the index itself)."""
+    options = {"batch_size": args.batch_size, "max_length": args.max_length}
+    if args.backend is not None:
+        options["backend"] = args.backend
+    if args.backend == "faiss":
+        options.update(quantization=args.quantization, structure=args.structure, rescore_multiplier=args.rescore_multiplier)
+    elif (args.quantization, args.structure, args.rescore_multiplier) != ("auto", "auto", 8):
+        raise UsageError("--quantization, --structure and --rescore_multiplier apply to --backend faiss")
+    if args.backend in DATABASE_BACKENDS:
+        if args.database is None:
+            raise UsageError(f"--backend {args.backend} needs --database (a folder, or the URI of a server)")
+        options.update(database=args.database, collection=args.collection)
+    elif args.database is not None:
+        raise UsageError("--database applies to --backend lancedb or qdrant")
+    return options
+
+
+def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
+    """The index to search: loaded from --index_dir, or built from --corpus (None in the helper processes of a
+    sharded build under accelerate launch, which only encode)."""
+    options = index_options(args)
+    if args.threshold is not None and args.cross_encoder is None:  # with a reranker, the threshold is the cross-encoder's
+        options["threshold"] = args.threshold
+    saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
+    if saved and not args.overwrite_index:
+        if args.corpus is not None:
+            raise ValueError(
+                f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index "
+                "to rebuild it from the corpus"
+            )
+        model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
+        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+        options.pop("database", None), options.pop("collection", None)  # the saved index says where its database is
+        return DuplicateIndex.load(args.index_dir, model, tokenizer, **options)
+    if args.corpus is None:
+        where = f" ({args.index_dir} holds no index yet)" if args.index_dir else ""
+        raise ValueError(f"pass --corpus to build an index{where}")
+    if args.index_dir is not None and not args.overwrite_index:
+        target = Path(args.index_dir)
+        # Checked before the corpus is embedded, which may take minutes, rather than when saving.
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise FileExistsError(
+                f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index"
+            )
+    texts, ids, metadata = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column)
+    model = load_siamese_model(args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
+    index = DuplicateIndex.build(
+        texts,
+        model,
+        tokenizer,
+        ids=ids,
+        metadata=metadata,
+        shards_dir=args.shards_dir,
+        shard_size=args.shard_size,
+        show_progress_bar=True,
+        **options,
+    )
+    if args.shards_dir is not None and not PartialState().is_main_process:
+        return None  # this process encoded its shards; the main one indexes, saves and searches
+    if args.index_dir is not None:
+        index.save(args.index_dir, overwrite=args.overwrite_index)
+    return index
+
+
+def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> str:
+    lines = []
+    for query, matches in zip(queries, results):
+        lines.append(f"Query: {query}")
+        for rank, match in enumerate(matches, start=1):
+            flag = "duplicate" if match.get("is_duplicate") else ""
+            retrieved = f" (cosine {match['retrieval_score']:.4f})" if "retrieval_score" in match else ""  # reranked
+            lines.append(f"  {rank:>2}. {match['score']:.4f}{retrieved} {flag:<9}  [{match['id']}] {match['text']}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def load_cross_encoder(args: SearchArguments) -> Any | None:
+    """The --cross_encoder reranker (None without one), its flags checked; loaded before the corpus is embedded."""
+    if args.cross_encoder is None:
+        if args.rerank_k is not None:
+            raise UsageError("--rerank_k applies only with --cross_encoder")
+        return None
+    if args.rerank_k is not None and args.rerank_k < args.k:
+        raise UsageError(f"--rerank_k ({args.rerank_k}) must be at least --k ({args.k}): the cross-encoder reranks --rerank_k candidates and shows --k")
+    from hfsiamese.cross_encoder import CrossEncoder
+
+    cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
+    cross_encoder_threshold(cross_encoder, args.threshold)  # a --threshold outside [0, 1], said before any work
+    return cross_encoder
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """`hfsiamese search --model_name_or_path MODEL --corpus QUESTIONS --query TEXT [...]`: the matches (printed)."""
+    parser = HfArgumentParser(SearchArguments, prog="hfsiamese search", description=DESCRIPTION)
+    (args,) = parse_config_and_flags(parser, argv)
+    check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
+    configure_quiet_console()
+    cross_encoder = load_cross_encoder(args)
+    search_filter = parse_filter(args.filter)
+    if search_filter is not None and args.backend not in DATABASE_BACKENDS and args.index_dir is None:
+        raise UsageError("--filter needs a database backend (--backend lancedb or qdrant) whose texts carry --metadata_column")
+    index = build_or_load_index(args)
+    if index is None:
+        return {}
+    output = {"model_name_or_path": args.model_name_or_path, "num_texts": len(index), "k": args.k}
+    if cross_encoder is None:
+        results = index.search(args.query, k=args.k, filter=search_filter)
+        output["threshold"] = index.threshold
+    else:
+        rerank_k = check_rerank_k(args.rerank_k, args.k)
+        results = index.search(
+            args.query, k=args.k, cross_encoder=cross_encoder, rerank_k=rerank_k, threshold=args.threshold, filter=search_filter
+        )
+        output.update(
+            cross_encoder=args.cross_encoder,
+            rerank_k=rerank_k,
+            threshold=cross_encoder_threshold(cross_encoder, args.threshold),
+            retrieval_threshold=index.threshold,
+        )
+    output["results"] = [{"query": query, "matches": matches} for query, matches in zip(args.query, results)]
+    print(json.dumps(output, ensure_ascii=False) if args.json else format_results(args.query, results))
+    return output
+
+
+if __name__ == "__main__":
+    apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
+    run_recipe(main)

@@ -1,0 +1,214 @@
+"""`hfsiamese train`: train a Siamese bi-encoder (or a cross-encoder) on question pairs.
+
+    hfsiamese train                                                      # default: LSTM on the embedded QQP pairs
+    hfsiamese train minilm_qqp --max_steps 100                           # a shipped config by name (--list-configs)
+    hfsiamese train --model_name_or_path sentence-transformers/all-mpnet-base-v2   # any pretrained model, as configured
+    hfsiamese train --train_file pairs.csv --validation_file val.csv --output_dir outputs/mine
+    hfsiamese train cross_minilm_qqp                                     # a cross-encoder (architecture: cross_encoder)
+    accelerate launch -m hfsiamese.cli.train minilm_qqp                  # several processes (GPUs, or CPU processes)
+
+A config may come first: a shipped one by name (`hfsiamese train --list-configs`) or a YAML/JSON file; flags after
+it override it. With none, the LSTM recipe is the default, or,
+when `--model_name_or_path` names a pretrained model to start from, the `pretrained_qqp` config. Without `--output_dir` the run is
+saved to `outputs/<run name>` (the config's name, or the training data's name and the loss; a
+numbered folder beside it when that one holds an earlier run). Without `--train_file` or `--dataset_name` the run
+trains on the embedded QQP pairs of a clone of the repository (`recipes/data/qqp_dev.tsv`). The end of the run prints
+where the model went, its validation metrics and the commands to use it; `<output_dir>/all_results.json` holds
+every metric. Errors are one line (`--debug` shows the traceback).
+
+`hfsiamese train` runs in this one process (as `python recipes/train.py` does); several processes (GPUs, or CPU
+processes) are started by `accelerate launch -m hfsiamese.cli.train ...` (or `accelerate launch recipes/train.py` in a
+clone).
+
+With `--architecture cross_encoder` the same command trains a cross-encoder (`hfsiamese.cross_encoder`): both
+questions read together, binary cross-entropy on labelled pairs, the same splits, calibration and outputs.
+
+The steps are the package's (`hfsiamese.runs` for the run's start, folder and end, `hfsiamese.training` for
+the arguments and data, `hfsiamese.trainer`); this module only puts them in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from transformers import HfArgumentParser
+
+from hfsiamese.cli.configs import (
+    DEFAULT_CONFIG,
+    PRETRAINED_CONFIG,
+    config_listing,
+    listing_requested,
+    require_training_data,
+    resolve_config_argument,
+)
+from hfsiamese.cli.split import held_out_command
+from hfsiamese.exporters import check_export, export_sentence_transformers
+from hfsiamese.runs import (
+    claim_output_dir,
+    configure_training_console,
+    default_config_of,
+    end_run,
+    parse_config_and_flags,
+    refuse_bi_encoder_losses,
+    run_recipe,
+    save_run,
+    start_cross_encoder_run,
+    start_run,
+)
+from hfsiamese.trainer import CrossEncoderTrainer, SiameseTrainer, SiameseTrainingArguments, resolve_resume_checkpoint
+from hfsiamese.training import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs, training_view
+from ..cpu_policy import apply_command_defaults
+
+logger = logging.getLogger("hfsiamese.cli.train")
+DESCRIPTION = "Train a Siamese bi-encoder (or a cross-encoder) on question pairs; a config (a shipped name or a file) may come first."
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """`hfsiamese train [CONFIG] [--flag value ...]`: the run's metrics (printed as a summary at its end)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if listing_requested(argv):
+        print(config_listing())
+        return {}
+    typed = argv  # as the user typed it, for the `hfsiamese split` command the summary prints
+    argv = resolve_config_argument(argv)  # a shipped config by name, or the user's file
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments, SiameseTrainingArguments), prog="hfsiamese train", description=DESCRIPTION
+    )
+    default_config = default_config_of(argv, DEFAULT_CONFIG, pretrained_config=PRETRAINED_CONFIG)
+    model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
+    require_training_data(data_args.train_file, data_args.dataset_name)  # said before the output folder is made
+
+    configure_training_console(training_args.should_log)
+    if model_args.architecture not in ARCHITECTURES:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
+    if model_args.architecture == "cross_encoder":
+        refuse_bi_encoder_losses(argv, default_config)
+    trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
+    split_command = held_out_command(typed, default_config)
+    with claim_output_dir(training_args, data_args, argv, default_config, trained_with=trained_with):  # named, checked, locked
+        if model_args.architecture == "cross_encoder":
+            return train_cross_encoder(model_args, data_args, training_args, split_command=split_command)
+        return train(model_args, data_args, training_args, split_command=split_command)
+
+
+def train(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: SiameseTrainingArguments,
+    *,
+    split_command: str | None = None,
+) -> dict[str, float]:
+    """The run itself, once the output folder is this run's (`split_command`: the summary's `hfsiamese split`)."""
+    # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
+    resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    run = start_run(model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from)
+    model, tokenizer, loss, splits = run.model, run.tokenizer, run.loss, run.splits
+    if model_args.export_sentence_transformers:
+        # An LSTM, or an export already there, fails now rather than after training.
+        check_export(model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
+    with training_args.main_process_first(desc="tokenising pairs"):
+        train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
+        eval_dataset = run.tokenize(splits["validation"])
+        test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
+    if training_args.process_index == 0:
+        logger.info(
+            "train: %d rows (%s, loss %s) in %d duplicate groups; validation: %d labelled pairs",
+            len(train_dataset),
+            data_args.train_view,
+            training_args.loss,
+            len(set(train_dataset["group_id"])),
+            len(eval_dataset),
+        )
+
+    trainer = SiameseTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        loss=loss,
+        training_questions=run.training_questions,
+    )
+    zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
+    if model_args.export_sentence_transformers and (trainer.is_fsdp_enabled or zero_stage == 3):
+        # The export reads the live model, whose weights FSDP and ZeRO-3 leave sharded over the processes.
+        raise ValueError(
+            "--export_sentence_transformers does not work under FSDP or DeepSpeed ZeRO-3: train without it, then "
+            "export the saved folder (hfsiamese.exporters.export_sentence_transformers on SiameseModel.from_pretrained)"
+        )
+    if resume_from is not None and training_args.process_index == 0:
+        logger.info("resuming from %s", resume_from)
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
+    metrics = dict(train_result.metrics)
+    metrics["train_samples"] = len(train_dataset)
+    # Evaluating calibrates config.threshold, which save_model then stores with the weights.
+    eval_metrics = trainer.evaluate()
+    metrics.update(eval_metrics)
+    if test_dataset is not None:
+        # Scored at the threshold just calibrated on validation, never re-fitted on test.
+        eval_metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
+        metrics.update(eval_metrics)
+    # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
+    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
+    if model_args.export_sentence_transformers and trainer.is_world_process_zero():
+        export_sentence_transformers(
+            model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
+        )
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), split_command=split_command)
+    return metrics
+
+
+def train_cross_encoder(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: SiameseTrainingArguments,
+    *,
+    split_command: str | None = None,
+) -> dict[str, float]:
+    """A cross-encoder's run (`--architecture cross_encoder`), once the output folder is this run's."""
+    resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+    run = start_cross_encoder_run(model_args, data_args, training_args, default_train_file=default_train_file(data_args))
+    with training_args.main_process_first(desc="tokenising pairs"):
+        train_dataset = run.tokenize(run.splits["train"], training=True)
+        eval_dataset = run.tokenize(run.splits["validation"])
+        test_dataset = run.tokenize(run.splits["test"]) if "test" in run.splits else None
+    if training_args.process_index == 0:
+        logger.info(
+            "cross-encoder: %d training rows (labelled pairs, pair order %s), %d validation pairs",
+            len(train_dataset),
+            run.cross_encoder.pair_order,
+            len(eval_dataset),
+        )
+    trainer = CrossEncoderTrainer(
+        model=run.cross_encoder.model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=run.cross_encoder.tokenizer,
+        training_questions=run.training_questions,
+    )
+    train_result = trainer.train(resume_from_checkpoint=resume_from)
+    metrics = {**train_result.metrics, "train_samples": len(train_dataset)}
+    metrics.update(trainer.evaluate())  # calibrates config.threshold, which save_model then stores
+    if test_dataset is not None:
+        metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
+    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
+    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True, split_command=split_command)
+    return metrics
+
+
+def default_train_file(data_args: DataArguments) -> Path | None:
+    """The pairs a run trains on when it names none: the embedded QQP pairs of a clone (None when it names some)."""
+    return require_training_data(data_args.train_file, data_args.dataset_name)
+
+
+def corpus_file_of(data_args: DataArguments) -> str | Path | None:
+    """The questions the end-of-run search command names: the training file (none for a Hub data set)."""
+    return data_args.train_file or default_train_file(data_args)
+
+
+if __name__ == "__main__":
+    apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
+    run_recipe(main)
