@@ -36,7 +36,7 @@ def test_every_recipe_sets_it_before_torch_loads(recipe):
     """Each recipe, imported as its script runs (its path as the program), in a fresh interpreter: the setting is made,
     not 'too late', and its `__main__` block applies the commands' other defaults."""
     path = REPO_ROOT / "recipes" / f"{recipe}.py"
-    assert "hfsiamese.apply_command_defaults()" in path.read_text().split('if __name__ == "__main__":')[-1]
+    assert "apply_command_defaults()" in path.read_text().split('if __name__ == "__main__":')[-1]
     code = (
         f"import importlib.util, sys; sys.argv = [{str(path)!r}]; "
         f"spec = importlib.util.spec_from_file_location('recipe', {str(REPO_ROOT / 'recipes' / f'{recipe}.py')!r}); "

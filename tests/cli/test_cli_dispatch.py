@@ -93,16 +93,26 @@ def test_the_command_and_each_module_run_with_python_m(tmp_path):
 
 
 def test_every_command_applies_the_command_defaults_before_torch_loads(tmp_path):
-    """`hfsiamese ...`, `python -m hfsiamese.cli.<name>` and the recipes all enter through `hfsiamese.cli`, whose import
-    applies `apply_command_defaults` (today: OpenMP's wait policy, which only works before torch loads)."""
+    """`python -m hfsiamese.cli.<name>` (as `accelerate launch -m` runs it) gets OpenMP's wait policy before torch loads
+    (`import hfsiamese` recognises the command), and its `__main__` block applies the other defaults; importing the
+    package from any other program sets nothing (tests/test_cpu_policy.py)."""
     import os
 
     from hfsiamese.openmp_defaults import SPIN_COUNT
 
-    code = "import hfsiamese.cli.main, hfsiamese.openmp_defaults as o, sys; print(o.applied(), 'torch' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "hfsiamese.cli.env"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1].startswith(f"GOMP_SPINCOUNT={SPIN_COUNT}")
+    assert f"GOMP_SPINCOUNT={SPIN_COUNT}" in result.stdout
+    library = subprocess.run(
+        [sys.executable, "-c", "import hfsiamese.cli.main, os; print(os.environ.get('GOMP_SPINCOUNT'))"], env=env,
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert library.returncode == 0 and library.stdout.strip().splitlines()[-1] == "None", library.stderr[-2000:]
+    for module in sorted((REPO_ROOT / "hfsiamese" / "cli").glob("*.py")):
+        if module.name != "main.py" and 'if __name__ == "__main__":' in module.read_text():
+            assert "apply_command_defaults()" in module.read_text().split('if __name__ == "__main__":')[-1], module.name
+    assert "apply_command_defaults()" in (REPO_ROOT / "hfsiamese" / "cli" / "main.py").read_text().split("def main(")[-1]
