@@ -10,7 +10,7 @@ Then open http://127.0.0.1:7860. It binds 127.0.0.1 (this machine only) unless -
 otherwise. The corpus formats are those of `hfsiamese search`; --index loads a saved index, or
 saves the one built from --corpus there; --cross_encoder reranks each search's --rerank_k candidates
 (default max(2k, 20)) and decides with its own scores and threshold, in both tabs. Needs
-`pip install "hfsiamese[app]"`.
+gradio (`pip install -e ".[app]"` from a clone).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from transformers import HfArgumentParser
 
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search.app import AppArguments, app_from_arguments
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = 'A duplicate-search web app for your corpus: "has this question already been asked?" (Gradio).'

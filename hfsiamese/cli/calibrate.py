@@ -1,9 +1,9 @@
 """`hfsiamese calibrate`: recalibrate a trained Siamese model's (or a cross-encoder's) decision on a new domain; prints the report as ONE JSON object.
 
     hfsiamese calibrate --model_name_or_path outputs/lstm_qqp --calibration_file my_pairs.tsv \
-        --output_dir outputs/lstm_qqp_mydomain --method platt
+        --output_dir outputs/lstm_qqp_mydomain --calibration_method platt
 
-A few labelled pairs of the new domain (about 50 or more) move the threshold (`--method threshold`,
+A few labelled pairs of the new domain (about 50 or more) move the threshold (`--calibration_method threshold`,
 `--calibrate_for accuracy|f1|precision --target_precision P`) or also fit a map from score to
 P(duplicate) (`platt`, `isotonic`), without retraining. The calibrated model is written to a NEW
 folder: weights and tokenizer copied unchanged, config and model card updated with the calibration
@@ -25,6 +25,7 @@ from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_f
 from hfsiamese.cross_encoder import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = "Recalibrate a trained model's decision on a new domain into a new folder; prints the report as one JSON object."
@@ -48,8 +49,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     report = model.calibrate(
         pairs,
-        method=args.method,
-        target=args.calibrate_for,
+        method=args.calibration_method,
+        calibrate_for=args.calibrate_for,
         target_precision=args.target_precision,
         tokenizer=tokenizer,
         data_name=Path(args.calibration_file).name,

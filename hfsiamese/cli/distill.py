@@ -58,6 +58,7 @@ from hfsiamese.runs import (
 )
 from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 from hfsiamese.training import DataArguments, ModelArguments, model_card_kwargs, training_view
+
 from ..cpu_policy import apply_command_defaults
 
 DEFAULT_CONFIG = DISTILL_CONFIG

@@ -21,6 +21,7 @@ from typing import Any
 from packaging.requirements import Requirement
 
 from hfsiamese.runs import run_recipe
+
 from ..cpu_policy import apply_command_defaults
 
 LIBRARIES = ("torch", "transformers", "tokenizers", "datasets", "accelerate", "safetensors", "huggingface_hub")

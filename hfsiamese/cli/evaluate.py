@@ -8,7 +8,7 @@ Accuracy, precision, recall and F1 are taken at the model's calibrated threshold
 never re-fitted on the test pairs; average precision and ROC-AUC are threshold-free. `--retrieval`
 adds duplicate retrieval over the file's questions (each searches all others for the rest of its
 duplicate group): `retrieval_mrr@k`, `retrieval_recall@k`, `retrieval_ndcg@k`. `--report_dir`
-also writes metrics.json, score plots and report.md there (needs `pip install "hfsiamese[report]"`).
+also writes metrics.json, score plots and report.md there (needs matplotlib: `pip install -e ".[report]"` from a clone).
 
 `--calibration_file FILE` (labelled pairs of the test file's domain, never the test pairs) first
 recalibrates the decision on FILE (`--calibration_method threshold|platt|isotonic`, `--calibrate_for`,
@@ -44,6 +44,7 @@ from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = "Evaluate a trained Siamese model (or a cross-encoder) on a labelled pair file; prints one JSON object."
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         report = model.calibrate(
             load_pairs(args.calibration_file, **columns),
             method=args.calibration_method,
-            target=args.calibrate_for,
+            calibrate_for=args.calibrate_for,
             target_precision=args.target_precision,
             tokenizer=tokenizer,
             data_name=args.calibration_file,

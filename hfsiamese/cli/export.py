@@ -6,7 +6,7 @@
 The output folder loads with `hfsiamese.load_siamese_model` (and so in `hfsiamese evaluate`,
 `hfsiamese search`, `hfsiamese app` and `DuplicateIndex`) with the same threshold and calibration; an exported
 cross-encoder loads with `CrossEncoder.from_pretrained` (and so in `hfsiamese evaluate` and as a reranker).
-Needs `pip install "hfsiamese[onnx]"`. Prints one JSON object: the export's `onnx` entry.
+Needs onnx, onnxscript and onnxruntime (`pip install -e ".[onnx]"` from a clone). Prints one JSON object: the export's `onnx` entry.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from hfsiamese.exporters import ExportArguments, export_cross_encoder_onnx, expo
 from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.serving import is_onnx_folder
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = "Export a trained Siamese model (or a cross-encoder) to an ONNX folder for CPU serving; prints one JSON object."

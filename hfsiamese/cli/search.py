@@ -46,6 +46,7 @@ from typing import Any
 from accelerate import PartialState
 from transformers import AutoTokenizer, HfArgumentParser
 
+from hfsiamese.deprecation import renamed_option
 from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
@@ -54,6 +55,7 @@ from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.serving import load_siamese_model
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = 'Find the indexed questions most similar to new ones: "has this already been asked?".'
@@ -73,7 +75,9 @@ class SearchArguments:
         default=None,
         metadata={"help": "Load the index saved here; if the folder is empty or missing, build it from --corpus and save it here."},
     )
-    overwrite_index: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
+    overwrite_index_dir: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
+    # Renamed overwrite_index_dir (`--overwrite_<the path option>`, as --overwrite_output_dir); kept for one release.
+    overwrite_index: bool | None = field(default=None, metadata={"help": "Deprecated: use --overwrite_index_dir."})
     k: int = field(default=5, metadata={"help": "Matches per query."})
     backend: str | None = field(
         default=None,
@@ -125,6 +129,9 @@ class SearchArguments:
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
 
+    def __post_init__(self) -> None:
+        renamed_option(self, "overwrite_index", "overwrite_index_dir")
+
 
 def check_queries(queries: list[str]) -> None:
     """Each `--query` a non-empty text, said in the command line's words."""
@@ -171,10 +178,10 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
     if args.threshold is not None and args.cross_encoder is None:  # with a reranker, the threshold is the cross-encoder's
         options["threshold"] = args.threshold
     saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
-    if saved and not args.overwrite_index:
+    if saved and not args.overwrite_index_dir:
         if args.corpus is not None:
             raise ValueError(
-                f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index "
+                f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index_dir "
                 "to rebuild it from the corpus"
             )
         model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
@@ -184,12 +191,12 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
     if args.corpus is None:
         where = f" ({args.index_dir} holds no index yet)" if args.index_dir else ""
         raise ValueError(f"pass --corpus to build an index{where}")
-    if args.index_dir is not None and not args.overwrite_index:
+    if args.index_dir is not None and not args.overwrite_index_dir:
         target = Path(args.index_dir)
         # Checked before the corpus is embedded, which may take minutes, rather than when saving.
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise FileExistsError(
-                f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index"
+                f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index_dir"
             )
     texts, ids, metadata = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column)
     model = load_siamese_model(args.model_name_or_path)
@@ -208,7 +215,7 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
     if args.shards_dir is not None and not PartialState().is_main_process:
         return None  # this process encoded its shards; the main one indexes, saves and searches
     if args.index_dir is not None:
-        index.save(args.index_dir, overwrite=args.overwrite_index)
+        index.save(args.index_dir, overwrite=args.overwrite_index_dir)
     return index
 
 

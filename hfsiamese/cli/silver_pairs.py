@@ -44,6 +44,7 @@ from hfsiamese.distillation.silver_pairs import SILVER_SOURCES, label_silver_pai
 from hfsiamese.runs import UsageError, configure_quiet_console, run_recipe
 from hfsiamese.training import load_splits
 from hfsiamese.training.minilm import MINILM_HUB_ID
+
 from ..cpu_policy import apply_command_defaults
 
 # DEFAULT_CONFIG: `hfsiamese train`'s default, hence the same split.

@@ -32,6 +32,7 @@ from hfsiamese.cli.configs import (
 )
 from hfsiamese.cli.data_command import parse_data_command
 from hfsiamese.runs import UsageError, configure_quiet_console, run_recipe
+
 from ..cpu_policy import apply_command_defaults
 
 DESCRIPTION = "Write the pairs a training recipe held out (validation or test), as JSON lines; a config may come first."

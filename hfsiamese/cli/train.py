@@ -59,6 +59,7 @@ from hfsiamese.runs import (
 )
 from hfsiamese.trainer import CrossEncoderTrainer, SiameseTrainer, SiameseTrainingArguments, resolve_resume_checkpoint
 from hfsiamese.training import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs, training_view
+
 from ..cpu_policy import apply_command_defaults
 
 logger = logging.getLogger("hfsiamese.cli.train")

@@ -71,7 +71,7 @@ def test_reuses_a_saved_index(tmp_path, search_recipe, model_dir, corpus_file, c
     assert printed.startswith(f"Query: {TEXTS[4]}\n") and f"[4] {TEXTS[4]}" in printed
     with pytest.raises(ValueError, match="already holds an index: drop --corpus"):
         search_recipe.main([*base, "--corpus", str(corpus_file)])
-    rebuilt = search_recipe.main([*base, "--corpus", str(corpus_file), "--overwrite_index", "--k", "1"])
+    rebuilt = search_recipe.main([*base, "--corpus", str(corpus_file), "--overwrite_index_dir", "--k", "1"])
     assert len(rebuilt["results"][0]["matches"]) == 1
 
 
