@@ -54,7 +54,7 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
     ),
     "search": (
         "hfsiamese search --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]",
-        ["recipes/search.py:SearchArguments"],
+        ["hfsiamese.cli.search:SearchArguments"],
     ),
     "app": (
         "hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]",
@@ -64,14 +64,18 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
         "hfsiamese silver-pairs [CONFIG] --cross_encoder DIR --output_file FILE [--option value ...]",
         ["hfsiamese.training.arguments:DataArguments", "hfsiamese.distillation.silver_arguments:SilverPairsArguments"],
     ),
+    "split": (
+        "hfsiamese split [CONFIG] --output_file FILE [--option value ...]",
+        ["hfsiamese.training.arguments:DataArguments", "hfsiamese.cli.split:SplitArguments"],
+    ),
 }
 # The shipped configs: (folder relative to the repository root, what its files configure)
 CONFIG_FOLDERS: list[tuple[str, str]] = [
     (
-        "recipes/configs",
+        "hfsiamese/configs",
         "Training recipes: `hfsiamese train NAME` (or `hfsiamese distill NAME`) reads one; flags override it.",
     ),
-    ("recipes/accelerate", "Launcher configs: `accelerate launch --config_file FILE -m hfsiamese.cli.train ...`."),
+    ("hfsiamese/configs/accelerate", "Launcher configs: `accelerate launch --config_file FILE -m hfsiamese.cli.train ...`."),
 ]
 TRANSFORMERS_ARGS_URL = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
 
