@@ -131,7 +131,7 @@ def test_commands_reference_covers_every_command_and_option():
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
-@pytest.mark.parametrize("front_page", ["README.md", "docs/README_front_page.md"])
+@pytest.mark.parametrize("front_page", ["README.md"])
 def test_front_page_links_resolve(front_page):
     """The README (and the front page that replaces it) links into the docs: every relative link names a file."""
     path = REPO_ROOT / front_page
