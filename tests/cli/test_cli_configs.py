@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from hfsiamese.cli import configs
 from hfsiamese.cli.main import main as cli_main

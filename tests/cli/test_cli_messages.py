@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hfsiamese.cli.main import COMMANDS
-from hfsiamese.cli.main import main as cli_main
+from hfsiamese.cli.main import COMMANDS, main as cli_main
 from hfsiamese.runs.run_summary import run_summary
 from tests.conftest import REPO_ROOT
 

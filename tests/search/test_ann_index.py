@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-import faiss  # noqa: F401  (the code under test imports it; the test extra has it, so a broken install is an error)
+import faiss
 import numpy as np
 import pytest
 import torch
@@ -83,7 +83,6 @@ def test_quantised_and_approximate_search_find_the_exact_neighbours(static_model
 
 def probed_cells(index: DuplicateIndex) -> tuple[int, int] | None:
     """(nprobe, nlist) of the FAISS index behind a searched `index`, as FAISS holds them; None when it is not IVF."""
-    import faiss
 
     built = index._ann.index
     if isinstance(built, faiss.IndexBinary):
