@@ -31,7 +31,17 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from tests.helpers import offline_env
-from tests.test_readme import readme_blocks, repo_copy, runnable, shell_commands  # noqa: F401  (repo_copy: a fixture)
+from tests.test_readme import (  # noqa: F401  (repo_copy: a fixture)
+    DOCS_EXPECTATIONS,
+    Ran,
+    check_expectations,
+    readme_blocks,
+    repo_copy,
+    runnable,
+    runnable_texts,
+    shell_commands,
+    unmatched,
+)
 
 DOCS = REPO_ROOT / "docs"
 MKDOCS_YML = REPO_ROOT / "mkdocs.yml"
@@ -182,7 +192,7 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
         "the docs run the `hfsiamese` command: install the package into this venv (pip install -e .) to put it on PATH"
     )
     monkeypatch.chdir(repo_copy)
-    ran, skipped = [], []
+    ran, skipped, met, unchecked = [], [], set(), []  # met: the DOCS_EXPECTATIONS entries checked
     for page in page_order():
         text = page.read_text(encoding="utf-8")
         namespace: dict[str, object] = {}  # each page defines the names its snippets use
@@ -193,18 +203,20 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                 continue
             if block.language == "python":
                 try:
-                    exec(compile(block.code, where, "exec"), namespace)  # noqa: S102 - the docs' own code
+                    exec(compile(block.code, where, "exec"), namespace)  # the docs' own code
                 except Exception as err:  # noqa: BLE001
                     pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
+                if not check_expectations(block.code, Ran(repo_copy, namespace=namespace), met, DOCS_EXPECTATIONS):
+                    unchecked.append(f"{where} (python): runs without error, nothing more promised")
                 ran.append(where)
                 continue
             keep = as_written(text, block.line)
-            for command in shell_commands(block.code):
+            for written in shell_commands(block.code):
                 if keep:
-                    steps = [step.strip() for step in command.split("&&") if not INSTALL_ONLY.match(step)]
+                    steps = [step.strip() for step in written.split("&&") if not INSTALL_ONLY.match(step)]
                     command = " && ".join(steps) or None
                 else:
-                    command = runnable(command)
+                    command = runnable(written)
                 if command is None:
                     continue
                 result = subprocess.run(
@@ -217,9 +229,27 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                     check=False,
                 )
                 assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
+                if not check_expectations(written, Ran(repo_copy, stdout=result.stdout), met, DOCS_EXPECTATIONS):
+                    unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
                 ran.append(where)
     with capsys.disabled():
         print(f"\ndocs test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
         for line in skipped:
             print(f"  skipped {line}")
+        for line in unchecked:
+            print(f"  no expectation: {line}")
     assert ran
+    missed = sorted(set(DOCS_EXPECTATIONS) - met)
+    assert not missed, f"docs expectations that met no block (edit DOCS_EXPECTATIONS in tests/test_readme.py): {missed}"
+
+
+def test_every_docs_expectation_names_a_block_that_runs():
+    """Fast, without running the docs: each DOCS_EXPECTATIONS entry finds a command or Python block of a page in the
+    nav that the docs test runs (not one marked `readme-test: skip`); the checks' failures: tests/test_readme.py."""
+    texts = [text for page in page_order() for text in runnable_texts(page.read_text(encoding="utf-8"))]
+    assert unmatched(DOCS_EXPECTATIONS, texts) == [], "find no runnable docs block"
+    skipped_only = "hfsiamese train --model_name_or_path x --output_dir outputs/y"
+    assert unmatched(
+        {r"--output_dir outputs/y$": lambda ran: None},
+        runnable_texts(f"<!-- readme-test: skip z -->\n```bash\n{skipped_only}\n```\n"),
+    )

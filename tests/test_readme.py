@@ -48,8 +48,14 @@ TINY_TRAINING = (
 TINY_DISTILLATION = f"{TINY_TRAINING} --distillation_max_steps 2"
 # `recipes/silver_pairs.py` pairs up the training split's questions: a few hundred of them.
 TINY_SILVER = "--max_train_pairs 300"
-TINY_FLAGS = {"recipes/train.py": TINY_TRAINING, "recipes/distill.py": TINY_DISTILLATION, "recipes/silver_pairs.py": TINY_SILVER,
-              "hfsiamese train": TINY_TRAINING, "hfsiamese distill": TINY_DISTILLATION, "hfsiamese silver-pairs": TINY_SILVER}
+TINY_FLAGS = {
+    "recipes/train.py": TINY_TRAINING,
+    "recipes/distill.py": TINY_DISTILLATION,
+    "recipes/silver_pairs.py": TINY_SILVER,
+    "hfsiamese train": TINY_TRAINING,
+    "hfsiamese distill": TINY_DISTILLATION,
+    "hfsiamese silver-pairs": TINY_SILVER,
+}
 INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 
 
@@ -114,7 +120,10 @@ def test_blocks_and_markers_are_read_as_written():
     assert runnable(install) == f".venv/bin/accelerate launch recipes/train.py {TINY_TRAINING}"
     assert runnable("python3 -m venv .venv && .venv/bin/pip install -e .") is None
     assert runnable("python recipes/distill.py c.yaml") == f"python recipes/distill.py c.yaml {TINY_DISTILLATION}"
-    assert runnable(".venv/bin/pip install -e . && .venv/bin/hfsiamese train") == f".venv/bin/hfsiamese train {TINY_TRAINING}"
+    assert (
+        runnable(".venv/bin/pip install -e . && .venv/bin/hfsiamese train")
+        == f".venv/bin/hfsiamese train {TINY_TRAINING}"
+    )
     assert runnable("hfsiamese split --output_file x.jsonl") == "hfsiamese split --output_file x.jsonl"
 
 
@@ -143,7 +152,7 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
     )
     env.pop("ACCELERATE_USE_CPU", None)
     monkeypatch.chdir(repo_copy)
-    ran, skipped, met, unchecked = [], [], set(), []  # met: the EXPECTATIONS entries checked
+    ran, skipped, met, unchecked = [], [], set(), []  # met: the README_EXPECTATIONS entries checked
     for block in blocks:
         where = f"README.md:{block.line}"
         if block.skip:
@@ -163,7 +172,13 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
             if command is None:
                 continue
             result = subprocess.run(
-                ["bash", "-c", command], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=600, check=False
+                ["bash", "-c", command],
+                cwd=repo_copy,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
             )
             assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
             if not check_expectations(written, Ran(repo_copy, stdout=result.stdout), met):
@@ -176,18 +191,20 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
         for line in unchecked:
             print(f"  no expectation: {line}")
     assert ran
-    assert not set(EXPECTATIONS) - met, f"README expectations that met no block (edit EXPECTATIONS): {sorted(set(EXPECTATIONS) - met)}"
+    missed = sorted(set(README_EXPECTATIONS) - met)
+    assert not missed, f"README expectations that met no block (edit README_EXPECTATIONS): {missed}"
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # What each block promises, checked after it runs: the figures it prints (JSON keys), the files and folders it
-# says it writes, a search hit. Each entry: a regular expression that finds one README command (as written, before
-# the test adds its tiny settings) or Python block, and the check of what it left. An entry that meets no block
-# fails the test, so an edited README cannot leave its promises unchecked; a block no entry meets is listed.
+# says it writes, a search hit. Each entry: a regular expression that finds one command (as written, before the test
+# adds its tiny settings) or Python block, and the check of what it left. README_EXPECTATIONS are the front page's,
+# DOCS_EXPECTATIONS the documentation site's (run by tests/test_docs.py). An entry that meets no block fails its
+# test, so an edited page cannot leave its promises unchecked; a block no entry meets is listed.
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Ran:
-    """What a README command or Python block left: the copy's root, its stdout (a command), the namespace (Python)."""
+    """What a command or Python block (README or docs) left: the copy's root, its stdout (a command), the namespace (Python)."""
 
     root: Path
     stdout: str = ""
@@ -195,7 +212,7 @@ class Ran:
 
 
 def printed_json(ran: Ran) -> dict:
-    """The last line of a command's stdout that is a JSON object (the recipes print one)."""
+    """The last line of a command's stdout that is a JSON object (the commands print one)."""
     for line in reversed(ran.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
@@ -241,7 +258,7 @@ def json_keys(*keys: str, **values: Any) -> Callable[[Ran], None]:
 
 
 def search_results(k: int) -> Callable[[Ran], None]:
-    """`recipes/search.py --json`: one query's k matches, best first."""
+    """`hfsiamese search --json`: one query's k matches, best first."""
 
     def check(ran: Ran) -> None:
         (result,) = printed_json(ran)["results"]
@@ -253,7 +270,7 @@ def search_results(k: int) -> Callable[[Ran], None]:
 
 def exact_hit_first(k: int, copy: str) -> Callable[[Ran], None]:
     """
-    `recipes/search.py` without --json, for a query the corpus holds up to case and spacing (`copy`: "How do I
+    `hfsiamese search` without --json, for a query the corpus holds up to case and spacing (`copy`: "How do I
     learn Python?" is "How do I learn python ?" in qqp_dev.tsv): k numbered matches, best first, and `copy` among
     those at cosine 1 (the same tokens embed the same; a tiny model's unknown words may tie others with it).
     """
@@ -304,14 +321,23 @@ def _silver_pairs_written(ran: Ran) -> None:
     assert sum(row["label"] for row in rows) == printed["duplicates"], rows[0]
 
 
-# What `--report_dir` writes (README, Evaluation); a calibrated model adds reliability_diagram.png.
-REPORT_FILES = ("metrics.json", "similarity_histogram.png", "precision_recall_curve.png", "threshold_sweep.png", "report.md")
+# What `--report_dir` writes (docs/guides/evaluation-and-calibration.md); a calibrated model adds reliability_diagram.png.
+REPORT_FILES = (
+    "metrics.json",
+    "similarity_histogram.png",
+    "precision_recall_curve.png",
+    "threshold_sweep.png",
+    "report.md",
+)
 
 
 def _calibration_saved(ran: Ran) -> None:
     """The calibrated copy stores the printed threshold and the Platt map in its config."""
     config = json.loads((ran.root / "outputs/lstm_qqp_mydomain/config.json").read_text())
-    assert config["threshold"] == pytest.approx(printed_json(ran)["threshold"]) and config["calibration"]["method"] == "platt"
+    assert (
+        config["threshold"] == pytest.approx(printed_json(ran)["threshold"])
+        and config["calibration"]["method"] == "platt"
+    )
 
 
 def _prompt_saved(ran: Ran) -> None:
@@ -343,9 +369,9 @@ def _embeddings(ran: Ran) -> None:
 
 def _onnx_model(ran: Ran) -> None:
     """`load_siamese_model` on the exported folder gives an OnnxSiameseModel that scores pairs."""
-    model = ran.namespace["model"]
-    assert type(model).__name__ == "OnnxSiameseModel", type(model)
-    scores = model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])["scores"]
+    served = ran.namespace["served"]
+    assert type(served).__name__ == "OnnxSiameseModel", type(served)
+    scores = served.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])["scores"]
     assert len(scores) == 1
 
 
@@ -356,77 +382,220 @@ def _classified(ran: Ran) -> None:
     assert tuple(out["class_scores"].shape) == (2, 2)  # two texts, two classes (account, shipping)
 
 
-EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
-    # Quick start: the default recipe, saved to outputs/lstm_qqp, then a summary of where and how well.
-    r"&& \.venv/bin/python recipes/train\.py$": trained_model("outputs/lstm_qqp"),
-    r"^python recipes/train\.py$": trained_model("outputs/lstm_qqp-2"),  # "run again, it writes outputs/lstm_qqp-2"
-    r"^python recipes/train\.py recipes/configs/minilm_qqp\.yaml$": trained_model("outputs/minilm_qqp"),
-    r"--output_dir outputs/minilm_100$": trained_model("outputs/minilm_100"),
-    r"--output_dir outputs/lstm_qqp_2proc$": trained_model("outputs/lstm_qqp_2proc"),
-    r"--question1_column q1": trained_model("outputs/pairs-contrastive_ranking"),
-    r"--output_dir outputs/minilm_prompted$": all_of(trained_model("outputs/minilm_prompted"), _prompt_saved),
-    r"^python recipes/train\.py recipes/configs/cross_minilm_qqp\.yaml$": trained_model("outputs/cross_minilm_qqp"),
-    r"^python recipes/silver_pairs\.py": all_of(json_keys("pairs", "duplicates", "threshold"), _silver_pairs_written),
-    r"--output_dir outputs/minilm_silver$": trained_model("outputs/minilm_silver"),
-    r"^python recipes/distill\.py recipes/configs/lstm_distilled_qqp\.yaml": trained_model("outputs/lstm_distilled_qqp"),
-    r"^python recipes/distill\.py recipes/configs/static_distilled_qqp\.yaml --teacher_model_name_or_path outputs/minilm_qqp$": (
-        trained_model("outputs/static_distilled_qqp")
+def _predicts(ran: Ran) -> None:
+    """`model.predict`: a score per pair, and the decision taken at the threshold the run stored (`config.threshold`)."""
+    model = ran.namespace["model"]
+    out = model.predict(["How do I learn Python ?"], ["What is the best way to learn Python ?"])
+    assert {"scores", "is_duplicate"} <= out.keys() and len(out["scores"]) == 1, out
+    assert model.config.threshold is not None
+    assert bool(out["is_duplicate"][0]) == (float(out["scores"][0]) >= model.config.threshold), out
+
+
+def _remote_code_predicts(ran: Ran) -> None:
+    """The folder's own modeling code (`trust_remote_code=True`) scores the pair and decides."""
+    out = ran.namespace["remote"].predict(
+        ["How do I learn Python ?"], ["What is the best way to learn Python ?"], ran.namespace["tokenizer"]
+    )
+    assert {"scores", "is_duplicate"} <= out.keys() and len(out["scores"]) == 1, out
+
+
+def _quickstart_index(ran: Ran) -> None:
+    """`DuplicateIndex.build` over the 19,052 questions; `search` gives k matches, best first."""
+    index, questions = ran.namespace["index"], ran.namespace["questions"]
+    assert len(questions) == 19_052 and len(index) == len(questions)
+    matches = index.search("How can I learn Python quickly?", k=3)
+    scores = [match["score"] for match in matches]
+    assert len(matches) == 3 and scores == sorted(scores, reverse=True), matches
+
+
+def _pairs_loaded(ran: Ran) -> None:
+    """`load_pairs` with the file's column names: question1, question2 and 0/1 labels."""
+    pairs = ran.namespace["pairs"]
+    assert {"question1", "question2", "label"} <= set(pairs.column_names) and len(pairs) > 0, pairs
+    assert set(pairs["label"]) <= {0, 1}
+
+
+def _truncated(ran: Ran) -> None:
+    """A Matryoshka model encodes to its first 64 dimensions on request."""
+    assert tuple(ran.namespace["small"].encode(["How do I learn Python?"], truncate_dim=64).shape) == (1, 64)
+
+
+def _calibrated_in_python(ran: Ran) -> None:
+    """`model.calibrate(..., method="platt")` in memory: predict now returns a probability."""
+    assert ran.namespace["report"].method == "platt"
+    out = ran.namespace["model"].predict(["How do I learn Python ?"], ["What is the best way to learn Python ?"])
+    assert "probability" in out and 0.0 <= float(out["probability"][0]) <= 1.0, out
+
+
+def _pipeline_decides(ran: Ran) -> None:
+    """The `question-duplicates` pipeline: a score and a decision for a pair."""
+    out = ran.namespace["pipe"](("How do I learn Python?", "What is the best way to learn Python?"))
+    assert {"score", "is_duplicate"} <= set(out), out
+
+
+def _model_card(ran: Ran) -> None:
+    """The run's README.md parses as a Hub model card with its metadata."""
+    card = ran.namespace["card"]
+    assert card.data.pipeline_tag == "sentence-similarity" and card.data.library_name, card.data
+
+
+def _sentence_transformers_encodes(ran: Ran) -> None:
+    """The export loads in sentence-transformers and encodes to its embedding size."""
+    st = ran.namespace["st"]
+    assert tuple(st.encode(["How do I learn Python?"]).shape) == (1, st.get_sentence_embedding_dimension())
+
+
+def listed(*names: str) -> Callable[[Ran], None]:
+    """`ls FOLDER`: these names among what it printed."""
+
+    def check(ran: Ran) -> None:
+        printed = set(ran.stdout.split())
+        assert set(names) <= printed, f"missing {sorted(set(names) - printed)} in {sorted(printed)}"
+
+    return check
+
+
+QQP_DEV_SEARCH = r"--index_dir outputs/qqp_dev_index --query \"How do I learn Python\?\" --k 5$"
+PREDICT_BLOCK = r"^model = AutoModel\.from_pretrained\(\"outputs/lstm_qqp\"\)\nmodel\.predict\("
+
+# README.md (the front page): its Quick start and three examples, checked by test_readme_runs_in_order.
+README_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
+    # Quick start (install steps dropped by `runnable`): the default recipe, saved to outputs/lstm_qqp, then a summary.
+    r"&& \.venv/bin/hfsiamese train$": trained_model("outputs/lstm_qqp"),
+    PREDICT_BLOCK: _predicts,
+    r"^hfsiamese split --output_file outputs/qqp_validation\.jsonl$": files("outputs/qqp_validation.jsonl"),
+    r"^hfsiamese evaluate --model_name_or_path outputs/lstm_qqp --test_file outputs/qqp_validation\.jsonl --retrieval$": (
+        json_keys("accuracy", "average_precision", "retrieval_mrr@10", "retrieval_recall@5", training_overlap_pairs=0)
     ),
-    r"static_distilled_short$": trained_model("outputs/static_distilled_short"),
-    r"export_validation_slice\.py outputs/qqp_validation\.jsonl$": files("outputs/qqp_validation.jsonl"),
+    QQP_DEV_SEARCH: all_of(
+        exact_hit_first(5, "How do I learn python ?"), files("outputs/qqp_dev_index/index_config.json")
+    ),
+}
+
+# The documentation site (docs/, the pages in the nav's order), checked by tests/test_docs.py's test_docs_run_in_order:
+# files carry over from page to page, each Python check reads its own page's namespace.
+DOCS_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
+    # get-started/quickstart.md
+    r"^hfsiamese train$": trained_model("outputs/lstm_qqp"),
+    r"^hfsiamese split --output_file outputs/qqp_validation\.jsonl$": files("outputs/qqp_validation.jsonl"),
+    r"--test_file outputs/qqp_validation\.jsonl --retrieval --retrieval_k 1 5 10$": json_keys(
+        "accuracy", "average_precision", "retrieval_mrr@10", "retrieval_recall@5", training_overlap_pairs=0
+    ),
+    PREDICT_BLOCK: _predicts,
+    r"^embeddings = model\.encode\(": _embeddings,
+    r"^index = DuplicateIndex\.build\(questions, model\)$": _quickstart_index,
+    r"--index_dir outputs/quickstart_index --query \"How do I learn Python\?\" --k 5$": all_of(
+        exact_hit_first(5, "How do I learn python ?"), files("outputs/quickstart_index/index_config.json")
+    ),
+    r"^remote = AutoModel\.from_pretrained\(\"outputs/lstm_qqp\", trust_remote_code=True\)": _remote_code_predicts,
+    # guides/your-own-pairs.md
+    r"to_csv\(\"pairs\.csv\"": files("pairs.csv"),
+    r"^hfsiamese train --train_file pairs\.csv --question1_column q1": trained_model(
+        "outputs/pairs-contrastive_ranking"
+    ),
+    r"^pairs = load_pairs\(\"pairs\.csv\"": _pairs_loaded,
+    r"^hfsiamese split --train_file pairs\.csv .*--output_file outputs/pairs_validation\.jsonl$": files(
+        "outputs/pairs_validation.jsonl"
+    ),
+    # guides/pretrained-models.md, choosing-a-loss.md
+    r"--output_dir outputs/minilm_prompted$": all_of(trained_model("outputs/minilm_prompted"), _prompt_saved),
+    r"--output_dir outputs/minilm_lora$": all_of(
+        trained_model("outputs/minilm_lora"), files("outputs/minilm_lora/adapter/")
+    ),
+    r"--output_dir outputs/minilm_matryoshka$": trained_model("outputs/minilm_matryoshka"),
+    r"small\.encode\(.*truncate_dim=64\)": _truncated,
+    r"--output_dir outputs/lstm_mnrl$": trained_model("outputs/lstm_mnrl"),
+    r"--output_dir outputs/lstm_triplet$": trained_model("outputs/lstm_triplet"),
+    # guides/cross-encoder.md
+    r"^hfsiamese train cross_minilm_qqp$": trained_model("outputs/cross_minilm_qqp"),
+    r"cross = CrossEncoder\.from_pretrained\(\"outputs/cross_minilm_qqp\"\)": _cross_encoder_order_free,
+    r"--cross_encoder outputs/cross_minilm_qqp --query": all_of(
+        json_keys("retrieval_threshold", cross_encoder="outputs/cross_minilm_qqp", rerank_k=20),
+        search_results(5),
+        _reranked,
+    ),
+    r"^hfsiamese silver-pairs ": all_of(json_keys("pairs", "duplicates", "threshold"), _silver_pairs_written),
+    r"--output_dir outputs/minilm_silver$": trained_model("outputs/minilm_silver"),
+    # guides/distillation.md (its first command trains the teacher, outputs/minilm_qqp)
+    r"^hfsiamese train minilm_qqp$": trained_model("outputs/minilm_qqp"),
+    r"^hfsiamese distill lstm_distilled_qqp --teacher_model_name_or_path outputs/minilm_qqp$": trained_model(
+        "outputs/lstm_distilled_qqp"
+    ),
+    r"^hfsiamese distill static_distilled_qqp --teacher_model_name_or_path outputs/minilm_qqp$": trained_model(
+        "outputs/static_distilled_qqp"
+    ),
+    r"--output_dir outputs/static_distilled_short$": trained_model("outputs/static_distilled_short"),
+    # guides/evaluation-and-calibration.md
     r"--report_dir outputs/lstm_qqp_report$": all_of(
         json_keys("accuracy", "average_precision", "retrieval_mrr@10", "retrieval_recall@5", training_overlap_pairs=0),
         files(*(f"outputs/lstm_qqp_report/{name}" for name in REPORT_FILES)),
     ),
-    r"^python recipes/calibrate\.py": all_of(
+    r"^ls outputs/lstm_qqp_report$": listed(*REPORT_FILES),
+    r"to_json\(\"my_pairs\.jsonl\"\)": files("my_pairs.jsonl", "my_test.jsonl"),
+    r"^hfsiamese calibrate ": all_of(
         json_keys("threshold", "threshold_interval", "metrics", "warnings", interval_confidence=0.9, method="platt"),
         _calibration_saved,
     ),
-    r"--report_dir outputs/mydomain_report$": all_of(
-        json_keys("accuracy", "average_precision", "ece", "brier"),
-        files(*(f"outputs/mydomain_report/{name}" for name in (*REPORT_FILES, "reliability_diagram.png"))),
+    r"^hfsiamese evaluate --model_name_or_path outputs/lstm_qqp_mydomain --test_file my_test\.jsonl$": json_keys(
+        "accuracy", "average_precision", "ece", "brier"
     ),
-    r"--index_dir outputs/qqp_dev_index --query \"How do I learn Python\?\" --k 5$": all_of(
+    r"^report = model\.calibrate\(": _calibrated_in_python,
+    r"support_labels=": _classified,
+    # guides/duplicate-search.md
+    r"index\.save\(\"outputs/qqp_index\"\)": all_of(
+        files("outputs/qqp_index/embeddings.npy", "outputs/qqp_index/corpus/", "outputs/qqp_index/index_config.json"),
+        _index_finds_what_was_added,
+    ),
+    QQP_DEV_SEARCH: all_of(
         exact_hit_first(5, "How do I learn python ?"), files("outputs/qqp_dev_index/index_config.json")
     ),
-    r"--query \"Why is the sky blue\?\" --json$": all_of(json_keys("threshold", num_texts=19_052, k=5), search_results(5)),
-    r"--cross_encoder outputs/cross_minilm_qqp --query": all_of(
-        json_keys("retrieval_threshold", cross_encoder="outputs/cross_minilm_qqp", rerank_k=20), search_results(5), _reranked
+    r"--index_dir outputs/qqp_dev_index --query \"Why is the sky blue\?\" --json$": all_of(
+        json_keys("threshold", num_texts=19_052, k=5), search_results(5)
+    ),
+    r"index\.save\(\"outputs/qqp_big_index\"\)": files(
+        "outputs/qqp_big_index/ann.faiss", "outputs/qqp_shards/shards.json"
     ),
     r"--index_dir outputs/qqp_sharded_index": all_of(
         exact_hit_first(5, "How do I learn python ?"),
         files("outputs/qqp_sharded_index/index_config.json", "outputs/qqp_sharded_shards/shards.json"),
     ),
+    r"encode_to_shards_ray\(questions": files("outputs/qqp_ray_shards/shards.json"),
+    r"db\.save\(\"outputs/qqp_db_index\"\)": all_of(files("outputs/qqp_db_index/index_config.json"), _database_reopens),
+    # guides/serving.md
     r"--output_dir outputs/lstm_qqp_int8 --quantize int8$": all_of(
         json_keys("int8_min_cosine", quantization="int8", file="model.onnx"),
         files("outputs/lstm_qqp_int8/model.onnx", "outputs/lstm_qqp_int8/config.json"),
     ),
     r"--model_name_or_path outputs/lstm_qqp_int8 --test_file": json_keys("accuracy", "average_precision"),
     r"--model_name_or_path outputs/lstm_qqp_int8 --corpus": exact_hit_first(5, "How do I learn python ?"),
-    # Python blocks, found by their code.
-    r"to_csv\(\"pairs\.csv\"": files("pairs.csv"),
-    r"to_json\(\"my_pairs\.jsonl\"\)": files("my_pairs.jsonl", "my_test.jsonl"),
-    r"index\.save\(\"outputs/qqp_index\"\)": all_of(
-        files("outputs/qqp_index/embeddings.npy", "outputs/qqp_index/corpus/", "outputs/qqp_index/index_config.json"),
-        _index_finds_what_was_added,
-    ),
-    r"index\.save\(\"outputs/qqp_big_index\"\)": all_of(
-        files("outputs/qqp_big_index/ann.faiss", "outputs/qqp_shards/shards.json", "outputs/qqp_db_index/index_config.json"),
-        _database_reopens,
-    ),
-    r"encode_to_shards_ray\(questions": files("outputs/qqp_ray_shards/shards.json"),
-    r"support_labels=": _classified,
-    r"cross = CrossEncoder\.from_pretrained\(\"outputs/cross_minilm_qqp\"\)": _cross_encoder_order_free,
-    r"^embeddings = model\.encode\(": _embeddings,
     r"load_siamese_model\(\"outputs/lstm_qqp_int8\"\)": _onnx_model,
+    r"pipeline\(\"question-duplicates\"": _pipeline_decides,
+    # guides/sharing.md
+    r"^ls outputs/lstm_qqp$": listed(
+        "model.safetensors",
+        "config.json",
+        "configuration_siamese.py",
+        "modeling_siamese.py",
+        "pipeline_question_duplicates.py",
+        "README.md",
+    ),
+    r"^card = ModelCard\.load\(\"outputs/lstm_qqp/README\.md\"\)": _model_card,
+    r"sentence_transformers outputs/minilm_qqp outputs/minilm_qqp_st$": files("outputs/minilm_qqp_st/modules.json"),
+    r"^st = SentenceTransformer\(\"outputs/minilm_qqp_st\"\)": _sentence_transformers_encodes,
+    # guides/several-gpus.md, experiment-tracking.md
+    r"--output_dir outputs/lstm_qqp_2proc$": trained_model("outputs/lstm_qqp_2proc"),
+    r"--output_dir outputs/lstm_curve$": trained_model("outputs/lstm_curve"),
+    r"savefig\(\"outputs/lstm_curve/curves\.png\"": files("outputs/lstm_curve/curves.png"),
 }
 
 
-def check_expectations(text: str, ran: Ran, met: set[str]) -> bool:
-    """Run the checks of every EXPECTATIONS entry whose pattern `text` (a README command or Python block) matches;
-    whether there was one."""
+def check_expectations(
+    text: str, ran: Ran, met: set[str], expectations: dict[str, Callable[[Ran], None]] = README_EXPECTATIONS
+) -> bool:
+    """Run the checks of every entry of `expectations` whose pattern `text` (a command as written, or a Python
+    block) matches, adding the pattern to `met`; whether there was one."""
     matched = False
-    for pattern, check in EXPECTATIONS.items():
+    for pattern, check in expectations.items():
         if re.search(pattern, text, flags=re.MULTILINE):
             check(ran)
             met.add(pattern)
@@ -434,15 +603,27 @@ def check_expectations(text: str, ran: Ran, met: set[str]) -> bool:
     return matched
 
 
-def test_every_expectation_names_a_block_that_runs_and_can_fail(tmp_path):
-    """Fast, without running the README: each EXPECTATIONS entry finds a command or block the test runs, and the
-    checks fail on output that does not keep the promise."""
-    texts = []
-    for block in readme_blocks(README.read_text(encoding="utf-8")):
+def runnable_texts(text: str) -> list[str]:
+    """What the tests match expectations against: each Python block and each shell command (as written) of the
+    blocks that run."""
+    texts: list[str] = []
+    for block in readme_blocks(text):
         if not block.skip:
             texts += [block.code] if block.language == "python" else shell_commands(block.code)
-    for pattern in EXPECTATIONS:
-        assert any(re.search(pattern, text, flags=re.MULTILINE) for text in texts), f"{pattern!r} finds no README block"
+    return texts
+
+
+def unmatched(expectations: dict[str, Callable[[Ran], None]], texts: list[str]) -> list[str]:
+    """The patterns that find none of `texts`."""
+    return [pattern for pattern in expectations if not any(re.search(pattern, t, flags=re.MULTILINE) for t in texts)]
+
+
+def test_every_expectation_names_a_block_that_runs_and_can_fail(tmp_path):
+    """Fast, without running the README: each README_EXPECTATIONS entry finds a command or block the test runs, and
+    the checks fail on output that does not keep the promise (DOCS_EXPECTATIONS: tests/test_docs.py)."""
+    assert unmatched(README_EXPECTATIONS, runnable_texts(README.read_text(encoding="utf-8"))) == [], (
+        "find no README block"
+    )
     with pytest.raises(AssertionError, match="no JSON object printed"):
         json_keys("accuracy")(Ran(tmp_path, stdout="done\n"))
     with pytest.raises(AssertionError, match="missing"):
@@ -457,3 +638,10 @@ def test_every_expectation_names_a_block_that_runs_and_can_fail(tmp_path):
         exact_hit_first(2, "b ?")(Ran(tmp_path, stdout=table.format(1.0)))
     with pytest.raises(AssertionError):
         trained_model("outputs/run")(Ran(tmp_path, stdout="Model saved to outputs/run after 1s"))
+    listed("metrics.json")(Ran(tmp_path, stdout="metrics.json\nreport.md\n"))
+    with pytest.raises(AssertionError, match="missing"):
+        listed("metrics.json", "report.md")(Ran(tmp_path, stdout="metrics.json\n"))
+    met: set[str] = set()
+    with pytest.raises(AssertionError, match="was not written"):  # a matched entry runs its check
+        check_expectations("hfsiamese split --output_file outputs/qqp_validation.jsonl", Ran(tmp_path), met)
+    assert not check_expectations("echo nothing promised", Ran(tmp_path), met) and met == set()
