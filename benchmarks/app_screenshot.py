@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> None:
                 break
             except OSError:
                 time.sleep(0.5)
-        driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path="/usr/bin/chromedriver"), options=options)
+        driver = webdriver.Chrome(
+            service=webdriver.ChromeService(executable_path="/usr/bin/chromedriver"), options=options
+        )
         driver.get(url)
         box = WebDriverWait(driver, 60).until(lambda d: d.find_element(By.CSS_SELECTOR, "#question textarea"))
         box.send_keys(args.query)

@@ -49,7 +49,9 @@ def main() -> None:
             observed = f"`{seen.error.__name__}`: {message}"
             ok = case.raises is not None and issubclass(seen.error, case.raises)
         else:
-            observed = "; ".join(part for part in (f"warning: {message}" if message else "", seen.summary or "") if part)
+            observed = "; ".join(
+                part for part in (f"warning: {message}" if message else "", seen.summary or "") if part
+            )
             ok = case.raises is None and (case.message is None or bool(message))
         if not ok:
             observed = f"**UNEXPECTED** {observed}"

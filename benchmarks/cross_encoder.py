@@ -67,7 +67,9 @@ def cross_encoder_figures(cross: Any, pairs: Any, batch_size: int) -> dict[str, 
     }
 
 
-def rerank_figures(bi_encoder: str, cross: Any, pairs: Any, ce_scores: np.ndarray, ks: list[int], num_queries: int) -> dict[str, Any]:
+def rerank_figures(
+    bi_encoder: str, cross: Any, pairs: Any, ce_scores: np.ndarray, ks: list[int], num_queries: int
+) -> dict[str, Any]:
     """Retrieve-then-rerank decision AP per k (vs the cross-encoder on every pair), and latency per query."""
     from hfsiamese.evaluation import question_corpus
     from hfsiamese.metrics import pair_classification_metrics
@@ -85,13 +87,22 @@ def rerank_figures(bi_encoder: str, cross: Any, pairs: Any, ce_scores: np.ndarra
     for k in ks:
         neighbours = [set(r[: k + 1].tolist()) for r in rows]
         proposed = np.array(
-            [row_of[b] in neighbours[row_of[a]] or row_of[a] in neighbours[row_of[b]] for a, b in zip(pairs["question1"], pairs["question2"])]
+            [
+                row_of[b] in neighbours[row_of[a]] or row_of[a] in neighbours[row_of[b]]
+                for a, b in zip(pairs["question1"], pairs["question2"])
+            ]
         )
         pipeline = np.where(proposed, ce_scores, 0.0)
         ap = pair_classification_metrics(pipeline, labels)["average_precision"]
-        result["k"][k] = {"decision_ap": ap, "ap_below_every_pair": every_pair_ap - ap, "pairs_proposed": float(proposed.mean())}
+        result["k"][k] = {
+            "decision_ap": ap,
+            "ap_below_every_pair": every_pair_ap - ap,
+            "pairs_proposed": float(proposed.mean()),
+        }
     generator = np.random.default_rng(0)
-    queries = [questions[i] for i in generator.choice(len(questions), size=min(num_queries, len(questions)), replace=False)]
+    queries = [
+        questions[i] for i in generator.choice(len(questions), size=min(num_queries, len(questions)), replace=False)
+    ]
     index.search(queries[:5], 10)  # warm-up: first calls allocate
     runs = [("no_rerank", {})] + [(f"rerank_k{k}", {"cross_encoder": cross, "rerank_k": k}) for k in ks]
     for label, options in runs:  # the top 10 shown; with rerank, chosen among the bi-encoder's top k
@@ -106,9 +117,13 @@ def rerank_figures(bi_encoder: str, cross: Any, pairs: Any, ce_scores: np.ndarra
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cross_encoder", action="append", required=True, help="A trained cross-encoder folder (repeat for seeds).")
+    parser.add_argument(
+        "--cross_encoder", action="append", required=True, help="A trained cross-encoder folder (repeat for seeds)."
+    )
     parser.add_argument("--bi_encoder", required=True, help="A trained bi-encoder folder (the MiniLM recipe's).")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="Recipe config whose data keys define the validation split.")
+    parser.add_argument(
+        "--config", default=str(DEFAULT_CONFIG), help="Recipe config whose data keys define the validation split."
+    )
     parser.add_argument("--k", type=int, nargs="+", default=[10, 50])
     parser.add_argument("--num_queries", type=int, default=200)
     parser.add_argument("--batch_size", type=int, default=128)
@@ -132,7 +147,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine(),
         "torch_threads": torch.get_num_threads(),
         "validation_pairs": len(validation),
-        "bi_encoder": {"folder": args.bi_encoder, "average_precision": pair_classification_metrics(scores, labels)["average_precision"]},
+        "bi_encoder": {
+            "folder": args.bi_encoder,
+            "average_precision": pair_classification_metrics(scores, labels)["average_precision"],
+        },
         "cross_encoders": {},
     }
     first_scores, first = None, None

@@ -52,11 +52,16 @@ def measure(model_dir: str, config: str, repeats: int, batch_size: int) -> dict:
     threshold = model.config.threshold
     result = {"model": model_dir, "config": config, "questions": len(questions), "pairs": len(labels)}
     for name, vectors in embeddings.items():
-        sides = [model.encode(list(validation[side]), tokenizer, dtype=PRECISIONS[name], batch_size=batch_size) for side in ("question1", "question2")]
+        sides = [
+            model.encode(list(validation[side]), tokenizer, dtype=PRECISIONS[name], batch_size=batch_size)
+            for side in ("question1", "question2")
+        ]
         scores = (sides[0] * sides[1]).sum(-1).double().numpy()
         result[name] = {
             "average_precision": round(float(average_precision_score(labels, scores)), 4),
-            "accuracy": round(float(((scores >= threshold) == (labels == 1)).mean()), 4) if threshold is not None else None,
+            "accuracy": round(float(((scores >= threshold) == (labels == 1)).mean()), 4)
+            if threshold is not None
+            else None,
             "mrr@10": round(retrieval_of_embeddings(vectors, groups, k=(10,))["mrr@10"], 4),
             "texts_per_second": round(len(questions) / min(seconds[name]), 1),
         }
@@ -70,14 +75,21 @@ def measure(model_dir: str, config: str, repeats: int, batch_size: int) -> dict:
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", required=True, help="A trained model folder (repeat).")
-    parser.add_argument("--config", action="append", required=True, help="The recipe config each model was trained with (one per --model).")
+    parser.add_argument(
+        "--config",
+        action="append",
+        required=True,
+        help="The recipe config each model was trained with (one per --model).",
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--batch_size", type=int, default=64)
     args = parser.parse_args(argv)
     if len(args.model) != len(args.config):
         parser.error(f"give one --config per --model ({len(args.model)} models, {len(args.config)} configs)")
     rows = [measure(model, config, args.repeats, args.batch_size) for model, config in zip(args.model, args.config)]
-    print("| model | questions | fp32 AP / acc / MRR@10 | bf16 AP / acc / MRR@10 | cosine fp32↔bf16 min / mean | bf16 / fp32 speed | auto picks |")
+    print(
+        "| model | questions | fp32 AP / acc / MRR@10 | bf16 AP / acc / MRR@10 | cosine fp32↔bf16 min / mean | bf16 / fp32 speed | auto picks |"
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         fp32, bf16 = row["fp32"], row["bf16"]

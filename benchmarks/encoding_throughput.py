@@ -83,7 +83,9 @@ def main() -> None:
     path = resolve_minilm_path()
     texts = load_texts(args.num_texts)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    mean_tokens = sum(len(ids) for ids in tokenizer(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]) / len(texts)
+    mean_tokens = sum(len(ids) for ids in tokenizer(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]) / len(
+        texts
+    )
     ceiling = ceiling_report(args.device)
     ours = SiameseModel.from_encoder_pretrained(path, pooling="mean").to(args.device).eval()
     theirs = SentenceTransformer(path, device=args.device)
@@ -96,10 +98,14 @@ def main() -> None:
         theirs.to(dtype)
         for batch_size in args.batch_sizes:
             runs = {
-                "hfsiamese": lambda batch_size=batch_size: ours.encode(texts, tokenizer, batch_size=batch_size, max_length=MAX_LENGTH),
-                "sentence_transformers": lambda batch_size=batch_size: theirs.encode(
-                    texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True
-                ).float().cpu(),
+                "hfsiamese": lambda batch_size=batch_size: ours.encode(
+                    texts, tokenizer, batch_size=batch_size, max_length=MAX_LENGTH
+                ),
+                "sentence_transformers": lambda batch_size=batch_size: (
+                    theirs.encode(texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=True)
+                    .float()
+                    .cpu()
+                ),
             }
             for library, run in runs.items():
                 seconds, result = timed(run, args.repeats)
@@ -116,7 +122,12 @@ def main() -> None:
                     "fraction_of_ceiling": round(len(texts) / seconds / ceiling_rate, 3),
                 }
                 if precision == "bf16" and (library, "fp32", batch_size) in embeddings:
-                    row.update({f"vs_fp32_{k}": round(v, 5) for k, v in compare(result, embeddings[(library, "fp32", batch_size)]).items()})
+                    row.update(
+                        {
+                            f"vs_fp32_{k}": round(v, 5)
+                            for k, v in compare(result, embeddings[(library, "fp32", batch_size)]).items()
+                        }
+                    )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     rate = {(r["library"], r["precision"], r["batch_size"]): r["sentences_per_s"] for r in rows}
@@ -125,14 +136,20 @@ def main() -> None:
         st_fp32 = rate.get(("sentence_transformers", "fp32", batch_size))
         for precision in args.precisions:
             ours_rate = rate[("hfsiamese", precision, batch_size)]
-            ratios[f"b{batch_size}_hfsiamese_{precision}_vs_st_{precision}"] = round(ours_rate / rate[("sentence_transformers", precision, batch_size)], 2)
+            ratios[f"b{batch_size}_hfsiamese_{precision}_vs_st_{precision}"] = round(
+                ours_rate / rate[("sentence_transformers", precision, batch_size)], 2
+            )
             if st_fp32:
                 ratios[f"b{batch_size}_hfsiamese_{precision}_vs_st_fp32"] = round(ours_rate / st_fp32, 2)
     agreement = {}
     if "fp32" in args.precisions:
         batch_size = args.batch_sizes[0]
-        agreement = {f"hfsiamese_vs_st_fp32_{k}": round(v, 6) for k, v in compare(
-            embeddings[("hfsiamese", "fp32", batch_size)], embeddings[("sentence_transformers", "fp32", batch_size)]).items()}
+        agreement = {
+            f"hfsiamese_vs_st_fp32_{k}": round(v, 6)
+            for k, v in compare(
+                embeddings[("hfsiamese", "fp32", batch_size)], embeddings[("sentence_transformers", "fp32", batch_size)]
+            ).items()
+        }
     summary = {"ratios": ratios, **agreement, "mean_tokens": round(mean_tokens, 1), **ceiling}
     print(json.dumps(summary), flush=True)
     if args.append:
@@ -146,10 +163,27 @@ def main() -> None:
             f"{ceiling['peak_fp32_tflops']} / bf16 {ceiling['peak_bf16_tflops']} TFLOP/s.",
             "",
             *markdown_table(
-                ["library", "precision", "batch", "sentences/s", "ceiling", "of ceiling", "bf16 vs fp32: max abs diff", "min cosine"],
                 [
-                    [r["library"], r["precision"], r["batch_size"], r["sentences_per_s"], r["ceiling_sentences_per_s"],
-                     f"{r['fraction_of_ceiling']:.1%}", r.get("vs_fp32_max_abs_diff"), r.get("vs_fp32_min_cosine")]
+                    "library",
+                    "precision",
+                    "batch",
+                    "sentences/s",
+                    "ceiling",
+                    "of ceiling",
+                    "bf16 vs fp32: max abs diff",
+                    "min cosine",
+                ],
+                [
+                    [
+                        r["library"],
+                        r["precision"],
+                        r["batch_size"],
+                        r["sentences_per_s"],
+                        r["ceiling_sentences_per_s"],
+                        f"{r['fraction_of_ceiling']:.1%}",
+                        r.get("vs_fp32_max_abs_diff"),
+                        r.get("vs_fp32_min_cosine"),
+                    ]
                     for r in rows
                 ],
             ),

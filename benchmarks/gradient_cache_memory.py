@@ -61,7 +61,10 @@ def one_step(batch_size: int, mini_batch_size: int | None, max_length: int) -> d
     else:
         sides = {side: side_inputs(batch, side) for side in ("a", "b")}
         loss = gradient_cache_step(
-            model.embed, sides, lambda e: loss_fn(e["a"], e["b"], group_ids=batch["group_ids"]), mini_batch_size=mini_batch_size
+            model.embed,
+            sides,
+            lambda e: loss_fn(e["a"], e["b"], group_ids=batch["group_ids"]),
+            mini_batch_size=mini_batch_size,
         )
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -90,8 +93,19 @@ def main() -> None:
         return
     rows = []
     for mini in ("none", str(args.mini_batch_size)):
-        command = [sys.executable, __file__, "--child", mini, "--batch_size", str(args.batch_size), "--max_length", str(args.max_length)]
-        result = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"))
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            mini,
+            "--batch_size",
+            str(args.batch_size),
+            "--max_length",
+            str(args.max_length),
+        ]
+        result = subprocess.run(
+            command, capture_output=True, text=True, env=dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+        )
         if result.returncode != 0:
             sys.exit(result.stderr[-3000:])
         row = json.loads(result.stdout.strip().splitlines()[-1])

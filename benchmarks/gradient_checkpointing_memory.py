@@ -100,7 +100,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch_size", type=int, default=256)
     parser.add_argument("--max_length", type=int, default=64)
-    parser.add_argument("--sub_batch_tokens", default="auto", help="'auto', or padded tokens per encoder call (0: one call per side)")
+    parser.add_argument(
+        "--sub_batch_tokens", default="auto", help="'auto', or padded tokens per encoder call (0: one call per side)"
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--append", action="store_true")
     parser.add_argument("--child", choices=("off", "on"), default=None, help=argparse.SUPPRESS)

@@ -121,7 +121,9 @@ def full_recipe(setting: str, args: argparse.Namespace) -> dict[str, Any]:
     with log.open("w", encoding="utf-8") as handle:
         result = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, cwd=REPO, env=ENV, check=False)
     if result.returncode != 0:
-        sys.exit(f"{setting}: the recipe failed (exit {result.returncode}); the end of {log}:\n{log.read_text()[-3000:]}")
+        sys.exit(
+            f"{setting}: the recipe failed (exit {result.returncode}); the end of {log}:\n{log.read_text()[-3000:]}"
+        )
     metrics = json.loads((out / "all_results.json").read_text())
     return {
         "setting": setting,
@@ -138,18 +140,28 @@ def full_recipe(setting: str, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model_name_or_path", default=DEFAULT_MODEL)
-    parser.add_argument("--max_steps", type=int, default=None, help="optimiser steps (default: 5; --full_recipe: the config's epoch)")
+    parser.add_argument(
+        "--max_steps", type=int, default=None, help="optimiser steps (default: 5; --full_recipe: the config's epoch)"
+    )
     parser.add_argument("--lora_r", type=int, default=16)
     parser.add_argument("--lora_alpha", type=int, default=32)
-    parser.add_argument("--lora_learning_rate", type=float, default=2e-4, help="--full_recipe: the LoRA run's learning rate")
-    parser.add_argument("--full_recipe", action="store_true", help="run recipes/train.py for both settings (validation AP)")
+    parser.add_argument(
+        "--lora_learning_rate", type=float, default=2e-4, help="--full_recipe: the LoRA run's learning rate"
+    )
+    parser.add_argument(
+        "--full_recipe", action="store_true", help="run recipes/train.py for both settings (validation AP)"
+    )
     parser.add_argument("--output_root", default="outputs/lora_memory", help="--full_recipe: where the two runs go")
     parser.add_argument("--append", action="store_true")
-    parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=["full", "lora"], help="which settings to run, in order")
+    parser.add_argument(
+        "--settings", nargs="+", choices=SETTINGS, default=["full", "lora"], help="which settings to run, in order"
+    )
     parser.add_argument("--child", choices=SETTINGS, default=None, help=argparse.SUPPRESS)
     args, args.recipe_flags = parser.parse_known_args()  # any other flag goes to recipes/train.py (--full_recipe)
     if not Path(args.model_name_or_path).is_dir():
-        sys.exit(f"{args.model_name_or_path} is not a folder (all-mpnet-base-v2: run ../shared/models/get_all_mpnet_base_v2.sh)")
+        sys.exit(
+            f"{args.model_name_or_path} is not a folder (all-mpnet-base-v2: run ../shared/models/get_all_mpnet_base_v2.sh)"
+        )
     if args.child is not None:
         if not args.full_recipe and args.max_steps is None:
             args.max_steps = 5

@@ -87,7 +87,9 @@ def main() -> None:
                 start = argv.index("--losses")
                 end = next((i for i in range(start + 1, len(argv)) if argv[i].startswith("--")), len(argv))
                 argv = argv[:start] + argv[end:]
-            result = subprocess.run([sys.executable, __file__, *argv, "--losses", loss_name], capture_output=True, text=True)
+            result = subprocess.run(
+                [sys.executable, __file__, *argv, "--losses", loss_name], capture_output=True, text=True
+            )
             if result.returncode != 0:
                 sys.exit(f"{loss_name} failed:\n{result.stderr[-4000:]}")
             for line in result.stdout.strip().splitlines():
@@ -134,10 +136,25 @@ def append_table(rows: list[dict]) -> None:
         f"Measured fp32 matmul peak: {rows[0]['peak_fp32_tflops']} TFLOP/s.",
         "",
         *markdown_table(
-            ["loss", "B", "loss fwd+bwd ms", "at peak ms", "memory growth MiB", "MiniLM step at peak ms", "loss share of step"],
             [
-                [r["loss"], r["batch_size"], r["loss_ms"], r["loss_ms_at_peak"], r["memory_growth_mib"],
-                 r["minilm_step_ms_at_peak"], f"{r['share_of_step']:.2%}"]
+                "loss",
+                "B",
+                "loss fwd+bwd ms",
+                "at peak ms",
+                "memory growth MiB",
+                "MiniLM step at peak ms",
+                "loss share of step",
+            ],
+            [
+                [
+                    r["loss"],
+                    r["batch_size"],
+                    r["loss_ms"],
+                    r["loss_ms_at_peak"],
+                    r["memory_growth_mib"],
+                    r["minilm_step_ms_at_peak"],
+                    f"{r['share_of_step']:.2%}",
+                ]
                 for r in rows
             ],
         ),

@@ -33,9 +33,20 @@ REPO = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
 
 SEEDS_SIZE_FLAGS = [
-    "--bidirectional", "false", "--pooling", "mean", "--dropout", "0", "--embedding_dim", "128",
-    "--hidden_size", "128", "--per_device_train_batch_size", "256",
-    "--loss", "hard_negative_triplet",  # the seeds' data: duplicate pairs only, in-batch negatives
+    "--bidirectional",
+    "false",
+    "--pooling",
+    "mean",
+    "--dropout",
+    "0",
+    "--embedding_dim",
+    "128",
+    "--hidden_size",
+    "128",
+    "--per_device_train_batch_size",
+    "256",
+    "--loss",
+    "hard_negative_triplet",  # the seeds' data: duplicate pairs only, in-batch negatives
 ]
 
 
@@ -81,7 +92,13 @@ def main() -> None:
     from machine_info import machine
     from readme_tables import append_section, markdown_table
 
-    rows = [json.loads(_run([sys.executable, str(BENCHMARKS / "seeds_siamese.py"), "--epochs", str(args.epochs)]).strip().splitlines()[-1])]
+    rows = [
+        json.loads(
+            _run([sys.executable, str(BENCHMARKS / "seeds_siamese.py"), "--epochs", str(args.epochs)])
+            .strip()
+            .splitlines()[-1]
+        )
+    ]
     rows[0]["model"] = "seeds (re-implemented)"
     print(json.dumps(rows[0]), flush=True)
     for name, flags in (("hfsiamese, seeds' size", SEEDS_SIZE_FLAGS), ("hfsiamese recipe", [])):
@@ -101,8 +118,17 @@ def main() -> None:
             *markdown_table(
                 ["model", "train s", "pairs/s", "val AP", "ROC-AUC", "acc at τ=0.7", "acc at calibrated τ", "F1", "τ"],
                 [
-                    [r["model"], r["train_s"], r["train_pairs_per_s"], r["eval_average_precision"], r["eval_roc_auc"],
-                     r["eval_accuracy_at_0.7"], r["eval_accuracy_calibrated"], r["eval_f1_calibrated"], r["eval_threshold"]]
+                    [
+                        r["model"],
+                        r["train_s"],
+                        r["train_pairs_per_s"],
+                        r["eval_average_precision"],
+                        r["eval_roc_auc"],
+                        r["eval_accuracy_at_0.7"],
+                        r["eval_accuracy_calibrated"],
+                        r["eval_f1_calibrated"],
+                        r["eval_threshold"],
+                    ]
                     for r in rows
                 ],
             ),

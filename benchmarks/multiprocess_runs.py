@@ -75,7 +75,9 @@ def problems(result: subprocess.CompletedProcess, output_dir: Path, num_processe
         found.append("no checkpoint saved")
     for checkpoint in checkpoints:
         inside = {p.name for p in checkpoint.iterdir()}
-        expected = {"model.safetensors", "optimizer.pt", "trainer_state.json"} | {f"rng_state_{i}.pth" for i in range(num_processes)}
+        expected = {"model.safetensors", "optimizer.pt", "trainer_state.json"} | {
+            f"rng_state_{i}.pth" for i in range(num_processes)
+        }
         if missing := expected - inside:
             found.append(f"{checkpoint.name} lacks {sorted(missing)}")
     builds = result.stderr.count("building the tokenizer on process")
@@ -112,7 +114,11 @@ def main() -> None:
             walls.append(time.perf_counter() - start)
             if found:
                 failures[run] = found
-            print(f"run {run}: {'clean' if not found else '; '.join(found)} ({walls[-1]:.1f}s)", file=sys.stderr, flush=True)
+            print(
+                f"run {run}: {'clean' if not found else '; '.join(found)} ({walls[-1]:.1f}s)",
+                file=sys.stderr,
+                flush=True,
+            )
     print(
         json.dumps(
             {

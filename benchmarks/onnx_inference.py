@@ -136,7 +136,11 @@ def measure(name: str, path: str, args: argparse.Namespace, scratch: Path) -> di
     for threads in args.threads:
         torch.set_num_threads(threads)
         sessions = onnx_models(folders, threads)
-        variants = {"pytorch_fp32": (model, {}), "onnx_fp32": (sessions["fp32"], {}), "onnx_int8": (sessions["int8"], {})}
+        variants = {
+            "pytorch_fp32": (model, {}),
+            "onnx_fp32": (sessions["fp32"], {}),
+            "onnx_int8": (sessions["int8"], {}),
+        }
         if model.config.encoder_type == "transformer":
             variants["pytorch_bf16"] = (model, {"dtype": torch.bfloat16})
         timings: dict[str, list[float]] = {key: [] for key in variants}
@@ -175,7 +179,9 @@ def measure(name: str, path: str, args: argparse.Namespace, scratch: Path) -> di
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", action="append", required=True, help="NAME=PATH (PATH 'minilm': the pretrained one).")
+    parser.add_argument(
+        "--model", action="append", required=True, help="NAME=PATH (PATH 'minilm': the pretrained one)."
+    )
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="Thread counts to time encoding with.")
     parser.add_argument("--encode_texts", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=2)

@@ -74,8 +74,11 @@ def save_tiny_encoder(folder: Path) -> Any:
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        pad_token_id=tokenizer.pad_token_id, **TINY_BERT,
+        vocab_size=len(tokenizer),
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        **TINY_BERT,
     )
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -124,8 +127,9 @@ def _epoch_callback(counter: _PairCounter) -> Any:
 # ------------------------------------------------------------------------------------------------
 # Training
 # ------------------------------------------------------------------------------------------------
-def train_hfsiamese(folder: Path, tokenizer: Any, tokenized: Any, loss: str, batch_size: int, epochs: int,
-                    sub_batches: bool = True) -> float:
+def train_hfsiamese(
+    folder: Path, tokenizer: Any, tokenized: Any, loss: str, batch_size: int, epochs: int, sub_batches: bool = True
+) -> float:
     from transformers import PrinterCallback
 
     from hfsiamese import SiameseModel
@@ -137,9 +141,20 @@ def train_hfsiamese(folder: Path, tokenizer: Any, tokenized: Any, loss: str, bat
     model.register_forward_pre_hook(counter.hook, with_kwargs=True)
     with tempfile.TemporaryDirectory() as output_dir:
         args = SiameseTrainingArguments(
-            output_dir=output_dir, loss=loss, per_device_train_batch_size=batch_size, num_train_epochs=epochs + 1,
-            learning_rate=LEARNING_RATE, lr_scheduler_type="linear", warmup_steps=0.1, logging_steps=20,
-            eval_strategy="no", save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True, seed=42,
+            output_dir=output_dir,
+            loss=loss,
+            per_device_train_batch_size=batch_size,
+            num_train_epochs=epochs + 1,
+            learning_rate=LEARNING_RATE,
+            lr_scheduler_type="linear",
+            warmup_steps=0.1,
+            logging_steps=20,
+            eval_strategy="no",
+            save_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            use_cpu=True,
+            seed=42,
         )
         trainer = SiameseTrainer(model=model, args=args, train_dataset=tokenized, processing_class=tokenizer)
         trainer.remove_callback(PrinterCallback)
@@ -159,7 +174,11 @@ def _padded_batches(tokenized: Any, tokenizer: Any, batch_size: int) -> list[dic
         rows = tokenized[order[start : start + batch_size].tolist()]
         batch = {}
         for side in "ab":
-            fields = {f: rows[f"{f}_{side}"] for f in ("input_ids", "attention_mask", "token_type_ids") if f"{f}_{side}" in rows}
+            fields = {
+                f: rows[f"{f}_{side}"]
+                for f in ("input_ids", "attention_mask", "token_type_ids")
+                if f"{f}_{side}" in rows
+            }
             batch[side] = dict(tokenizer.pad(fields, return_tensors="pt"))
         if "labels" in rows:
             batch["labels"] = torch.tensor(rows["labels"])
@@ -213,7 +232,9 @@ def train_sentence_transformers(folder: Path, view: Any, loss: str, batch_size: 
 
     model = SentenceTransformer(str(folder), device="cpu", model_kwargs={"attn_implementation": "eager"})
     if loss == "hard_negative_triplet":
-        data = view.select_columns(["question1", "question2"]).rename_columns({"question1": "anchor", "question2": "positive"})
+        data = view.select_columns(["question1", "question2"]).rename_columns(
+            {"question1": "anchor", "question2": "positive"}
+        )
         loss_fn, sampler = losses.MultipleNegativesRankingLoss(model), BatchSamplers.NO_DUPLICATES
     else:
         data = view.select_columns(["question1", "question2", "label"]).rename_columns(
@@ -225,9 +246,16 @@ def train_sentence_transformers(folder: Path, view: Any, loss: str, batch_size: 
     model[0].register_forward_pre_hook(counter.hook, with_kwargs=True)
     with tempfile.TemporaryDirectory() as output_dir:
         args = SentenceTransformerTrainingArguments(
-            output_dir=output_dir, per_device_train_batch_size=batch_size, num_train_epochs=epochs + 1,
-            batch_sampler=sampler, use_cpu=True, save_strategy="no", report_to="none", disable_tqdm=True,
-            logging_steps=20, seed=42,
+            output_dir=output_dir,
+            per_device_train_batch_size=batch_size,
+            num_train_epochs=epochs + 1,
+            batch_sampler=sampler,
+            use_cpu=True,
+            save_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            logging_steps=20,
+            seed=42,
         )
         trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss_fn)
         trainer.remove_callback(PrinterCallback)
@@ -270,7 +298,8 @@ def encoding_rates(folder: Path, tokenizer: Any, texts: list[str], batch_size: i
         "hfsiamese_encode": _rate(n, lambda: model.encode(texts, tokenizer, batch_size=batch_size)),
         "tokenizer_one_call": _rate(n, lambda: tokenizer(texts, truncation=True, max_length=512)),
         "tokenizer_per_batch": _rate(
-            n, lambda: [tokenizer(c, padding=True, truncation=True, max_length=512, return_tensors="pt") for c in chunks]
+            n,
+            lambda: [tokenizer(c, padding=True, truncation=True, max_length=512, return_tensors="pt") for c in chunks],
         ),
         "encoder_alone": _rate(n, encoder_alone),
         "sentence_transformers_encode": _rate(n, lambda: st_model.encode(texts, batch_size=batch_size)),
@@ -308,14 +337,18 @@ def profile_training(
     by_module: dict[str, float] = defaultdict(float)
     for (filename, _, function), row in stats.stats.items():
         by_module[_module_of(filename, function)] += row[2]
-    print(f"# hfsiamese {loss}, batch {batch_size}, {epochs + 1} epochs under cProfile: {rate:,.0f} pairs/s "
-          f"(profiled), {total:.2f} s of own time in all")
+    print(
+        f"# hfsiamese {loss}, batch {batch_size}, {epochs + 1} epochs under cProfile: {rate:,.0f} pairs/s "
+        f"(profiled), {total:.2f} s of own time in all"
+    )
     print("\n## own time by module")
     for module, seconds in sorted(by_module.items(), key=lambda item: -item[1])[:top]:
         print(f"{seconds:8.3f} s  {seconds / total:6.1%}  {module}")
     print("\n## the step's parts (cumulative time of their entry points, where found)")
     for label, path, function in STEP_PARTS:
-        seconds = sum(row[3] for (filename, _, name), row in stats.stats.items() if name == function and path in filename)
+        seconds = sum(
+            row[3] for (filename, _, name), row in stats.stats.items() if name == function and path in filename
+        )
         if seconds:
             print(f"{seconds:8.3f} s  {seconds / total:6.1%}  {label}")
     out = io.StringIO()
@@ -349,8 +382,10 @@ def main() -> None:
     parser.add_argument("--append", action="store_true", help="append the tables to benchmarks/README.md")
     parser.add_argument("--profile", type=int, metavar="EPOCHS", help="profile the hfsiamese trainer instead")
     parser.add_argument(
-        "--threads", type=int, help="torch threads (default: torch's); 1 where other jobs share the cores, whose "
-        "contention slows a multi-threaded step several fold and the model-bound runs most"
+        "--threads",
+        type=int,
+        help="torch threads (default: torch's); 1 where other jobs share the cores, whose "
+        "contention slows a multi-threaded step several fold and the model-bound runs most",
     )
     args = parser.parse_args()
 
@@ -373,11 +408,15 @@ def main() -> None:
             profile_training(folder, tokenizer, views[loss][1], loss, args.batch_size, args.profile)
             return
         runs = {
-            "hfsiamese": lambda loss: train_hfsiamese(folder, tokenizer, views[loss][1], loss, args.batch_size, args.epochs),
+            "hfsiamese": lambda loss: train_hfsiamese(
+                folder, tokenizer, views[loss][1], loss, args.batch_size, args.epochs
+            ),
             "hfsiamese, sub-batches off": lambda loss: train_hfsiamese(
                 folder, tokenizer, views[loss][1], loss, args.batch_size, args.epochs, sub_batches=False
             ),
-            "plain loop": lambda loss: train_plain_loop(folder, tokenizer, views[loss][1], loss, args.batch_size, args.epochs),
+            "plain loop": lambda loss: train_plain_loop(
+                folder, tokenizer, views[loss][1], loss, args.batch_size, args.epochs
+            ),
             "sentence-transformers": lambda loss: train_sentence_transformers(
                 folder, views[loss][0], loss, args.batch_size, args.epochs
             ),
@@ -391,7 +430,10 @@ def main() -> None:
                 for name, run in runs.items():
                     rate = run(loss)
                     best[(loss, name)] = max(best.get((loss, name), 0.0), rate)
-                    print(json.dumps({"repeat": repeat, "loss": loss, "run": name, "pairs_per_s": round(rate, 1)}), flush=True)
+                    print(
+                        json.dumps({"repeat": repeat, "loss": loss, "run": name, "pairs_per_s": round(rate, 1)}),
+                        flush=True,
+                    )
             for name, rate in encoding_rates(folder, tokenizer, texts, args.batch_size).items():
                 encoding[name] = max(encoding.get(name, 0.0), rate)
                 print(json.dumps({"repeat": repeat, "encoding": name, "sentences_per_s": round(rate, 1)}), flush=True)
@@ -400,12 +442,18 @@ def main() -> None:
     tokenizer_rate = encoding["tokenizer_one_call"]
     ratios = {
         **{f"training_{loss}_hfsiamese_vs_plain_loop": best[(loss, "hfsiamese")] / plain[loss] for loss in args.losses},
-        **{f"training_{loss}_sentence_transformers_vs_plain_loop": best[(loss, "sentence-transformers")] / plain[loss]
-           for loss in args.losses},
+        **{
+            f"training_{loss}_sentence_transformers_vs_plain_loop": best[(loss, "sentence-transformers")] / plain[loss]
+            for loss in args.losses
+        },
         "encoding_hfsiamese_vs_tokenizer_one_call": encoding["hfsiamese_encode"] / tokenizer_rate,
-        "encoding_sentence_transformers_vs_tokenizer_one_call": encoding["sentence_transformers_encode"] / tokenizer_rate,
+        "encoding_sentence_transformers_vs_tokenizer_one_call": encoding["sentence_transformers_encode"]
+        / tokenizer_rate,
     }
-    environment = {"torch_threads": torch.get_num_threads(), "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM")}
+    environment = {
+        "torch_threads": torch.get_num_threads(),
+        "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
+    }
     print(json.dumps({"ratios": {k: round(v, 3) for k, v in ratios.items()}, **environment}), flush=True)
     if args.append:
         command = "python benchmarks/overhead.py " + " ".join(a for a in sys.argv[1:] if a != "--append")
@@ -421,20 +469,29 @@ def main() -> None:
             ),
             "",
             *markdown_table(
-                ["training loss", *[f"{name} pairs/s" for name in names], "hfsiamese / plain loop",
-                 "sentence-transformers / plain loop"],
                 [
-                    [loss, *[f"{best[(loss, name)]:,.0f}" for name in names],
-                     f"{best[(loss, 'hfsiamese')] / best[(loss, 'plain loop')]:.0%}",
-                     f"{best[(loss, 'sentence-transformers')] / best[(loss, 'plain loop')]:.0%}"]
+                    "training loss",
+                    *[f"{name} pairs/s" for name in names],
+                    "hfsiamese / plain loop",
+                    "sentence-transformers / plain loop",
+                ],
+                [
+                    [
+                        loss,
+                        *[f"{best[(loss, name)]:,.0f}" for name in names],
+                        f"{best[(loss, 'hfsiamese')] / best[(loss, 'plain loop')]:.0%}",
+                        f"{best[(loss, 'sentence-transformers')] / best[(loss, 'plain loop')]:.0%}",
+                    ]
                     for loss in args.losses
                 ],
             ),
             "",
             *markdown_table(
                 ["encoding", "sentences/s", "of the tokenizer's one call"],
-                [[name.replace("_", " "), f"{rate:,.0f}", f"{rate / encoding['tokenizer_one_call']:.0%}"]
-                 for name, rate in encoding.items()],
+                [
+                    [name.replace("_", " "), f"{rate:,.0f}", f"{rate / encoding['tokenizer_one_call']:.0%}"]
+                    for name, rate in encoding.items()
+                ],
             ),
         ]
         append_section(lines)

@@ -57,24 +57,41 @@ def sentence_transformers_run(
         train_pairs=train_pairs,
     )  # fmt: skip
     return {
-        **_scores(model, validation, sentence_transformer_scores, question_corpus, retrieval_of_embeddings, pair_classification_metrics, np),
+        **_scores(
+            model,
+            validation,
+            sentence_transformer_scores,
+            question_corpus,
+            retrieval_of_embeddings,
+            pair_classification_metrics,
+            np,
+        ),
         "train_s": round(timing["train_s"], 1),
         # Pairs seen per second: every step takes a batch of pairs, the epoch's last one fewer.
-        "pairs_per_s": round(min(timing["steps"] * batch, timing["pairs"] * training_args.num_train_epochs) / timing["train_s"], 1),
+        "pairs_per_s": round(
+            min(timing["steps"] * batch, timing["pairs"] * training_args.num_train_epochs) / timing["train_s"], 1
+        ),
         "max_length": model.max_seq_length,
     }
 
 
-def _scores(model, validation, pair_scores, question_corpus, retrieval_of_embeddings, pair_metrics, np) -> dict[str, float]:
+def _scores(
+    model, validation, pair_scores, question_corpus, retrieval_of_embeddings, pair_metrics, np
+) -> dict[str, float]:
     """AP and MRR@10 of a SentenceTransformer model on the validation slice."""
     import torch
 
     labels = np.asarray(validation["label"], dtype=np.int64)
     scores = pair_scores(model, list(validation["question1"]), list(validation["question2"]))
     questions, groups = question_corpus(validation)
-    corpus = torch.nn.functional.normalize(model.encode(questions, batch_size=128, convert_to_tensor=True).cpu(), dim=-1)
+    corpus = torch.nn.functional.normalize(
+        model.encode(questions, batch_size=128, convert_to_tensor=True).cpu(), dim=-1
+    )
     retrieval = retrieval_of_embeddings(corpus, groups, k=(10,))
-    return {"val_average_precision": round(pair_metrics(scores, labels)["average_precision"], 4), "val_mrr@10": round(retrieval["mrr@10"], 4)}
+    return {
+        "val_average_precision": round(pair_metrics(scores, labels)["average_precision"], 4),
+        "val_mrr@10": round(retrieval["mrr@10"], 4),
+    }
 
 
 def zero_shot(path: str, validation: Any) -> dict[str, Any]:
@@ -87,16 +104,28 @@ def zero_shot(path: str, validation: Any) -> dict[str, Any]:
     from hfsiamese.metrics import pair_classification_metrics
 
     model = SentenceTransformer(path, device="cpu")
-    scores = _scores(model, validation, sentence_transformer_scores, question_corpus, retrieval_of_embeddings, pair_classification_metrics, np)
+    scores = _scores(
+        model,
+        validation,
+        sentence_transformer_scores,
+        question_corpus,
+        retrieval_of_embeddings,
+        pair_classification_metrics,
+        np,
+    )
     return {**scores, "max_length": model.max_seq_length}
 
 
 def main() -> None:
     import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
+    )
     parser.add_argument("--output_root", required=True)
-    parser.add_argument("--model", action="append", required=True, help="NAME=PATH (PATH 'minilm': the bundled all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--model", action="append", required=True, help="NAME=PATH (PATH 'minilm': the bundled all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--skip_sentence_transformers", action="store_true")
     args, extra = parser.parse_known_args()
     flags = [flag for flag in extra if flag != "--"]
@@ -138,7 +167,13 @@ def main() -> None:
           r.get("train_s", "–"), r["max_length"]) for r in rows),
     )  # fmt: skip
     command = " ".join(["python benchmarks/pretrained_models.py", *sys.argv[1:]])
-    result = {"command": command, "machine": machine(), "validation_pairs": len(validation), "flags": flags, "rows": rows}
+    result = {
+        "command": command,
+        "machine": machine(),
+        "validation_pairs": len(validation),
+        "flags": flags,
+        "rows": rows,
+    }
     (output_root / "pretrained_models.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     markdown = [f"`{command}` ({machine()}, {len(validation)} validation pairs)", "", *table]
     (output_root / "pretrained_models.md").write_text("\n".join(markdown) + "\n", encoding="utf-8")

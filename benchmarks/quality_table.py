@@ -63,7 +63,14 @@ def configurations() -> dict[str, list[str]]:
         rows[f"hfsiamese MiniLM {loss}"] = [python, __file__, "--worker", "recipe:minilm_qqp.yaml", "--loss", loss]
     rows["hfsiamese LSTM random"] = [python, __file__, "--worker", "recipe:lstm_qqp.yaml"]
     rows["hfsiamese LSTM glove"] = [
-        python, __file__, "--worker", "recipe:lstm_qqp.yaml", "--embedding_init", "glove", "--embedding_dim", "50",
+        python,
+        __file__,
+        "--worker",
+        "recipe:lstm_qqp.yaml",
+        "--embedding_init",
+        "glove",
+        "--embedding_dim",
+        "50",
     ]
     for loss in ("hard_negative_triplet", "contrastive"):
         rows[f"hfsiamese LSTM random {loss}"] = [python, __file__, "--worker", "recipe:lstm_qqp.yaml", "--loss", loss]
@@ -104,7 +111,11 @@ def worker(kind: str, extra: list[str]) -> dict:
     from qqp_slices import qqp_train_and_validation
 
     _, validation = qqp_train_and_validation()
-    question1, question2, labels = list(validation["question1"]), list(validation["question2"]), list(validation["label"])
+    question1, question2, labels = (
+        list(validation["question1"]),
+        list(validation["question2"]),
+        list(validation["label"]),
+    )
     if kind == "zero_shot":
         from transformers import AutoTokenizer
 
@@ -131,7 +142,9 @@ def worker(kind: str, extra: list[str]) -> dict:
         from transformers import AutoModel, AutoTokenizer
 
         model_dir = run["output_dir"]
-        retrieval = _retrieval(AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), validation)
+        retrieval = _retrieval(
+            AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), validation
+        )
     # The recipe scores its own validation split, the same pairs (checked by eval_num_pairs).
     if results["eval_num_pairs"] != len(labels):
         sys.exit(f"the recipe scored {results['eval_num_pairs']} validation pairs, expected {len(labels)}")
@@ -162,9 +175,14 @@ def main() -> None:
             sys.exit(f"{name} failed:\n{result.stderr[-4000:]}")
         row = {"name": name, **json.loads(result.stdout.strip().splitlines()[-1])}
         if name == "seeds":  # seeds_siamese.py reports accuracy at 0.7 and at the calibrated threshold
-            row = {"name": name, "steps": row["steps"], "train_s": round(row["train_s"], 1),
-                   "eval_accuracy": row["eval_accuracy_calibrated"], "eval_f1": row["eval_f1_calibrated"],
-                   **{k: row[k] for k in ("eval_average_precision", "eval_roc_auc", "eval_threshold")}}
+            row = {
+                "name": name,
+                "steps": row["steps"],
+                "train_s": round(row["train_s"], 1),
+                "eval_accuracy": row["eval_accuracy_calibrated"],
+                "eval_f1": row["eval_f1_calibrated"],
+                **{k: row[k] for k in ("eval_average_precision", "eval_roc_auc", "eval_threshold")},
+            }
         rows.append(row)
         print(json.dumps(row), flush=True)
     if not args.append:
@@ -177,9 +195,18 @@ def main() -> None:
         *markdown_table(
             ["model", "steps", "train s", "val AP", "ROC-AUC", "accuracy", "F1", "τ", "MRR@10", "recall@10"],
             [
-                [r["name"], r["steps"], r["train_s"], r["eval_average_precision"], r["eval_roc_auc"],
-                 r["eval_accuracy"], r["eval_f1"], r["eval_threshold"], r.get("retrieval_mrr@10", ""),
-                 r.get("retrieval_recall@10", "")]
+                [
+                    r["name"],
+                    r["steps"],
+                    r["train_s"],
+                    r["eval_average_precision"],
+                    r["eval_roc_auc"],
+                    r["eval_accuracy"],
+                    r["eval_f1"],
+                    r["eval_threshold"],
+                    r.get("retrieval_mrr@10", ""),
+                    r.get("retrieval_recall@10", ""),
+                ]
                 for r in rows
             ],
         ),

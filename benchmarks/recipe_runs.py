@@ -39,7 +39,16 @@ def trained_recipe(config: str | Path, flags: list[str]) -> Iterator[dict[str, A
     """
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        command = [sys.executable, str(REPO / "recipes" / "train.py"), str(config), "--output_dir", str(out), "--disable_tqdm", "true", *flags]
+        command = [
+            sys.executable,
+            str(REPO / "recipes" / "train.py"),
+            str(config),
+            "--output_dir",
+            str(out),
+            "--disable_tqdm",
+            "true",
+            *flags,
+        ]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
         start = time.perf_counter()
         result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)

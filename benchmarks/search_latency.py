@@ -195,7 +195,9 @@ def default_model() -> str:
     for name in DEFAULT_MODELS:
         if (REPO / name / "config.json").is_file():
             return name
-    sys.exit(f"no trained model in {' or '.join(DEFAULT_MODELS)}: run recipes/train.py first or pass --model_name_or_path")
+    sys.exit(
+        f"no trained model in {' or '.join(DEFAULT_MODELS)}: run recipes/train.py first or pass --model_name_or_path"
+    )
 
 
 def has_faiss() -> bool:
@@ -239,7 +241,9 @@ The machine is shared with other jobs: times are indicative only.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model_name_or_path", default=None, help=f"default: the first of {DEFAULT_MODELS} that exists")
+    parser.add_argument(
+        "--model_name_or_path", default=None, help=f"default: the first of {DEFAULT_MODELS} that exists"
+    )
     parser.add_argument("--source", default=str(SOURCE), help="BiMPM file whose questions give the text")
     parser.add_argument("--num_texts", type=int, default=100_000)
     parser.add_argument("--num_queries", type=int, default=100)
@@ -274,7 +278,14 @@ def main() -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
     if args.append:
-        defaults = {"num_texts": 100_000, "num_queries": 100, "k": 10, "mining_texts": 20_000, "mining_k": 10, "seed": 0}
+        defaults = {
+            "num_texts": 100_000,
+            "num_queries": 100,
+            "k": 10,
+            "mining_texts": 20_000,
+            "mining_k": 10,
+            "seed": 0,
+        }
         flags = [f"--{name} {getattr(args, name)}" for name, value in defaults.items() if getattr(args, name) != value]
         flags = [f"--model_name_or_path {args.model_name_or_path}", *flags]
         if args.threshold is not None:

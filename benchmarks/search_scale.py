@@ -119,7 +119,9 @@ def work_encode(args: argparse.Namespace, workdir: Path) -> None:
     texts = read_corpus(workdir)
     model, tokenizer = load_model(args.model_name_or_path)
     start = time.perf_counter()
-    encode_to_shards(texts, workdir / "shards", model, tokenizer, shard_size=args.shard_size, batch_size=args.batch_size)
+    encode_to_shards(
+        texts, workdir / "shards", model, tokenizer, shard_size=args.shard_size, batch_size=args.batch_size
+    )
     seconds = time.perf_counter() - start
     emit("encode", seconds=round(seconds, 1), texts_per_s=round(len(texts) / seconds))
 
@@ -190,7 +192,13 @@ def work_mine(args: argparse.Namespace, workdir: Path, config: str) -> None:
     index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **options)
     start = time.perf_counter()
     pairs = index.find_duplicates(k=10, threshold=args.threshold)
-    emit("mine", config=config, seconds=round(time.perf_counter() - start, 1), pairs=len(pairs), threshold=index.threshold)
+    emit(
+        "mine",
+        config=config,
+        seconds=round(time.perf_counter() - start, 1),
+        pairs=len(pairs),
+        threshold=index.threshold,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,10 +260,16 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=None, help="cosine threshold for find_duplicates")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", action="append", choices=sorted(CONFIGS), help="repeat for several")
-    parser.add_argument("--mine", action="append", default=[], choices=sorted(CONFIGS), help="find_duplicates with these")
-    parser.add_argument("--workdir", default=None, help="keep the corpus, shards and indexes here (reused when present)")
+    parser.add_argument(
+        "--mine", action="append", default=[], choices=sorted(CONFIGS), help="find_duplicates with these"
+    )
+    parser.add_argument(
+        "--workdir", default=None, help="keep the corpus, shards and indexes here (reused when present)"
+    )
     parser.add_argument("--append", action="store_true")
-    parser.add_argument("--stage", choices=["corpus", "encode", "build", "truth", "search", "mine"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stage", choices=["corpus", "encode", "build", "truth", "search", "mine"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--stage_config", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -279,7 +293,9 @@ def main() -> None:
         for stale in (workdir / f"index-{config}", workdir / f"db-{config}"):
             shutil.rmtree(stale, ignore_errors=True)
         results[config] = {"build": worker("build", args, workdir, "--stage_config", config)}
-        if not (workdir / "truth.npy").is_file():  # the exact answers, from the embeddings.npy the first build assembled
+        if not (
+            workdir / "truth.npy"
+        ).is_file():  # the exact answers, from the embeddings.npy the first build assembled
             worker("truth", args, workdir)
         results[config]["search"] = worker("search", args, workdir, "--stage_config", config)
         if config in args.mine:

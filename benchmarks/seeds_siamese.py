@@ -130,7 +130,9 @@ def train(
 
 
 @torch.inference_mode()
-def similarities(model: SeedsSiamese, vocab: dict[str, int], q1: Sequence[str], q2: Sequence[str], batch_size: int = 512) -> torch.Tensor:
+def similarities(
+    model: SeedsSiamese, vocab: dict[str, int], q1: Sequence[str], q2: Sequence[str], batch_size: int = 512
+) -> torch.Tensor:
     model.eval()
     scores = []
     for begin in range(0, len(q1), batch_size):
@@ -163,17 +165,21 @@ def main() -> None:
     scores = similarities(model, vocab, validation["question1"], validation["question2"]).numpy()
     at_seeds_threshold = pair_classification_metrics(scores, validation["label"], threshold=0.7)
     calibrated = pair_classification_metrics(scores, validation["label"])
-    print(json.dumps({
-        "model": "seeds_siamese",
-        **{k: round(v, 4) for k, v in timing.items()},
-        "vocab_size": len(vocab) + 1,
-        "eval_average_precision": round(calibrated["average_precision"], 4),
-        "eval_roc_auc": round(calibrated["roc_auc"], 4),
-        "eval_accuracy_at_0.7": round(at_seeds_threshold["accuracy"], 4),
-        "eval_accuracy_calibrated": round(calibrated["accuracy"], 4),
-        "eval_f1_calibrated": round(calibrated["f1"], 4),
-        "eval_threshold": round(calibrated["threshold"], 4),
-    }))
+    print(
+        json.dumps(
+            {
+                "model": "seeds_siamese",
+                **{k: round(v, 4) for k, v in timing.items()},
+                "vocab_size": len(vocab) + 1,
+                "eval_average_precision": round(calibrated["average_precision"], 4),
+                "eval_roc_auc": round(calibrated["roc_auc"], 4),
+                "eval_accuracy_at_0.7": round(at_seeds_threshold["accuracy"], 4),
+                "eval_accuracy_calibrated": round(calibrated["accuracy"], 4),
+                "eval_f1_calibrated": round(calibrated["f1"], 4),
+                "eval_threshold": round(calibrated["threshold"], 4),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ def difference(folder: str, texts: list[str]) -> dict[str, float]:
     from hfsiamese.training import ModelArguments
     from hfsiamese.training.model_building import build_model_and_tokenizer
 
-    model, tokenizer = build_model_and_tokenizer(ModelArguments(encoder_type="transformer", model_name_or_path=folder), None)
+    model, tokenizer = build_model_and_tokenizer(
+        ModelArguments(encoder_type="transformer", model_name_or_path=folder), None
+    )
     ours = model.eval().encode(texts, tokenizer, batch_size=64)
     st = SentenceTransformer(folder, device="cpu")
     theirs = st.encode(texts, batch_size=64, convert_to_tensor=True).cpu()
@@ -82,12 +84,18 @@ def tiny_folders(root: Path) -> dict[str, str]:
             torch.manual_seed(1)
             modules = [Transformer(str(base), max_seq_length=48), Pooling(32, pooling_mode=pooling)]
             if dense:
-                modules.append(Dense(32 * (2 if isinstance(pooling, tuple) else 1), 16, activation_function=torch.nn.Tanh()))
+                modules.append(
+                    Dense(32 * (2 if isinstance(pooling, tuple) else 1), 16, activation_function=torch.nn.Tanh())
+                )
             if normalize:
                 modules.append(Normalize())
             prompts = {"query": "query: "} if prompt else None
-            model = SentenceTransformer(modules=modules, device="cpu", prompts=prompts, default_prompt_name="query" if prompt else None)
-            name = f"tiny {'+'.join(pooling) if isinstance(pooling, tuple) else pooling}" + (" + Dense + Normalize + prompt" if dense else "")
+            model = SentenceTransformer(
+                modules=modules, device="cpu", prompts=prompts, default_prompt_name="query" if prompt else None
+            )
+            name = f"tiny {'+'.join(pooling) if isinstance(pooling, tuple) else pooling}" + (
+                " + Dense + Normalize + prompt" if dense else ""
+            )
             folder = root / name.replace(" ", "_").replace("+", "plus")
             model.save(str(folder))
             folders[name] = str(folder)

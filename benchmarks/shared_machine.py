@@ -44,7 +44,9 @@ def parse_setting(text: str) -> tuple[str, dict[str, str]]:
     return name, env
 
 
-def run_together(count: int, command: list[str], env: dict[str, str], root: Path, timeout: float, output_flag: bool = True) -> list[float]:
+def run_together(
+    count: int, command: list[str], env: dict[str, str], root: Path, timeout: float, output_flag: bool = True
+) -> list[float]:
     """Start `count` runs at once (each with its own `--output_dir` under `root` when `output_flag`); each one's wall time (seconds)."""
     root.mkdir(parents=True, exist_ok=True)
     processes = []
@@ -67,14 +69,19 @@ def run_together(count: int, command: list[str], env: dict[str, str], root: Path
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--setting", action="append", help="NAME=VAR=VALUE[,VAR=VALUE] (repeat); default: " + " ".join(DEFAULT_SETTINGS))
+    parser.add_argument(
+        "--setting", action="append", help="NAME=VAR=VALUE[,VAR=VALUE] (repeat); default: " + " ".join(DEFAULT_SETTINGS)
+    )
     parser.add_argument("--max_steps", type=int, default=60, help="Steps per run; 0: the whole recipe as shipped.")
-    parser.add_argument("--recipe_args", nargs="*", default=[], help="Config and flags given to recipes/train.py first.")
+    parser.add_argument(
+        "--recipe_args", nargs="*", default=[], help="Config and flags given to recipes/train.py first."
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument(
-        "--command", default=None,
+        "--command",
+        default=None,
         help="Time this command instead of recipes/train.py (split as a shell would; run from the repository root, no --output_dir added), "
-        "e.g. an encoding job: \"python recipes/search.py --model_name_or_path M --corpus C --query Q\".",
+        'e.g. an encoding job: "python recipes/search.py --model_name_or_path M --corpus C --query Q".',
     )
     parser.add_argument("--keep_logs", default=None, help="Keep each run's log (and output) under this new folder.")
     args = parser.parse_args(argv)
@@ -95,7 +102,11 @@ def main(argv: list[str] | None = None) -> dict:
             together = run_together(2, command, env, root / "together", args.timeout, not args.command)
         rows.append({"setting": name, "env": extra, "alone_s": round(alone, 1), "together_s": [round(t, 1) for t in together],
                      "ratio": round(max(together) / alone, 2)})  # fmt: skip
-        print(f"{name}: alone {alone:.1f} s, together {together[0]:.1f} / {together[1]:.1f} s", file=sys.stderr, flush=True)
+        print(
+            f"{name}: alone {alone:.1f} s, together {together[0]:.1f} / {together[1]:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
     print("| setting | environment | alone | two together (each) | together / alone |")
     print("|---|---|---|---|---|")
     for row in rows:

@@ -31,7 +31,9 @@ def run_stage(script: str, stage: str, workdir: Path, flags: list[str], *extra: 
     `python SCRIPT --stage STAGE --workdir WORKDIR FLAGS EXTRA` offline (plus `env`), from the repository root; its
     one JSON line, echoed. A failed stage ends the benchmark with the end of its stderr.
     """
-    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1", **env)
+    environment = dict(
+        os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1", **env
+    )
     command = [sys.executable, script, "--stage", stage, "--workdir", str(workdir), *flags, *extra]
     result = subprocess.run(command, capture_output=True, text=True, env=environment, cwd=REPO, check=False)
     if result.returncode != 0:

@@ -65,10 +65,21 @@ def main() -> None:
     batches = []
     for step in range(args.steps):
         chunk = rows[step * args.batch_size : (step + 1) * args.batch_size]
-        sides = [tokenizer([row[i] for row in chunk], padding=True, truncation=True, max_length=64, return_tensors="pt") for i in (0, 1)]
-        batches.append({f"{field}_{side}": features[field] for side, features in zip("ab", sides) for field in ("input_ids", "attention_mask")})
+        sides = [
+            tokenizer([row[i] for row in chunk], padding=True, truncation=True, max_length=64, return_tensors="pt")
+            for i in (0, 1)
+        ]
+        batches.append(
+            {
+                f"{field}_{side}": features[field]
+                for side, features in zip("ab", sides)
+                for field in ("input_ids", "attention_mask")
+            }
+        )
     texts = list(dict.fromkeys(text for row in rows for text in row))[: args.texts]
-    model = SiameseModel.from_encoder_pretrained(path, encoder_dropout=0.0, encoder_kwargs={"attn_implementation": "eager"})
+    model = SiameseModel.from_encoder_pretrained(
+        path, encoder_dropout=0.0, encoder_kwargs={"attn_implementation": "eager"}
+    )
 
     step_s: dict[str, float] = {}
     encode_rate: dict[str, float] = {}
@@ -99,8 +110,13 @@ def main() -> None:
             *markdown_table(
                 ["encoder calls", "training s/step", "vs 32 texts", "encode sentences/s", "vs 32 texts"],
                 [
-                    [name, f"{step_s[name]:.3f}", f"{step_s['32 texts'] / step_s[name]:.2f}×", f"{encode_rate[name]:,.0f}",
-                     f"{encode_rate[name] / encode_rate['32 texts']:.2f}×"]
+                    [
+                        name,
+                        f"{step_s[name]:.3f}",
+                        f"{step_s['32 texts'] / step_s[name]:.2f}×",
+                        f"{encode_rate[name]:,.0f}",
+                        f"{encode_rate[name] / encode_rate['32 texts']:.2f}×",
+                    ]
                     for name in RULES
                 ],
             ),

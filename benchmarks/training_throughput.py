@@ -55,14 +55,22 @@ def _peak_rss_mib() -> float:
 def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
-        "--output_dir", output_dir,
-        "--per_device_train_batch_size", str(batch_size),
-        "--max_steps", str(steps),
-        "--loss", "hard_negative_triplet",  # the library's in-batch loss on duplicate pairs, like MNRL
-        "--train_sampling_strategy", "group_by_length",
-        "--disable_tqdm", "true",
-        "--logging_steps", str(max(steps, 1)),
-        "--bf16", "true" if precision == "bf16" else "false",
+        "--output_dir",
+        output_dir,
+        "--per_device_train_batch_size",
+        str(batch_size),
+        "--max_steps",
+        str(steps),
+        "--loss",
+        "hard_negative_triplet",  # the library's in-batch loss on duplicate pairs, like MNRL
+        "--train_sampling_strategy",
+        "group_by_length",
+        "--disable_tqdm",
+        "true",
+        "--logging_steps",
+        str(max(steps, 1)),
+        "--bf16",
+        "true" if precision == "bf16" else "false",
     ]
     if device == "cpu":
         argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
@@ -75,8 +83,17 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, 
 def run_recipe_as_user(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
     """The README's command: `accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml ...`, in a child process."""
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", str(TRAIN_SCRIPT), str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
-        "--max_steps", str(steps), "--per_device_train_batch_size", str(batch_size), "--output_dir", output_dir,
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        str(TRAIN_SCRIPT),
+        str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
+        "--max_steps",
+        str(steps),
+        "--per_device_train_batch_size",
+        str(batch_size),
+        "--output_dir",
+        output_dir,
     ]
     if precision == "bf16":
         command += ["--bf16", "true"] + (["--use_cpu", "true"] if device == "cpu" else [])
@@ -105,7 +122,9 @@ def run_train_script(argv: list[str]) -> None:
         sys.argv = saved_argv
 
 
-def run_sentence_transformers(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
+def run_sentence_transformers(
+    steps: int, precision: str, output_dir: str, batch_size: int, device: str
+) -> dict[str, float]:
     from qqp_slices import qqp_train_and_validation
     from st_baselines import sentence_transformer_scores, train_sentence_transformers
 
@@ -127,19 +146,27 @@ def worker(library: str, steps: int, precision: str, batch_size: int, device: st
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     with tempfile.TemporaryDirectory() as tmp:
-        run = (run_recipe_as_user if as_user else run_hfsiamese) if library == "hfsiamese" else run_sentence_transformers
+        run = (
+            (run_recipe_as_user if as_user else run_hfsiamese) if library == "hfsiamese" else run_sentence_transformers
+        )
         figures = run(steps, precision, str(Path(tmp) / "run"), batch_size, device)
-    print(json.dumps({
-        "library": library,
-        "precision": precision,
-        "steps": steps,
-        "batch_size": batch_size,
-        "device": device,
-        "train_s": round(figures["train_s"], 2),
-        "pairs_per_s": round(steps * batch_size / figures["train_s"], 2),
-        "peak_rss_mib": round(max(_peak_rss_mib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)),
-        "eval_average_precision": round(figures["eval_average_precision"], 4),
-    }))
+    print(
+        json.dumps(
+            {
+                "library": library,
+                "precision": precision,
+                "steps": steps,
+                "batch_size": batch_size,
+                "device": device,
+                "train_s": round(figures["train_s"], 2),
+                "pairs_per_s": round(steps * batch_size / figures["train_s"], 2),
+                "peak_rss_mib": round(
+                    max(_peak_rss_mib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+                ),
+                "eval_average_precision": round(figures["eval_average_precision"], 4),
+            }
+        )
+    )
 
 
 def mean_tokens_per_question() -> float:
@@ -162,7 +189,9 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=DEFAULT_BATCH_SIZE)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
-    parser.add_argument("--as_user", action="store_true", help="hfsiamese through the README's accelerate launch command")
+    parser.add_argument(
+        "--as_user", action="store_true", help="hfsiamese through the README's accelerate launch command"
+    )
     parser.add_argument("--append", action="store_true", help="append the table to benchmarks/README.md")
     parser.add_argument("--worker", choices=["hfsiamese", "sentence_transformers"], help=argparse.SUPPRESS)
     parser.add_argument("--precision", choices=["fp32", "bf16"], help=argparse.SUPPRESS)
@@ -186,8 +215,18 @@ def main() -> None:
         for precision in args.precisions:
             for library in ("hfsiamese", "sentence_transformers"):
                 command = [
-                    sys.executable, __file__, "--worker", library, "--precision", precision, "--steps", str(args.steps),
-                    "--batch_size", str(args.batch_size), "--device", args.device,
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    library,
+                    "--precision",
+                    precision,
+                    "--steps",
+                    str(args.steps),
+                    "--batch_size",
+                    str(args.batch_size),
+                    "--device",
+                    args.device,
                 ] + (["--as_user"] if args.as_user else [])
                 result = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
                 if result.returncode != 0:
@@ -207,7 +246,12 @@ def main() -> None:
         ratios[f"hfsiamese_{precision}_vs_st_{precision}"] = round(ours["pairs_per_s"] / theirs["pairs_per_s"], 2)
         if st_fp32 is not None:
             ratios[f"hfsiamese_{precision}_vs_st_fp32"] = round(ours["pairs_per_s"] / st_fp32["pairs_per_s"], 2)
-    summary = {"ratios": ratios, "mean_tokens_per_question": round(tokens, 1), **ceiling, "torch_threads": torch.get_num_threads()}
+    summary = {
+        "ratios": ratios,
+        "mean_tokens_per_question": round(tokens, 1),
+        **ceiling,
+        "torch_threads": torch.get_num_threads(),
+    }
     print(json.dumps(summary), flush=True)
     if args.append:
         command = "python benchmarks/training_throughput.py " + " ".join(a for a in sys.argv[1:] if a != "--append")
@@ -219,10 +263,27 @@ def main() -> None:
             f"{tokens:.1f} real tokens per question on average. Best of {args.repeats} alternating repeats.",
             "",
             *markdown_table(
-                ["library", "precision", "steps × batch", "pairs/s", "ceiling pairs/s", "of ceiling", "peak RSS MiB", "val AP"],
                 [
-                    [r["library"], r["precision"], f"{r['steps']} × {r['batch_size']}", r["pairs_per_s"],
-                     r["ceiling_pairs_per_s"], f"{r['fraction_of_ceiling']:.1%}", r["peak_rss_mib"], r["eval_average_precision"]]
+                    "library",
+                    "precision",
+                    "steps × batch",
+                    "pairs/s",
+                    "ceiling pairs/s",
+                    "of ceiling",
+                    "peak RSS MiB",
+                    "val AP",
+                ],
+                [
+                    [
+                        r["library"],
+                        r["precision"],
+                        f"{r['steps']} × {r['batch_size']}",
+                        r["pairs_per_s"],
+                        r["ceiling_pairs_per_s"],
+                        f"{r['fraction_of_ceiling']:.1%}",
+                        r["peak_rss_mib"],
+                        r["eval_average_precision"],
+                    ]
                     for r in best.values()
                 ],
             ),

@@ -28,7 +28,9 @@ SiameseModel.register_for_auto_class("AutoModel")
 # `pipeline("question-duplicates", model=SiameseModel instance, tokenizer=...)` with hfsiamese imported; a
 # checkpoint folder or repo also names the pipeline in its config.json (loaded with trust_remote_code=True).
 if PIPELINE_TASK not in PIPELINE_REGISTRY.supported_tasks:
-    PIPELINE_REGISTRY.register_pipeline(PIPELINE_TASK, pipeline_class=QuestionDuplicatesPipeline, pt_model=AutoModel, type="text")
+    PIPELINE_REGISTRY.register_pipeline(
+        PIPELINE_TASK, pipeline_class=QuestionDuplicatesPipeline, pt_model=AutoModel, type="text"
+    )
 
 __version__ = "0.1.0"
 

@@ -18,7 +18,13 @@ from typing import Any
 from .deprecation import renamed_option
 from .runs.output_dirs import ensure_writable_folder
 
-__all__ = ["CARD_SECTION_TITLE", "CalibrationArguments", "calibration_card_section", "check_calibrated_folder", "write_calibrated_folder"]
+__all__ = [
+    "CARD_SECTION_TITLE",
+    "CalibrationArguments",
+    "calibration_card_section",
+    "check_calibrated_folder",
+    "write_calibrated_folder",
+]
 
 CARD_NAME = "README.md"
 CARD_SECTION_TITLE = "## Calibration on a new domain"
@@ -53,7 +59,9 @@ class CalibrationArguments:
     question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
     question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})
     label_column: str | None = field(default=None, metadata={"help": "Column of the 0/1 labels."})
-    num_bootstrap: int = field(default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90 percent interval."})
+    num_bootstrap: int = field(
+        default=1000, metadata={"help": "Bootstrap resamples for the threshold's 90 percent interval."}
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the bootstrap."})
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
@@ -91,8 +99,12 @@ def check_calibrated_folder(source_dir: str | Path, output_dir: str | Path) -> t
             "first, e.g. with `hf download`)"
         )
     if output == source or source in output.parents:
-        raise ValueError(f"output_dir {output_dir} is (inside) the model folder {source_dir}: choose a folder outside it")
-    ensure_writable_folder(output, label="output_dir", remedy="choose a new --output_dir (the source folder is never touched)")
+        raise ValueError(
+            f"output_dir {output_dir} is (inside) the model folder {source_dir}: choose a folder outside it"
+        )
+    ensure_writable_folder(
+        output, label="output_dir", remedy="choose a new --output_dir (the source folder is never touched)"
+    )
     return source, output
 
 

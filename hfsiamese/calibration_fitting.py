@@ -267,7 +267,9 @@ def _small_sample_warnings(
             "either the threshold is a guess; label more pairs"
         )
     if failed:
-        notes.append(f"{failed} of {num_bootstrap} bootstrap resamples gave no threshold; the interval is from the rest")
+        notes.append(
+            f"{failed} of {num_bootstrap} bootstrap resamples gave no threshold; the interval is from the rest"
+        )
     if target == "precision":
         called = scores >= threshold
         hits = int(labels[called].sum())
@@ -300,7 +302,9 @@ def _pairs_and_labels(pairs: Any, labels: Sequence[int] | None) -> tuple[list[st
         texts_a, texts_b = list(pairs["question1"]), list(pairs["question2"])
     else:
         pairs = list(pairs)
-        bad = next((i for i, pair in enumerate(pairs) if not (isinstance(pair, (tuple, list)) and len(pair) == 2)), None)
+        bad = next(
+            (i for i, pair in enumerate(pairs) if not (isinstance(pair, (tuple, list)) and len(pair) == 2)), None
+        )
         if bad is not None:
             raise ValueError(f"pairs must be (text_a, text_b) tuples; item {bad} is {pairs[bad]!r:.80}")
         if labels is None:

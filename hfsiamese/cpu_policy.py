@@ -109,12 +109,16 @@ def apply_openmp_defaults_at_import() -> str:
     asked = os.environ.get(openmp_defaults.OPT_OUT, "").strip().lower() in {"1", "true", "yes", "on"}
     program = command_program()
     if program is None and not asked:
-        return openmp_defaults.leave_unchanged("OpenMP wait policy left as the runtime ships it (a library import; "
-                                               f"{openmp_defaults.OPT_OUT}=1 before importing hfsiamese opts in)")
+        return openmp_defaults.leave_unchanged(
+            "OpenMP wait policy left as the runtime ships it (a library import; "
+            f"{openmp_defaults.OPT_OUT}=1 before importing hfsiamese opts in)"
+        )
     return openmp_defaults.apply_openmp_defaults()
 
 
-def set_cpu_policy(share_cores: bool | None = None, encode_dtype: Any = "unchanged", *, reason: str | None = None) -> dict[str, Any]:
+def set_cpu_policy(
+    share_cores: bool | None = None, encode_dtype: Any = "unchanged", *, reason: str | None = None
+) -> dict[str, Any]:
     """
     Opt this process into (or out of) the CPU policies the commands use; returns the policy now in force.
 

@@ -129,7 +129,9 @@ def score_labelled_pairs(
     """
     missing = [c for c in PAIR_COLUMNS if c not in dataset.column_names]
     if missing:
-        raise ValueError(f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs")
+        raise ValueError(
+            f"pairs lack columns {missing} (have {dataset.column_names}); load them with hfsiamese.data.load_pairs"
+        )
     encode = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar)
     if truncate_dim is not None:  # a classification head's model refuses it in score_pairs
         encode["truncate_dim"] = truncate_dim

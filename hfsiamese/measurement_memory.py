@@ -80,7 +80,9 @@ def remember_speedup(key: str, measure: Callable[[], float], *, path: Path | Non
     entry = f"{machine_key()} | {key}"
     known = _read(path).get(entry)
     if known is not None:
-        logger.info("bf16 speed-up %.2f× for %s, measured %s (kept in %s)", known["speedup"], key, known["measured"], path)
+        logger.info(
+            "bf16 speed-up %.2f× for %s, measured %s (kept in %s)", known["speedup"], key, known["measured"], path
+        )
         return float(known["speedup"])
     speedup = measure()
     try:
@@ -106,7 +108,11 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(saved, dict):
         return {}
-    return {key: value for key, value in saved.items() if isinstance(value, dict) and isinstance(value.get("speedup"), (int, float))}
+    return {
+        key: value
+        for key, value in saved.items()
+        if isinstance(value, dict) and isinstance(value.get("speedup"), (int, float))
+    }
 
 
 @contextlib.contextmanager

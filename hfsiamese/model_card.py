@@ -172,7 +172,14 @@ def _metric_rows(metrics: Mapping[str, float]) -> list[dict[str, Any]]:
         if all(v is None for v in values.values()):
             continue
         pairs = metrics.get(f"{prefix}_num_pairs")
-        rows.append({"split": split, "threshold": metrics.get(f"{prefix}_threshold"), "pairs": int(pairs) if pairs else None, **values})
+        rows.append(
+            {
+                "split": split,
+                "threshold": metrics.get(f"{prefix}_threshold"),
+                "pairs": int(pairs) if pairs else None,
+                **values,
+            }
+        )
     return rows
 
 
@@ -239,7 +246,10 @@ def build_model_card(
     config = model.config
     dataset_name = dataset_name or dataset_id or "question pairs"
     results = eval_results(
-        metrics, dataset_type=dataset_id or _slug(dataset_name), dataset_name=dataset_name, dataset_config=dataset_config
+        metrics,
+        dataset_type=dataset_id or _slug(dataset_name),
+        dataset_name=dataset_name,
+        dataset_config=dataset_config,
     )
     card_tags = list(dict.fromkeys([*BASE_TAGS, config.encoder_type, *(tags or [])]))
     if sentence_transformers_path is not None:
@@ -294,4 +304,11 @@ def _slug(name: str) -> str:
     return "-".join("".join(c.lower() if c.isalnum() else " " for c in name).split()) or "pairs"
 
 
-__all__ = ["build_model_card", "eval_results", "hub_model_id", "local_card_license", "metrics_from_log_history", "TEMPLATE_PATH"]
+__all__ = [
+    "build_model_card",
+    "eval_results",
+    "hub_model_id",
+    "local_card_license",
+    "metrics_from_log_history",
+    "TEMPLATE_PATH",
+]

@@ -92,7 +92,9 @@ def write_evaluation_report(
         draw(figure.add_subplot(), values, labels, threshold)
         figure.savefig(paths[kind], format="png")
     paths["summary"].write_text(
-        _summary(metrics, threshold, labels, model_name=model_name, data_name=data_name, plots=written, caveats=caveats),
+        _summary(
+            metrics, threshold, labels, model_name=model_name, data_name=data_name, plots=written, caveats=caveats
+        ),
         encoding="utf-8",
     )
     return paths
@@ -122,7 +124,13 @@ def _matplotlib():
 
 def _draw_histogram(axes, scores: np.ndarray, labels: np.ndarray, threshold: float) -> None:
     bins = np.histogram_bin_edges(scores, bins=min(50, max(10, len(scores) // 20)))
-    axes.hist(scores[labels == 0], bins=bins, alpha=0.6, color="tab:blue", label=f"non-duplicates ({int((labels == 0).sum())})")
+    axes.hist(
+        scores[labels == 0],
+        bins=bins,
+        alpha=0.6,
+        color="tab:blue",
+        label=f"non-duplicates ({int((labels == 0).sum())})",
+    )
     axes.hist(scores[labels == 1], bins=bins, alpha=0.6, color="tab:orange", label=f"duplicates ({int(labels.sum())})")
     axes.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:.4f}")
     axes.set_xlabel("similarity score")
@@ -194,9 +202,7 @@ def _summary(
         lines += [f"> **Caveat:** {caveat}.", ""]
     lines.append(f"- Model: `{model_name}`" if model_name else "- Model: (not named)")
     lines.append(f"- Data: `{data_name}`" if data_name else "- Data: (not named)")
-    lines.append(
-        f"- Pairs: {len(labels)} ({int(labels.sum())} duplicates, {int((labels == 0).sum())} non-duplicates)"
-    )
+    lines.append(f"- Pairs: {len(labels)} ({int(labels.sum())} duplicates, {int((labels == 0).sum())} non-duplicates)")
     lines.append(f"- Decision: a pair is a duplicate when its score >= {threshold:.4f}")
     lines += ["", "## Metrics", "", "| metric | value |", "|---|---|"]
     for name, value in sorted(metrics.items()):

@@ -86,7 +86,9 @@ def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
     )
 
 
-def random_rows(seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4) -> list[tuple[str, str, int]]:
+def random_rows(
+    seed: int, n_pairs: int = 300, n_questions: int = 200, p_dup: float = 0.4
+) -> list[tuple[str, str, int]]:
     """Random (question, question, label) rows over `n_questions` questions, spelled two ways (case, spaces)."""
     rng = np.random.default_rng(seed)
     a = rng.integers(0, n_questions, n_pairs)

@@ -20,7 +20,9 @@ TRAIN = REPO_ROOT / "recipes" / "train.py"
 EVALUATE = REPO_ROOT / "recipes" / "evaluate_pairs.py"
 
 # The model and batch size of the tiny LSTM recipe runs; each test adds the data sizes and schedule it needs.
-TINY_LSTM_BASE = dict(embedding_dim=16, hidden_size=16, vocab_size=2000, per_device_train_batch_size=16, disable_tqdm=True)
+TINY_LSTM_BASE = dict(
+    embedding_dim=16, hidden_size=16, vocab_size=2000, per_device_train_batch_size=16, disable_tqdm=True
+)
 
 
 def offline_env(**extra: str) -> dict[str, str]:
@@ -30,7 +32,9 @@ def offline_env(**extra: str) -> dict[str, str]:
 
 def run_offline(args: list[str], cwd: Path, timeout: float = 600, **extra_env: str) -> subprocess.CompletedProcess:
     """Run a command (a recipe) offline in `cwd`, capturing its output; `extra_env` adds variables."""
-    return subprocess.run([*args], cwd=cwd, env=offline_env(**extra_env), capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*args], cwd=cwd, env=offline_env(**extra_env), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def recipe_flags(values: dict[str, Any], output_dir: Path | None = None) -> list[str]:
@@ -87,7 +91,12 @@ def run_without_hfsiamese(code: str, args: list[Any], tmp_path: Path) -> Any:
     """Run `code` in a fresh interpreter that cannot import hfsiamese; its last stdout line, parsed as JSON."""
     env = dict(os.environ, HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_OFFLINE="1", PYTHONPATH="")
     result = subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code, *map(str, args)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])

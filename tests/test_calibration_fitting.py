@@ -108,7 +108,9 @@ def test_calibrate_stores_plain_numbers_and_reports_metrics():
     stored = model.config.calibration
     assert stored["method"] == "isotonic" and stored["num_pairs"] == 400 and stored["data"] == "mine.tsv"
     assert all(isinstance(v, float) for v in stored["scores"] + stored["probabilities"])
-    assert ScoreCalibrator.from_config(model.config) == fit_calibrator(model.scores.double().numpy(), labels, "isotonic")
+    assert ScoreCalibrator.from_config(model.config) == fit_calibrator(
+        model.scores.double().numpy(), labels, "isotonic"
+    )
     assert report.num_duplicates == int(labels.sum())
     decided = scores >= report.threshold
     assert report.metrics["accuracy"] == pytest.approx((decided == labels).mean())
@@ -158,10 +160,15 @@ def test_pairs_from_a_dataset_and_clear_errors():
 
 
 def test_the_model_method_reaches_the_fitting(tiny_lstm, word_tokenizer):
-    pairs = [("how do i learn python ?", "what is the best way to learn python ?"), ("why is the sky blue ?", "how do i cook rice ?")]
+    pairs = [
+        ("how do i learn python ?", "what is the best way to learn python ?"),
+        ("why is the sky blue ?", "how do i cook rice ?"),
+    ]
     pairs = pairs * 10
     labels = [1, 0] * 10
     report = tiny_lstm.calibrate(pairs, labels, method="platt", tokenizer=word_tokenizer, num_bootstrap=20)
     scores = tiny_lstm.score_pairs([a for a, _ in pairs], [b for _, b in pairs], word_tokenizer)
-    assert report.metrics["accuracy"] == pytest.approx(((scores >= report.threshold).long() == torch.tensor(labels)).float().mean().item())
+    assert report.metrics["accuracy"] == pytest.approx(
+        ((scores >= report.threshold).long() == torch.tensor(labels)).float().mean().item()
+    )
     assert tiny_lstm.config.calibration["method"] == "platt"

@@ -25,9 +25,13 @@ def library_policy(monkeypatch):
 
 
 def _child(code: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", openmp_defaults.OPT_OUT)}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", openmp_defaults.OPT_OUT)
+    }
     env["PYTHONPATH"] = str(REPO_ROOT)
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -71,7 +75,11 @@ def test_a_command_or_an_explicit_opt_in_gets_the_spin_before_torch_loads():
         (["-m"], ["python", "-m", "hfsiamese_extras.cli"], None),
         (["-m"], ["python", "-m", "pytest"], None),
         (["-m"], ["python", "-X", "dev", "-um", "hfsiamese.cli"], "-m hfsiamese.cli"),
-        ([str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"], ["python", "-u", str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"], "recipes/search.py"),
+        (
+            [str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"],
+            ["python", "-u", str(REPO_ROOT / "recipes" / "search.py"), "-m", "x"],
+            "recipes/search.py",
+        ),
     ],
 )
 def test_which_program_is_a_command(argv, orig_argv, program):

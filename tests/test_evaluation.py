@@ -63,7 +63,9 @@ def test_perfect_embeddings_score_one():
 
 def test_retrieval_of_embeddings_made_elsewhere_e_g_cut_to_fewer_dimensions(tiny_lstm, word_tokenizer):
     embeddings = tiny_lstm.encode(TEXTS, word_tokenizer)
-    assert retrieval_of_embeddings(embeddings, GROUPS, k=(1, 5)) == evaluate_retrieval(tiny_lstm, TEXTS, GROUPS, word_tokenizer, k=(1, 5))
+    assert retrieval_of_embeddings(embeddings, GROUPS, k=(1, 5)) == evaluate_retrieval(
+        tiny_lstm, TEXTS, GROUPS, word_tokenizer, k=(1, 5)
+    )
     cut = torch.nn.functional.normalize(embeddings[:, :3], dim=-1)
     expected, _ = _brute_force_retrieval(cut, GROUPS, 5)
     result = retrieval_of_embeddings(cut, GROUPS, k=5)

@@ -55,7 +55,9 @@ def test_a_training_run_s_saves_carry_the_fingerprint_readable_as_the_rest(tiny_
 def test_a_saved_index(tiny_lstm, word_tokenizer, tmp_path):
     DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).save(tmp_path / "index")
     assert mode(tmp_path / "index" / "embeddings.npy") == mode(tmp_path / "index" / "index_config.json") == 0o644
-    DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, backend="faiss", quantization="int8").save(tmp_path / "faiss")
+    DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, backend="faiss", quantization="int8").save(
+        tmp_path / "faiss"
+    )
     assert mode(tmp_path / "faiss" / "ann.faiss") == mode(tmp_path / "faiss" / "embeddings.npy") == 0o644
 
 
@@ -63,6 +65,8 @@ def test_a_sentence_transformers_export(tiny_bert_dir, word_tokenizer, tmp_path)
     from hfsiamese import SiameseModel
     from hfsiamese.exporters import export_sentence_transformers
 
-    export_sentence_transformers(SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)), tmp_path / "st", word_tokenizer)
+    export_sentence_transformers(
+        SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)), tmp_path / "st", word_tokenizer
+    )
     weights = list((tmp_path / "st").rglob("*.safetensors"))
     assert weights and {mode(path) for path in weights} == {0o644}

@@ -52,7 +52,9 @@ def problems_of(command_words: list[str]) -> list[str]:
             if match is None:
                 problems.append(f"-e {target!r}: not this checkout ('.' or '.[extra]')")
             else:
-                problems += [f"no extra {name!r}" for name in (match[1] or "").split(",") if name and name not in EXTRAS]
+                problems += [
+                    f"no extra {name!r}" for name in (match[1] or "").split(",") if name and name not in EXTRAS
+                ]
             continue
         if word.startswith("-"):
             problems.append(f"option {word!r}: a hint installs packages, nothing else")
@@ -94,7 +96,9 @@ def test_the_collector_finds_the_hints():
     assert len(collected_hints()) >= 5
 
 
-@pytest.mark.parametrize(("place", "words"), collected_hints(), ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    ("place", "words"), collected_hints(), ids=lambda value: value if isinstance(value, str) else ""
+)
 def test_each_install_hint_installs_as_printed(place, words):
     assert problems_of(words) == [], place
 

@@ -52,7 +52,9 @@ def test_only_a_process_that_opted_in_remembers_and_a_pin_wins(monkeypatch, unpi
     encode_precision.set_speedup_memory(lambda key, measure: kept.setdefault(key, measure()))
     assert remembered_speedup("probe", lambda: 2.0) == 2.0 and remembered_speedup("probe", lambda: 0.5) == 2.0
     monkeypatch.setenv(encode_precision.PINNED_SPEEDUP, "0.7")
-    assert remembered_speedup("probe", lambda: 0.7) == 0.7  # the pinned figure (applied by the measurement), not the kept 2.0
+    assert (
+        remembered_speedup("probe", lambda: 0.7) == 0.7
+    )  # the pinned figure (applied by the measurement), not the kept 2.0
 
 
 def test_encode_auto_decides_alike_in_a_new_process(monkeypatch, tmp_path, tiny_lstm, unpin_machine_decisions):

@@ -94,7 +94,9 @@ def test_license_comes_from_a_local_base_card(tmp_path):
 
 def test_card_without_results_or_threshold(word_tokenizer):
     torch.manual_seed(0)
-    model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True))
+    model = SiameseModel(
+        SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True)
+    )
     card = ModelCard(str(build_model_card(model, model_name="head", sentence_transformers_path="someone/st")))
     assert "model-index" not in card.data.to_dict() and card.data.eval_results is None
     assert "No evaluation results were recorded" in card.text and "none stored; pass `threshold=...`" in card.text
@@ -116,5 +118,7 @@ def test_card_lists_every_option_of_the_loss(word_tokenizer, tmp_path):
         "ranking_loss=hard_negative_triplet, ranking_candidates=all_rows, temperature=0.05)"
     ) in card.text
     # The loss a trainer was given is the one the card describes, defaults included.
-    trained = build_model_card(model, model_name="m", training_args=_args(tmp_path), loss=VerificationIdentificationLoss(margin=0.3))
+    trained = build_model_card(
+        model, model_name="m", training_args=_args(tmp_path), loss=VerificationIdentificationLoss(margin=0.3)
+    )
     assert "- Loss: `verification_identification` (margin=0.3, verification_weight=1.0)" in trained.text

@@ -135,7 +135,13 @@ def test_recipes_with_a_hub_model_not_cached(tmp_path, script, flags):
     if script == "train.py":
         argv += ["--output_dir", str(tmp_path / "out")]
     result = subprocess.run(
-        [sys.executable, "-c", CHILD, *argv], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", CHILD, *argv],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode != 0
     assert "NETWORK USED" not in result.stderr, result.stderr[-2000:]

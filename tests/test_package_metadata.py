@@ -47,7 +47,11 @@ def test_the_python_floor_is_the_one_the_tools_check():
     assert sys.version_info >= (floor().major, floor().minor)
     assert PYPROJECT["tool"]["ruff"]["target-version"] == f"py{floor().major}{floor().minor}"
     assert PYPROJECT["tool"]["mypy"]["python_version"] == minor
-    versions = {c.rsplit(" :: ", 1)[1] for c in PROJECT["classifiers"] if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)}
+    versions = {
+        c.rsplit(" :: ", 1)[1]
+        for c in PROJECT["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    }
     assert min(versions, key=Version) == minor
 
 

@@ -13,7 +13,9 @@ def test_a_process_left_running_fails_the_test_and_is_killed():
     reaper = _reap("function", "a careless test", grace=0.5)
     next(reaper)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    with pytest.raises(pytest.fail.Exception, match=r"a careless test left 1 process\(es\) running \(now killed\): pid"):
+    with pytest.raises(
+        pytest.fail.Exception, match=r"a careless test left 1 process\(es\) running \(now killed\): pid"
+    ):
         next(reaper, None)
     child.wait(timeout=10)  # already reaped by the check: this only returns at once
     assert not psutil.pid_exists(child.pid)

@@ -92,7 +92,9 @@ def test_calibrate_model_takes_the_old_keyword():
 
 def test_st_export_overwrite_is_overwrite_output_dir(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(st_export, "export_sentence_transformers", lambda *args, **kwargs: calls.append(kwargs) or "out")
+    monkeypatch.setattr(
+        st_export, "export_sentence_transformers", lambda *args, **kwargs: calls.append(kwargs) or "out"
+    )
     with pytest.warns(FutureWarning, match="--overwrite is renamed --overwrite_output_dir"):
         st_export.main(["ckpt", "out", "--overwrite"])
     st_export.main(["ckpt", "out", "--overwrite_output_dir"])

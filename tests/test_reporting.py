@@ -26,7 +26,13 @@ def scored_pairs():
 def test_writes_metrics_plots_and_summary(tmp_path, scored_pairs):
     scores, labels, metrics = scored_pairs
     paths = write_evaluation_report(
-        tmp_path / "report", scores, labels, metrics, metrics["threshold"], model_name="outputs/lstm", data_name="val.jsonl"
+        tmp_path / "report",
+        scores,
+        labels,
+        metrics,
+        metrics["threshold"],
+        model_name="outputs/lstm",
+        data_name="val.jsonl",
     )
     assert json.loads(paths["metrics"].read_text()) == pytest.approx(metrics)
     for kind in PLOTS:
@@ -83,7 +89,9 @@ def test_needs_both_classes(tmp_path):
 def test_calibrated_probabilities_add_a_reliability_diagram(tmp_path, scored_pairs):
     scores, labels, metrics = scored_pairs
     probabilities = 1 / (1 + np.exp(-4 * scores))
-    paths = write_evaluation_report(tmp_path / "report", scores, labels, metrics, metrics["threshold"], probabilities=probabilities)
+    paths = write_evaluation_report(
+        tmp_path / "report", scores, labels, metrics, metrics["threshold"], probabilities=probabilities
+    )
     pixels = matplotlib.image.imread(paths["reliability"])[..., :3]
     assert paths["reliability"].name == REPORT_FILES["reliability"] and pixels.std() > 0.05
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50

@@ -75,7 +75,10 @@ CONFIG_FOLDERS: list[tuple[str, str]] = [
         "hfsiamese/configs",
         "Training recipes: `hfsiamese train NAME` (or `hfsiamese distill NAME`) reads one; flags override it.",
     ),
-    ("hfsiamese/configs/accelerate", "Launcher configs: `accelerate launch --config_file FILE -m hfsiamese.cli.train ...`."),
+    (
+        "hfsiamese/configs/accelerate",
+        "Launcher configs: `accelerate launch --config_file FILE -m hfsiamese.cli.train ...`.",
+    ),
 ]
 TRANSFORMERS_ARGS_URL = "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
 

@@ -28,7 +28,9 @@ from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_
 
 from ..cpu_policy import apply_command_defaults
 
-DESCRIPTION = "Recalibrate a trained model's decision on a new domain into a new folder; prints the report as one JSON object."
+DESCRIPTION = (
+    "Recalibrate a trained model's decision on a new domain into a new folder; prints the report as one JSON object."
+)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -63,7 +65,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {**report.to_dict(), "output_dir": str(args.output_dir)}
     print(json.dumps(result, sort_keys=True))
     # Said outside the JSON too (stdout stays one JSON object for scripts): where the calibrated copy went.
-    print(f"Calibrated model saved to {args.output_dir} (threshold {report.threshold:.4f}, {report.method})", file=sys.stderr)
+    print(
+        f"Calibrated model saved to {args.output_dir} (threshold {report.threshold:.4f}, {report.method})",
+        file=sys.stderr,
+    )
     return result
 
 

@@ -40,7 +40,9 @@ def config_listing() -> str:
     configs = shipped_configs()
     width = max(map(len, configs))
     lines += [f"  {name:<{width}}  {description(path)}" for name, path in configs.items()]
-    lines.append("Launcher configs (accelerate launch --config_file \"$(hfsiamese configs --path NAME)\" -m hfsiamese.cli.train ...):")
+    lines.append(
+        'Launcher configs (accelerate launch --config_file "$(hfsiamese configs --path NAME)" -m hfsiamese.cli.train ...):'
+    )
     launchers = shipped_configs(ACCELERATE_DIR)
     width = max(map(len, launchers))
     lines += [f"  {name:<{width}}  {path}" for name, path in launchers.items()]
@@ -93,7 +95,9 @@ def config_path(name: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> str:
     """`hfsiamese configs [--path NAME]`: the shipped configs described, or the file of one (for `--config_file`)."""
     parser = argparse.ArgumentParser(prog="hfsiamese configs", description="The configs shipped with hfsiamese.")
-    parser.add_argument("--path", metavar="NAME", help="Print only the file of this shipped config (training or launcher).")
+    parser.add_argument(
+        "--path", metavar="NAME", help="Print only the file of this shipped config (training or launcher)."
+    )
     args = parser.parse_args(argv)
     text = str(config_path(args.path)) if args.path else config_listing()
     print(text)

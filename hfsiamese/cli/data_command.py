@@ -40,7 +40,12 @@ def parse_data_command(
     parser = HfArgumentParser((DataArguments, own), prog=command, description=description)
     known = {action.dest for action in parser._actions}
     training = sorted(
-        {f.name for kind in (ModelArguments, SiameseTrainingArguments, DistillationArguments) for f in fields(kind) if f.init}
+        {
+            f.name
+            for kind in (ModelArguments, SiameseTrainingArguments, DistillationArguments)
+            for f in fields(kind)
+            if f.init
+        }
         - known
     )
     given = [

@@ -66,7 +66,9 @@ def devices() -> dict[str, Any]:
         "amx": supported("_is_amx_tile_supported"),
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
-        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else [],
+        "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if torch.cuda.is_available()
+        else [],
     }
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():

@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     require_local_or_cached(args.model_name_or_path, saved_folder=True)
     model = load_pair_model(args.model_name_or_path)  # a PyTorch checkpoint, an ONNX export or a cross-encoder
     if args.retrieval and not hasattr(model, "encode"):
-        raise ValueError("--retrieval searches with embeddings: a cross-encoder has none (rerank a bi-encoder's candidates with it)")
+        raise ValueError(
+            "--retrieval searches with embeddings: a cross-encoder has none (rerank a bi-encoder's candidates with it)"
+        )
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     columns = dict(
         format=args.data_format,

@@ -23,7 +23,9 @@ from hfsiamese.serving import is_onnx_folder
 
 from ..cpu_policy import apply_command_defaults
 
-DESCRIPTION = "Export a trained Siamese model (or a cross-encoder) to an ONNX folder for CPU serving; prints one JSON object."
+DESCRIPTION = (
+    "Export a trained Siamese model (or a cross-encoder) to an ONNX folder for CPU serving; prints one JSON object."
+)
 
 
 def main(argv: list[str] | None = None) -> dict:

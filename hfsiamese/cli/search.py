@@ -68,14 +68,22 @@ class SearchArguments:
         metadata={"help": "A text to search for; repeat the flag (or give several) for more.", "action": "extend"}
     )
     corpus: str | None = field(default=None, metadata={"help": "File of texts to search (see the formats above)."})
-    corpus_format: str = field(default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS})
+    corpus_format: str = field(
+        default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS}
+    )
     text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
-    id_column: str | None = field(default=None, metadata={"help": "Id column of a table corpus (default: row numbers)."})
+    id_column: str | None = field(
+        default=None, metadata={"help": "Id column of a table corpus (default: row numbers)."}
+    )
     index_dir: str | None = field(
         default=None,
-        metadata={"help": "Load the index saved here; if the folder is empty or missing, build it from --corpus and save it here."},
+        metadata={
+            "help": "Load the index saved here; if the folder is empty or missing, build it from --corpus and save it here."
+        },
     )
-    overwrite_index_dir: bool = field(default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."})
+    overwrite_index_dir: bool = field(
+        default=False, metadata={"help": "Rebuild the index in --index_dir from --corpus."}
+    )
     # Renamed overwrite_index_dir (`--overwrite_<the path option>`, as --overwrite_output_dir); kept for one release.
     overwrite_index: bool | None = field(default=None, metadata={"help": "Deprecated: use --overwrite_index_dir."})
     k: int = field(default=5, metadata={"help": "Matches per query."})
@@ -89,11 +97,17 @@ class SearchArguments:
     )
     quantization: str = field(
         default="auto",
-        metadata={"help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts, binary beyond).", "choices": (*QUANTIZATIONS, "auto")},
+        metadata={
+            "help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts, binary beyond).",
+            "choices": (*QUANTIZATIONS, "auto"),
+        },
     )
     structure: str = field(
         default="auto",
-        metadata={"help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts, ivf beyond).", "choices": (*STRUCTURES, "auto")},
+        metadata={
+            "help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts, ivf beyond).",
+            "choices": (*STRUCTURES, "auto"),
+        },
     )
     rescore_multiplier: int = field(
         default=8, metadata={"help": "With a quantised FAISS index: candidates rescored exactly per match asked for."}
@@ -104,26 +118,36 @@ class SearchArguments:
     collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
     metadata_column: list[str] = field(
         default_factory=list,
-        metadata={"help": "A column of a table corpus kept with each text, for --filter (database backends); repeat for more."},
+        metadata={
+            "help": "A column of a table corpus kept with each text, for --filter (database backends); repeat for more."
+        },
     )
     filter: list[str] = field(
         default_factory=list,
-        metadata={"help": "FIELD=VALUE (or FIELD=V1,V2 for any of them): only texts whose metadata match; repeat to AND."},
+        metadata={
+            "help": "FIELD=VALUE (or FIELD=V1,V2 for any of them): only texts whose metadata match; repeat to AND."
+        },
     )
     shards_dir: str | None = field(
         default=None,
-        metadata={"help": "Encode the corpus in resumable shards here (a restarted build skips finished shards; under accelerate launch each process encodes its share)."},
+        metadata={
+            "help": "Encode the corpus in resumable shards here (a restarted build skips finished shards; under accelerate launch each process encodes its share)."
+        },
     )
     shard_size: int = field(default=100_000, metadata={"help": "Texts per shard with --shards_dir."})
     threshold: float | None = field(
         default=None,
-        metadata={"help": "Threshold for 'duplicate': a cosine (default: the model's), or with --cross_encoder a cross-encoder score (default: its own)."},
+        metadata={
+            "help": "Threshold for 'duplicate': a cosine (default: the model's), or with --cross_encoder a cross-encoder score (default: its own)."
+        },
     )
     cross_encoder: str | None = field(
-        default=None, metadata={"help": "Folder (or Hub id) of a trained cross-encoder that reranks the bi-encoder's candidates."}
+        default=None,
+        metadata={"help": "Folder (or Hub id) of a trained cross-encoder that reranks the bi-encoder's candidates."},
     )
     rerank_k: int | None = field(
-        default=None, metadata={"help": "Candidates per query the cross-encoder reranks (default: max(2k, 20)); at least --k."}
+        default=None,
+        metadata={"help": "Candidates per query the cross-encoder reranks (default: max(2k, 20)); at least --k."},
     )
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
@@ -159,7 +183,9 @@ def index_options(args: SearchArguments) -> dict[str, Any]:
     if args.backend is not None:
         options["backend"] = args.backend
     if args.backend == "faiss":
-        options.update(quantization=args.quantization, structure=args.structure, rescore_multiplier=args.rescore_multiplier)
+        options.update(
+            quantization=args.quantization, structure=args.structure, rescore_multiplier=args.rescore_multiplier
+        )
     elif (args.quantization, args.structure, args.rescore_multiplier) != ("auto", "auto", 8):
         raise UsageError("--quantization, --structure and --rescore_multiplier apply to --backend faiss")
     if args.backend in DATABASE_BACKENDS:
@@ -175,7 +201,9 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
     """The index to search: loaded from --index_dir, or built from --corpus (None in the helper processes of a
     sharded build under accelerate launch, which only encode)."""
     options = index_options(args)
-    if args.threshold is not None and args.cross_encoder is None:  # with a reranker, the threshold is the cross-encoder's
+    if (
+        args.threshold is not None and args.cross_encoder is None
+    ):  # with a reranker, the threshold is the cross-encoder's
         options["threshold"] = args.threshold
     saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
     if saved and not args.overwrite_index_dir:
@@ -198,7 +226,9 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
             raise FileExistsError(
                 f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index_dir"
             )
-    texts, ids, metadata = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column)
+    texts, ids, metadata = read_corpus(
+        args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column
+    )
     model = load_siamese_model(args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     index = DuplicateIndex.build(
@@ -238,7 +268,9 @@ def load_cross_encoder(args: SearchArguments) -> Any | None:
             raise UsageError("--rerank_k applies only with --cross_encoder")
         return None
     if args.rerank_k is not None and args.rerank_k < args.k:
-        raise UsageError(f"--rerank_k ({args.rerank_k}) must be at least --k ({args.k}): the cross-encoder reranks --rerank_k candidates and shows --k")
+        raise UsageError(
+            f"--rerank_k ({args.rerank_k}) must be at least --k ({args.k}): the cross-encoder reranks --rerank_k candidates and shows --k"
+        )
     from hfsiamese.cross_encoder import CrossEncoder
 
     cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
@@ -255,7 +287,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     cross_encoder = load_cross_encoder(args)
     search_filter = parse_filter(args.filter)
     if search_filter is not None and args.backend not in DATABASE_BACKENDS and args.index_dir is None:
-        raise UsageError("--filter needs a database backend (--backend lancedb or qdrant) whose texts carry --metadata_column")
+        raise UsageError(
+            "--filter needs a database backend (--backend lancedb or qdrant) whose texts carry --metadata_column"
+        )
     index = build_or_load_index(args)
     if index is None:
         return {}
@@ -266,7 +300,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     else:
         rerank_k = check_rerank_k(args.rerank_k, args.k)
         results = index.search(
-            args.query, k=args.k, cross_encoder=cross_encoder, rerank_k=rerank_k, threshold=args.threshold, filter=search_filter
+            args.query,
+            k=args.k,
+            cross_encoder=cross_encoder,
+            rerank_k=rerank_k,
+            threshold=args.threshold,
+            filter=search_filter,
         )
         output.update(
             cross_encoder=args.cross_encoder,

@@ -52,7 +52,10 @@ class SplitArguments:
     )
     split: str = field(
         default="validation",
-        metadata={"help": "The split to write: validation (the held-out pairs), test (with test_fraction) or train.", "choices": SPLITS},
+        metadata={
+            "help": "The split to write: validation (the held-out pairs), test (with test_fraction) or train.",
+            "choices": SPLITS,
+        },
     )
     overwrite_output_file: bool = field(default=False, metadata={"help": "Replace an existing output_file."})
 
@@ -108,7 +111,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     datasets.utils.logging.disable_progress_bar()
     splits = load_splits(data_args, default_train_file=default_train_file)
     if args.split not in splits:
-        raise UsageError(f"the config makes no {args.split!r} split (it makes {', '.join(sorted(splits))}; a test split needs test_fraction)")
+        raise UsageError(
+            f"the config makes no {args.split!r} split (it makes {', '.join(sorted(splits))}; a test split needs test_fraction)"
+        )
     pairs = splits[args.split]
     pairs = pairs.remove_columns([name for name in pairs.column_names if name not in KEPT_COLUMNS])
     output.parent.mkdir(parents=True, exist_ok=True)

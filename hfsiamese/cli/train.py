@@ -88,7 +88,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         refuse_bi_encoder_losses(argv, default_config)
     trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
     split_command = held_out_command(typed, default_config)
-    with claim_output_dir(training_args, data_args, argv, default_config, trained_with=trained_with):  # named, checked, locked
+    with claim_output_dir(
+        training_args, data_args, argv, default_config, trained_with=trained_with
+    ):  # named, checked, locked
         if model_args.architecture == "cross_encoder":
             return train_cross_encoder(model_args, data_args, training_args, split_command=split_command)
         return train(model_args, data_args, training_args, split_command=split_command)
@@ -104,7 +106,9 @@ def train(
     """The run itself, once the output folder is this run's (`split_command`: the summary's `hfsiamese split`)."""
     # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    run = start_run(model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from)
+    run = start_run(
+        model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from
+    )
     model, tokenizer, loss, splits = run.model, run.tokenizer, run.loss, run.splits
     if model_args.export_sentence_transformers:
         # An LSTM, or an export already there, fails now rather than after training.
@@ -170,7 +174,9 @@ def train_cross_encoder(
 ) -> dict[str, float]:
     """A cross-encoder's run (`--architecture cross_encoder`), once the output folder is this run's."""
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    run = start_cross_encoder_run(model_args, data_args, training_args, default_train_file=default_train_file(data_args))
+    run = start_cross_encoder_run(
+        model_args, data_args, training_args, default_train_file=default_train_file(data_args)
+    )
     with training_args.main_process_first(desc="tokenising pairs"):
         train_dataset = run.tokenize(run.splits["train"], training=True)
         eval_dataset = run.tokenize(run.splits["validation"])

@@ -85,13 +85,18 @@ class CrossEncoder(CalibrationMixin):
         config.max_seq_length = getattr(config, "max_seq_length", None)
         # Read by `hfsiamese.models.siamese.scoring.score_unit`: scores and threshold are probabilities.
         config.score_unit = "probability"
-        config.sentence_transformers = {**(getattr(config, "sentence_transformers", None) or {}), **SENTENCE_TRANSFORMERS_ENTRY}
+        config.sentence_transformers = {
+            **(getattr(config, "sentence_transformers", None) or {}),
+            **SENTENCE_TRANSFORMERS_ENTRY,
+        }
 
     # ------------------------------------------------------------------------------------------
     # Loading and saving
     # ------------------------------------------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, name_or_path: str | os.PathLike, *, tokenizer: Any | None = None, **kwargs: Any) -> CrossEncoder:
+    def from_pretrained(
+        cls, name_or_path: str | os.PathLike, *, tokenizer: Any | None = None, **kwargs: Any
+    ) -> CrossEncoder:
         """
         A trained cross-encoder (a local folder or Hub id): safetensors weights only, every tensor present and
         finite, else a ValueError naming the file. `kwargs` go to `AutoModelForSequenceClassification.from_pretrained`.
@@ -124,7 +129,12 @@ class CrossEncoder(CalibrationMixin):
 
     @classmethod
     def from_base_model(
-        cls, name_or_path: str | os.PathLike, *, pair_order: str = "both", max_seq_length: int | None = None, **kwargs: Any
+        cls,
+        name_or_path: str | os.PathLike,
+        *,
+        pair_order: str = "both",
+        max_seq_length: int | None = None,
+        **kwargs: Any,
     ) -> CrossEncoder:
         """
         A new cross-encoder: the pretrained encoder `name_or_path` with a fresh one-logit classification head
@@ -153,7 +163,9 @@ class CrossEncoder(CalibrationMixin):
 
     def push_to_hub(self, repo_id: str, **kwargs: Any) -> Any:
         """Upload the model with its config (threshold, calibration) and its tokenizer to the Hub repo `repo_id`."""
-        self.tokenizer.push_to_hub(repo_id, **{k: v for k, v in kwargs.items() if k in ("token", "private", "revision")})
+        self.tokenizer.push_to_hub(
+            repo_id, **{k: v for k, v in kwargs.items() if k in ("token", "private", "revision")}
+        )
         return self.model.push_to_hub(repo_id, **kwargs)
 
     @property
@@ -251,7 +263,9 @@ class CrossEncoder(CalibrationMixin):
         if truncate_dim is not None:
             raise ValueError("truncate_dim applies to bi-encoder embeddings; a cross-encoder scores each pair whole")
         if tokenizer is not None and tokenizer is not self.tokenizer and len(tokenizer) != len(self.tokenizer):
-            raise ValueError(f"the tokenizer given has {len(tokenizer)} tokens, this cross-encoder's {len(self.tokenizer)}: use its own")
+            raise ValueError(
+                f"the tokenizer given has {len(tokenizer)} tokens, this cross-encoder's {len(self.tokenizer)}: use its own"
+            )
         options = dict(batch_size=batch_size, max_length=max_length, show_progress_bar=show_progress_bar, dtype=dtype)
         logits = self.logits(texts_a, texts_b, **options)
         if self.pair_order == "both":

@@ -39,7 +39,8 @@ def cross_encoder_card(
         base_model=hub_model_id(base_model),
         datasets=[dataset_id] if dataset_id else None,
         model_name=model_name,
-        eval_results=eval_results(metrics, dataset_type=dataset_id or "pairs", dataset_name=dataset_name or "pairs") or None,
+        eval_results=eval_results(metrics, dataset_type=dataset_id or "pairs", dataset_name=dataset_name or "pairs")
+        or None,
     )
     threshold = getattr(cross_config, "threshold", None)
     order = (

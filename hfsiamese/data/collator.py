@@ -69,14 +69,18 @@ class SiamesePairCollator:
         batch: dict[str, torch.Tensor] = {}
         for side in SIDES + tuple(side for side in OPTIONAL_SIDES if f"input_ids_{side}" in names):
             ids, lengths = columns.ragged(f"input_ids_{side}")
-            positions = token_positions(lengths, padded_width(lengths, self.pad_to_multiple_of), self.tokenizer.padding_side)
+            positions = token_positions(
+                lengths, padded_width(lengths, self.pad_to_multiple_of), self.tokenizer.padding_side
+            )
             for field in TOKEN_FIELDS:
                 name = f"{field}_{side}"
                 if name not in names:
                     continue
                 values, field_lengths = (ids, lengths) if field == "input_ids" else columns.ragged(name)
                 if not np.array_equal(field_lengths, lengths):
-                    raise ValueError(f"{name} and input_ids_{side} differ in length on some rows: tokenise them together")
+                    raise ValueError(
+                        f"{name} and input_ids_{side} differ in length on some rows: tokenise them together"
+                    )
                 batch[name] = pad_ragged(values, positions, pad_values[field])
             if with_mask and f"attention_mask_{side}" not in names:  # tokenizer.pad makes one too
                 batch[f"attention_mask_{side}"] = torch.from_numpy(positions.astype(np.int64))

@@ -50,7 +50,9 @@ def assign_duplicate_groups(dataset: datasets.Dataset, *, normalize: bool = True
     return dataset.add_column("group_id", group_ids, feature=datasets.Value("int64"))
 
 
-def question_groups(dataset: datasets.Dataset, *, normalize: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def question_groups(
+    dataset: datasets.Dataset, *, normalize: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """
     Per-question view of the duplicate groups: for each pair the question codes of both sides
     (`codes1`, `codes2`, numbering questions as `assign_duplicate_groups` identifies them) and, per

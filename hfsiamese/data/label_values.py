@@ -44,7 +44,9 @@ def _label_text(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
     return pc.utf8_lower(pc.utf8_trim_whitespace(text))
 
 
-def invalid_label_error(column: pa.ChunkedArray, position: int, where: str, source: str, label_source: str) -> ValueError:
+def invalid_label_error(
+    column: pa.ChunkedArray, position: int, where: str, source: str, label_source: str
+) -> ValueError:
     """The error for the invalid label at `position` of `column`, found in `where` (e.g. "data row 7")."""
     value = column[position].as_py()
     if is_json_type(column.type):

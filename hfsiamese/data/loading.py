@@ -192,7 +192,9 @@ class _PairRows:
 
     @property
     def features(self) -> datasets.Features:
-        return datasets.Features({name: datasets.Value("int64" if name == "label" else "string") for name in self.mapping})
+        return datasets.Features(
+            {name: datasets.Value("int64" if name == "label" else "string") for name in self.mapping}
+        )
 
     def convert(self, batch: pa.Table) -> tuple[pa.Table, pa.Array, int | None]:
         """

@@ -58,7 +58,9 @@ def tokenize_pairs(
         for side, column in sides:
             texts = batch[column]
             _check_texts(texts, column, indices)
-            encoded = tokenizer([prompt + text for text in texts] if prompt else texts, truncation=True, max_length=max_length)
+            encoded = tokenizer(
+                [prompt + text for text in texts] if prompt else texts, truncation=True, max_length=max_length
+            )
             for i, cut in enumerate(truncated_flags(encoded, max_length)):
                 truncated[i] += cut
             for field in TOKEN_FIELDS:
@@ -68,7 +70,9 @@ def tokenize_pairs(
         return out
 
     # The stored question identity (see question_ids) is text too, and no use to the trainer.
-    remove = [] if keep_text else [column for _, column in sides] + [c for c in KEY_COLUMNS if c in dataset.column_names]
+    remove = (
+        [] if keep_text else [column for _, column in sides] + [c for c in KEY_COLUMNS if c in dataset.column_names]
+    )
     tokenized = dataset.map(
         encode, batched=True, with_indices=True, num_proc=num_proc, remove_columns=remove, desc="Tokenizing pairs"
     )

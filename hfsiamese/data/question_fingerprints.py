@@ -51,7 +51,9 @@ def question_hashes(texts: Iterable[str] | pa.Array | pa.ChunkedArray) -> np.nda
 
 def pair_question_hashes(pairs: datasets.Dataset) -> np.ndarray:
     """The hashes of every question of a pair data set (both columns)."""
-    both = pa.chunked_array(column_arrow(pairs, "question1").chunks + column_arrow(pairs, "question2").chunks, type=pa.string())
+    both = pa.chunked_array(
+        column_arrow(pairs, "question1").chunks + column_arrow(pairs, "question2").chunks, type=pa.string()
+    )
     return question_hashes(both)
 
 

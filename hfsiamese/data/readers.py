@@ -322,4 +322,3 @@ def is_connection_error(err: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-

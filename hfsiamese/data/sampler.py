@@ -93,7 +93,9 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         if lengths is not None:
             self._lengths = np.asarray(lengths, dtype=np.float64)
             if self._lengths.shape != (self.num_samples,):
-                raise ValueError(f"lengths must give one length per pair ({self.num_samples}), got shape {self._lengths.shape}")
+                raise ValueError(
+                    f"lengths must give one length per pair ({self.num_samples}), got shape {self._lengths.shape}"
+                )
 
     # ----------------------------------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:

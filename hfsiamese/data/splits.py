@@ -98,9 +98,7 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
         if "group_id" in split.column_names:
             report[name]["duplicate_groups"] = len(np.unique(column_numpy(split, "group_id")))
     names = list(splits)
-    shared = {
-        f"{a}/{b}": len(question_sets[a] & question_sets[b]) for i, a in enumerate(names) for b in names[i + 1 :]
-    }
+    shared = {f"{a}/{b}": len(question_sets[a] & question_sets[b]) for i, a in enumerate(names) for b in names[i + 1 :]}
     report["shared_questions"] = shared
     return report
 

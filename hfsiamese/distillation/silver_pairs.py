@@ -227,5 +227,3 @@ def _first_occurrences(codes: np.ndarray) -> np.ndarray:
     """`codes` without repeats, each at its first position."""
     _, first = np.unique(codes, return_index=True)
     return codes[np.sort(first)]
-
-

@@ -52,7 +52,9 @@ def load_teacher(
         teacher = AutoModel.from_pretrained(path)
         tokenizer = AutoTokenizer.from_pretrained(path)
     else:
-        teacher, tokenizer = build_model_and_tokenizer(ModelArguments(encoder_type="transformer", model_name_or_path=path), None)
+        teacher, tokenizer = build_model_and_tokenizer(
+            ModelArguments(encoder_type="transformer", model_name_or_path=path), None
+        )
     teacher.check_tokenizer(tokenizer)
     return teacher.to(device or "cpu").eval(), tokenizer
 

@@ -8,4 +8,10 @@ from .onnx import ExportArguments, export_onnx
 from .onnx_cross_encoder import export_cross_encoder_onnx
 from .sentence_transformers import check_export, export_sentence_transformers
 
-__all__ = ["ExportArguments", "check_export", "export_cross_encoder_onnx", "export_onnx", "export_sentence_transformers"]
+__all__ = [
+    "ExportArguments",
+    "check_export",
+    "export_cross_encoder_onnx",
+    "export_onnx",
+    "export_sentence_transformers",
+]

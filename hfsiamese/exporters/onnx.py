@@ -62,10 +62,13 @@ class ExportArguments:
     """Flags of `hfsiamese export`."""
 
     model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (hfsiamese train output)."})
-    output_dir: str = field(metadata={"help": "Folder to write the exported model to (a model folder, like the input)."})
+    output_dir: str = field(
+        metadata={"help": "Folder to write the exported model to (a model folder, like the input)."}
+    )
     format: str = field(default="onnx", metadata={"help": "Export format.", "choices": EXPORT_FORMATS})
     quantize: str | None = field(
-        default=None, metadata={"help": "int8: onnxruntime dynamic quantisation (int8 weights).", "choices": QUANTIZATIONS}
+        default=None,
+        metadata={"help": "int8: onnxruntime dynamic quantisation (int8 weights).", "choices": QUANTIZATIONS},
     )
     opset: int = field(default=DEFAULT_OPSET, metadata={"help": "ONNX opset version."})
     overwrite_output_dir: bool = field(default=False, metadata={"help": "Write into a non-empty --output_dir."})
@@ -111,7 +114,12 @@ def export_graph(model: nn.Module, path: str | Path, *, opset: int = DEFAULT_OPS
     example = _right_padded_batch(model, 3, min(9, _max_length(model)), seed=0)
     too_big = sum(p.numel() * p.element_size() for p in model.parameters()) > 1.9 * 2**30
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
-    common = {"input_names": list(INPUT_NAMES), "output_names": [OUTPUT_NAME], "opset_version": opset, "external_data": too_big}
+    common = {
+        "input_names": list(INPUT_NAMES),
+        "output_names": [OUTPUT_NAME],
+        "opset_version": opset,
+        "external_data": too_big,
+    }
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -158,7 +166,9 @@ def _without_cpp_lines(fragment: str) -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             captured.seek(0)
-            kept = [line for line in captured.read().decode("utf-8", "replace").splitlines(True) if fragment not in line]
+            kept = [
+                line for line in captured.read().decode("utf-8", "replace").splitlines(True) if fragment not in line
+            ]
             if kept:
                 sys.stderr.write("".join(kept))
                 sys.stderr.flush()
@@ -241,13 +251,18 @@ def export_onnx(
     onnxruntime = require_onnxruntime()
     output_dir = Path(output_dir)
     ensure_writable_folder(
-        output_dir, overwrite=overwrite, label="output_dir", remedy="pass --overwrite_output_dir, or choose another folder"
+        output_dir,
+        overwrite=overwrite,
+        label="output_dir",
+        remedy="pass --overwrite_output_dir, or choose another folder",
     )
     model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         exporter = export_graph(model, fp32_path, opset=opset)
-        fp32 = compare_with_pytorch(model, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"]))
+        fp32 = compare_with_pytorch(
+            model, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"])
+        )
         if fp32["max_abs_diff"] > FP32_TOLERANCE:
             raise ValueError(
                 f"the {exporter} export of this model differs from PyTorch by {fp32['max_abs_diff']:.2e} (max abs, "
@@ -281,7 +296,9 @@ def export_onnx(
     if model.classifier is not None:
         from safetensors.torch import save_file
 
-        save_file({k: v.contiguous() for k, v in model.classifier.state_dict().items()}, output_dir / CLASSIFIER_FILE_NAME)
+        save_file(
+            {k: v.contiguous() for k, v in model.classifier.state_dict().items()}, output_dir / CLASSIFIER_FILE_NAME
+        )
         give_umask_mode(output_dir / CLASSIFIER_FILE_NAME)
     _write_card(output_dir, source_dir, onnx_entry)
     return config
@@ -314,7 +331,10 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dic
         card = ModelCard.load(source_card)
         data, text = card.data, card.text
     else:
-        data, text = ModelCardData(library_name="hfsiamese", tags=["hfsiamese", "sentence-similarity"]), f"# {output_dir.name}\n"
+        data, text = (
+            ModelCardData(library_name="hfsiamese", tags=["hfsiamese", "sentence-similarity"]),
+            f"# {output_dir.name}\n",
+        )
     tags = list(data.tags or [])
     data.tags = [*tags, "onnx"] if "onnx" not in tags else tags
     precision = "int8 (onnxruntime dynamic quantisation)" if onnx_entry["quantization"] else "float32"

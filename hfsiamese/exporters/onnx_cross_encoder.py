@@ -89,7 +89,9 @@ def compare_logits(cross_encoder: Any, session: Any, names: tuple[str, ...]) -> 
     """Max abs difference of the graph's logits to PyTorch's on the probe batches."""
     worst = 0.0
     for seed, (batch, length) in enumerate(PROBE_SHAPES, start=1):
-        inputs = _probe_pairs(cross_encoder, batch, min(length, cross_encoder.model.config.max_position_embeddings), seed)
+        inputs = _probe_pairs(
+            cross_encoder, batch, min(length, cross_encoder.model.config.max_position_embeddings), seed
+        )
         with torch.inference_mode():
             expected = cross_encoder.model(**{name: inputs[name] for name in names}).logits.float().numpy()
         (got,) = session.run([LOGITS_NAME], {name: inputs[name].numpy() for name in names})
@@ -118,13 +120,18 @@ def export_cross_encoder_onnx(
     onnxruntime = require_onnxruntime()
     output_dir = Path(output_dir)
     ensure_writable_folder(
-        output_dir, overwrite=overwrite, label="output_dir", remedy="pass --overwrite_output_dir, or choose another folder"
+        output_dir,
+        overwrite=overwrite,
+        label="output_dir",
+        remedy="pass --overwrite_output_dir, or choose another folder",
     )
     cross_encoder.model.eval()
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         names = export_cross_encoder_graph(cross_encoder, fp32_path, opset=opset)
-        difference = compare_logits(cross_encoder, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"]), names)
+        difference = compare_logits(
+            cross_encoder, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"]), names
+        )
         if difference > FP32_TOLERANCE:
             raise ValueError(
                 f"the ONNX export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, tolerance "
@@ -138,7 +145,13 @@ def export_cross_encoder_onnx(
         shutil.copyfile(graph_path, output_dir / ONNX_FILE_NAME)
         if Path(f"{graph_path}.data").is_file():  # weights stored beside the graph (models over 2 GB)
             shutil.copyfile(f"{graph_path}.data", output_dir / f"{ONNX_FILE_NAME}.data")
-    entry = {"file": ONNX_FILE_NAME, "quantization": quantize, "opset": opset, "exporter": "dynamo", "fp32_max_abs_logit_diff": difference}
+    entry = {
+        "file": ONNX_FILE_NAME,
+        "quantization": quantize,
+        "opset": opset,
+        "exporter": "dynamo",
+        "fp32_max_abs_logit_diff": difference,
+    }
     if source_dir is not None:
         _copy_side_files(Path(source_dir), output_dir)
     cross_encoder.tokenizer.save_pretrained(output_dir)

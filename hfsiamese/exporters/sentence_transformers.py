@@ -160,7 +160,9 @@ def export_sentence_transformers(
         path = f"{idx}_{type(module).__name__}"
         (output_dir / path).mkdir()
         module.save(str(output_dir / path))
-        entries.append({"idx": idx, "name": str(idx), "path": path, "type": f"{type(module).__module__}.{type(module).__name__}"})
+        entries.append(
+            {"idx": idx, "name": str(idx), "path": path, "type": f"{type(module).__module__}.{type(module).__name__}"}
+        )
     (output_dir / MODULES_FILE).write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
     model_config = {
         "__version__": {"sentence_transformers": st_version, "pytorch": torch.__version__},
@@ -195,10 +197,14 @@ def _remove_export(folder: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="folder of a Siamese checkpoint with a transformer encoder")
-    parser.add_argument("output_dir", nargs="?", help="where to write the export (default: the checkpoint folder itself)")
+    parser.add_argument(
+        "output_dir", nargs="?", help="where to write the export (default: the checkpoint folder itself)"
+    )
     parser.add_argument("--overwrite_output_dir", action="store_true", help="replace a previous export in output_dir")
     parser.add_argument("--overwrite", action="store_true", help="deprecated: use --overwrite_output_dir")
-    parser.add_argument("--truncate_dim", type=int, help="export embeddings cut to their first N dimensions (Matryoshka models)")
+    parser.add_argument(
+        "--truncate_dim", type=int, help="export embeddings cut to their first N dimensions (Matryoshka models)"
+    )
     args = parser.parse_args(argv)
     if args.overwrite:  # the old name, kept for one release
         warn_renamed("--overwrite", "--overwrite_output_dir", stacklevel=2)

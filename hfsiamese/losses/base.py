@@ -150,7 +150,9 @@ class SiameseLoss(nn.Module):
                 f"and {tuple(embeddings_b.shape)}"
             )
         if negatives is not None and self.uses_negatives and negatives.shape != embeddings_a.shape:
-            raise ValueError(f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}")
+            raise ValueError(
+                f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}"
+            )
         if self.requires_labels:
             if labels is None:
                 raise ValueError(f"{name} needs `labels` (0/1 per pair): it trains on labelled pairs")

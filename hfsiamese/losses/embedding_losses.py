@@ -58,7 +58,9 @@ def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if new in current:
             raise ValueError(f"{old} is the old name of {new}: give {new} only")
-        warnings.warn(f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3)
+        warnings.warn(
+            f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3
+        )
         current[new] = current.pop(old)
     return current
 

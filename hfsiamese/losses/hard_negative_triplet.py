@@ -111,7 +111,9 @@ class HardNegativeTripletLoss(SiameseLoss):
             candidate_groups = gather(group_ids) if group_ids is not None else None
             offset = rank_offset(batch_size)
         if candidates_b.shape[0] < 2 and negatives is None:
-            raise ValueError("the in-batch triplet loss needs at least 2 pairs per batch (batch size 1 has no negatives)")
+            raise ValueError(
+                "the in-batch triplet loss needs at least 2 pairs per batch (batch size 1 has no negatives)"
+            )
 
         rows = torch.arange(batch_size, device=embeddings_a.device)
         scores = embeddings_a @ candidates_b.T

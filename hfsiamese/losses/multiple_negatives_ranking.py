@@ -103,7 +103,9 @@ class MultipleNegativesRankingLoss(SiameseLoss):
     ) -> torch.Tensor:
         """Mean cross-entropy of query ``i`` picking document ``offset + i``; same-group documents masked."""
         scores = queries @ documents.T
-        mask = in_batch_negative_mask(queries.shape[0], scores.shape[1], offset, query_groups, document_groups, scores.device)
+        mask = in_batch_negative_mask(
+            queries.shape[0], scores.shape[1], offset, query_groups, document_groups, scores.device
+        )
         rows = torch.arange(queries.shape[0], device=scores.device)
         mask[rows, rows + offset] = True  # the target itself
         scores = scores.masked_fill(~mask, float("-inf"))

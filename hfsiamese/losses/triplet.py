@@ -76,7 +76,9 @@ class TripletLoss(SiameseLoss):
     uses_negatives = True
     negatives_optional_with = "in_batch_negatives=True"
 
-    def __init__(self, margin: float = 0.25, in_batch_negatives: bool = False, gather_across_devices: bool = True) -> None:
+    def __init__(
+        self, margin: float = 0.25, in_batch_negatives: bool = False, gather_across_devices: bool = True
+    ) -> None:
         super().__init__()
         require_non_negative("margin", margin)
         self.margin = margin
@@ -122,7 +124,9 @@ class TripletLoss(SiameseLoss):
         hinge = torch.relu(negative_scores - positives.view(-1, 1) + self.margin)
         return SiameseLossOutput(global_mean((hinge * mask).sum(), mask.sum(), gathered), stats)
 
-    def _term_counts(self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _term_counts(
+        self, scores: torch.Tensor, positives: torch.Tensor, mask: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
         easy, semi_hard, hard = negative_classes(scores, positives, mask, self.margin)
         counts = (easy.sum(), semi_hard.sum(), hard.sum(), mask.sum())
         names = ("negatives_easy", "negatives_semi_hard", "negatives_hard", "negatives_used")

@@ -76,7 +76,9 @@ def load_retrieval_metrics() -> evaluate.CombinedEvaluations:
 
 def retrieval_metrics(retrieved: Any, relevant: Any, *, k: int | Iterable[int] = (1, 5, 10)) -> dict[str, float]:
     """MRR@k, recall@k and nDCG@k (keys like `mrr@10`) of per-query result lists against relevant ids."""
-    return load_retrieval_metrics().compute(predictions=retrieved, references=relevant, k=list(k) if not isinstance(k, int) else k)
+    return load_retrieval_metrics().compute(
+        predictions=retrieved, references=relevant, k=list(k) if not isinstance(k, int) else k
+    )
 
 
 __all__ = [

@@ -51,14 +51,20 @@ Args:
     predictions (`list` of `float`): similarity score of each pair (higher = more likely duplicate).
     references (`list` of `int`): 1 for duplicates, 0 otherwise.
 """
-THRESHOLD_ARGS_DOC = PAIR_ARGS_DOC + """    threshold (`float`): decision threshold; required (choose it on validation pairs, e.g. with the
+THRESHOLD_ARGS_DOC = (
+    PAIR_ARGS_DOC
+    + """    threshold (`float`): decision threshold; required (choose it on validation pairs, e.g. with the
         best_threshold metric).
     calibrate_for, target_precision: accepted and ignored, so that `evaluate.combine` can pass the
         best_threshold options to every pair metric at once.
 """
-THRESHOLD_FREE_ARGS_DOC = PAIR_ARGS_DOC + """    threshold, calibrate_for, target_precision: accepted and ignored, so that `evaluate.combine`
+)
+THRESHOLD_FREE_ARGS_DOC = (
+    PAIR_ARGS_DOC
+    + """    threshold, calibrate_for, target_precision: accepted and ignored, so that `evaluate.combine`
         can pass the options of the threshold metrics to every pair metric at once.
 """
+)
 THRESHOLD_FREE_DOC = """Threshold-free: it judges how well the scores rank duplicates above
 non-duplicates. NaN when the pairs hold only one class (the metric is undefined then).
 """

@@ -43,7 +43,9 @@ def _check_probabilities(probabilities: Any, labels: Any) -> tuple[np.ndarray, n
 def reliability_curve(probabilities: Any, labels: Any, *, n_bins: int = DEFAULT_BINS) -> ReliabilityCurve:
     """`n_bins` equal-width probability bins; the empty ones are left out (as scikit-learn does)."""
     probabilities, labels = _check_probabilities(probabilities, labels)
-    observed, predicted = sklearn.calibration.calibration_curve(labels, probabilities, n_bins=n_bins, strategy="uniform")
+    observed, predicted = sklearn.calibration.calibration_curve(
+        labels, probabilities, n_bins=n_bins, strategy="uniform"
+    )
     # calibration_curve's own binning (uniform edges, right edge folded into the last bin).
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     counts = np.bincount(np.searchsorted(edges[1:-1], probabilities), minlength=n_bins)

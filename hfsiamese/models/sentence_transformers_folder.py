@@ -68,7 +68,11 @@ class SentenceTransformersSettings:
         """One line for the training log: what was taken from the folder."""
         parts = [f"pooling {self.pooling}"]
         if self.dense_layers:
-            parts.append(" → ".join(f"Dense {d['in_features']}→{d['out_features']} ({d['activation']})" for d in self.dense_layers))
+            parts.append(
+                " → ".join(
+                    f"Dense {d['in_features']}→{d['out_features']} ({d['activation']})" for d in self.dense_layers
+                )
+            )
         parts.append("Normalize" if self.normalize else "no Normalize")
         if self.max_seq_length:
             parts.append(f"max_seq_length {self.max_seq_length}")
@@ -116,12 +120,16 @@ def read_sentence_transformers_folder(source: str | os.PathLike, **hub: Any) -> 
     kinds = [str(module["type"]).rsplit(".", 1)[-1] for module in modules]
     unknown = [module["type"] for module, kind in zip(modules, kinds, strict=True) if kind not in MODULE_KINDS]
     if unknown:
-        raise ValueError(f"{where}: module {unknown[0]!r} has no hfsiamese counterpart (supported: {', '.join(MODULE_KINDS)})")
+        raise ValueError(
+            f"{where}: module {unknown[0]!r} has no hfsiamese counterpart (supported: {', '.join(MODULE_KINDS)})"
+        )
     if not kinds or kinds[0] != "Transformer" or kinds.count("Transformer") != 1:
         raise ValueError(f"{where}: the first module, and only it, must be a Transformer (found {kinds})")
     order = [kind for kind in kinds if kind != "Dense"]
     if order not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-        raise ValueError(f"{where}: modules in the order {kinds}; hfsiamese reproduces Transformer → Pooling → Dense… → Normalize")
+        raise ValueError(
+            f"{where}: modules in the order {kinds}; hfsiamese reproduces Transformer → Pooling → Dense… → Normalize"
+        )
     if kinds.index("Pooling") > min((i for i, k in enumerate(kinds) if k == "Dense"), default=len(kinds)):
         raise ValueError(f"{where}: a Dense module before the Pooling has no hfsiamese counterpart")
     for module, kind in zip(modules, kinds, strict=True):
@@ -153,7 +161,11 @@ def read_sentence_transformers_folder(source: str | os.PathLike, **hub: Any) -> 
 
 
 def _read_transformer(settings: SentenceTransformersSettings, subfolder: str, hub: dict[str, Any]) -> None:
-    config = _json(settings.source, os.path.join(subfolder, TRANSFORMER_CONFIG_FILE) if subfolder else TRANSFORMER_CONFIG_FILE, **hub)
+    config = _json(
+        settings.source,
+        os.path.join(subfolder, TRANSFORMER_CONFIG_FILE) if subfolder else TRANSFORMER_CONFIG_FILE,
+        **hub,
+    )
     config = config if isinstance(config, dict) else {}
     length = config.get("max_seq_length")
     if length is None:
@@ -176,7 +188,9 @@ def _read_pooling(source: str, subfolder: str, hub: dict[str, Any]) -> tuple[str
     modes = [modes] if isinstance(modes, str) else list(modes)
     unknown = [mode for mode in modes if mode not in POOLING_MODES]
     if unknown:
-        raise ValueError(f"{os.path.join(source, name)}: pooling mode {unknown[0]!r} is not one of {sorted(POOLING_MODES)}")
+        raise ValueError(
+            f"{os.path.join(source, name)}: pooling mode {unknown[0]!r} is not one of {sorted(POOLING_MODES)}"
+        )
     return "+".join(POOLING_MODES[mode] for mode in modes), bool(config.get("include_prompt", True))
 
 
@@ -190,7 +204,9 @@ def _read_dense(source: str, subfolder: str, hub: dict[str, Any]) -> tuple[dict[
         raise ValueError(f"{where}: a Dense module with a residual connection has no hfsiamese counterpart")
     activation = str(config.get("activation_function") or "torch.nn.modules.activation.Tanh").rsplit(".", 1)[-1]
     if activation not in DENSE_ACTIVATIONS:
-        raise ValueError(f"{where}: activation {config.get('activation_function')!r} is not one of torch.nn's {DENSE_ACTIVATIONS}")
+        raise ValueError(
+            f"{where}: activation {config.get('activation_function')!r} is not one of torch.nn's {DENSE_ACTIVATIONS}"
+        )
     layer = {
         "in_features": int(config["in_features"]),
         "out_features": int(config["out_features"]),

@@ -100,7 +100,11 @@ def default_config_of(argv: list[str], default_config: str | Path, *, pretrained
     pretrained model to start from (and `--encoder_type` is left out or "transformer"), else `default_config`.
     """
     path = flag_value("model_name_or_path", argv)
-    if config_file_of(argv) is not None or path is None or flag_value("encoder_type", argv) not in (None, "transformer"):
+    if (
+        config_file_of(argv) is not None
+        or path is None
+        or flag_value("encoder_type", argv) not in (None, "transformer")
+    ):
         return default_config
     from ..training.model_building import is_base_encoder  # reads the model's config: only when it matters
 
@@ -122,4 +126,12 @@ def _raise_usage_error(message: str) -> None:
     raise UsageError(message)
 
 
-__all__ = ["CONFIG_SUFFIXES", "config_file_of", "default_config_of", "flag_value", "parse_config_and_flags", "read_config_file", "value_given"]
+__all__ = [
+    "CONFIG_SUFFIXES",
+    "config_file_of",
+    "default_config_of",
+    "flag_value",
+    "parse_config_and_flags",
+    "read_config_file",
+    "value_given",
+]

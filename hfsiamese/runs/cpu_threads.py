@@ -104,4 +104,11 @@ def apply_cpu_threads(num_threads: int | None = None) -> ThreadChoice:
     return choice
 
 
-__all__ = ["ThreadChoice", "apply_cpu_threads", "available_cores", "choose_cpu_threads", "local_process_count", "threads_set_by_user"]
+__all__ = [
+    "ThreadChoice",
+    "apply_cpu_threads",
+    "available_cores",
+    "choose_cpu_threads",
+    "local_process_count",
+    "threads_set_by_user",
+]

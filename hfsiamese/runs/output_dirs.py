@@ -103,4 +103,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
 
 
-__all__ = ["OUTPUTS_ROOT", "ensure_writable_folder", "ensure_writable_output_dir", "give_umask_mode", "run_name", "run_output_dir"]
+__all__ = [
+    "OUTPUTS_ROOT",
+    "ensure_writable_folder",
+    "ensure_writable_output_dir",
+    "give_umask_mode",
+    "run_name",
+    "run_output_dir",
+]

@@ -48,7 +48,9 @@ def claim_output_dir(
         training_args.output_dir = str(run_output_dir(name, reuse=resuming or training_args.overwrite_output_dir))
     lock = RunLock(training_args.output_dir, enabled=training_args.should_save)
     if training_args.should_save:  # the one process that writes the folder checks and locks it
-        ensure_writable_output_dir(training_args.output_dir, overwrite=training_args.overwrite_output_dir, resuming=resuming)
+        ensure_writable_output_dir(
+            training_args.output_dir, overwrite=training_args.overwrite_output_dir, resuming=resuming
+        )
         lock.acquire()
     return lock
 

@@ -93,7 +93,9 @@ def start_run(
     return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions)
 
 
-def _seeded_process_and_splits(data_args: DataArguments, training_args: Any, default_train_file: str | Path | None) -> datasets.DatasetDict:
+def _seeded_process_and_splits(
+    data_args: DataArguments, training_args: Any, default_train_file: str | Path | None
+) -> datasets.DatasetDict:
     """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process first)."""
     enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
     # CPU float results depend on the thread count (it splits reductions): compare runs with equal counts.
@@ -101,7 +103,9 @@ def _seeded_process_and_splits(data_args: DataArguments, training_args: Any, def
     if training_args.process_index == 0:
         logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
         logger.info("%s", openmp_defaults.describe())
-        logger.info("precision: %s", getattr(training_args, "precision_reason", "bf16" if training_args.bf16 else "fp32"))
+        logger.info(
+            "precision: %s", getattr(training_args, "precision_reason", "bf16" if training_args.bf16 else "fp32")
+        )
     with training_args.main_process_first(desc="loading and splitting pairs"):
         return load_splits(data_args, default_train_file=default_train_file)
 

@@ -71,7 +71,9 @@ def run_summary(
         whose = "with the run's config and data flags, "
     else:
         whose = ""
-    lines.append(f"          (pairs it never trained on: `{split_command}` {whose}writes the validation pairs it held out)")
+    lines.append(
+        f"          (pairs it never trained on: `{split_command}` {whose}writes the validation pairs it held out)"
+    )
     if reranker:
         lines.append(
             f"Rerank:   hfsiamese search --model_name_or_path BI_ENCODER --cross_encoder {model} --corpus {corpus} "

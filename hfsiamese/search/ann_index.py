@@ -102,7 +102,9 @@ class AnnSpec:
             raise ValueError(f"exact_up_to must be at least 0, got {self.exact_up_to}")
         if self.nlist is not None and self.nlist < 1:
             raise ValueError(f"nlist must be at least 1, got {self.nlist}")
-        if self.factory is not None and (self.quantization not in ("auto", "none") or self.structure not in ("auto", "flat")):
+        if self.factory is not None and (
+            self.quantization not in ("auto", "none") or self.structure not in ("auto", "flat")
+        ):
             raise ValueError("factory= replaces quantization= and structure=: give one or the other")
 
     @property
@@ -283,7 +285,9 @@ class FaissAnnIndex:
         try:
             index = faiss.read_index_binary(str(file)) if spec.quantization == "binary" else faiss.read_index(str(file))
         except RuntimeError as err:
-            raise ValueError(f"{file} is corrupted (FAISS cannot read it: {str(err).splitlines()[0]}); rebuild the index") from err
+            raise ValueError(
+                f"{file} is corrupted (FAISS cannot read it: {str(err).splitlines()[0]}); rebuild the index"
+            ) from err
         return cls(spec, dim, index)
 
     def memory_bytes(self) -> int:

@@ -44,12 +44,18 @@ class AppArguments:
     """Flags of `hfsiamese app`."""
 
     model_name_or_path: str = field(metadata={"help": "Folder of a trained Siamese model (PyTorch or ONNX export)."})
-    corpus: str | None = field(default=None, metadata={"help": "File of earlier questions (formats as hfsiamese search)."})
+    corpus: str | None = field(
+        default=None, metadata={"help": "File of earlier questions (formats as hfsiamese search)."}
+    )
     index: str | None = field(
         default=None,
-        metadata={"help": "Folder of a saved DuplicateIndex: loaded if it holds one, else built from --corpus and saved there."},
+        metadata={
+            "help": "Folder of a saved DuplicateIndex: loaded if it holds one, else built from --corpus and saved there."
+        },
     )
-    corpus_format: str = field(default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS})
+    corpus_format: str = field(
+        default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS}
+    )
     text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
     id_column: str | None = field(default=None, metadata={"help": "Id column of a table corpus."})
     host: str = field(default="127.0.0.1", metadata={"help": "Address to bind (127.0.0.1: this machine only)."})
@@ -59,10 +65,13 @@ class AppArguments:
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch when building the index."})
     cross_encoder: str | None = field(
         default=None,
-        metadata={"help": "Folder of a trained cross-encoder: reranks the search's candidates and decides (also the pair check)."},
+        metadata={
+            "help": "Folder of a trained cross-encoder: reranks the search's candidates and decides (also the pair check)."
+        },
     )
     rerank_k: int | None = field(
-        default=None, metadata={"help": "Candidates per search the cross-encoder reranks (default: max(2k, 20)); at least --k."}
+        default=None,
+        metadata={"help": "Candidates per search the cross-encoder reranks (default: max(2k, 20)); at least --k."},
     )
 
 
@@ -129,7 +138,9 @@ class DuplicateSearch:
             matches = self.index.search(question.strip(), k=self.k)
             threshold = self.index.threshold
         else:
-            matches = self.index.search(question.strip(), k=self.k, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
+            matches = self.index.search(
+                question.strip(), k=self.k, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k
+            )
             threshold = getattr(self.cross_encoder.config, "threshold", None)
         matches = cast(list[dict[str, Any]], matches)  # one query (a string): one list of matches
         if not matches:
@@ -138,7 +149,9 @@ class DuplicateSearch:
         reranked = "retrieval_score" in matches[0]
         best = matches[0]
         if threshold is None:
-            verdict = f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."
+            verdict = (
+                f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."
+            )
         elif best.get("is_duplicate"):
             verdict = f"**Already asked** — the best match scores {best['score']:.3f} ≥ threshold {threshold:.3f}."
         else:
@@ -200,7 +213,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def build_app(app: DuplicateSearch | None, *, title: str = "Has this question been asked?", error: str | None = None) -> Any:
+def build_app(
+    app: DuplicateSearch | None, *, title: str = "Has this question been asked?", error: str | None = None
+) -> Any:
     """
     The Gradio page. With `error` (the index or model could not be loaded) the page shows it instead
     of the search tabs, so a bad corpus reads as a message, not a stack trace.
@@ -246,11 +261,15 @@ def app_from_arguments(args: AppArguments) -> Any:
         model = load_siamese_model(args.model_name_or_path)
         cross_encoder = resolve_cross_encoder(args.cross_encoder) if args.cross_encoder is not None else None
         index = load_or_build_index(args, model)
-        app = DuplicateSearch(model, index, k=args.k, max_chars=args.max_chars, cross_encoder=cross_encoder, rerank_k=args.rerank_k)
+        app = DuplicateSearch(
+            model, index, k=args.k, max_chars=args.max_chars, cross_encoder=cross_encoder, rerank_k=args.rerank_k
+        )
     except LOADING_ERRORS as err:
         logger.error("%s", err)
         return build_app(None, error=f"Could not load the model or the corpus: {err}")
-    except Exception as err:  # e.g. a data set reader's own error types: still a message on the page, traceback in the log
+    except (
+        Exception
+    ) as err:  # e.g. a data set reader's own error types: still a message on the page, traceback in the log
         logger.exception("loading the model or the corpus failed")
         return build_app(None, error=f"Could not load the model or the corpus: {type(err).__name__}: {err}")
     return build_app(app)

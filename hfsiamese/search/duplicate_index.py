@@ -195,9 +195,13 @@ class DuplicateIndex:
         self.ann_spec = _ann_spec(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
         self.recall_target = check_recall_target(recall_target)
         if backend != "faiss" and not self.ann_spec.is_default:
-            raise ValueError(f"quantization, structure, ann and faiss_string_factory apply to backend=\"faiss\", not {backend!r}")
+            raise ValueError(
+                f'quantization, structure, ann and faiss_string_factory apply to backend="faiss", not {backend!r}'
+            )
         if backend in DATABASE_BACKENDS and database is None:
-            raise ValueError(f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server')
+            raise ValueError(
+                f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server'
+            )
         if backend not in DATABASE_BACKENDS and database is not None:
             raise ValueError(f'database= applies to backend="lancedb" or "qdrant", not {backend!r}')
         self.model = self._resolve_model(model)
@@ -214,7 +218,9 @@ class DuplicateIndex:
         )
         # Only a map of cosines applies here (a head's map is of its probabilities, which the index never computes).
         self.calibrator: ScoreCalibrator | None = stored_calibrator(getattr(self.model, "config", None), "cosine")
-        self.embedding_dim: int | None = (truncate_dim or self.model.config.sentence_embedding_dim) if self.model is not None else None
+        self.embedding_dim: int | None = (
+            (truncate_dim or self.model.config.sentence_embedding_dim) if self.model is not None else None
+        )
         self.model_name_or_path: str | None = getattr(self.model, "name_or_path", None) or None
         self._table = EmbeddingTable(self.embedding_dim or 0)
         self._corpus: datasets.Dataset | None = None
@@ -225,7 +231,9 @@ class DuplicateIndex:
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
         self._store: Any | None = None
         if backend in DATABASE_BACKENDS:
-            self._store = open_database(backend, database, collection=collection, embedding_dim=self.embedding_dim, api_key=api_key)
+            self._store = open_database(
+                backend, database, collection=collection, embedding_dim=self.embedding_dim, api_key=api_key
+            )
             self.database = _database_location(database)
             self.collection = collection
         # Not saved with the index: a cross-encoder is a model folder of its own.
@@ -364,7 +372,9 @@ class DuplicateIndex:
             for start, batch in batches:
                 self._check_embedding_shape(batch, len(batch))
                 stop = start + len(batch)
-                self._store.add(new_ids[start:stop], texts[start:stop], batch, None if metadata is None else metadata[start:stop])
+                self._store.add(
+                    new_ids[start:stop], texts[start:stop], batch, None if metadata is None else metadata[start:stop]
+                )
             self._id_type = kind
             return
         table = EmbeddingTable(self.embedding_dim)
@@ -584,7 +594,9 @@ class DuplicateIndex:
         reranker = self._reranker(cross_encoder)
         if reranker is None:
             if rerank_k is not None:
-                raise ValueError("rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k")
+                raise ValueError(
+                    "rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k"
+                )
             threshold = check_threshold(threshold) if threshold is not None else self.threshold
         else:
             rerank_k = check_rerank_k(rerank_k, k)
@@ -621,7 +633,9 @@ class DuplicateIndex:
         """
         check_k(k)
         if self._store is not None:
-            raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
+            raise ValueError(
+                "search_embeddings returns row numbers, which a database collection has none of: use search"
+            )
         self._check_not_empty()
         if query_embeddings.dim() != 2 or query_embeddings.shape[1] != self.embedding_dim:
             raise ValueError(
@@ -703,7 +717,9 @@ class DuplicateIndex:
         asked, target, num_texts = self.ann_spec, self.recall_target, len(self)
         if target is None:
             ann = self._new_ann(asked.resolved(num_texts, self.embedding_dim))
-            logger.info(f"FAISS index over {num_texts} texts: {describe(ann.spec)} (recall not measured: recall_target=None)")
+            logger.info(
+                f"FAISS index over {num_texts} texts: {describe(ann.spec)} (recall not measured: recall_target=None)"
+            )
             return ann, None
         if tunable(asked):
             ann, report = self._tuned_ann(asked, target)
@@ -847,7 +863,9 @@ class DuplicateIndex:
 
     def _check_faiss(self) -> None:
         if self.backend != "faiss":
-            raise ValueError(f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}')
+            raise ValueError(
+                f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}'
+            )
         self._check_not_empty()
 
     def _matches(self, scores: torch.Tensor, rows: torch.Tensor, threshold: float | None) -> list[list[dict[str, Any]]]:
@@ -928,7 +946,9 @@ class DuplicateIndex:
                 reranker, threshold, k, probability_threshold, candidate_threshold, show_progress_bar
             )
         if candidate_threshold is not None:
-            raise ValueError("candidate_threshold applies only with a cross_encoder: without one, threshold= is the cosine that decides")
+            raise ValueError(
+                "candidate_threshold applies only with a cross_encoder: without one, threshold= is the cosine that decides"
+            )
         return self._mine_pairs(threshold, k, probability_threshold, show_progress_bar)
 
     def _find_duplicates_reranked(
@@ -1004,7 +1024,10 @@ class DuplicateIndex:
         if self._store is None:
             return self
         view = DuplicateIndex(
-            None, threshold=self.threshold, query_chunk_size=self.query_chunk_size, corpus_chunk_size=self.corpus_chunk_size
+            None,
+            threshold=self.threshold,
+            query_chunk_size=self.query_chunk_size,
+            corpus_chunk_size=self.corpus_chunk_size,
         )
         view.embedding_dim, view.calibrator = self.embedding_dim, self.calibrator
         view._table = EmbeddingTable(self.embedding_dim)
@@ -1141,7 +1164,9 @@ class DuplicateIndex:
         if index._store is not None:
             return index
         if table is None:
-            raise ValueError(f"the index in {path} lives in a database collection: load it with its saved backend (the default)")
+            raise ValueError(
+                f"the index in {path} lives in a database collection: load it with its saved backend (the default)"
+            )
         index._table = table
         index._corpus = corpus
         index._id_type = "int" if corpus.features["id"].dtype.startswith("int") else "str"
@@ -1155,7 +1180,12 @@ class DuplicateIndex:
                 index._ann = FaissAnnIndex.read(ann_file, saved_spec, index.embedding_dim)
                 index._recall = saved_recall
                 report = saved_recall
-                if target_given and report is not None and index.recall_target is not None and report.recall < index.recall_target:
+                if (
+                    target_given
+                    and report is not None
+                    and index.recall_target is not None
+                    and report.recall < index.recall_target
+                ):
                     warnings.warn(
                         f"the FAISS index in {path} ({report.settings}) was measured to find {report.recall:.3f} of the "
                         f"exact top {report.k}, below recall_target={index.recall_target}: index.rebuild_ann() tunes it "
@@ -1181,11 +1211,15 @@ def _ann_spec(
     ann: AnnSpec | None, quantization: str, structure: str, rescore_multiplier: int, factory: str | None
 ) -> AnnSpec:
     """One `AnnSpec` from the constructor's FAISS options (given either as `ann=` or as the loose options)."""
-    loose = AnnSpec(quantization=quantization, structure=structure, rescore_multiplier=rescore_multiplier, factory=factory)
+    loose = AnnSpec(
+        quantization=quantization, structure=structure, rescore_multiplier=rescore_multiplier, factory=factory
+    )
     if ann is None:
         return loose
     if not loose.is_default:
-        raise ValueError("give the FAISS settings either as ann=AnnSpec(...) or as quantization=/structure=/..., not both")
+        raise ValueError(
+            "give the FAISS settings either as ann=AnnSpec(...) or as quantization=/structure=/..., not both"
+        )
     if not isinstance(ann, AnnSpec):
         raise TypeError(f"ann must be a hfsiamese.search.ann_index.AnnSpec, got {type(ann).__name__}")
     return ann

@@ -196,7 +196,9 @@ def encode_to_shards(
     def expected_here() -> tuple[dict[str, Any], Any]:
         chosen = encoding_dtype(model, shards_dir, dtype)
         fingerprint = model_fingerprint(model, tokenizer, max_length, truncate_dim, dtype=chosen)
-        return expected_manifest(texts, shard_size, fingerprint, max_length=max_length, truncate_dim=truncate_dim), chosen
+        return expected_manifest(
+            texts, shard_size, fingerprint, max_length=max_length, truncate_dim=truncate_dim
+        ), chosen
 
     # The main process writes the manifest (or finds a mismatch, and leaves the folder alone); every process
     # then compares it with its own, so all of them raise rather than some waiting forever at a barrier. The
@@ -630,7 +632,9 @@ def model_fingerprint(
     probes = model.encode(list(PROBE_TEXTS), tokenizer, max_length=max_length, truncate_dim=truncate_dim,
                           **_dtype_kwargs(dtype)).float().cpu()  # fmt: skip
     resolved = model.resolve_encode_dtype(dtype) if hasattr(model, "resolve_encode_dtype") else None
-    precision = "fp32" if resolved is None else "bf16 autocast" if str(resolved) == "torch.bfloat16" else f"{resolved} autocast"
+    precision = (
+        "fp32" if resolved is None else "bf16 autocast" if str(resolved) == "torch.bfloat16" else f"{resolved} autocast"
+    )
     return {
         "name_or_path": str(getattr(model, "name_or_path", "") or ""),
         "precision": precision,  # what this encoding runs in (`encoding_dtype`)

@@ -163,7 +163,9 @@ def write_npy_rows(file: Path, shape: tuple[int, int], pieces: Iterable[np.ndarr
     """
     written = 0
     with open(file, "wb") as handle:
-        np.lib.format.write_array_header_1_0(handle, {"descr": np.dtype(np.float32).str, "fortran_order": False, "shape": shape})
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": np.dtype(np.float32).str, "fortran_order": False, "shape": shape}
+        )
         for piece in pieces:
             piece = np.ascontiguousarray(piece, dtype=np.float32)
             if piece.ndim != 2 or piece.shape[1] != shape[1]:

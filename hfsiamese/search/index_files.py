@@ -56,7 +56,9 @@ def write_index_folder(
     unless `overwrite`, which replaces the index files there (other files are left alone).
     """
     ensure_writable_folder(
-        path, overwrite=overwrite, remedy="pass overwrite=True to replace the index saved there, or choose another folder"
+        path,
+        overwrite=overwrite,
+        remedy="pass overwrite=True to replace the index saved there, or choose another folder",
     )
     path.mkdir(parents=True, exist_ok=True)
     # Everything is written beside the target first and moved in at the end, so that saving
@@ -160,7 +162,9 @@ def _read_corpus(directory: Path, config: dict[str, Any]) -> datasets.Dataset:
     try:
         corpus = datasets.load_from_disk(str(directory))
     except Exception as err:  # Arrow and datasets raise many types for damaged files
-        raise ValueError(f"{directory} is corrupted (cannot be loaded as a saved Dataset: {err}); rebuild the index") from err
+        raise ValueError(
+            f"{directory} is corrupted (cannot be loaded as a saved Dataset: {err}); rebuild the index"
+        ) from err
     if not isinstance(corpus, datasets.Dataset) or sorted(corpus.column_names) != ["id", "text"]:
         raise ValueError(f"{directory} should hold a Dataset with the columns 'id' and 'text'")
     if corpus.num_rows != config["num_texts"]:
@@ -170,4 +174,13 @@ def _read_corpus(directory: Path, config: dict[str, Any]) -> datasets.Dataset:
     return corpus
 
 
-__all__ = ["ANN_NAME", "CORPUS_DIR_NAME", "EMBEDDINGS_NAME", "LEGACY_EMBEDDINGS_NAME", "FORMAT_VERSION", "INDEX_CONFIG_NAME", "read_index_folder", "write_index_folder"]
+__all__ = [
+    "ANN_NAME",
+    "CORPUS_DIR_NAME",
+    "EMBEDDINGS_NAME",
+    "LEGACY_EMBEDDINGS_NAME",
+    "FORMAT_VERSION",
+    "INDEX_CONFIG_NAME",
+    "read_index_folder",
+    "write_index_folder",
+]

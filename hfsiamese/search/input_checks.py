@@ -27,12 +27,16 @@ def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
     return texts
 
 
-def check_metadata(metadata: Sequence[dict[str, Any]] | None, count: int, *, database: bool) -> list[dict[str, Any]] | None:
+def check_metadata(
+    metadata: Sequence[dict[str, Any]] | None, count: int, *, database: bool
+) -> list[dict[str, Any]] | None:
     """One dict of JSON values per text, without the reserved keys `id` and `text`; only a database keeps them."""
     if metadata is None:
         return None
     if not database:
-        raise ValueError('metadata (and search filters) need a database backend ("lancedb" or "qdrant"): the in-process index keeps ids and texts only')
+        raise ValueError(
+            'metadata (and search filters) need a database backend ("lancedb" or "qdrant"): the in-process index keeps ids and texts only'
+        )
     if isinstance(metadata, dict):
         raise TypeError("metadata must be a list of dicts, one per text, not a single dict")
     metadata = list(metadata)

@@ -73,7 +73,9 @@ def paraphrase_pairs(
     """
     if isinstance(neighbours, torch.Tensor):
         num_texts = len(neighbours)
-        neighbours = exact_neighbours(neighbours, query_chunk_size=query_chunk_size, corpus_chunk_size=corpus_chunk_size)
+        neighbours = exact_neighbours(
+            neighbours, query_chunk_size=query_chunk_size, corpus_chunk_size=corpus_chunk_size
+        )
     elif num_texts is None:
         raise ValueError("num_texts is needed with a neighbour search function")
     if num_texts < 2:

@@ -49,7 +49,9 @@ def check_rerank_k(rerank_k: int | None, k: int) -> int:
     if isinstance(rerank_k, bool) or not isinstance(rerank_k, int) or rerank_k < 1:
         raise ValueError(f"rerank_k must be an integer of at least 1, got {rerank_k!r}")
     if rerank_k < k:
-        raise ValueError(f"rerank_k ({rerank_k}) must be at least k ({k}): the cross-encoder reranks rerank_k candidates and keeps k")
+        raise ValueError(
+            f"rerank_k ({rerank_k}) must be at least k ({k}): the cross-encoder reranks rerank_k candidates and keeps k"
+        )
     return rerank_k
 
 
@@ -73,12 +75,16 @@ def cross_encoder_threshold(cross_encoder: Any, threshold: float | None = None) 
         threshold = getattr(getattr(cross_encoder, "config", None), "threshold", None)
     if threshold is None:
         return None
-    if not (0.0 <= float(threshold) <= 1.0 or math.isinf(threshold)):  # +-inf: from a probability no score reaches / all do
+    if not (
+        0.0 <= float(threshold) <= 1.0 or math.isinf(threshold)
+    ):  # +-inf: from a probability no score reaches / all do
         raise ValueError(f"with a cross-encoder, threshold is a cross-encoder score in [0, 1], got {threshold}")
     return float(threshold)
 
 
-def cross_encoder_scores(cross_encoder: Any, texts_a: list[str], texts_b: list[str], **score_kwargs: Any) -> torch.Tensor:
+def cross_encoder_scores(
+    cross_encoder: Any, texts_a: list[str], texts_b: list[str], **score_kwargs: Any
+) -> torch.Tensor:
     """The cross-encoder's scores of the pairs `(texts_a[i], texts_b[i])`, in one `score_pairs` call, as float32 on CPU."""
     cross_encoder = resolve_cross_encoder(cross_encoder)
     if not texts_a:
@@ -139,7 +145,9 @@ def rerank_pairs(
     if threshold is None:
         raise ValueError(NO_CROSS_ENCODER_THRESHOLD)
     pairs = list(pairs)
-    scores = cross_encoder_scores(cross_encoder, [p["text_a"] for p in pairs], [p["text_b"] for p in pairs], **score_kwargs)
+    scores = cross_encoder_scores(
+        cross_encoder, [p["text_a"] for p in pairs], [p["text_b"] for p in pairs], **score_kwargs
+    )
     probabilities = pair_probability(getattr(cross_encoder, "config", None), scores)
     rescored = _rescored(pairs, scores, probabilities, None)
     return sorted((pair for pair in rescored if pair["score"] >= threshold), key=lambda pair: -pair["score"])

@@ -7,4 +7,11 @@ Loading a model to serve it: the onnxruntime model (`OnnxSiameseModel`, the same
 from .loading import is_cross_encoder_config, is_cross_encoder_folder, is_onnx_folder, load_siamese_model
 from .onnx_model import OnnxSiameseConfig, OnnxSiameseModel
 
-__all__ = ["OnnxSiameseConfig", "OnnxSiameseModel", "is_cross_encoder_config", "is_cross_encoder_folder", "is_onnx_folder", "load_siamese_model"]
+__all__ = [
+    "OnnxSiameseConfig",
+    "OnnxSiameseModel",
+    "is_cross_encoder_config",
+    "is_cross_encoder_folder",
+    "is_onnx_folder",
+    "load_siamese_model",
+]

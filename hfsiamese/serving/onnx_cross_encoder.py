@@ -34,14 +34,18 @@ class OnnxSequenceClassifier(nn.Module):
         self.input_names = [item.name for item in session.get_inputs()]
 
     @classmethod
-    def from_folder(cls, folder: str | Path, config: Any, *, providers: list[str] | None = None, session_options: Any | None = None) -> OnnxSequenceClassifier:
+    def from_folder(
+        cls, folder: str | Path, config: Any, *, providers: list[str] | None = None, session_options: Any | None = None
+    ) -> OnnxSequenceClassifier:
         """The graph named by `config.onnx["file"]` in `folder`, in an onnxruntime session (CPU by default)."""
         onnxruntime = require_onnxruntime()
         graph = Path(folder) / config.onnx.get("file", ONNX_FILE_NAME)
         if not graph.is_file():
             raise FileNotFoundError(f"{graph}: the ONNX graph named by {Path(folder) / 'config.json'} is missing")
         try:
-            session = onnxruntime.InferenceSession(str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"])
+            session = onnxruntime.InferenceSession(
+                str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"]
+            )
         except Exception as err:  # onnxruntime raises its own types for unreadable or invalid graphs
             raise ValueError(f"{graph}: onnxruntime cannot load this graph: {err}") from err
         return cls(config, session, name_or_path=str(folder))

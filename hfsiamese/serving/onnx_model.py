@@ -131,7 +131,9 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
 
             weights_path = folder / CLASSIFIER_FILE_NAME
             if not weights_path.is_file():
-                raise FileNotFoundError(f"{weights_path}: the model has a classification head but its weights are missing")
+                raise FileNotFoundError(
+                    f"{weights_path}: the model has a classification head but its weights are missing"
+                )
             model.classifier.load_state_dict(load_file(str(weights_path)))
             check_finite(model.classifier, str(weights_path))
         return model.eval()

@@ -6,4 +6,10 @@ from .nonfinite_loss import NonFiniteLossError
 from .siamese_trainer import SiameseTrainer
 from .training_arguments import SiameseTrainingArguments
 
-__all__ = ["CrossEncoderTrainer", "NonFiniteLossError", "SiameseTrainer", "SiameseTrainingArguments", "resolve_resume_checkpoint"]
+__all__ = [
+    "CrossEncoderTrainer",
+    "NonFiniteLossError",
+    "SiameseTrainer",
+    "SiameseTrainingArguments",
+    "resolve_resume_checkpoint",
+]

@@ -162,7 +162,9 @@ def move_model_files(staging: str | os.PathLike, target: str | os.PathLike) -> N
         if path.is_file() and _WEIGHT_PATTERN.match(path.name) and path.name not in new_files:
             path.unlink()  # an earlier save's weights, e.g. shards the new save no longer has
     if (target / ADAPTER_FOLDER / ADAPTER_CONFIG_FILE).is_file():  # an earlier LoRA save's adapters: a folder
-        shutil.rmtree(target / ADAPTER_FOLDER)  # os.replace cannot replace a non-empty one, and a new save may have none
+        shutil.rmtree(
+            target / ADAPTER_FOLDER
+        )  # os.replace cannot replace a non-empty one, and a new save may have none
     for path in sorted(staging.iterdir(), key=lambda p: p.name == CONFIG_NAME):
         os.replace(path, target / path.name)
     staging.rmdir()

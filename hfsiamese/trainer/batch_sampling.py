@@ -35,7 +35,9 @@ def training_sampler(
     return NoDuplicateGroupSampler(group_ids, batch_size=batch_size, seed=seed, lengths=lengths)
 
 
-def length_grouped_sampler(dataset: datasets.Dataset, *, batch_size: int, seed: int, length_column: str) -> LengthGroupedSampler:
+def length_grouped_sampler(
+    dataset: datasets.Dataset, *, batch_size: int, seed: int, length_column: str
+) -> LengthGroupedSampler:
     """Evaluation pairs grouped by their two sides' lengths (the Trainer's own looks for one `input_ids` column)."""
     return LengthGroupedSampler(
         batch_size,

@@ -24,7 +24,13 @@ STAGING_PREFIX = "tmp-"
 _CHECKPOINT_PATTERN = re.compile(rf"^{PREFIX_CHECKPOINT_DIR}-(\d+)$")
 _WEIGHT_FILES = (SAFE_WEIGHTS_NAME, SAFE_WEIGHTS_INDEX_NAME, WEIGHTS_NAME, WEIGHTS_INDEX_NAME)
 
-__all__ = ["STAGING_PREFIX", "TRAINER_STATE_NAME", "is_complete_checkpoint", "last_checkpoint", "resolve_resume_checkpoint"]
+__all__ = [
+    "STAGING_PREFIX",
+    "TRAINER_STATE_NAME",
+    "is_complete_checkpoint",
+    "last_checkpoint",
+    "resolve_resume_checkpoint",
+]
 
 
 def is_complete_checkpoint(folder: str | os.PathLike) -> bool:
@@ -81,7 +87,9 @@ def resolve_resume_checkpoint(value: str | bool | None, output_dir: str | os.Pat
         return found
     path = Path(value)
     if not path.is_dir():
-        raise FileNotFoundError(f"resume_from_checkpoint: {path} is not a folder (pass a {PREFIX_CHECKPOINT_DIR}-N folder or 'auto')")
+        raise FileNotFoundError(
+            f"resume_from_checkpoint: {path} is not a folder (pass a {PREFIX_CHECKPOINT_DIR}-N folder or 'auto')"
+        )
     if not is_complete_checkpoint(path):
         raise FileNotFoundError(
             f"resume_from_checkpoint: {path} is not a complete checkpoint (it needs model weights and {TRAINER_STATE_NAME})"

@@ -26,7 +26,10 @@ def share_cores_verdict(args: Any) -> tuple[bool, str]:
     if given is False:
         return False, "--share_cores false"
     if given is None and not cpu_policy.current_policy()["share_cores"]:
-        return False, "a library run keeps torch's threads (hfsiamese.set_cpu_policy(share_cores=True) or share_cores=True opts in)"
+        return (
+            False,
+            "a library run keeps torch's threads (hfsiamese.set_cpu_policy(share_cores=True) or share_cores=True opts in)",
+        )
     if args.device.type != "cpu":
         return False, f"training on {args.device.type}"
     if getattr(args, "num_threads", None) is not None or threads_set_by_user():

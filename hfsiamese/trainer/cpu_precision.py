@@ -63,7 +63,8 @@ def choose_bf16(value: Any, *, device_type: str) -> PrecisionChoice:
     if speedup >= MIN_SPEEDUP:
         return PrecisionChoice(True, f"--bf16 auto: bf16 autocast, measured {speedup:.2f}× as fast as fp32 on this CPU")
     return PrecisionChoice(
-        False, f"--bf16 auto: fp32, bf16 autocast measured {speedup:.2f}× as fast on this CPU (bf16 needs ≥ {MIN_SPEEDUP}×)"
+        False,
+        f"--bf16 auto: fp32, bf16 autocast measured {speedup:.2f}× as fast on this CPU (bf16 needs ≥ {MIN_SPEEDUP}×)",
     )
 
 
@@ -95,4 +96,12 @@ def _measure_training_step() -> float:
         torch.random.set_rng_state(generator_state)
 
 
-__all__ = ["BF16_VALUES", "MIN_SPEEDUP", "PrecisionChoice", "choose_bf16", "measured_bf16_speedup", "native_cpu_bf16", "parse_bf16"]
+__all__ = [
+    "BF16_VALUES",
+    "MIN_SPEEDUP",
+    "PrecisionChoice",
+    "choose_bf16",
+    "measured_bf16_speedup",
+    "native_cpu_bf16",
+    "parse_bf16",
+]

@@ -69,9 +69,13 @@ class CrossEncoderTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer
         if not isinstance(args, SiameseTrainingArguments):
             raise TypeError("CrossEncoderTrainer needs SiameseTrainingArguments (calibration and NaN options)")
         if model is None or not is_cross_encoder_config(getattr(model, "config", None)):
-            raise ValueError("CrossEncoderTrainer trains a one-logit sequence-classification model: pass CrossEncoder(...).model")
+            raise ValueError(
+                "CrossEncoderTrainer trains a one-logit sequence-classification model: pass CrossEncoder(...).model"
+            )
         if args.gradient_cache_mini_batch_size:
-            raise ValueError("gradient_cache_mini_batch_size applies to in-batch losses; a cross-encoder's loss is per pair")
+            raise ValueError(
+                "gradient_cache_mini_batch_size applies to in-batch losses; a cross-encoder's loss is per pair"
+            )
         if data_collator is None:
             if processing_class is None:
                 raise ValueError("pass processing_class=tokenizer (used to pad pairs) or a data_collator")
@@ -145,7 +149,9 @@ class CrossEncoderTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer
             swapped = swapped_inputs(inputs)
             if getattr(config, "pair_order", "given") == "both":
                 if swapped is None:
-                    raise ValueError("this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True")
+                    raise ValueError(
+                        "this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True"
+                    )
                 logits = (logits + model(**swapped).logits[:, 0].float()) / 2
         labels = inputs.get(LABELS)
         return None, torch.sigmoid(logits), None if labels is None else labels.round().long()

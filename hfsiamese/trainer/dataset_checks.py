@@ -23,9 +23,7 @@ def check_pair_columns(name: str, dataset: Any) -> None:
             continue
         missing = [c for c in REQUIRED_COLUMNS if c not in columns]
         if missing:
-            raise ValueError(
-                f"{name} lacks {missing} (has {columns}); tokenise it with hfsiamese.data.tokenize_pairs"
-            )
+            raise ValueError(f"{name} lacks {missing} (has {columns}); tokenise it with hfsiamese.data.tokenize_pairs")
 
 
 def check_training_labels(train_dataset: datasets.Dataset | None, loss: SiameseLoss, loss_name: str) -> None:
@@ -34,7 +32,9 @@ def check_training_labels(train_dataset: datasets.Dataset | None, loss: SiameseL
         return
     if "labels" not in train_dataset.column_names:
         if loss.requires_labels:
-            raise ValueError(f"{loss_name} trains on labelled pairs: train_dataset needs a `labels` (or `label`) column")
+            raise ValueError(
+                f"{loss_name} trains on labelled pairs: train_dataset needs a `labels` (or `label`) column"
+            )
         return
     labels = column_numpy(train_dataset, "labels")
     if len(labels) == 0:
@@ -45,7 +45,9 @@ def check_training_labels(train_dataset: datasets.Dataset | None, loss: SiameseL
             "non-duplicate pairs: keep label 1 (hfsiamese.data.duplicate_pairs)"
         )
     if loss.requires_labels and len(np.unique(labels)) < 2:
-        raise ValueError(f"{loss_name} learns from duplicates AND non-duplicates, but train_dataset holds only label {labels[0]}")
+        raise ValueError(
+            f"{loss_name} learns from duplicates AND non-duplicates, but train_dataset holds only label {labels[0]}"
+        )
 
 
 __all__ = ["REQUIRED_COLUMNS", "check_pair_columns", "check_training_labels"]

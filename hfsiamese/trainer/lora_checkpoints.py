@@ -36,7 +36,9 @@ def load_lora_checkpoint(model: nn.Module, folder: str | Path) -> bool:
     if not wrapped and not adapter_file.is_file():
         return False
     if not wrapped:
-        raise ValueError(f"{folder} was saved by a LoRA run ({ADAPTER_FOLDER}/ holds its adapters): resume it with the same --lora_r")
+        raise ValueError(
+            f"{folder} was saved by a LoRA run ({ADAPTER_FOLDER}/ holds its adapters): resume it with the same --lora_r"
+        )
     if not adapter_file.is_file():
         raise ValueError(
             f"{folder} holds no {ADAPTER_FOLDER}/{ADAPTER_WEIGHTS_FILE}: it was not saved by a LoRA run; resume it without --lora_r"
@@ -46,13 +48,17 @@ def load_lora_checkpoint(model: nn.Module, folder: str | Path) -> bool:
     loaded = set_peft_model_state_dict(model.encoder, load_file(str(adapter_file)))
     unexpected = loaded.unexpected_keys  # type: ignore[attr-defined]  # peft annotates it as a bare namedtuple
     if unexpected:
-        raise ValueError(f"{adapter_file} holds adapters this model lacks ({', '.join(unexpected[:3])}): another --lora_r or --lora_target_modules?")
+        raise ValueError(
+            f"{adapter_file} holds adapters this model lacks ({', '.join(unexpected[:3])}): another --lora_r or --lora_target_modules?"
+        )
     saved = load_file(str(folder / SAFE_WEIGHTS_NAME))
     head = {name: tensor for name, tensor in saved.items() if not name.startswith(ENCODER_PREFIX)}
     missing, unexpected = model.load_state_dict(head, strict=False)
     missing = [name for name in missing if not name.startswith(ENCODER_PREFIX)]
     if missing or unexpected:
-        raise ValueError(f"{folder / SAFE_WEIGHTS_NAME}: its head differs from this model's (missing {missing}, unexpected {unexpected})")
+        raise ValueError(
+            f"{folder / SAFE_WEIGHTS_NAME}: its head differs from this model's (missing {missing}, unexpected {unexpected})"
+        )
     _check_same_base(model, saved, folder)
     return True
 
@@ -63,7 +69,11 @@ def _check_same_base(model: nn.Module, saved: dict[str, torch.Tensor], folder: P
     for name, tensor in saved.items():
         if name.startswith(ENCODER_PREFIX):
             ours = merged.get(name)
-            if ours is None or ours.shape != tensor.shape or not torch.allclose(ours.cpu(), tensor, rtol=1e-5, atol=1e-6):
+            if (
+                ours is None
+                or ours.shape != tensor.shape
+                or not torch.allclose(ours.cpu(), tensor, rtol=1e-5, atol=1e-6)
+            ):
                 raise ValueError(
                     f"{folder}: the merged weight {name} differs from this run's base encoder with the saved adapters: "
                     "the run being resumed started from another model (resume with its --model_name_or_path)"

@@ -121,7 +121,9 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
         self.add_callback(CoreSharingCallback())
         if hasattr(self.model, "set_encode_precision"):  # evaluation's encode calls follow the run's --bf16
             reason = getattr(args, "precision_reason", None) or f"bf16 {args.bf16}"
-            self.model.set_encode_precision(torch.bfloat16 if args.bf16 else None, f"the training run's precision ({reason})")
+            self.model.set_encode_precision(
+                torch.bfloat16 if args.bf16 else None, f"the training run's precision ({reason})"
+            )
         # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
         check_sharded_training(self)
         use_fsdp2_layers_without_input_embeddings(self)

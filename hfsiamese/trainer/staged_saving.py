@@ -61,7 +61,9 @@ class StagedSavingMixin:
 
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
         """The Trainer's save (weights, config, tokenizer), then the training questions' fingerprint beside them."""
-        with saved_as_its_own_class(self.model):  # under FSDP2, else the checkpoint names torch's FSDP class as its code
+        with saved_as_its_own_class(
+            self.model
+        ):  # under FSDP2, else the checkpoint names torch's FSDP class as its code
             super()._save(output_dir, state_dict)
         if self.training_questions is not None and self.args.should_save:
             path = Path(output_dir if output_dir is not None else self.args.output_dir) / FINGERPRINT_FILE

@@ -62,7 +62,9 @@ class ThresholdCalibration:
             scores = scores.reshape(len(labels), 1 + len(self.truncated_dims))
             metrics = self._metrics(scores[:, 0], labels, None if self.calibrating else self._stored_threshold())
             for dim, column in zip(self.truncated_dims, scores[:, 1:].T, strict=True):
-                metrics.update({f"dim{dim}_{name}": value for name, value in self._truncated_metrics(dim, column, labels).items()})
+                metrics.update(
+                    {f"dim{dim}_{name}": value for name, value in self._truncated_metrics(dim, column, labels).items()}
+                )
             return metrics
         return self._metrics(scores, labels, None if self.calibrating else self._stored_threshold())
 

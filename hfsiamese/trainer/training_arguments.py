@@ -52,7 +52,9 @@ class SiameseTrainingArguments(TrainingArguments):
     )
     margin: float | None = field(
         default=None,
-        metadata={"help": "Margin of the chosen loss (triplet losses: 0.25 in cosine units; contrastive: 0.5 in cosine distance). Unset: the loss's default."},
+        metadata={
+            "help": "Margin of the chosen loss (triplet losses: 0.25 in cosine units; contrastive: 0.5 in cosine distance). Unset: the loss's default."
+        },
     )
     use_mean_negative: bool | None = field(
         default=None, metadata={"help": "hard_negative_triplet: include the mean-negative term (default on)."}
@@ -67,7 +69,8 @@ class SiameseTrainingArguments(TrainingArguments):
         default=None, metadata={"help": "triplet: also use the other pairs of the batch as negatives."}
     )
     temperature: float | None = field(
-        default=None, metadata={"help": "multiple_negatives_ranking, contrastive_ranking: softmax temperature (default 0.05)."}
+        default=None,
+        metadata={"help": "multiple_negatives_ranking, contrastive_ranking: softmax temperature (default 0.05)."},
     )
     symmetric: bool | None = field(
         default=None, metadata={"help": "multiple_negatives_ranking: add the second-to-first direction."}
@@ -100,11 +103,15 @@ class SiameseTrainingArguments(TrainingArguments):
     )
     embedding_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's embeddings (default 1.0)."},
+        metadata={
+            "help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's embeddings (default 1.0)."
+        },
     )
     score_weight: float | None = field(
         default=None,
-        metadata={"help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's in-batch similarities (default 1.0)."},
+        metadata={
+            "help": "embedding_distillation (hfsiamese distill): weight of the MSE to the teacher's in-batch similarities (default 1.0)."
+        },
     )
     matryoshka_loss: str | None = field(
         default=None,
@@ -126,7 +133,9 @@ class SiameseTrainingArguments(TrainingArguments):
     )
     gather_across_devices: bool | None = field(
         default=None,
-        metadata={"help": "In-batch losses under several processes: use the other processes' pairs as negatives too (default on)."},
+        metadata={
+            "help": "In-batch losses under several processes: use the other processes' pairs as negatives too (default on)."
+        },
     )
     gradient_cache_mini_batch_size: int | None = field(
         default=None,
@@ -201,7 +210,11 @@ class SiameseTrainingArguments(TrainingArguments):
 
     def __post_init__(self) -> None:
         # `--bf16 auto` is settled before the Trainer's own checks, which take a bool (and bf16 on a CPU needs use_cpu).
-        on_cpu = self.use_cpu or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") or not torch.cuda.is_available()
+        on_cpu = (
+            self.use_cpu
+            or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true")
+            or not torch.cuda.is_available()
+        )
         choice = choose_bf16(self.bf16, device_type="cpu" if on_cpu else "cuda")
         self.bf16, self.precision_reason = choice.bf16, choice.reason
         if choice.bf16 and on_cpu and not torch.cuda.is_available():
@@ -223,7 +236,9 @@ class SiameseTrainingArguments(TrainingArguments):
                 "2 pairs per batch (use 32 or more for useful negatives)"
             )
         if self.gradient_cache_mini_batch_size is not None and self.gradient_cache_mini_batch_size < 1:
-            raise ValueError(f"gradient_cache_mini_batch_size must be positive, got {self.gradient_cache_mini_batch_size}")
+            raise ValueError(
+                f"gradient_cache_mini_batch_size must be positive, got {self.gradient_cache_mini_batch_size}"
+            )
         # Build the loss once to validate its options now, not at the first training step.
         self.build_loss()
 
@@ -237,7 +252,9 @@ class SiameseTrainingArguments(TrainingArguments):
         accepted = loss_kwargs_for(self.loss, **options)
         unused = sorted(set(options) - set(accepted))
         if unused:
-            warnings.warn(f"options {unused} do not apply to loss {self.loss!r} and are ignored", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"options {unused} do not apply to loss {self.loss!r} and are ignored", UserWarning, stacklevel=2
+            )
         return get_loss(self.loss, **accepted)
 
 

@@ -72,7 +72,9 @@ class ModelArguments:
     )
     prompt: str | None = field(
         default=None,
-        metadata={"help": "Transformer: a text put before every text (e.g. 'query: '), stored in the model as its default prompt."},
+        metadata={
+            "help": "Transformer: a text put before every text (e.g. 'query: '), stored in the model as its default prompt."
+        },
     )
     projection_dim: int | None = field(default=None, metadata={"help": "Optional linear projection size."})
     embedding_dim: int = field(default=128, metadata={"help": "LSTM word-embedding width."})
@@ -140,8 +142,12 @@ class ModelArguments:
             "and <output_dir>/adapter/ the adapters alone. Adapters usually want a larger learning_rate than full fine-tuning."
         },
     )
-    lora_alpha: int = field(default=8, metadata={"help": "LoRA: the adapters' update is scaled by lora_alpha / lora_r (peft's default 8)."})
-    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA: dropout on the adapters' input (peft's default 0)."})
+    lora_alpha: int = field(
+        default=8, metadata={"help": "LoRA: the adapters' update is scaled by lora_alpha / lora_r (peft's default 8)."}
+    )
+    lora_dropout: float = field(
+        default=0.0, metadata={"help": "LoRA: dropout on the adapters' input (peft's default 0)."}
+    )
     lora_target_modules: list[str] | None = field(
         default=None,
         metadata={
@@ -238,7 +244,9 @@ class DataArguments:
                     f"{self.dataset_config_name!r}: pass --dataset_name {name} --dataset_config_name <config>"
                 )
             warn_renamed(
-                f"--dataset_name {self.dataset_name}", f"--dataset_name {name} --dataset_config_name {config}", stacklevel=4
+                f"--dataset_name {self.dataset_name}",
+                f"--dataset_name {name} --dataset_config_name {config}",
+                stacklevel=4,
             )
             self.dataset_name, self.dataset_config_name = name, config
         elif self.dataset_config_name and not self.dataset_name:
@@ -256,7 +264,9 @@ def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> d
     """What the model card says about the run beyond what the trainer knows: data, base model, license, arguments."""
     if data_args.dataset_name:
         data = dict(
-            dataset=data_args.dataset_source, dataset_tags=data_args.dataset_name, dataset_args=data_args.dataset_config_name
+            dataset=data_args.dataset_source,
+            dataset_tags=data_args.dataset_name,
+            dataset_args=data_args.dataset_config_name,
         )
     elif data_args.train_file:
         data = dict(dataset=Path(data_args.train_file).name)

@@ -39,7 +39,9 @@ def build_cross_encoder(model_args: ModelArguments) -> CrossEncoder:
         raise ValueError(f"pair_order must be one of {PAIR_ORDERS}, got {model_args.pair_order!r}")
     given = [name for name, unset in BI_ENCODER_ONLY if getattr(model_args, name) != unset]
     if given:
-        raise ValueError(f"{', '.join(given)}: bi-encoder options, which a cross-encoder (architecture cross_encoder) does not take")
+        raise ValueError(
+            f"{', '.join(given)}: bi-encoder options, which a cross-encoder (architecture cross_encoder) does not take"
+        )
     path = model_args.model_name_or_path or resolve_minilm_path()
     require_local_or_cached(path)  # offline, a Hub id that is not cached fails here, saying so
     kwargs = {"attn_implementation": model_args.attn_implementation} if model_args.attn_implementation else {}
@@ -52,4 +54,6 @@ def build_cross_encoder(model_args: ModelArguments) -> CrossEncoder:
         if model_args.max_length is not None:
             cross_encoder.config.max_seq_length = model_args.max_length
         return cross_encoder
-    return CrossEncoder.from_base_model(path, pair_order=model_args.pair_order, max_seq_length=model_args.max_length, **kwargs)
+    return CrossEncoder.from_base_model(
+        path, pair_order=model_args.pair_order, max_seq_length=model_args.max_length, **kwargs
+    )

@@ -26,7 +26,9 @@ def ensure_eos_appended(tokenizer: Any) -> bool:
         return False
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
-        raise ValueError(f"{tokenizer.name_or_path}: a slow (Python) tokenizer cannot be made to append EOS; use its fast version")
+        raise ValueError(
+            f"{tokenizer.name_or_path}: a slow (Python) tokenizer cannot be made to append EOS; use its fast version"
+        )
     template = processors.TemplateProcessing(
         single=f"$A:0 {eos}:0", pair=f"$A:0 {eos}:0 $B:1 {eos}:1", special_tokens=[(eos, eos_id)]
     )

@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["add_lora", "default_target_modules", "refuse_lora", "require_peft"]
 
+
 def require_peft() -> ModuleType:
     """peft, or an ImportError naming the `lora` extra."""
     try:
@@ -57,7 +58,11 @@ def default_target_modules(encoder: nn.Module) -> list[str] | str:
     known = TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING.get(getattr(encoder.config, "model_type", None))
     if known:
         return list(known)
-    names = [name for name, module in encoder.named_modules() if isinstance(module, nn.Linear) and name.split(".")[0] != "pooler"]
+    names = [
+        name
+        for name, module in encoder.named_modules()
+        if isinstance(module, nn.Linear) and name.split(".")[0] != "pooler"
+    ]
     if not names:
         raise ValueError(f"{type(encoder).__name__} has no linear layers for LoRA: pass --lora_target_modules")
     leaves = sorted({name.rsplit(".", 1)[-1] for name in names})
@@ -75,7 +80,9 @@ def add_lora(model: SiameseModel, model_args: ModelArguments) -> SiameseModel:
         return model
     peft = require_peft()
     if model.config.encoder_type != "transformer":
-        raise ValueError(f"lora_r applies to transformer encoders; this model's encoder is {model.config.encoder_type!r}")
+        raise ValueError(
+            f"lora_r applies to transformer encoders; this model's encoder is {model.config.encoder_type!r}"
+        )
     if model_args.lora_r < 1:
         raise ValueError(f"lora_r must be a positive rank, got {model_args.lora_r}")
     targets = model_args.lora_target_modules

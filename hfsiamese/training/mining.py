@@ -89,6 +89,12 @@ def mine_hard_negatives(
     view = dataset.select(kept_rows)
     if "group_id" in view.column_names:
         view = view.remove_columns("group_id")
-    view = view.add_column("negative", question_texts(dataset, first_position[negatives]).combine_chunks(), feature=datasets.Value("string"))
+    view = view.add_column(
+        "negative",
+        question_texts(dataset, first_position[negatives]).combine_chunks(),
+        feature=datasets.Value("string"),
+    )
     view = view.add_column("group_id", group_of[codes1[kept_rows]], feature=datasets.Value("int64"))
-    return view.add_column("negative_score", np.concatenate(picked_scores).astype(np.float32), feature=datasets.Value("float32"))
+    return view.add_column(
+        "negative_score", np.concatenate(picked_scores).astype(np.float32), feature=datasets.Value("float32")
+    )

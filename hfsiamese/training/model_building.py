@@ -59,7 +59,9 @@ def build_model_and_tokenizer(
     sub_batching = sub_batching_of(model_args)
     if path is not None and getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
         if model_args.encoder_dropout is not None:
-            raise ValueError("encoder_dropout applies when starting from a base encoder, not from a saved Siamese checkpoint")
+            raise ValueError(
+                "encoder_dropout applies when starting from a base encoder, not from a saved Siamese checkpoint"
+            )
         refuse_lora(model_args, "a saved Siamese checkpoint")
         model = AutoModel.from_pretrained(path)
         if model_args.attn_implementation and model.config.encoder_type == "transformer":
@@ -146,11 +148,19 @@ def _transformer(
     )
     # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
     if str(pooling).split("+")[-1] == "last_token" and source is None and ensure_eos_appended(tokenizer):
-        logger.info("last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token)
+        logger.info(
+            "last_token pooling: %s's tokenizer now appends its EOS token %r to every text", base, tokenizer.eos_token
+        )
     if ensure_pad_token(tokenizer):
-        logger.info("%s's tokenizer has no padding token: it pads with %r (never attended to)", base, tokenizer.pad_token)
-    own_length = min(source.max_seq_length, model.default_max_length(tokenizer)) if source and source.max_seq_length else None
-    max_length = _chosen("max_length", model_args.max_length, own_length, base, default=model.default_max_length(tokenizer))
+        logger.info(
+            "%s's tokenizer has no padding token: it pads with %r (never attended to)", base, tokenizer.pad_token
+        )
+    own_length = (
+        min(source.max_seq_length, model.default_max_length(tokenizer)) if source and source.max_seq_length else None
+    )
+    max_length = _chosen(
+        "max_length", model_args.max_length, own_length, base, default=model.default_max_length(tokenizer)
+    )
     tokenizer.model_max_length = max_length
     model.config.max_seq_length = max_length
     return add_lora(model, model_args), tokenizer
@@ -166,7 +176,13 @@ def _chosen(name: str, given: object, own: object, base: str, *, default: object
     if own is not None and given != own:
         message = "%s %r (given) overrides %s's own %r"
         if name == "pooling":
-            logger.warning(message + ": the model was trained with the other, so its embeddings change meaning", name, given, base, own)
+            logger.warning(
+                message + ": the model was trained with the other, so its embeddings change meaning",
+                name,
+                given,
+                base,
+                own,
+            )
         else:
             logger.info(message, name, given, base, own)
     return given
@@ -215,7 +231,9 @@ def _word_vocabulary_model(
     )
     model = SiameseModel(config)
     if model_args.embedding_init == "glove":
-        coverage = init_embeddings_from_glove(model.get_input_embeddings(), tokenizer.get_vocab(), padding_idx=tokenizer.pad_token_id)
+        coverage = init_embeddings_from_glove(
+            model.get_input_embeddings(), tokenizer.get_vocab(), padding_idx=tokenizer.pad_token_id
+        )
         logger.info("GloVe covers %.1f%% of the %d-token vocabulary", 100 * coverage, len(tokenizer))
     elif model_args.embedding_init != "random":
         raise ValueError(f"embedding_init must be 'random' or 'glove', got {model_args.embedding_init!r}")

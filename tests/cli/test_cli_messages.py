@@ -79,7 +79,9 @@ def test_every_command_shown_in_the_sources_parses(path: Path, options):
 
 
 @pytest.mark.parametrize("reranker", [False, True])
-@pytest.mark.parametrize("typed", [None, ["minilm_qqp", "--train_file", "my pairs.tsv", "--max_steps", "3", "--split_seed=4"]])
+@pytest.mark.parametrize(
+    "typed", [None, ["minilm_qqp", "--train_file", "my pairs.tsv", "--max_steps", "3", "--split_seed=4"]]
+)
 def test_every_next_command_of_the_run_summary_parses(reranker, typed, options, tmp_path, monkeypatch):
     from hfsiamese.cli.configs import DEFAULT_CONFIG
     from hfsiamese.cli.split import held_out_command
@@ -88,10 +90,17 @@ def test_every_next_command_of_the_run_summary_parses(reranker, typed, options, 
     metrics = {"eval_average_precision": 0.8, "eval_accuracy": 0.7, "eval_threshold": 0.5, "train_runtime": 3.0}
     split_command = None if typed is None else held_out_command(typed, DEFAULT_CONFIG)
     summary = run_summary(
-        tmp_path / "outputs" / "run", metrics, corpus_file=tmp_path / "pairs.tsv", reranker=reranker, split_command=split_command
+        tmp_path / "outputs" / "run",
+        metrics,
+        corpus_file=tmp_path / "pairs.tsv",
+        reranker=reranker,
+        split_command=split_command,
     )
     if typed is not None:  # the data flags only, the config as typed, quoted for the shell
-        assert split_command == "hfsiamese split minilm_qqp --train_file 'my pairs.tsv' --split_seed=4 --output_file HELD_OUT_PAIRS.jsonl"
+        assert (
+            split_command
+            == "hfsiamese split minilm_qqp --train_file 'my pairs.tsv' --split_seed=4 --output_file HELD_OUT_PAIRS.jsonl"
+        )
         assert f"`{split_command}`" in summary
     shown = mentions(summary)
     assert [word for word, _ in shown] == ["evaluate", "split", "search"]

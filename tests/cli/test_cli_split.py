@@ -74,11 +74,14 @@ def test_refusals(small_config, tmp_path):
 def test_the_split_command_of_a_training_command_line():
     from hfsiamese.cli.configs import DEFAULT_CONFIG, DISTILL_CONFIG
 
-    assert split.held_out_command(["--max_steps", "3"], DEFAULT_CONFIG) == "hfsiamese split --output_file HELD_OUT_PAIRS.jsonl"
-    # hfsiamese distill's default config is not split's: named, so that the split is the distillation run's.
-    assert split.held_out_command(["--teacher_model_name_or_path", "t", "--validation_fraction", "0.2"], DISTILL_CONFIG) == (
-        "hfsiamese split lstm_distilled_qqp --validation_fraction 0.2 --output_file HELD_OUT_PAIRS.jsonl"
+    assert (
+        split.held_out_command(["--max_steps", "3"], DEFAULT_CONFIG)
+        == "hfsiamese split --output_file HELD_OUT_PAIRS.jsonl"
     )
+    # hfsiamese distill's default config is not split's: named, so that the split is the distillation run's.
+    assert split.held_out_command(
+        ["--teacher_model_name_or_path", "t", "--validation_fraction", "0.2"], DISTILL_CONFIG
+    ) == ("hfsiamese split lstm_distilled_qqp --validation_fraction 0.2 --output_file HELD_OUT_PAIRS.jsonl")
     assert split.held_out_command(["my.yaml", "--dataset_name", "nyu-mll/glue:qqp"], DEFAULT_CONFIG, "v.jsonl") == (
         "hfsiamese split my.yaml --dataset_name nyu-mll/glue:qqp --output_file v.jsonl"
     )

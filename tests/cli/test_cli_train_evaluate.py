@@ -24,7 +24,9 @@ def printed_command(summary: str, label: str) -> list[str]:
 def test_train_a_shipped_config_then_split_evaluate_and_search_as_the_summary_says(tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:800]), encoding="utf-8")
-    trained = run_offline([*HFSIAMESE, "train", "lstm_qqp", "--train_file", "pairs.tsv", *recipe_flags(TINY)], cwd=tmp_path)
+    trained = run_offline(
+        [*HFSIAMESE, "train", "lstm_qqp", "--train_file", "pairs.tsv", *recipe_flags(TINY)], cwd=tmp_path
+    )
     assert trained.returncode == 0, trained.stderr[-4000:]
     out = tmp_path / "outputs" / "pairs-contrastive_ranking"  # named after the data and the config's loss
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
@@ -32,7 +34,10 @@ def test_train_a_shipped_config_then_split_evaluate_and_search_as_the_summary_sa
 
     # The split the summary names writes the pairs the run held out, to the file its Evaluate line reads.
     split_command = summary.split("`")[1]
-    assert split_command == "hfsiamese split lstm_qqp --train_file pairs.tsv --max_eval_pairs=200 --output_file HELD_OUT_PAIRS.jsonl"
+    assert (
+        split_command
+        == "hfsiamese split lstm_qqp --train_file pairs.tsv --max_eval_pairs=200 --output_file HELD_OUT_PAIRS.jsonl"
+    )
     split = run_offline([*HFSIAMESE, *shlex.split(split_command)[1:]], cwd=tmp_path)
     assert split.returncode == 0, split.stderr[-4000:]
 
@@ -41,7 +46,11 @@ def test_train_a_shipped_config_then_split_evaluate_and_search_as_the_summary_sa
     evaluated = run_offline([*HFSIAMESE, *evaluate], cwd=tmp_path)
     assert evaluated.returncode == 0, evaluated.stderr[-4000:]
     metrics = json.loads(evaluated.stdout.strip().splitlines()[-1])
-    assert metrics["num_pairs"] == json.loads(split.stdout)["pairs"] == json.loads((out / "all_results.json").read_text())["eval_num_pairs"]
+    assert (
+        metrics["num_pairs"]
+        == json.loads(split.stdout)["pairs"]
+        == json.loads((out / "all_results.json").read_text())["eval_num_pairs"]
+    )
     # No validation question was trained on: the split is the one the run held out.
     assert metrics.get("training_overlap_pairs", 0) == 0
     assert metrics["threshold"] == json.loads((out / "all_results.json").read_text())["eval_threshold"]

@@ -121,7 +121,14 @@ def test_refuses_what_is_no_cross_encoder(tiny_bert_dir, tmp_path, tiny_cross_en
     with pytest.raises(ValueError, match="not a one-logit sequence-classification model"):
         CrossEncoder.from_pretrained(tiny_bert_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_cross_encoder_dir)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8, num_labels=2)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=8,
+        num_labels=2,
+    )
     with pytest.raises(ValueError, match="num_labels=2"):
         CrossEncoder(BertForSequenceClassification(config), tokenizer)
     assert not is_cross_encoder_folder(tiny_bert_dir) and not is_cross_encoder_folder(tmp_path / "missing")

@@ -39,10 +39,14 @@ def test_batches_are_arrow_tables_of_the_pair_columns_in_the_order_asked(tokeniz
 
 def test_a_dataloader_over_the_view_gives_the_batches_of_one_over_the_rows(tokenized, word_tokenizer):
     collator = SiamesePairCollator(word_tokenizer)
-    sampler = torch.utils.data.SubsetRandomSampler(list(range(len(tokenized))), generator=torch.Generator().manual_seed(1))
+    sampler = torch.utils.data.SubsetRandomSampler(
+        list(range(len(tokenized))), generator=torch.Generator().manual_seed(1)
+    )
     expected = list(torch.utils.data.DataLoader(tokenized, batch_size=5, sampler=sampler, collate_fn=collator))
     sampler.generator.manual_seed(1)
-    got = list(torch.utils.data.DataLoader(arrow_batch_dataset(tokenized), batch_size=5, sampler=sampler, collate_fn=collator))
+    got = list(
+        torch.utils.data.DataLoader(arrow_batch_dataset(tokenized), batch_size=5, sampler=sampler, collate_fn=collator)
+    )
     assert len(got) == len(expected) == 5
     for batch, reference in zip(got, expected, strict=True):
         assert batch.keys() == reference.keys()
@@ -53,7 +57,9 @@ def test_the_view_pickles_by_reference_for_dataloader_workers(tokenized, word_to
     view = arrow_batch_dataset(tokenized.select(range(10, 20)))
     copy = pickle.loads(pickle.dumps(view))
     assert copy.__getitems__([0, 9]).equals(view.__getitems__([0, 9]))
-    loader = torch.utils.data.DataLoader(view, batch_size=4, num_workers=1, collate_fn=SiamesePairCollator(word_tokenizer))
+    loader = torch.utils.data.DataLoader(
+        view, batch_size=4, num_workers=1, collate_fn=SiamesePairCollator(word_tokenizer)
+    )
     assert [batch["group_ids"].tolist() for batch in loader] == [[10, 11, 12, 13], [14, 15, 16, 17], [18, 19]]
 
 

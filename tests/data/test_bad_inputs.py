@@ -167,7 +167,9 @@ def _long_question_encodes(tmp_path: Path) -> str:
     embeddings = model.encode([LONG_QUESTION, "short ?"], tokenizer)
     assert embeddings.shape == (2, model.config.sentence_embedding_dim) and torch.isfinite(embeddings).all()
     # A tokenizer saved without a limit (transformers then says 1e30) is capped at 512 tokens.
-    unlimited = PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend_tokenizer, pad_token="[PAD]", unk_token="[UNK]")
+    unlimited = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer.backend_tokenizer, pad_token="[PAD]", unk_token="[UNK]"
+    )
     assert unlimited.model_max_length > 1e20
     features = tokenize_pairs(datasets.Dataset.from_dict({"question1": [LONG_QUESTION], "question2": ["x"]}), unlimited)
     assert len(features["input_ids_a"][0]) == 512

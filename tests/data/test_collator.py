@@ -29,7 +29,11 @@ def reference_batch(tokenizer, features, pad_to_multiple_of=None):
         if f"input_ids_{side}" not in features[0]:
             continue
         side_features = [
-            {field: f[f"{field}_{side}"] for field in ("input_ids", "attention_mask", "token_type_ids") if f"{field}_{side}" in f}
+            {
+                field: f[f"{field}_{side}"]
+                for field in ("input_ids", "attention_mask", "token_type_ids")
+                if f"{field}_{side}" in f
+            }
             for f in features
         ]
         padded = tokenizer.pad(side_features, pad_to_multiple_of=pad_to_multiple_of, return_tensors="pt")
@@ -129,7 +133,9 @@ def test_token_type_ids_and_a_missing_attention_mask_are_padded_as_the_tokenizer
 
 def test_arrow_columns_in_several_chunks_and_slices_collate_only_their_rows(word_tokenizer):
     ids = pa.chunked_array([pa.array([[9, 9], [4, 5]]), pa.array([[6, 7, 8], [], [9]])]).combine_chunks().slice(1)
-    table = pa.table({"input_ids_a": pa.chunked_array([ids.slice(0, 2), ids.slice(2)]), "input_ids_b": [[1], [2], [3], [4]]})
+    table = pa.table(
+        {"input_ids_a": pa.chunked_array([ids.slice(0, 2), ids.slice(2)]), "input_ids_b": [[1], [2], [3], [4]]}
+    )
     rows = table.to_pylist()
     assert rows[0]["input_ids_a"] == [4, 5]  # the row sliced off stays out
     assert_same_batch(SiamesePairCollator(word_tokenizer)(table), reference_batch(word_tokenizer, rows))
@@ -140,7 +146,9 @@ def test_collator_names_an_arrow_column_with_null_rows(word_tokenizer):
     with pytest.raises(ValueError, match="'input_ids_a' holds 1 null rows"):
         SiamesePairCollator(word_tokenizer)(table)
     with pytest.raises(ValueError, match="'labels' holds 1 null rows"):
-        SiamesePairCollator(word_tokenizer)(pa.table({"input_ids_a": [[1], [2]], "input_ids_b": [[1], [2]], "labels": [1, None]}))
+        SiamesePairCollator(word_tokenizer)(
+            pa.table({"input_ids_a": [[1], [2]], "input_ids_b": [[1], [2]], "labels": [1, None]})
+        )
 
 
 def test_rows_given_as_tensors_collate_the_same(word_tokenizer):

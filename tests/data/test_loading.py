@@ -345,9 +345,7 @@ def test_hub_name_offline_fails_fast(tmp_path, monkeypatch, variable):
 
 
 def test_hub_loading_resolves_columns(tmp_path, monkeypatch):
-    hub = datasets.Dataset.from_dict(
-        {"question1": ["a", "b"], "question2": ["c", "d"], "label": [0, 1], "idx": [0, 1]}
-    )
+    hub = datasets.Dataset.from_dict({"question1": ["a", "b"], "question2": ["c", "d"], "label": [0, 1], "idx": [0, 1]})
     calls = []
 
     def fake_load_dataset(name, config=None, *, split, cache_dir):

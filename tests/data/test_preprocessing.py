@@ -42,7 +42,9 @@ def test_default_max_length_is_the_tokenizers_and_the_count_survives_the_cache(w
     on_disk = datasets.load_from_disk(tmp_path / "pairs")  # cache files: the second map is a cache hit
     for _ in range(2):
         tokenized, messages = _warnings(lambda: tokenize_pairs(on_disk, word_tokenizer))
-        assert messages == [f"1 of 4 texts were longer than max_length={word_tokenizer.model_max_length} tokens and were truncated"]
+        assert messages == [
+            f"1 of 4 texts were longer than max_length={word_tokenizer.model_max_length} tokens and were truncated"
+        ]
         assert len(tokenized["input_ids_a"][0]) == word_tokenizer.model_max_length
 
 

@@ -36,7 +36,9 @@ def tiny_model(encoder: str, vocab_size: int, **config: object) -> SiameseModel:
         )
     if encoder == "static":
         return SiameseModel(
-            SiameseConfig(encoder_type="static", vocab_size=vocab_size, embedding_dim=8, pooling="weighted_mean", **config)
+            SiameseConfig(
+                encoder_type="static", vocab_size=vocab_size, embedding_dim=8, pooling="weighted_mean", **config
+            )
         )
     bert = BertConfig(
         vocab_size=vocab_size,
@@ -47,7 +49,9 @@ def tiny_model(encoder: str, vocab_size: int, **config: object) -> SiameseModel:
         max_position_embeddings=64,
         pad_token_id=0,
     )
-    return SiameseModel(SiameseConfig(encoder_type="transformer", encoder_config=bert.to_dict(), threshold=0.7, **config))
+    return SiameseModel(
+        SiameseConfig(encoder_type="transformer", encoder_config=bert.to_dict(), threshold=0.7, **config)
+    )
 
 
 def ragged_batch(batch: int, length: int, vocab_size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,7 +95,9 @@ def test_folder_is_a_model_folder_noting_the_export(word_tokenizer, tmp_path):
     model.save_pretrained(source)
     word_tokenizer.save_pretrained(source)
     (source / "all_results.json").write_text('{"eval_average_precision": 0.8}')
-    (source / "README.md").write_text("---\nlicense: apache-2.0\ntags:\n- hfsiamese\n---\n# my model\n\nTrained on QQP.\n")
+    (source / "README.md").write_text(
+        "---\nlicense: apache-2.0\ntags:\n- hfsiamese\n---\n# my model\n\nTrained on QQP.\n"
+    )
     export_onnx(model, word_tokenizer, tmp_path / "onnx", quantize="int8", source_dir=source)
     out = tmp_path / "onnx"
     names = {path.name for path in out.iterdir()}

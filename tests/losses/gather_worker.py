@@ -28,15 +28,40 @@ GROUP_IDS = [0, 1, 2, 3, 3, 5, 0, 6, 2, 7, 8, 9]
 # (config name, loss name, loss kwargs, pass explicit negatives)
 CONFIGS = [
     ("hard_negative_triplet", "hard_negative_triplet", {}, False),
-    ("hard_negative_triplet_hard_negatives", "hard_negative_triplet", {"negative_selection": "hard", "margin": 0.3}, True),
-    ("hard_negative_triplet_semi_hard", "hard_negative_triplet", {"negative_selection": "semi_hard", "margin": 0.4}, False),
+    (
+        "hard_negative_triplet_hard_negatives",
+        "hard_negative_triplet",
+        {"negative_selection": "hard", "margin": 0.3},
+        True,
+    ),
+    (
+        "hard_negative_triplet_semi_hard",
+        "hard_negative_triplet",
+        {"negative_selection": "semi_hard", "margin": 0.4},
+        False,
+    ),
     ("multiple_negatives_ranking", "multiple_negatives_ranking", {"temperature": 0.1}, False),
-    ("multiple_negatives_ranking_symmetric", "multiple_negatives_ranking", {"temperature": 0.1, "symmetric": True}, True),
+    (
+        "multiple_negatives_ranking_symmetric",
+        "multiple_negatives_ranking",
+        {"temperature": 0.1, "symmetric": True},
+        True,
+    ),
     ("triplet_in_batch", "triplet", {"in_batch_negatives": True, "margin": 0.5}, True),
     # Every size's term gathers the other process's cut candidates.
-    ("matryoshka_multiple_negatives_ranking", "matryoshka", {"matryoshka_loss": "multiple_negatives_ranking", "matryoshka_dims": [6, 4, 2], "temperature": 0.1}, True),
+    (
+        "matryoshka_multiple_negatives_ranking",
+        "matryoshka",
+        {"matryoshka_loss": "multiple_negatives_ranking", "matryoshka_dims": [6, 4, 2], "temperature": 0.1},
+        True,
+    ),
     # Control: without gathering the 2-process result must differ from the single-process one.
-    ("multiple_negatives_ranking_local", "multiple_negatives_ranking", {"temperature": 0.1, "gather_across_devices": False}, False),
+    (
+        "multiple_negatives_ranking_local",
+        "multiple_negatives_ranking",
+        {"temperature": 0.1, "gather_across_devices": False},
+        False,
+    ),
 ]
 
 
@@ -74,7 +99,9 @@ def main(output_path: str) -> None:
     for config_name, loss_name, kwargs, with_negatives in CONFIGS:
         loss_fn = get_loss(loss_name, **kwargs)
         model.zero_grad()
-        embeddings_a, embeddings_b, negatives = model(batch["inputs_a"][local], batch["inputs_b"][local], batch["inputs_n"][local])
+        embeddings_a, embeddings_b, negatives = model(
+            batch["inputs_a"][local], batch["inputs_b"][local], batch["inputs_n"][local]
+        )
         loss = loss_fn(
             embeddings_a,
             embeddings_b,

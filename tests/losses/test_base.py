@@ -54,7 +54,9 @@ def test_verification_identification_goes_through_the_shared_checks():
 
 def test_statistics_stay_tensors_until_read():
     u = torch.nn.functional.normalize(torch.randn(4, 3), dim=-1)
-    output = VerificationIdentificationLoss().compute(u, u.flip(0), labels=torch.tensor([1, 0, 1, 0]), logits=torch.randn(4, 2))
+    output = VerificationIdentificationLoss().compute(
+        u, u.flip(0), labels=torch.tensor([1, 0, 1, 0]), logits=torch.randn(4, 2)
+    )
     assert set(output.stats) == {"classification_loss", "verification_loss"}
     assert all(isinstance(value, torch.Tensor) and not value.requires_grad for value in output.stats.values())
     assert output.loss.item() == pytest.approx(sum(output.stats_as_floats().values()))

@@ -84,7 +84,9 @@ def test_gradients(loss_class):
         torch.testing.assert_close(y.grad, ry.grad, atol=1e-12, rtol=0)
     a, b, labels = _batch(5)
     loss_fn = loss_class(1.9)  # every negative inside the margin: smooth here
-    assert torch.autograd.gradcheck(lambda x, y: loss_fn(x, y, labels=labels), (a.requires_grad_(True), b.requires_grad_(True)))
+    assert torch.autograd.gradcheck(
+        lambda x, y: loss_fn(x, y, labels=labels), (a.requires_grad_(True), b.requires_grad_(True))
+    )
 
 
 def test_online_equals_contrastive_on_the_kept_pairs():
@@ -119,7 +121,10 @@ def test_contrastive_values_by_hand():
 def test_interface_and_bad_inputs(loss_class):
     a, b, labels = _batch(0, batch=4)
     assert loss_class.requires_labels and not loss_class.uses_negatives
-    assert loss_class()(a, b, labels=labels, group_ids=torch.zeros(4, dtype=torch.long)).item() == loss_class()(a, b, labels=labels).item()
+    assert (
+        loss_class()(a, b, labels=labels, group_ids=torch.zeros(4, dtype=torch.long)).item()
+        == loss_class()(a, b, labels=labels).item()
+    )
     with pytest.raises(ValueError, match=f"{loss_class.__name__} needs `labels`"):
         loss_class()(a, b)
     with pytest.raises(ValueError, match="labels must be 0 or 1"):

@@ -39,7 +39,10 @@ def two_process_run(tmp_path_factory) -> dict:
 def single_process(run: dict, config: dict) -> tuple[float, torch.Tensor]:
     """Loss and weight gradient of one process on all 2B pairs, with the worker's encoder."""
     weight = torch.tensor(run["initial_weight"], dtype=torch.float64, requires_grad=True)
-    a, b, n = (F.normalize(torch.tensor(run[key], dtype=torch.float64) @ weight.T, dim=-1) for key in ("inputs_a", "inputs_b", "inputs_n"))
+    a, b, n = (
+        F.normalize(torch.tensor(run[key], dtype=torch.float64) @ weight.T, dim=-1)
+        for key in ("inputs_a", "inputs_b", "inputs_n")
+    )
     loss_fn = get_loss(config["loss"], **config["kwargs"])
     loss = loss_fn(a, b, group_ids=torch.tensor(run["group_ids"]), negatives=n if config["with_negatives"] else None)
     loss.backward()

@@ -10,7 +10,9 @@ def reference_loss(a, p, margin, use_mean=True, use_closest=True, groups=None):
     total, rows = 0.0, 0
     for i in range(a.shape[0]):
         positive = float(a[i] @ p[i])
-        negatives = [float(a[i] @ p[j]) for j in range(a.shape[0]) if j != i and (groups is None or groups[j] != groups[i])]
+        negatives = [
+            float(a[i] @ p[j]) for j in range(a.shape[0]) if j != i and (groups is None or groups[j] != groups[i])
+        ]
         if not negatives:
             continue
         rows += 1
@@ -78,7 +80,13 @@ def test_bad_inputs():
 # ----------------------------------------------------------------------------------------------
 def selection_reference(a, p, margin, selection, use_mean=True, use_closest=True, groups=None, negatives=None):
     """Loop version with torch scalars (so autograd runs through it); returns (loss, class counts)."""
-    counts = {"negatives_easy": 0, "negatives_semi_hard": 0, "negatives_hard": 0, "negatives_used": 0, "anchors_used": 0}
+    counts = {
+        "negatives_easy": 0,
+        "negatives_semi_hard": 0,
+        "negatives_hard": 0,
+        "negatives_used": 0,
+        "anchors_used": 0,
+    }
     total, rows = a.new_zeros(()), 0
     for i in range(a.shape[0]):
         positive = a[i] @ p[i]
@@ -148,7 +156,9 @@ def test_selection_gradients_match_loop_reference(selection, use_mean, use_close
         reference_inputs = [t.clone().requires_grad_(True) for t in (a, p, n)]
         loss_fn = HardNegativeTripletLoss(0.4, use_mean, use_closest, negative_selection=selection)
         loss_fn(*inputs[:2], group_ids=groups, negatives=inputs[2]).backward()
-        expected, _ = selection_reference(*reference_inputs[:2], 0.4, selection, use_mean, use_closest, groups.tolist(), reference_inputs[2])
+        expected, _ = selection_reference(
+            *reference_inputs[:2], 0.4, selection, use_mean, use_closest, groups.tolist(), reference_inputs[2]
+        )
         expected.backward()
         for got, want in zip(inputs, reference_inputs):
             want_grad = want.grad if want.grad is not None else torch.zeros_like(want)  # not on the loop's graph
@@ -161,7 +171,9 @@ def test_selected_loss_is_smooth_away_from_class_boundaries(selection):
     n = _negatives(4, 6)
     loss_fn = HardNegativeTripletLoss(0.5, negative_selection=selection)
     assert torch.autograd.gradcheck(
-        lambda x, y, z: loss_fn(x, y, negatives=z), tuple(t.clone().requires_grad_(True) for t in (a, p, n)), fast_mode=True
+        lambda x, y, z: loss_fn(x, y, negatives=z),
+        tuple(t.clone().requires_grad_(True) for t in (a, p, n)),
+        fast_mode=True,
     )
 
 

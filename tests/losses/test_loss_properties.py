@@ -96,7 +96,9 @@ def _run_processes(loss_fn, num_processes, batch_size, tensors, groups, labels, 
             losses = []
             for r, (la, lp, ln, lg) in enumerate(locals_):
                 state["rank"] = r
-                losses.append(loss_fn(la, lp, **_inputs(loss_fn, labels[slices[r]], lg, ln if with_negatives else None)))
+                losses.append(
+                    loss_fn(la, lp, **_inputs(loss_fn, labels[slices[r]], lg, ln if with_negatives else None))
+                )
     return sum(losses) / num_processes
 
 

@@ -27,7 +27,9 @@ def reference_loss(a, p, temperature, groups=None, negatives=None, symmetric=Fal
     loss = sum(forward) / batch
     if symmetric:
         backward = [
-            _cross_entropy(p[j] @ a[j] / temperature, [p[j] @ a[i] / temperature for i in range(batch) if allowed(j, i)])
+            _cross_entropy(
+                p[j] @ a[j] / temperature, [p[j] @ a[i] / temperature for i in range(batch) if allowed(j, i)]
+            )
             for j in range(batch)
         ]
         loss = (loss + sum(backward) / batch) / 2
@@ -55,7 +57,9 @@ def test_matches_loop_reference(seed, with_negatives, symmetric):
     loss_fn = MultipleNegativesRankingLoss(temperature, symmetric=symmetric)
     for group_ids in (None, groups):
         loss = loss_fn(a, p, group_ids=group_ids, negatives=negatives)
-        expected = reference_loss(a, p, temperature, None if group_ids is None else group_ids.tolist(), negatives, symmetric)
+        expected = reference_loss(
+            a, p, temperature, None if group_ids is None else group_ids.tolist(), negatives, symmetric
+        )
         assert loss.item() == pytest.approx(expected.item(), abs=1e-10)
 
 
@@ -68,7 +72,9 @@ def test_gradients_match_loop_reference_and_finite_differences(with_negatives, s
         inputs = [t.clone().requires_grad_(True) for t in (a, p, n)]
         reference_inputs = [t.clone().requires_grad_(True) for t in (a, p, n)]
         loss_fn(inputs[0], inputs[1], group_ids=groups, negatives=inputs[2] if with_negatives else None).backward()
-        reference_loss(*reference_inputs[:2], 0.2, groups.tolist(), reference_inputs[2] if with_negatives else None, symmetric).backward()
+        reference_loss(
+            *reference_inputs[:2], 0.2, groups.tolist(), reference_inputs[2] if with_negatives else None, symmetric
+        ).backward()
         for got, want in zip(inputs, reference_inputs):
             if want.grad is None:  # negatives not passed
                 assert got.grad is None

@@ -29,18 +29,36 @@ ALL_OPTIONS = {
     "matryoshka_weights": [1.0, 0.5],
 }
 EXPECTED_KWARGS = {
-    "hard_negative_triplet": {"margin", "use_mean_negative", "use_closest_negative", "negative_selection", "gather_across_devices"},
+    "hard_negative_triplet": {
+        "margin",
+        "use_mean_negative",
+        "use_closest_negative",
+        "negative_selection",
+        "gather_across_devices",
+    },
     "triplet": {"margin", "in_batch_negatives", "gather_across_devices"},
     "contrastive": {"margin"},
     "online_contrastive": {"margin"},
     "contrastive_ranking": {
-        "margin", "triplet_margin", "ranking_weight", "ranking_loss", "ranking_candidates", "temperature"
+        "margin",
+        "triplet_margin",
+        "ranking_weight",
+        "ranking_loss",
+        "ranking_candidates",
+        "temperature",
     },
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},
     "embedding_distillation": {"embedding_weight", "score_weight"},
     # Its own options, and those of the loss it wraps (`matryoshka_loss`).
-    "matryoshka": {"matryoshka_loss", "matryoshka_dims", "matryoshka_weights", "temperature", "symmetric", "gather_across_devices"},
+    "matryoshka": {
+        "matryoshka_loss",
+        "matryoshka_dims",
+        "matryoshka_weights",
+        "temperature",
+        "symmetric",
+        "gather_across_devices",
+    },
 }
 DECLARATIONS = (
     "requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives", "requires_teacher"
@@ -73,7 +91,9 @@ def test_loss_kwargs_for_picks_what_each_loss_takes(name):
     kwargs = loss_kwargs_for(name, **ALL_OPTIONS)
     assert set(kwargs) == EXPECTED_KWARGS[name]
     loss = get_loss(name, **kwargs)
-    for key in loss.option_names():  # a wrapping loss reports the inner loss's options, which are the inner loss's attributes
+    for (
+        key
+    ) in loss.option_names():  # a wrapping loss reports the inner loss's options, which are the inner loss's attributes
         assert getattr(loss, key) == kwargs[key]
     assert loss.get_config_dict() == kwargs
 
@@ -91,7 +111,9 @@ def test_every_loss_runs_on_what_it_declares(name):
     if loss_fn.uses_logits:
         inputs["logits"] = torch.randn(4, 2)
     if loss_fn.requires_teacher:
-        inputs["teacher_a"], inputs["teacher_b"] = (torch.nn.functional.normalize(torch.randn(4, 5), dim=-1) for _ in range(2))
+        inputs["teacher_a"], inputs["teacher_b"] = (
+            torch.nn.functional.normalize(torch.randn(4, 5), dim=-1) for _ in range(2)
+        )
     output = loss_fn.compute(a, b, **inputs)
     assert output.loss.dim() == 0 and torch.isfinite(output.loss)
     assert all(isinstance(value, torch.Tensor) and value.dim() == 0 for value in output.stats.values())
@@ -112,7 +134,9 @@ def test_nothing_is_ignored_silently():
 def test_docstring_examples_run(name):
     """Every registered loss's docstring has an example, and it runs: examples cannot rot unseen."""
     loss_class = LOSSES[name]
-    (test,) = doctest.DocTestFinder(recurse=False).find(loss_class, globs={"torch": torch, loss_class.__name__: loss_class})
+    (test,) = doctest.DocTestFinder(recurse=False).find(
+        loss_class, globs={"torch": torch, loss_class.__name__: loss_class}
+    )
     assert test.examples, f"{loss_class.__name__} has no docstring example"
     torch.manual_seed(0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

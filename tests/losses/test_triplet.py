@@ -12,7 +12,9 @@ def reference_loss(a, p, margin, negatives=None, in_batch=False, groups=None):
         positive = a[i] @ p[i]
         candidates = [a[i] @ negatives[i]] if negatives is not None else []
         if in_batch:
-            candidates += [a[i] @ p[j] for j in range(a.shape[0]) if j != i and (groups is None or groups[j] != groups[i])]
+            candidates += [
+                a[i] @ p[j] for j in range(a.shape[0]) if j != i and (groups is None or groups[j] != groups[i])
+            ]
         for n in candidates:
             kind = "hard" if n >= positive else ("semi_hard" if positive < n + margin else "easy")
             counts[f"negatives_{kind}"] += 1
@@ -65,7 +67,10 @@ def test_group_mask_removes_a_duplicate_from_the_negatives():
 def test_group_ids_unused_without_in_batch_negatives():
     a, p, n = _batch(1)
     loss_fn = TripletLoss()
-    assert loss_fn(a, p, negatives=n, group_ids=torch.zeros(6, dtype=torch.long)).item() == loss_fn(a, p, negatives=n).item()
+    assert (
+        loss_fn(a, p, negatives=n, group_ids=torch.zeros(6, dtype=torch.long)).item()
+        == loss_fn(a, p, negatives=n).item()
+    )
 
 
 @pytest.mark.parametrize("in_batch", [False, True])
@@ -81,7 +86,9 @@ def test_gradients_match_loop_reference_and_finite_differences(in_batch):
         for got, want in zip(inputs, reference_inputs):
             torch.testing.assert_close(got.grad, want.grad, atol=1e-12, rtol=0)
     loss_fn = TripletLoss(margin=2.5, in_batch_negatives=in_batch)  # every hinge active: smooth here
-    assert torch.autograd.gradcheck(lambda x, y, z: loss_fn(x, y, negatives=z), tuple(t.requires_grad_(True) for t in _batch(7)))
+    assert torch.autograd.gradcheck(
+        lambda x, y, z: loss_fn(x, y, negatives=z), tuple(t.requires_grad_(True) for t in _batch(7))
+    )
 
 
 def test_perfect_embeddings_give_zero_loss():

@@ -22,7 +22,9 @@ def test_matches_loop_reference(seed):
     v = F.normalize(torch.randn(6, 5, generator=g, dtype=torch.float64), dim=-1)
     labels = torch.randint(0, 2, (6,), generator=g)
     logits = torch.randn(6, 2, generator=g, dtype=torch.float64)
-    loss = VerificationIdentificationLoss(margin=0.1 * seed - 0.2, verification_weight=0.5)(u, v, labels=labels, logits=logits)
+    loss = VerificationIdentificationLoss(margin=0.1 * seed - 0.2, verification_weight=0.5)(
+        u, v, labels=labels, logits=logits
+    )
     assert loss.item() == pytest.approx(reference(u, v, labels, logits, 0.1 * seed - 0.2, 0.5), abs=1e-10)
 
 
@@ -31,7 +33,9 @@ def test_gradients_reach_embeddings_and_logits():
     v = F.normalize(torch.randn(4, 3, dtype=torch.float64), dim=-1).requires_grad_(True)
     logits = torch.randn(4, 2, dtype=torch.float64, requires_grad=True)
     labels = torch.tensor([1, 1, 1, 1])  # positives only: the verification term is smooth everywhere
-    assert torch.autograd.gradcheck(lambda a, b, z: VerificationIdentificationLoss()(a, b, labels=labels, logits=z), (u, v, logits))
+    assert torch.autograd.gradcheck(
+        lambda a, b, z: VerificationIdentificationLoss()(a, b, labels=labels, logits=z), (u, v, logits)
+    )
 
 
 def test_names_missing_inputs():

@@ -75,7 +75,16 @@ def test_combine_passes_one_set_of_options_to_every_pair_metric():
     assert result["roc_auc"] == pytest.approx(skm.roc_auc_score(labels, scores))
     best_f1 = max(skm.f1_score(labels, (scores >= t).astype(int)) for t in np.unique(scores))
     assert result["best_f1"] == pytest.approx(best_f1)
-    assert set(result) == {"accuracy", "precision", "recall", "f1", "average_precision", "roc_auc", "best_threshold", "best_f1"}
+    assert set(result) == {
+        "accuracy",
+        "precision",
+        "recall",
+        "f1",
+        "average_precision",
+        "roc_auc",
+        "best_threshold",
+        "best_f1",
+    }
 
 
 def test_combine_accumulates_batches():

@@ -65,7 +65,10 @@ def test_pair_classification_calibrates_for_precision():
 def test_unreachable_precision_is_a_clear_error():
     scores = [0.9, 0.8, 0.7, 0.1]
     labels = [0, 1, 1, 0]  # the top pair is a non-duplicate: precision 1.0 is out of reach
-    with pytest.raises(UnreachablePrecisionError, match=r"no threshold reaches precision 1.0 .*highest precision at any threshold is 0.6667"):
+    with pytest.raises(
+        UnreachablePrecisionError,
+        match=r"no threshold reaches precision 1.0 .*highest precision at any threshold is 0.6667",
+    ):
         best_threshold(scores, labels, "precision", 1.0)
     with pytest.raises(ValueError, match="no threshold reaches precision"):
         evaluate.load(metrics.BEST_THRESHOLD).compute(
@@ -89,7 +92,9 @@ def test_calibration_options_are_validated(calibrate_for, target, message):
     with pytest.raises(ValueError, match=message):
         best_threshold([0.1, 0.9], [0, 1], calibrate_for, target)
     with pytest.raises(ValueError, match=message):
-        SiameseTrainingArguments(output_dir="unused", calibrate_for=calibrate_for, target_precision=target, report_to="none")
+        SiameseTrainingArguments(
+            output_dir="unused", calibrate_for=calibrate_for, target_precision=target, report_to="none"
+        )
 
 
 def test_threshold_sweep_matches_sklearn_at_every_cut():
@@ -126,7 +131,9 @@ def _trainer(model, tokenizer, tmp_path, target):
 
 def test_trainer_calibrates_for_a_target_precision(tiny_lstm, word_tokenizer, tmp_path):
     scores, labels = _scored_pairs(2)
-    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 0.9).calibration(EvalPrediction(predictions=scores, label_ids=labels))
+    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 0.9).calibration(
+        EvalPrediction(predictions=scores, label_ids=labels)
+    )
     assert result["precision"] >= 0.9
     assert result["threshold"] == best_threshold(scores, labels, "precision", 0.9)
 
@@ -134,6 +141,8 @@ def test_trainer_calibrates_for_a_target_precision(tiny_lstm, word_tokenizer, tm
 def test_trainer_keeps_running_when_the_target_is_out_of_reach(tiny_lstm, word_tokenizer, tmp_path, caplog):
     scores = np.array([0.9, 0.8, 0.7, 0.1])
     labels = np.array([0, 1, 1, 0])
-    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 1.0).calibration(EvalPrediction(predictions=scores, label_ids=labels))
+    result = _trainer(tiny_lstm, word_tokenizer, tmp_path, 1.0).calibration(
+        EvalPrediction(predictions=scores, label_ids=labels)
+    )
     assert result["threshold"] > scores.max() and result["recall"] == 0.0
     assert "no threshold reaches precision 1.0" in caplog.text

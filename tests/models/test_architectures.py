@@ -26,7 +26,9 @@ try:  # sentence-transformers >= 6
 except ImportError:
     from sentence_transformers.models import Dense, Normalize, Pooling, Transformer
 
-ENCODER = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+ENCODER = dict(
+    hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=64
+)
 # Tiny random configs, by the name the issue lists them under; decoders pad on the left and pool their last token.
 ARCHITECTURES = {
     "bert": dict(model_type="bert", **ENCODER),
@@ -34,13 +36,25 @@ ARCHITECTURES = {
     "deberta-v2": dict(model_type="deberta-v2", **ENCODER),
     "mpnet": dict(model_type="mpnet", **ENCODER),
     "modernbert": dict(
-        model_type="modernbert", hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-        max_position_embeddings=64, global_attn_every_n_layers=1, local_attention=8,
+        model_type="modernbert",
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        global_attn_every_n_layers=1,
+        local_attention=8,
     ),
     "electra": dict(model_type="electra", embedding_size=16, **ENCODER),
     "qwen3": dict(
-        model_type="qwen3", hidden_size=16, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-        head_dim=8, intermediate_size=32, max_position_embeddings=64,
+        model_type="qwen3",
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        intermediate_size=32,
+        max_position_embeddings=64,
     ),
     "t5": dict(model_type="t5", d_model=16, d_ff=32, num_layers=2, num_heads=2, d_kv=8),
 }
@@ -56,7 +70,9 @@ def _decoder_tokenizer() -> PreTrainedTokenizerFast:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(TEXTS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=[EOS], show_progress=False))
+    tokenizer.train_from_iterator(
+        TEXTS * 3, trainers.BpeTrainer(vocab_size=300, special_tokens=[EOS], show_progress=False)
+    )
     return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=EOS, padding_side="left", model_max_length=64)
 
 
@@ -89,13 +105,16 @@ def _st_encode(folder, texts=PROBE) -> torch.Tensor:
     return torch.nn.functional.normalize(model.encode(texts, convert_to_tensor=True), dim=-1)
 
 
-CHILD = BLOCK_HFSIAMESE + r"""
+CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 import json
 from transformers import AutoModel
 folder, texts = sys.argv[1], json.loads(sys.argv[2])
 model = AutoModel.from_pretrained(folder, trust_remote_code=True)
 print(json.dumps(model.encode(texts).tolist()))
 """
+)
 
 
 @pytest.mark.parametrize("architecture", list(ARCHITECTURES))
@@ -132,7 +151,11 @@ def _dimension(module) -> int:
     """A sentence-transformers module's output size (the method was renamed in sentence-transformers 6)."""
     if hasattr(module, "get_embedding_dimension"):
         return module.get_embedding_dimension()
-    return module.get_sentence_embedding_dimension() if hasattr(module, "pooling_mode") else module.get_word_embedding_dimension()
+    return (
+        module.get_sentence_embedding_dimension()
+        if hasattr(module, "pooling_mode")
+        else module.get_word_embedding_dimension()
+    )
 
 
 def _sentence_transformers_folder(base, tmp_path, pooling, *, dense=False, normalize=False, prompt=False):
@@ -146,15 +169,21 @@ def _sentence_transformers_folder(base, tmp_path, pooling, *, dense=False, norma
     if normalize:
         modules.append(Normalize())
     prompts = {"query": "query: ", "passage": "passage: "} if prompt else None
-    model = SentenceTransformer(modules=modules, device="cpu", prompts=prompts, default_prompt_name="query" if prompt else None)
-    folder = tmp_path / f"st_{'_'.join(pooling) if isinstance(pooling, tuple) else pooling}_{dense}_{normalize}_{prompt}"
+    model = SentenceTransformer(
+        modules=modules, device="cpu", prompts=prompts, default_prompt_name="query" if prompt else None
+    )
+    folder = (
+        tmp_path / f"st_{'_'.join(pooling) if isinstance(pooling, tuple) else pooling}_{dense}_{normalize}_{prompt}"
+    )
     model.save(str(folder))
     return folder
 
 
 @pytest.mark.parametrize("architecture", list(ARCHITECTURES))
 def test_starts_from_a_sentence_transformers_folder_as_its_authors_configured_it(architecture, base_models, tmp_path):
-    variants = [dict(pooling=mode) for mode in ST_POOLINGS] + [dict(pooling="mean", dense=True, normalize=True, prompt=True)]
+    variants = [dict(pooling=mode) for mode in ST_POOLINGS] + [
+        dict(pooling="mean", dense=True, normalize=True, prompt=True)
+    ]
     for variant in variants:
         folder = _sentence_transformers_folder(base_models[architecture], tmp_path, **variant)
         model, tokenizer = _build(folder)

@@ -11,7 +11,9 @@ from hfsiamese.models.sentence_transformers_folder import read_sentence_transfor
 
 def _folder(tmp_path, modules, *, pooling=None, dense=None, model_config=None, bert_config=None):
     """A hand-written sentence-transformers folder (older layouts included), without sentence-transformers."""
-    (tmp_path / "modules.json").write_text(json.dumps([{"idx": i, "name": str(i), "path": p, "type": t} for i, (p, t) in enumerate(modules)]))
+    (tmp_path / "modules.json").write_text(
+        json.dumps([{"idx": i, "name": str(i), "path": p, "type": t} for i, (p, t) in enumerate(modules)])
+    )
     if pooling is not None:
         (tmp_path / "1_Pooling").mkdir()
         (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
@@ -23,7 +25,9 @@ def _folder(tmp_path, modules, *, pooling=None, dense=None, model_config=None, b
             save_file(weights, str(tmp_path / "2_Dense" / "model.safetensors"))
     if model_config is not None:
         (tmp_path / "config_sentence_transformers.json").write_text(json.dumps(model_config))
-    (tmp_path / "sentence_bert_config.json").write_text(json.dumps(bert_config or {"max_seq_length": 128, "do_lower_case": False}))
+    (tmp_path / "sentence_bert_config.json").write_text(
+        json.dumps(bert_config or {"max_seq_length": 128, "do_lower_case": False})
+    )
     return tmp_path
 
 
@@ -31,7 +35,12 @@ TRANSFORMER = ("", "sentence_transformers.models.Transformer")
 POOLING = ("1_Pooling", "sentence_transformers.models.Pooling")
 DENSE = ("2_Dense", "sentence_transformers.models.Dense")
 NORMALIZE = ("3_Normalize", "sentence_transformers.models.Normalize")
-DENSE_CONFIG = {"in_features": 4, "out_features": 2, "bias": True, "activation_function": "torch.nn.modules.activation.Tanh"}
+DENSE_CONFIG = {
+    "in_features": 4,
+    "out_features": 2,
+    "bias": True,
+    "activation_function": "torch.nn.modules.activation.Tanh",
+}
 DENSE_WEIGHTS = {"linear.weight": torch.ones(2, 4), "linear.bias": torch.zeros(2)}
 
 
@@ -57,15 +66,53 @@ def test_reads_legacy_pooling_flags_dense_normalize_prompts_and_length(tmp_path)
 @pytest.mark.parametrize(
     ("modules", "extra", "message"),
     [
-        ([TRANSFORMER, ("1_Router", "sentence_transformers.models.Router")], {}, "module 'sentence_transformers.models.Router' has no hfsiamese counterpart"),
-        ([POOLING, TRANSFORMER], {"pooling": {"pooling_mode": "mean"}}, "the first module, and only it, must be a Transformer"),
-        ([TRANSFORMER, NORMALIZE, POOLING], {"pooling": {"pooling_mode": "mean"}}, "hfsiamese reproduces Transformer → Pooling → Dense… → Normalize"),
+        (
+            [TRANSFORMER, ("1_Router", "sentence_transformers.models.Router")],
+            {},
+            "module 'sentence_transformers.models.Router' has no hfsiamese counterpart",
+        ),
+        (
+            [POOLING, TRANSFORMER],
+            {"pooling": {"pooling_mode": "mean"}},
+            "the first module, and only it, must be a Transformer",
+        ),
+        (
+            [TRANSFORMER, NORMALIZE, POOLING],
+            {"pooling": {"pooling_mode": "mean"}},
+            "hfsiamese reproduces Transformer → Pooling → Dense… → Normalize",
+        ),
         ([TRANSFORMER, POOLING], {"pooling": {"pooling_mode": "median"}}, "pooling mode 'median' is not one of"),
-        ([TRANSFORMER, POOLING, DENSE], {"pooling": {"pooling_mode": "mean"}, "dense": (DENSE_CONFIG, None)}, "the Dense module's weights are not in model.safetensors"),
-        ([TRANSFORMER, POOLING, DENSE], {"pooling": {"pooling_mode": "mean"}, "dense": (dict(DENSE_CONFIG, activation_function="mypackage.Swish"), DENSE_WEIGHTS)}, "activation 'mypackage.Swish' is not one of"),
-        ([TRANSFORMER, POOLING, DENSE], {"pooling": {"pooling_mode": "mean"}, "dense": (dict(DENSE_CONFIG, use_residual=True), DENSE_WEIGHTS)}, "a Dense module with a residual connection"),
-        ([TRANSFORMER, POOLING], {"pooling": {"pooling_mode": "mean", "include_prompt": False}, "model_config": {"prompts": {"q": "Represent: "}}}, "include_prompt: false"),
-        ([TRANSFORMER, POOLING], {"pooling": {"pooling_mode": "mean"}, "bert_config": {"max_seq_length": 64, "do_lower_case": True}}, "do_lower_case true"),
+        (
+            [TRANSFORMER, POOLING, DENSE],
+            {"pooling": {"pooling_mode": "mean"}, "dense": (DENSE_CONFIG, None)},
+            "the Dense module's weights are not in model.safetensors",
+        ),
+        (
+            [TRANSFORMER, POOLING, DENSE],
+            {
+                "pooling": {"pooling_mode": "mean"},
+                "dense": (dict(DENSE_CONFIG, activation_function="mypackage.Swish"), DENSE_WEIGHTS),
+            },
+            "activation 'mypackage.Swish' is not one of",
+        ),
+        (
+            [TRANSFORMER, POOLING, DENSE],
+            {"pooling": {"pooling_mode": "mean"}, "dense": (dict(DENSE_CONFIG, use_residual=True), DENSE_WEIGHTS)},
+            "a Dense module with a residual connection",
+        ),
+        (
+            [TRANSFORMER, POOLING],
+            {
+                "pooling": {"pooling_mode": "mean", "include_prompt": False},
+                "model_config": {"prompts": {"q": "Represent: "}},
+            },
+            "include_prompt: false",
+        ),
+        (
+            [TRANSFORMER, POOLING],
+            {"pooling": {"pooling_mode": "mean"}, "bert_config": {"max_seq_length": 64, "do_lower_case": True}},
+            "do_lower_case true",
+        ),
     ],
 )
 def test_refuses_what_it_cannot_reproduce_in_one_line(tmp_path, modules, extra, message):

@@ -73,7 +73,12 @@ def browser():
 def model_and_corpus(tmp_path_factory, word_tokenizer):
     torch.manual_seed(0)
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.95
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.95,
     )
     tmp = tmp_path_factory.mktemp("app")
     SiameseModel(config).save_pretrained(tmp / "model")
@@ -130,10 +135,14 @@ def test_bad_questions_get_a_message_not_a_stack_trace(browser, app_url):
 def test_the_pair_tab_checks_one_pair(browser, app_url):
     browser.get(app_url)
     tab = WebDriverWait(browser, 60).until(
-        lambda d: next((b for b in d.find_elements(By.CSS_SELECTOR, "button[role=tab]") if "Check a pair" in b.text), None)
+        lambda d: next(
+            (b for b in d.find_elements(By.CSS_SELECTOR, "button[role=tab]") if "Check a pair" in b.text), None
+        )
     )
     tab.click()
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, "#first textarea, #first input").is_displayed())
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "#first textarea, #first input").is_displayed()
+    )
     browser.find_element(By.CSS_SELECTOR, "#first textarea, #first input").send_keys(TEXTS[0])
     browser.find_element(By.CSS_SELECTOR, "#second textarea, #second input").send_keys(TEXTS[0])
     browser.find_element(By.CSS_SELECTOR, "#check").click()

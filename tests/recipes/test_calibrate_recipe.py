@@ -34,7 +34,9 @@ def model_and_files(tmp_path_factory):
     test = tmp / "test.tsv"
     test.write_text("\n".join(rows[1000:1200]) + "\n", encoding="utf-8")
     pairs = load_pairs(str(calibration), deduplicate=False)
-    tokenizer = train_word_tokenizer(list(pairs["question1"]) + list(pairs["question2"]), vocab_size=800, model_max_length=64)
+    tokenizer = train_word_tokenizer(
+        list(pairs["question1"]) + list(pairs["question2"]), vocab_size=800, model_max_length=64
+    )
     torch.manual_seed(0)
     model = SiameseModel(SiameseConfig(vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, threshold=0.99))
     folder = tmp / "model"
@@ -45,7 +47,11 @@ def model_and_files(tmp_path_factory):
 
 
 def _fingerprint(folder):
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_writes_a_calibrated_copy_and_never_touches_the_source(model_and_files, tmp_path, capsys, monkeypatch):
@@ -53,7 +59,9 @@ def test_writes_a_calibrated_copy_and_never_touches_the_source(model_and_files, 
     before = _fingerprint(source)
     output = tmp_path / "calibrated"
     args = ["--model_name_or_path", str(source), "--calibration_file", str(calibration), "--output_dir", str(output)]
-    returned = load_recipe(monkeypatch, "calibrate").main([*args, "--calibration_method", "platt", "--num_bootstrap", "50"])
+    returned = load_recipe(monkeypatch, "calibrate").main(
+        [*args, "--calibration_method", "platt", "--num_bootstrap", "50"]
+    )
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     assert len(lines) == 1 and json.loads(lines[0]) == returned
 
@@ -83,7 +91,9 @@ def test_refuses_a_non_empty_output_dir_and_one_inside_the_source(model_and_file
     taken.mkdir()
     (taken / "keep.txt").write_text("a user's file")
     with pytest.raises(FileExistsError, match="is not empty"):
-        recipe.main(["--model_name_or_path", str(source), "--calibration_file", str(calibration), "--output_dir", str(taken)])
+        recipe.main(
+            ["--model_name_or_path", str(source), "--calibration_file", str(calibration), "--output_dir", str(taken)]
+        )
     assert (taken / "keep.txt").read_text() == "a user's file" and capsys.readouterr().out == ""
     before = _fingerprint(source)
     with pytest.raises(ValueError, match="inside"):
@@ -106,7 +116,9 @@ def test_evaluate_calibrates_on_the_calibration_file_then_scores_the_test_file(m
     assert printed["threshold"] == pytest.approx(expected.threshold)
     assert printed["num_pairs"] == 200 and {"ece", "brier"} <= set(printed)
     assert (report / "reliability_diagram.png").stat().st_size > 10_000
-    plain = load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(source), "--test_file", str(test)])
+    plain = load_recipe(monkeypatch, "evaluate_pairs").main(
+        ["--model_name_or_path", str(source), "--test_file", str(test)]
+    )
     assert plain["threshold"] == pytest.approx(0.99) and "ece" not in plain
 
 
@@ -114,7 +126,9 @@ def test_calibrate_runs_as_a_script(model_and_files, tmp_path):
     source, calibration, _ = model_and_files
     output = tmp_path / "calibrated"
     args = ["--model_name_or_path", str(source), "--calibration_file", str(calibration), "--output_dir", str(output)]
-    result = run_offline([sys.executable, str(CALIBRATE), *args, "--calibrate_for", "f1", "--num_bootstrap", "20"], cwd=tmp_path)
+    result = run_offline(
+        [sys.executable, str(CALIBRATE), *args, "--calibrate_for", "f1", "--num_bootstrap", "20"], cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     printed = json.loads(result.stdout)
     assert printed["method"] == "threshold" and printed["target"] == "f1" and printed["output_dir"] == str(output)

@@ -33,7 +33,19 @@ def tiny_base_dir(tmp_path_factory, tiny_cross_encoder_dir):
 def trained(tiny_base_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cross_recipe")
     out = tmp / "cross"
-    result = run_offline([sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(tiny_base_dir), "--output_dir", str(out), *SMALL], cwd=tmp)
+    result = run_offline(
+        [
+            sys.executable,
+            str(TRAIN),
+            str(CONFIG),
+            "--model_name_or_path",
+            str(tiny_base_dir),
+            "--output_dir",
+            str(out),
+            *SMALL,
+        ],
+        cwd=tmp,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return out, result, tmp
 
@@ -59,10 +71,14 @@ def test_evaluate_calibrate_and_export_take_the_cross_encoder(trained):
                              "--test_file", str(test_file)], cwd=tmp)  # fmt: skip
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     metrics = json.loads(evaluated.stdout.strip().splitlines()[-1])
-    assert metrics["num_pairs"] == 61 and metrics["threshold"] == pytest.approx(json.loads((out / "config.json").read_text())["threshold"])
+    assert metrics["num_pairs"] == 61 and metrics["threshold"] == pytest.approx(
+        json.loads((out / "config.json").read_text())["threshold"]
+    )
     refused = run_offline([sys.executable, str(REPO_ROOT / "recipes" / "evaluate_pairs.py"), "--model_name_or_path", str(out),
                            "--test_file", str(test_file), "--retrieval"], cwd=tmp)  # fmt: skip
-    assert refused.returncode != 0 and "--retrieval searches with embeddings: a cross-encoder has none" in refused.stderr
+    assert (
+        refused.returncode != 0 and "--retrieval searches with embeddings: a cross-encoder has none" in refused.stderr
+    )
     calibrated = run_offline([sys.executable, str(REPO_ROOT / "recipes" / "calibrate.py"), "--model_name_or_path", str(out),
                               "--calibration_file", str(test_file), "--output_dir", str(tmp / "calibrated"), "--calibration_method", "platt",
                               "--num_bootstrap", "20"], cwd=tmp)  # fmt: skip
@@ -72,13 +88,18 @@ def test_evaluate_calibrate_and_export_take_the_cross_encoder(trained):
                             "--output_dir", str(tmp / "onnx")], cwd=tmp)  # fmt: skip
     assert exported.returncode == 0, exported.stderr[-3000:]
     a, b = ["how do i learn python ?"], ["what is the best way to learn python ?"]
-    assert CrossEncoder.from_pretrained(tmp / "onnx").score_pairs(a, b) == pytest.approx(CrossEncoder.from_pretrained(out).score_pairs(a, b), abs=1e-5)
+    assert CrossEncoder.from_pretrained(tmp / "onnx").score_pairs(a, b) == pytest.approx(
+        CrossEncoder.from_pretrained(out).score_pairs(a, b), abs=1e-5
+    )
 
 
 def test_continues_a_saved_cross_encoder(trained, tmp_path):
     out, _, _ = trained
     again = tmp_path / "again"
-    result = run_offline([sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(out), "--output_dir", str(again), *SMALL], cwd=tmp_path)
+    result = run_offline(
+        [sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(out), "--output_dir", str(again), *SMALL],
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "MISSING" not in result.stderr  # its trained head was loaded, not a new one
 
@@ -100,6 +121,8 @@ def test_bi_encoder_settings_are_refused(tiny_base_dir, tmp_path, flags, message
 
 
 def test_a_run_without_output_dir_is_named_after_its_config(tiny_base_dir, tmp_path):
-    result = run_offline([sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(tiny_base_dir), *SMALL], cwd=tmp_path)
+    result = run_offline(
+        [sys.executable, str(TRAIN), str(CONFIG), "--model_name_or_path", str(tiny_base_dir), *SMALL], cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["cross_minilm_qqp"]  # not cross_minilm_qqp-<a loss>

@@ -21,11 +21,17 @@ def saved_model_and_pairs(tmp_path_factory):
     """A tiny untrained LSTM saved with its tokenizer and a threshold, and 300 QQP pairs with duplicate groups."""
     tmp = tmp_path_factory.mktemp("evaluate_recipe")
     pairs_file = tmp / "pairs.tsv"
-    pairs_file.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:300]), encoding="utf-8")
+    pairs_file.write_text(
+        "".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:300]), encoding="utf-8"
+    )
     pairs = load_pairs(str(pairs_file), deduplicate=False)
-    tokenizer = train_word_tokenizer(list(pairs["question1"]) + list(pairs["question2"]), vocab_size=800, model_max_length=128)
+    tokenizer = train_word_tokenizer(
+        list(pairs["question1"]) + list(pairs["question2"]), vocab_size=800, model_max_length=128
+    )
     torch.manual_seed(0)
-    config = SiameseConfig(encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, pad_token_id=0)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, pad_token_id=0
+    )
     model = SiameseModel(config)
     model.config.threshold = THRESHOLD
     model_dir = tmp / "model"
@@ -97,7 +103,9 @@ def _with_fingerprint(model_dir, tmp_path, training_pairs):
 
     folder = tmp_path / "trained"
     shutil.copytree(model_dir, folder)
-    safetensors.numpy.save_file(fingerprint_tensors(pair_question_hashes(training_pairs)), str(folder / FINGERPRINT_FILE))
+    safetensors.numpy.save_file(
+        fingerprint_tensors(pair_question_hashes(training_pairs)), str(folder / FINGERPRINT_FILE)
+    )
     return folder
 
 
@@ -119,7 +127,9 @@ def test_held_out_pairs_are_said_to_share_nothing(saved_model_and_pairs, tmp_pat
     training = pairs.filter(lambda row: row["question1"] not in held_out and row["question2"] not in held_out)
     trained = _with_fingerprint(model_dir, tmp_path, training)
     test_file = tmp_path / "held_out.tsv"
-    test_file.write_text("".join(pairs_file.read_text(encoding="utf-8").splitlines(keepends=True)[200:300]), encoding="utf-8")
+    test_file.write_text(
+        "".join(pairs_file.read_text(encoding="utf-8").splitlines(keepends=True)[200:300]), encoding="utf-8"
+    )
     printed = load_recipe(monkeypatch, "evaluate_pairs").main(
         ["--model_name_or_path", str(trained), "--test_file", str(test_file)]
     )
@@ -129,7 +139,9 @@ def test_held_out_pairs_are_said_to_share_nothing(saved_model_and_pairs, tmp_pat
 
 def test_a_model_without_a_fingerprint_claims_nothing(saved_model_and_pairs, monkeypatch):
     model_dir, pairs_file, *_ = saved_model_and_pairs
-    printed = load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)])
+    printed = load_recipe(monkeypatch, "evaluate_pairs").main(
+        ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file)]
+    )
     assert "training_overlap_pairs" not in printed
 
 
@@ -137,12 +149,22 @@ def test_a_folder_that_is_no_model_is_named(tmp_path, monkeypatch, saved_model_a
     _, pairs_file, *_ = saved_model_and_pairs
     (tmp_path / "notes").mkdir()
     with pytest.raises(FileNotFoundError, match=r"notes is not a model folder: it holds no config.json"):
-        load_recipe(monkeypatch, "evaluate_pairs").main(["--model_name_or_path", str(tmp_path / "notes"), "--test_file", str(pairs_file)])
+        load_recipe(monkeypatch, "evaluate_pairs").main(
+            ["--model_name_or_path", str(tmp_path / "notes"), "--test_file", str(pairs_file)]
+        )
 
 
 def test_truncate_dim_scores_the_first_dimensions(saved_model_and_pairs, capsys, monkeypatch):
     model_dir, pairs_file, model, tokenizer, pairs = saved_model_and_pairs
-    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--truncate_dim", "8", "--retrieval"]
+    args = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--test_file",
+        str(pairs_file),
+        "--truncate_dim",
+        "8",
+        "--retrieval",
+    ]
     with pytest.warns(UserWarning, match="calibrated on full-size embeddings"):
         printed = load_recipe(monkeypatch, "evaluate_pairs").main(args)
     a = model.encode(list(pairs["question1"]), tokenizer, truncate_dim=8)

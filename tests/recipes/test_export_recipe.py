@@ -21,9 +21,13 @@ def trained_and_exported(tmp_path_factory):
     """A tiny LSTM saved with a threshold, 200 QQP pairs, and its int8 export made by the recipe (a subprocess)."""
     tmp = tmp_path_factory.mktemp("export_recipe")
     pairs_file = tmp / "pairs.tsv"
-    pairs_file.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]), encoding="utf-8")
+    pairs_file.write_text(
+        "".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:200]), encoding="utf-8"
+    )
     pairs = load_pairs(str(pairs_file), deduplicate=False)
-    tokenizer = train_word_tokenizer(list(pairs["question1"]) + list(pairs["question2"]), vocab_size=600, model_max_length=128)
+    tokenizer = train_word_tokenizer(
+        list(pairs["question1"]) + list(pairs["question2"]), vocab_size=600, model_max_length=128
+    )
     torch.manual_seed(0)
     config = SiameseConfig(
         encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, pad_token_id=0, threshold=0.6
@@ -50,7 +54,8 @@ def test_refuses_a_non_empty_output_dir_and_an_onnx_source(trained_and_exported,
     result = run_offline(args, cwd=tmp_path)
     assert result.returncode != 0 and "is not empty" in result.stderr
     again = run_offline(
-        [sys.executable, str(EXPORT), "--model_name_or_path", str(out), "--output_dir", str(tmp_path / "x")], cwd=tmp_path
+        [sys.executable, str(EXPORT), "--model_name_or_path", str(out), "--output_dir", str(tmp_path / "x")],
+        cwd=tmp_path,
     )
     assert again.returncode != 0 and "already an ONNX export" in again.stderr
 

@@ -57,7 +57,11 @@ def test_second_run_on_a_folder_held_by_a_live_run_stops(tmp_path):
     assert first_running_meanwhile  # it was refused while the first run was live, not after it ended
     # The folder holds the first run's complete model and no lock.
     state = json.loads((out / "trainer_state.json").read_text())
-    assert state["global_step"] == FLAGS["max_steps"] and (out / "model.safetensors").is_file() and (out / "config.json").is_file()
+    assert (
+        state["global_step"] == FLAGS["max_steps"]
+        and (out / "model.safetensors").is_file()
+        and (out / "config.json").is_file()
+    )
     assert not (out / LOCK_NAME).exists()
 
 

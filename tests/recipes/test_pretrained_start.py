@@ -20,8 +20,15 @@ def cls_pooled_folder(tiny_bert_dir, tmp_path):
     """A sentence-transformers model of the tiny BERT: CLS pooling, a Tanh Dense layer, Normalize, a default prompt, 12 tokens."""
     torch.manual_seed(0)
     transformer = Transformer(str(tiny_bert_dir), max_seq_length=12)
-    modules = [transformer, Pooling(16, pooling_mode="cls"), Dense(16, 8, activation_function=torch.nn.Tanh()), Normalize()]
-    model = SentenceTransformer(modules=modules, device="cpu", prompts={"query": "query : "}, default_prompt_name="query")
+    modules = [
+        transformer,
+        Pooling(16, pooling_mode="cls"),
+        Dense(16, 8, activation_function=torch.nn.Tanh()),
+        Normalize(),
+    ]
+    model = SentenceTransformer(
+        modules=modules, device="cpu", prompts={"query": "query : "}, default_prompt_name="query"
+    )
     folder = tmp_path / "st_model"
     model.save(str(folder))
     return folder
@@ -54,7 +61,14 @@ def test_a_contradicting_pooling_is_a_warning_naming_both(cls_pooled_folder, tmp
 
 
 def test_a_pretrained_model_under_the_lstm_recipe_is_refused(cls_pooled_folder, tmp_path):
-    flags = ["--model_name_or_path", str(cls_pooled_folder), "--encoder_type", "lstm", "--output_dir", str(tmp_path / "run")]
+    flags = [
+        "--model_name_or_path",
+        str(cls_pooled_folder),
+        "--encoder_type",
+        "lstm",
+        "--output_dir",
+        str(tmp_path / "run"),
+    ]
     result = run_offline([sys.executable, str(TRAIN), *flags], cwd=tmp_path)
     assert result.returncode != 0
     assert "is a pretrained 'bert' model, but encoder_type is 'lstm'" in result.stderr

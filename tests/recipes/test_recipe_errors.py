@@ -142,7 +142,17 @@ def test_error_under_accelerate_launch_quiet(tmp_path):
 def test_cheap_checks_come_before_expensive_work(model_dir, tmp_path, monkeypatch, capsys):
     """Each recipe refuses a bad input before it reads, embeds or trains anything, and leaves no folder."""
     missing = tmp_path / "no_such_corpus.tsv"  # never opened: the query is refused first
-    search = [str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(missing), "--query", "why ?", "--query", " "]
+    search = [
+        str(SEARCH),
+        "--model_name_or_path",
+        str(model_dir),
+        "--corpus",
+        str(missing),
+        "--query",
+        "why ?",
+        "--query",
+        " ",
+    ]
     distill = [
         str(TRAIN.parent / "distill.py"), "--teacher_model_name_or_path", str(tmp_path / "no_teacher"),
         "--train_file", str(missing), "--output_dir", str(tmp_path / "out"),

@@ -30,7 +30,12 @@ def model_dir(tmp_path_factory, word_tokenizer):
     """A tiny LSTM saved with its tokenizer and a calibrated threshold, as recipes/train.py leaves one."""
     torch.manual_seed(0)
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.9
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.9,
     )
     path = tmp_path_factory.mktemp("search_model")
     SiameseModel(config).save_pretrained(path)
@@ -56,7 +61,12 @@ def test_builds_saves_and_prints_json(tmp_path, model_dir, corpus_file):
     assert output["num_texts"] == len(TEXTS) and output["threshold"] == 0.9
     assert [r["query"] for r in output["results"]] == [TEXTS[0], "why is the sky blue"]
     first = output["results"][0]["matches"]
-    assert len(first) == 3 and first[0] == {"id": 0, "text": TEXTS[0], "score": pytest.approx(1.0), "is_duplicate": True}
+    assert len(first) == 3 and first[0] == {
+        "id": 0,
+        "text": TEXTS[0],
+        "score": pytest.approx(1.0),
+        "is_duplicate": True,
+    }
     assert (index_dir / "index_config.json").is_file()
 
 
@@ -79,7 +89,9 @@ def test_pair_file_corpus_uses_both_questions_once(tmp_path, search_recipe, mode
     pairs = tmp_path / "pairs.tsv"
     rows = [(1, TEXTS[0], TEXTS[1]), (0, TEXTS[1], TEXTS[2]), (1, TEXTS[3], TEXTS[0])]
     pairs.write_text("".join(f"{label}\t{a}\t{b}\t{i}\n" for i, (label, a, b) in enumerate(rows)), encoding="utf-8")
-    output = search_recipe.main(["--model_name_or_path", str(model_dir), "--corpus", str(pairs), "--query", TEXTS[2], "--k", "10", "--json"])
+    output = search_recipe.main(
+        ["--model_name_or_path", str(model_dir), "--corpus", str(pairs), "--query", TEXTS[2], "--k", "10", "--json"]
+    )
     assert output["num_texts"] == 4  # TEXTS[0..3], each once
     assert sorted(m["text"] for m in output["results"][0]["matches"]) == sorted(TEXTS[:4])
 
@@ -96,7 +108,9 @@ def test_table_corpus_with_text_and_id_columns(tmp_path, search_recipe, model_di
 
 def test_needs_a_corpus_or_a_saved_index(tmp_path, search_recipe, model_dir):
     with pytest.raises(ValueError, match="pass --corpus to build an index"):
-        search_recipe.main(["--model_name_or_path", str(model_dir), "--query", "x", "--index_dir", str(tmp_path / "empty")])
+        search_recipe.main(
+            ["--model_name_or_path", str(model_dir), "--query", "x", "--index_dir", str(tmp_path / "empty")]
+        )
 
 
 def test_refuses_a_non_empty_index_dir_before_encoding(tmp_path, search_recipe, model_dir, corpus_file):

@@ -32,7 +32,12 @@ def model_dir(tmp_path_factory, word_tokenizer):
     """A tiny LSTM bi-encoder saved with its tokenizer and a calibrated cosine threshold."""
     torch.manual_seed(0)
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.9
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.9,
     )
     path = tmp_path_factory.mktemp("rerank_model")
     SiameseModel(config).save_pretrained(path)
@@ -63,7 +68,17 @@ def corpus_file(tmp_path_factory):
 
 def test_reranks_with_the_cross_encoder_and_prints_json(tmp_path, model_dir, cross_dir, corpus_file):
     args = [sys.executable, str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(corpus_file)]
-    args += ["--query", TEXTS[0], "--k", "3", "--cross_encoder", str(cross_dir), "--rerank_k", str(len(TEXTS)), "--json"]
+    args += [
+        "--query",
+        TEXTS[0],
+        "--k",
+        "3",
+        "--cross_encoder",
+        str(cross_dir),
+        "--rerank_k",
+        str(len(TEXTS)),
+        "--json",
+    ]
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     result = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -101,7 +116,9 @@ def test_readable_output_and_a_cross_encoder_threshold(search_recipe, model_dir,
 def test_flags_and_folders_are_checked(search_recipe, model_dir, cross_dir, corpus_file):
     base = ["--corpus", str(corpus_file), "--query", TEXTS[2], "--k", "3"]
     with pytest.raises(UsageError, match=r"--rerank_k \(2\) must be at least --k \(3\)"):
-        search_recipe.main(["--model_name_or_path", str(model_dir), *base, "--cross_encoder", str(cross_dir), "--rerank_k", "2"])
+        search_recipe.main(
+            ["--model_name_or_path", str(model_dir), *base, "--cross_encoder", str(cross_dir), "--rerank_k", "2"]
+        )
     with pytest.raises(UsageError, match="--rerank_k applies only with --cross_encoder"):
         search_recipe.main(["--model_name_or_path", str(model_dir), *base, "--rerank_k", "5"])
     with pytest.raises(ValueError, match="is a cross-encoder: it scores pairs but cannot embed texts"):

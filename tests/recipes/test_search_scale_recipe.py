@@ -25,7 +25,9 @@ def search_recipe(monkeypatch):
 def model_dir(tmp_path_factory, word_tokenizer):
     """A tiny static encoder of 16 dimensions (binary codes need a multiple of 8), saved with its tokenizer."""
     torch.manual_seed(0)
-    config = SiameseConfig(encoder_type="static", vocab_size=len(word_tokenizer), embedding_dim=16, pad_token_id=0, threshold=0.9)
+    config = SiameseConfig(
+        encoder_type="static", vocab_size=len(word_tokenizer), embedding_dim=16, pad_token_id=0, threshold=0.9
+    )
     path = tmp_path_factory.mktemp("scale_model")
     SiameseModel(config).save_pretrained(path)
     word_tokenizer.save_pretrained(path)
@@ -35,24 +37,50 @@ def model_dir(tmp_path_factory, word_tokenizer):
 @pytest.fixture(scope="module")
 def table_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("scale_corpus") / "questions.csv"
-    path.write_text("qid,question,site\n" + "".join(f"{i},{t},{s}\n" for i, (t, s) in enumerate(zip(TEXTS, SITES))), encoding="utf-8")
+    path.write_text(
+        "qid,question,site\n" + "".join(f"{i},{t},{s}\n" for i, (t, s) in enumerate(zip(TEXTS, SITES))),
+        encoding="utf-8",
+    )
     return path
 
 
 def test_a_quantised_faiss_index_is_built_in_shards_saved_and_reused(tmp_path, search_recipe, model_dir, table_file):
-    base = ["--model_name_or_path", str(model_dir), "--query", TEXTS[3], "--k", "2", "--index_dir", str(tmp_path / "index")]
+    base = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--query",
+        TEXTS[3],
+        "--k",
+        "2",
+        "--index_dir",
+        str(tmp_path / "index"),
+    ]
     corpus = ["--corpus", str(table_file), "--text_column", "question", "--id_column", "qid"]
     built = search_recipe.main([*base, *corpus, "--backend", "faiss", "--quantization", "binary", "--structure", "flat",
                                 "--shards_dir", str(tmp_path / "shards"), "--shard_size", "3"])  # fmt: skip
     assert built["results"][0]["matches"][0]["id"] == 3
-    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["ann.faiss", "corpus", "embeddings.npy", "index_config.json"]
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == [
+        "ann.faiss",
+        "corpus",
+        "embeddings.npy",
+        "index_config.json",
+    ]
     assert len(list((tmp_path / "shards").glob("shard-*.parquet"))) == -(-len(TEXTS) // 3)
     reused = search_recipe.main(base)  # the saved backend and FAISS index, without flags
     assert reused["results"] == built["results"]
 
 
 def test_a_database_keeps_metadata_and_filters_searches(tmp_path, search_recipe, model_dir, table_file):
-    flags = ["--model_name_or_path", str(model_dir), "--query", TEXTS[0], "--k", str(len(TEXTS)), "--index_dir", str(tmp_path / "index")]
+    flags = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--query",
+        TEXTS[0],
+        "--k",
+        str(len(TEXTS)),
+        "--index_dir",
+        str(tmp_path / "index"),
+    ]
     built = search_recipe.main([*flags, "--corpus", str(table_file), "--text_column", "question", "--id_column", "qid",
                                 "--metadata_column", "site", "--backend", "lancedb", "--database", str(tmp_path / "db"),
                                 "--filter", "site=cooking"])  # fmt: skip
@@ -63,7 +91,16 @@ def test_a_database_keeps_metadata_and_filters_searches(tmp_path, search_recipe,
 
 
 def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir, table_file):
-    flags = ["--model_name_or_path", str(model_dir), "--corpus", str(table_file), "--text_column", "question", "--query", "x"]
+    flags = [
+        "--model_name_or_path",
+        str(model_dir),
+        "--corpus",
+        str(table_file),
+        "--text_column",
+        "question",
+        "--query",
+        "x",
+    ]
     with pytest.raises(UsageError, match="apply to --backend faiss"):
         search_recipe.main([*flags, "--quantization", "int8"])
     with pytest.raises(UsageError, match="needs --database"):
@@ -73,7 +110,9 @@ def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir
     with pytest.raises(UsageError, match="is not FIELD=VALUE"):
         search_recipe.main([*flags, "--filter", "site"])
     with pytest.raises(ValueError, match="--metadata_column 'tag' is not a column"):
-        search_recipe.main([*flags, "--metadata_column", "tag", "--backend", "lancedb", "--database", str(tmp_path / "db")])
+        search_recipe.main(
+            [*flags, "--metadata_column", "tag", "--backend", "lancedb", "--database", str(tmp_path / "db")]
+        )
 
 
 def test_accelerate_launch_encodes_the_shards_in_two_processes(tmp_path, model_dir, table_file):

@@ -75,13 +75,15 @@ def test_apply_sets_torch_threads(clean_env):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not Linux: reads /proc")
 def test_real_accelerate_launch_gets_every_core(tmp_path):
     script = tmp_path / "threads.py"
-    script.write_text(textwrap.dedent(
-        """
+    script.write_text(
+        textwrap.dedent(
+            """
         from hfsiamese.runs.cpu_threads import apply_cpu_threads
         import torch
         print("THREADS", apply_cpu_threads().num_threads, torch.get_num_threads())
         """
-    ))
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "1", str(script)]
     out = subprocess.run(launcher, env=env, capture_output=True, text=True, timeout=120)

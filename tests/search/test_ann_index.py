@@ -22,7 +22,9 @@ DIM = 32
 @pytest.fixture(scope="module")
 def static_model(word_tokenizer_module):
     torch.manual_seed(0)
-    config = SiameseConfig(encoder_type="static", vocab_size=len(word_tokenizer_module), embedding_dim=DIM, pad_token_id=0)
+    config = SiameseConfig(
+        encoder_type="static", vocab_size=len(word_tokenizer_module), embedding_dim=DIM, pad_token_id=0
+    )
     return SiameseModel(config), word_tokenizer_module
 
 
@@ -104,7 +106,12 @@ def test_ivf_visits_only_nprobe_cells(static_model):
     queries = torch.from_numpy(queries)
     recalls = {}
     for nprobe in (4, 32):
-        index = index_of(corpus, static_model, backend="faiss", ann=AnnSpec(quantization="int8", structure="ivf", nlist=32, nprobe=nprobe))
+        index = index_of(
+            corpus,
+            static_model,
+            backend="faiss",
+            ann=AnnSpec(quantization="int8", structure="ivf", nlist=32, nprobe=nprobe),
+        )
         _, exact_rows = index.search_embeddings(queries, k=10, backend="exact")
         recalls[nprobe] = recall_at(index.search_embeddings(queries, k=10)[1], exact_rows)
         assert probed_cells(index) == (nprobe, 32)
@@ -114,9 +121,15 @@ def test_ivf_visits_only_nprobe_cells(static_model):
 def test_binary_rescoring_beats_the_codes_alone(static_model):
     corpus, queries = clustered(2000), torch.from_numpy(clustered(50, seed=1))
     _, exact_rows = index_of(corpus, static_model).search_embeddings(queries, k=10)
-    narrow = index_of(corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=1)
-    wide = index_of(corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=10)
-    assert recall_at(wide.search_embeddings(queries, k=10)[1], exact_rows) > recall_at(narrow.search_embeddings(queries, k=10)[1], exact_rows)
+    narrow = index_of(
+        corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=1
+    )
+    wide = index_of(
+        corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=10
+    )
+    assert recall_at(wide.search_embeddings(queries, k=10)[1], exact_rows) > recall_at(
+        narrow.search_embeddings(queries, k=10)[1], exact_rows
+    )
 
 
 def test_auto_settings_follow_the_corpus_size():
@@ -167,7 +180,9 @@ def test_a_saved_faiss_index_loads_without_rebuilding_and_memory_maps_the_embedd
 
     in_memory = DuplicateIndex.load(tmp_path, *static_model, mmap=False)
     assert not in_memory.memory_mapped
-    other = DuplicateIndex.load(tmp_path, *static_model, quantization="int8", structure="flat")  # asked for other settings
+    other = DuplicateIndex.load(
+        tmp_path, *static_model, quantization="int8", structure="flat"
+    )  # asked for other settings
     assert other._ann is None and other.search_embeddings(queries, k=5)[1].shape == (20, 5)
     exact = DuplicateIndex.load(tmp_path, *static_model, backend="exact")
     assert exact.backend == "exact"
@@ -199,9 +214,9 @@ def test_find_duplicates_through_faiss_matches_the_exact_mining(static_model):
     twins /= np.linalg.norm(twins, axis=1, keepdims=True)
     vectors = np.concatenate([corpus, twins])
     exact = index_of(vectors, static_model).find_duplicates(threshold=0.97, k=5)
-    approximate = index_of(vectors, static_model, backend="faiss", quantization="int8", structure="hnsw").find_duplicates(
-        threshold=0.97, k=5
-    )
+    approximate = index_of(
+        vectors, static_model, backend="faiss", quantization="int8", structure="hnsw"
+    ).find_duplicates(threshold=0.97, k=5)
     assert {(p["id_a"], p["id_b"]) for p in approximate} == {(p["id_a"], p["id_b"]) for p in exact}
     assert len(exact) >= 40
 
@@ -273,7 +288,9 @@ def qqp_like_texts():
 def test_mining_a_grown_memory_mapped_index_pairs_the_new_rows_too(tmp_path, static_model):
     corpus = clustered(300)
     index_of(corpus, static_model).save(tmp_path)
-    loaded = DuplicateIndex.load(tmp_path, *static_model, mmap=True, corpus_chunk_size=128)  # several pieces, a 1-row tail
+    loaded = DuplicateIndex.load(
+        tmp_path, *static_model, mmap=True, corpus_chunk_size=128
+    )  # several pieces, a 1-row tail
     loaded.add_embeddings(["twin of 7"], corpus[7:8], ids=[300])
     pairs = {(p["id_a"], p["id_b"]) for p in loaded.find_duplicates(threshold=0.999, k=3)}
     assert (7, 300) in pairs

@@ -24,7 +24,12 @@ from tests.conftest import TEXTS
 def model_dir(tmp_path_factory, word_tokenizer):
     torch.manual_seed(0)
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.95
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.95,
     )
     path = tmp_path_factory.mktemp("app_model")
     SiameseModel(config).save_pretrained(path)

@@ -19,7 +19,13 @@ def backend(request):
 
 def build(backend, tmp_path, model, tokenizer, **options):
     return DuplicateIndex.build(
-        TEXTS, model, tokenizer, backend=backend, database=tmp_path / "db", metadata=[{"site": s} for s in SITES], **options
+        TEXTS,
+        model,
+        tokenizer,
+        backend=backend,
+        database=tmp_path / "db",
+        metadata=[{"site": s} for s in SITES],
+        **options,
     )
 
 
@@ -30,7 +36,9 @@ def test_search_finds_what_the_exact_index_finds(backend, tmp_path, tiny_lstm, w
         for got, want in zip(index.search(TEXTS[:3], k=4), exact.search(TEXTS[:3], k=4)):
             assert [m["id"] for m in got] == [m["id"] for m in want]
             assert [m["is_duplicate"] for m in got] == [m["is_duplicate"] for m in want]
-            torch.testing.assert_close(torch.tensor([m["score"] for m in got]), torch.tensor([m["score"] for m in want]), atol=1e-5, rtol=0)
+            torch.testing.assert_close(
+                torch.tensor([m["score"] for m in got]), torch.tensor([m["score"] for m in want]), atol=1e-5, rtol=0
+            )
         assert {m["site"] for m in index.search(TEXTS[0], k=len(TEXTS))} == {"python", "cooking"}
 
 
@@ -68,7 +76,9 @@ def test_an_index_reopens_from_its_folder_with_every_row(backend, tmp_path, tiny
     before = index.search(TEXTS[2], k=3)
     index.save(tmp_path / "index")
     index.close()
-    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == ["index_config.json"]  # the rows are in the database
+    assert sorted(p.name for p in (tmp_path / "index").iterdir()) == [
+        "index_config.json"
+    ]  # the rows are in the database
 
     with DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer) as again:
         assert again.backend == backend and len(again) == len(TEXTS) + 1

@@ -129,7 +129,9 @@ def test_save_load_round_trip(tmp_path, tiny_lstm, word_tokenizer):
 
 def test_load_checks_the_model_dimension(tmp_path, tiny_lstm, word_tokenizer):
     DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).save(tmp_path)
-    other = SiameseModel(SiameseConfig(encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=5))
+    other = SiameseModel(
+        SiameseConfig(encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=5)
+    )
     dims = (tiny_lstm.config.sentence_embedding_dim, other.config.sentence_embedding_dim)
     assert dims[0] != dims[1]
     with pytest.raises(ValueError, match=rf"holds {dims[0]}-dimensional embeddings .* gives {dims[1]}-dimensional"):
@@ -247,7 +249,12 @@ def test_find_duplicates_threshold_defaults_to_the_model(tiny_lstm, word_tokeniz
 
 def test_classifier_threshold_is_not_used_as_a_cosine_threshold(word_tokenizer):
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, threshold=0.5
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        classifier_head=True,
+        threshold=0.5,
     )
     index = DuplicateIndex.build(TEXTS, SiameseModel(config), word_tokenizer)
     assert index.threshold is None and "is_duplicate" not in index.search(TEXTS[0], k=1)[0]
@@ -262,7 +269,11 @@ def test_classifier_threshold_is_not_used_as_a_cosine_threshold(word_tokenizer):
         (lambda m, t: DuplicateIndex.build(["fine", "  "], m, t), ValueError, r"corpus\[1\] is empty"),
         (lambda m, t: DuplicateIndex.build(["a", "b"], m, t, ids=[1, "b"]), TypeError, "all integers or all strings"),
         (lambda m, t: DuplicateIndex.build(TEXTS, m, t, backend="annoy"), ValueError, "backend must be one of"),
-        (lambda m, t: DuplicateIndex.build(TEXTS, m, t).search(TEXTS[0], k=0), ValueError, "k must be an integer of at least 1"),
+        (
+            lambda m, t: DuplicateIndex.build(TEXTS, m, t).search(TEXTS[0], k=0),
+            ValueError,
+            "k must be an integer of at least 1",
+        ),
         (lambda m, t: DuplicateIndex.build(TEXTS, m, t).find_duplicates(0.5, k=0), ValueError, "k must be"),
         (lambda m, t: DuplicateIndex.build(TEXTS, m, t).find_duplicates(1.5), ValueError, r"must lie in \[-1, 1\]"),
         (lambda m, t: DuplicateIndex(m, t).search(TEXTS[0]), ValueError, "the index is empty"),
@@ -287,10 +298,16 @@ def test_find_duplicates_by_calibrated_probability(tmp_path, qqp_texts, qqp_mode
     finally:
         model.config.calibration = None
     everything = index.find_duplicates(threshold=-1.0, k=len(qqp_texts) - 1)
-    assert all(pair["probability"] == pytest.approx(1 / (1 + torch.exp(torch.tensor(9.0 - 10.0 * pair["score"]))).item(), abs=1e-5) for pair in everything)
+    assert all(
+        pair["probability"]
+        == pytest.approx(1 / (1 + torch.exp(torch.tensor(9.0 - 10.0 * pair["score"]))).item(), abs=1e-5)
+        for pair in everything
+    )
     p = _between([pair["probability"] for pair in everything])
     kept = index.find_duplicates(k=len(qqp_texts) - 1, probability_threshold=p)
-    assert {(d["id_a"], d["id_b"]) for d in kept} == {(d["id_a"], d["id_b"]) for d in everything if d["probability"] >= p}
+    assert {(d["id_a"], d["id_b"]) for d in kept} == {
+        (d["id_a"], d["id_b"]) for d in everything if d["probability"] >= p
+    }
     index.save(tmp_path / "index")
     loaded = DuplicateIndex.load(tmp_path / "index")  # without the model: the map was saved with the index
     assert loaded.find_duplicates(k=len(qqp_texts) - 1, probability_threshold=p) == kept

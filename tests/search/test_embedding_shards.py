@@ -353,13 +353,18 @@ def test_ray_missing_is_an_import_error_naming_the_extra(tmp_path, monkeypatch):
         encode_to_shards_ray(["a question"], tmp_path / "shards", "any/model")
 
 
-def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(tmp_path, tiny_lstm, word_tokenizer, monkeypatch):
+def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(
+    tmp_path, tiny_lstm, word_tokenizer, monkeypatch
+):
     """An AMX machine's bf16 probe flips between processes: the second process must resume, not be refused."""
     from hfsiamese.models.siamese import encode_precision, inference
     from hfsiamese.models.siamese.encode_precision import EncodePrecision
 
     monkeypatch.setattr(encode_precision, "_process_default", {"dtype": "auto"})  # as in a command
-    decisions = [EncodePrecision(torch.bfloat16, "bf16 autocast: measured faster"), EncodePrecision(None, "fp32: measured slower")]
+    decisions = [
+        EncodePrecision(torch.bfloat16, "bf16 autocast: measured faster"),
+        EncodePrecision(None, "fp32: measured slower"),
+    ]
     monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
     texts = corpus()
     folder = tmp_path / "shards"

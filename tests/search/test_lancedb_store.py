@@ -338,7 +338,9 @@ while True:
 def test_a_kill_in_the_middle_of_an_add_loses_no_acknowledged_row_and_commits_none_of_that_add(tmp_path):
     folder = tmp_path / "lancedb"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", LANCE_CPU_THREADS="1", PYTHONPATH=str(REPO_ROOT))
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(DIM), "3"], stdout=subprocess.PIPE, env=env)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(folder), str(DIM), "3"], stdout=subprocess.PIPE, env=env
+    )
     try:
         lines = lines_until(writer, "mid-add", timeout=120)
     finally:

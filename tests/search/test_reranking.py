@@ -137,7 +137,10 @@ def test_the_real_cross_encoder_reranks_by_its_own_scores(index, tiny_cross_enco
     with torch.no_grad():  # the random tiny model scores every pair about alike: spread its scores
         tiny_cross_encoder.model.classifier.weight.mul_(200.0)
     candidates = index.search(QUERIES, k=6)
-    scores = [tiny_cross_encoder.score_pairs([q] * len(found), [m["text"] for m in found]) for q, found in zip(QUERIES, candidates)]
+    scores = [
+        tiny_cross_encoder.score_pairs([q] * len(found), [m["text"] for m in found])
+        for q, found in zip(QUERIES, candidates)
+    ]
     values = torch.cat(scores).sort().values
     cut = int((values[1:] - values[:-1]).argmax())  # the threshold in the widest gap: no pair sits near it
     tiny_cross_encoder.config.threshold = float(values[cut] + values[cut + 1]) / 2
@@ -149,11 +152,15 @@ def test_the_real_cross_encoder_reranks_by_its_own_scores(index, tiny_cross_enco
         assert [m["score"] for m in matches] == sorted(m["score"] for m in matches)[::-1]
         assert sorted(m["score"] for m in matches) == pytest.approx(sorted(expected.tolist())[-4:], abs=1e-5)
         assert [m["retrieval_score"] for m in matches] == pytest.approx([cosine[m["text"]] for m in matches])
-        assert [m["is_duplicate"] for m in matches] == [m["score"] >= tiny_cross_encoder.config.threshold for m in matches]
+        assert [m["is_duplicate"] for m in matches] == [
+            m["score"] >= tiny_cross_encoder.config.threshold for m in matches
+        ]
     # A folder is loaded (the saved tiny cross-encoder, unscaled and without a threshold).
     from_folder = index.search(QUERIES[0], k=4, cross_encoder=str(tiny_cross_encoder_dir), rerank_k=6)
     saved = CrossEncoder.from_pretrained(tiny_cross_encoder_dir)
-    assert [m["score"] for m in from_folder] == pytest.approx(saved.rank(QUERIES[0], [m["text"] for m in from_folder]).tolist(), abs=1e-6)
+    assert [m["score"] for m in from_folder] == pytest.approx(
+        saved.rank(QUERIES[0], [m["text"] for m in from_folder]).tolist(), abs=1e-6
+    )
     assert "is_duplicate" not in from_folder[0]
 
 
@@ -204,7 +211,9 @@ def test_find_duplicates_thresholds_with_a_cross_encoder(index):
         index.find_duplicates(cross_encoder=stub)
     assert stub.calls == []
     # P(duplicate) >= 0.9 is score >= (logit(0.9) + 5) / 10 = 0.7197...
-    found = index.find_duplicates(k=len(TEXTS) - 1, cross_encoder=stub, candidate_threshold=-1.0, probability_threshold=0.9)
+    found = index.find_duplicates(
+        k=len(TEXTS) - 1, cross_encoder=stub, candidate_threshold=-1.0, probability_threshold=0.9
+    )
     assert [(p["id_a"], p["id_b"]) for p in found] == [(i, j) for i, j, _ in expected_pairs((math.log(9) + 5) / 10)]
     assert all(p["probability"] >= 0.9 for p in found)
     with pytest.raises(ValueError, match="candidate_threshold applies only with a cross_encoder"):

@@ -21,7 +21,12 @@ def exported(tmp_path_factory, word_tokenizer):
     """A tiny LSTM saved as recipes/train.py leaves it, and its fp32 ONNX export."""
     torch.manual_seed(0)
     config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, threshold=0.6
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.6,
     )
     model = SiameseModel(config).eval()
     source = tmp_path_factory.mktemp("trained")
@@ -42,7 +47,9 @@ def test_inference_api_matches_pytorch(exported, word_tokenizer):
     model, out = exported
     onnx_model = load_siamese_model(out)
     a, b = TEXTS[:4], TEXTS[4:]
-    torch.testing.assert_close(onnx_model.encode(TEXTS, batch_size=3), model.encode(TEXTS, word_tokenizer), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        onnx_model.encode(TEXTS, batch_size=3), model.encode(TEXTS, word_tokenizer), atol=1e-5, rtol=0
+    )
     torch.testing.assert_close(onnx_model.similarity(a, b), model.similarity(a, b, word_tokenizer), atol=1e-5, rtol=0)
     torch.testing.assert_close(onnx_model.score_pairs(a, b), model.score_pairs(a, b, word_tokenizer), atol=1e-5, rtol=0)
     got, expected = onnx_model.predict(a, b), model.predict(a, b, word_tokenizer)
@@ -59,7 +66,9 @@ def test_pipeline_and_duplicate_index_take_the_folder(exported, word_tokenizer):
     model, out = exported
     pipe = pipeline("question-duplicates", model=str(out))
     result = pipe((TEXTS[0], TEXTS[1]))
-    assert result["score"] == pytest.approx(float(model.similarity([TEXTS[0]], [TEXTS[1]], word_tokenizer)[0]), abs=1e-5)
+    assert result["score"] == pytest.approx(
+        float(model.similarity([TEXTS[0]], [TEXTS[1]], word_tokenizer)[0]), abs=1e-5
+    )
     index = DuplicateIndex.build(TEXTS, str(out))  # the folder, as a user passes it
     reference = DuplicateIndex.build(TEXTS, model, word_tokenizer)
     got, expected = index.search(TEXTS[2], k=3), reference.search(TEXTS[2], k=3)

@@ -26,7 +26,9 @@ class SimulatedCrash(RuntimeError):
 def _train_pairs(word_tokenizer, n_groups=16):
     q1 = [f"{TEXTS[g % len(TEXTS)]} {g}" for g in range(n_groups)]
     q2 = [f"{TEXTS[(g + 1) % len(TEXTS)]} {g} again" for g in range(n_groups)]
-    data = datasets.Dataset.from_dict({"question1": q1, "question2": q2, "label": [1] * n_groups, "group_id": list(range(n_groups))})
+    data = datasets.Dataset.from_dict(
+        {"question1": q1, "question2": q2, "label": [1] * n_groups, "group_id": list(range(n_groups))}
+    )
     return tokenize_pairs(data, word_tokenizer)
 
 
@@ -96,11 +98,18 @@ def test_crash_mid_checkpoint_leaves_no_complete_looking_folder(word_tokenizer, 
 def test_best_checkpoint_path_names_the_final_folder(word_tokenizer, tmp_path):
     out = tmp_path / "run"
     eval_pairs = tokenize_pairs(
-        datasets.Dataset.from_dict({"question1": TEXTS[0::2], "question2": TEXTS[1::2], "label": [1, 1, 0, 0]}), word_tokenizer
+        datasets.Dataset.from_dict({"question1": TEXTS[0::2], "question2": TEXTS[1::2], "label": [1, 1, 0, 0]}),
+        word_tokenizer,
     )
     trainer = _trainer(
-        word_tokenizer, out, eval_dataset=eval_pairs, eval_strategy="steps", eval_steps=2,
-        metric_for_best_model="average_precision", load_best_model_at_end=True, save_total_limit=1,
+        word_tokenizer,
+        out,
+        eval_dataset=eval_pairs,
+        eval_strategy="steps",
+        eval_steps=2,
+        metric_for_best_model="average_precision",
+        load_best_model_at_end=True,
+        save_total_limit=1,
     )
     trainer.train()
     best = trainer.state.best_model_checkpoint

@@ -63,13 +63,20 @@ def test_a_library_run_keeps_its_threads_unless_asked(tmp_path, monkeypatch):
 
 def test_a_previous_runs_verdict_does_not_decide_the_next(tmp_path):
     core_sharing.configure(False, "--share_cores false")  # an earlier run in this process
-    assert share_cores_verdict(tiny_training_args(tmp_path)) == (True, "fewer threads while other processes use this run's cores")
+    assert share_cores_verdict(tiny_training_args(tmp_path)) == (
+        True,
+        "fewer threads while other processes use this run's cores",
+    )
 
 
-def test_the_trainer_updates_every_step_and_evaluation_batch_and_restores(tiny_lstm, word_tokenizer, tmp_path, monkeypatch):
+def test_the_trainer_updates_every_step_and_evaluation_batch_and_restores(
+    tiny_lstm, word_tokenizer, tmp_path, monkeypatch
+):
     monkeypatch.setattr(core_sharing, "CoreSharing", Recording)
     Recording.made.clear()
-    trainer = trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, tiny_training_args(tmp_path, eval_strategy="steps", eval_steps=3))
+    trainer = trainer_on_tiny_pairs(
+        tiny_lstm, word_tokenizer, tiny_training_args(tmp_path, eval_strategy="steps", eval_steps=3)
+    )
     assert any(isinstance(callback, CoreSharingCallback) for callback in trainer.callback_handler.callbacks)
     trainer.train()
     (sharing,) = Recording.made

@@ -23,7 +23,9 @@ def cpu(monkeypatch):
     measured_bf16_speedup.cache_clear()
 
 
-@pytest.mark.parametrize(("value", "expected"), [("auto", None), ("true", True), ("False", False), (True, True), ("0", False)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("auto", None), ("true", True), ("False", False), (True, True), ("0", False)]
+)
 def test_parse(value, expected):
     assert parse_bf16(value) is expected
 
@@ -61,7 +63,9 @@ def test_training_arguments_settle_auto_before_the_trainer_checks(cpu, tmp_path)
     cpu(native=True, speedup=0.6)
     args = SiameseTrainingArguments(output_dir=str(tmp_path), bf16="auto", use_cpu=True, report_to="none")
     assert args.bf16 is False and args.mixed_precision == "no"
-    assert SiameseTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none").bf16 is False  # library default
+    assert (
+        SiameseTrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none").bf16 is False
+    )  # library default
 
 
 def test_the_measurement_leaves_the_seeded_generator_alone(cpu):

@@ -57,7 +57,9 @@ def test_trains_calibrates_on_validation_and_saves_a_loadable_folder(tiny_cross_
     assert torch.isfinite(torch.tensor(result.training_loss))
     assert any(not torch.equal(before[k], v) for k, v in cross.model.state_dict().items())
     metrics = trainer.evaluate()
-    assert 0.0 <= metrics["eval_average_precision"] <= 1.0 and cross.config.threshold == pytest.approx(metrics["eval_threshold"])
+    assert 0.0 <= metrics["eval_average_precision"] <= 1.0 and cross.config.threshold == pytest.approx(
+        metrics["eval_threshold"]
+    )
     # Validation pairs scored as CrossEncoder scores them: both orders averaged.
     pairs = tiny_eval_pairs()
     scores = cross.score_pairs(pairs["question1"], pairs["question2"])
@@ -79,7 +81,9 @@ def _soft_label_loss(cross, rows) -> float:
     batch = CrossPairCollator(cross.tokenizer)(rows)
     cross.model.eval()
     with torch.no_grad():
-        logits = cross.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]).logits[:, 0]
+        logits = cross.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]
+        ).logits[:, 0]
     p, y = torch.sigmoid(logits.double()), batch["labels"].double()
     return (-(y * torch.log(p) + (1 - y) * torch.log(1 - p))).mean().item()
 
@@ -118,7 +122,9 @@ def test_soft_labels_train_and_the_loss_is_binary_cross_entropy(tiny_cross_encod
 
 def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):
     with pytest.raises(ValueError, match="one-logit sequence-classification model"):
-        CrossEncoderTrainer(model=tiny_lstm, args=tiny_training_args(tmp_path), processing_class=tiny_cross_encoder.tokenizer)
+        CrossEncoderTrainer(
+            model=tiny_lstm, args=tiny_training_args(tmp_path), processing_class=tiny_cross_encoder.tokenizer
+        )
     with pytest.raises(ValueError, match="gradient_cache_mini_batch_size applies to in-batch losses"):
         _trainer(tiny_cross_encoder, tmp_path, gradient_cache_mini_batch_size=2)
     with pytest.raises(ValueError, match="no input_ids column"):

@@ -17,8 +17,14 @@ from safetensors.torch import load_file
 from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, recipe_flags, run_offline
 
 FLAGS = dict(
-    TINY_LSTM_BASE, max_length=32, max_train_pairs=300, max_eval_pairs=100, num_train_epochs=1, warmup_steps=2,
-    eval_strategy="no", save_strategy="no",
+    TINY_LSTM_BASE,
+    max_length=32,
+    max_train_pairs=300,
+    max_eval_pairs=100,
+    num_train_epochs=1,
+    warmup_steps=2,
+    eval_strategy="no",
+    save_strategy="no",
 )  # dropout stays on (0.2 in the default config): its masks must be reproducible too
 RUN_DEPENDENT = ("_runtime", "_per_second")
 
@@ -28,7 +34,9 @@ def run(launcher, output_dir, cwd):
     assert result.returncode == 0, result.stderr[-4000:]
     assert "seed 42, 1 CPU threads per process" in result.stderr
     metrics = json.loads((output_dir / "all_results.json").read_text())
-    return load_file(output_dir / "model.safetensors"), {k: v for k, v in metrics.items() if not k.endswith(RUN_DEPENDENT)}
+    return load_file(output_dir / "model.safetensors"), {
+        k: v for k, v in metrics.items() if not k.endswith(RUN_DEPENDENT)
+    }
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,20 @@ def _batch(tokenizer, n=10):
     q1 = [f"{TEXTS[i % 8]} {i}" for i in range(n)]
     q2 = [f"{TEXTS[(i + 1) % 8]} {i} again" for i in range(n)]
     neg = [TEXTS[(i + 4) % 8] for i in range(n)]
-    data = tokenize_pairs(datasets.Dataset.from_dict({"question1": q1, "question2": q2, "negative": neg, "label": [1] * n, "group_id": list(range(n))}), tokenizer)
+    data = tokenize_pairs(
+        datasets.Dataset.from_dict(
+            {"question1": q1, "question2": q2, "negative": neg, "label": [1] * n, "group_id": list(range(n))}
+        ),
+        tokenizer,
+    )
     return SiamesePairCollator(tokenizer)([data[i] for i in range(n)])
 
 
 def _model(tokenizer, dropout=0.0):
     torch.manual_seed(0)
-    return SiameseModel(SiameseConfig(vocab_size=len(tokenizer), embedding_dim=8, hidden_size=6, dropout=dropout, bidirectional=True))
+    return SiameseModel(
+        SiameseConfig(vocab_size=len(tokenizer), embedding_dim=8, hidden_size=6, dropout=dropout, bidirectional=True)
+    )
 
 
 def _grads(model):
@@ -79,7 +86,10 @@ def test_dropout_masks_are_replayed(word_tokenizer):
 
     reference = _model(word_tokenizer, dropout=0.5)
     torch.manual_seed(123)
-    embedded = {s: torch.cat([reference.embed(**{k: v[i : i + 2] for k, v in f.items()}) for i in range(0, 6, 2)]) for s, f in sides.items()}
+    embedded = {
+        s: torch.cat([reference.embed(**{k: v[i : i + 2] for k, v in f.items()}) for i in range(0, 6, 2)])
+        for s, f in sides.items()
+    }
     reference_loss = loss_fn(embedded["a"], embedded["b"])
     reference_loss.backward()
 
@@ -94,15 +104,36 @@ def test_dropout_masks_are_replayed(word_tokenizer):
 def test_trainer_step_with_gradient_cache(word_tokenizer, tmp_path):
     from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 
-    args = dict(output_dir=str(tmp_path), per_device_train_batch_size=10, max_steps=1, learning_rate=0.0, report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True)
+    args = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=10,
+        max_steps=1,
+        learning_rate=0.0,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
     data = tokenize_pairs(
-        datasets.Dataset.from_dict({"question1": [f"{TEXTS[i % 8]} {i}" for i in range(10)], "question2": [f"{TEXTS[(i + 1) % 8]} {i}" for i in range(10)], "label": [1] * 10, "group_id": list(range(10))}),
+        datasets.Dataset.from_dict(
+            {
+                "question1": [f"{TEXTS[i % 8]} {i}" for i in range(10)],
+                "question2": [f"{TEXTS[(i + 1) % 8]} {i}" for i in range(10)],
+                "label": [1] * 10,
+                "group_id": list(range(10)),
+            }
+        ),
         word_tokenizer,
     )
     grads = []
     for mini_batch in (None, 4):
         model = _model(word_tokenizer)
-        trainer = SiameseTrainer(model=model, args=SiameseTrainingArguments(**args, gradient_cache_mini_batch_size=mini_batch), train_dataset=data, processing_class=word_tokenizer)
+        trainer = SiameseTrainer(
+            model=model,
+            args=SiameseTrainingArguments(**args, gradient_cache_mini_batch_size=mini_batch),
+            train_dataset=data,
+            processing_class=word_tokenizer,
+        )
         batch = trainer._prepare_inputs(next(iter(trainer.get_train_dataloader())))
         trainer.create_optimizer_and_scheduler(num_training_steps=1)
         trainer.current_gradient_accumulation_steps = 1

@@ -42,7 +42,8 @@ def _trainer(word_tokenizer, tmp_path, loss, **overrides):
     q1 = [f"{TEXTS[g % len(TEXTS)]} number {g}" for g in range(24)]
     q2 = [f"{TEXTS[(g + 1) % len(TEXTS)]} again {g}" for g in range(24)]
     train = tokenize_pairs(
-        datasets.Dataset.from_dict({"question1": q1, "question2": q2, "label": [1] * 24, "group_id": list(range(24))}), word_tokenizer
+        datasets.Dataset.from_dict({"question1": q1, "question2": q2, "label": [1] * 24, "group_id": list(range(24))}),
+        word_tokenizer,
     )
     torch.manual_seed(0)
     model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0))
@@ -88,7 +89,9 @@ def test_skip_drops_the_batch_and_counts_it(word_tokenizer, tmp_path, step_kind)
     result = trainer.train()
     assert trainer.state.global_step == STEPS
     assert result.metrics["train_skipped_batches"] == 2
-    logged = {entry["step"]: entry["skipped_batches"] for entry in trainer.state.log_history if "skipped_batches" in entry}
+    logged = {
+        entry["step"]: entry["skipped_batches"] for entry in trainer.state.log_history if "skipped_batches" in entry
+    }
     assert logged == {1: 0, 2: 0, 3: 1, 4: 1, 5: 2, 6: 2}
     # A skipped batch changes nothing (no backward, no optimizer update); the others still train.
     for skipped in (3, 5):

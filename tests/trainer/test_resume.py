@@ -28,8 +28,15 @@ from hfsiamese.runs.run_lock import LOCK_NAME, pid_alive
 from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env, recipe_flags, run_offline
 
 FLAGS = dict(
-    TINY_LSTM_BASE, max_length=32, max_train_pairs=300, max_eval_pairs=100, per_device_eval_batch_size=64,
-    warmup_steps=2, eval_strategy="epoch", save_strategy="steps", save_total_limit=2,
+    TINY_LSTM_BASE,
+    max_length=32,
+    max_train_pairs=300,
+    max_eval_pairs=100,
+    per_device_eval_batch_size=64,
+    warmup_steps=2,
+    eval_strategy="epoch",
+    save_strategy="steps",
+    save_total_limit=2,
     loss="hard_negative_triplet",  # duplicate pairs only: the step/epoch positions below count those rows
 )
 ENV = dict(OMP_NUM_THREADS="1", ACCELERATE_USE_CPU="1")  # added to `offline_env`'s settings
@@ -91,7 +98,9 @@ def kill_at_step(cwd, processes, args, step, timeout=600):
         try:
             while not marker.exists():
                 if process.poll() is not None:
-                    raise AssertionError(f"the run ended before step {step}:\n{(cwd / 'killed_run.log').read_text()[-4000:]}")
+                    raise AssertionError(
+                        f"the run ended before step {step}:\n{(cwd / 'killed_run.log').read_text()[-4000:]}"
+                    )
                 if time.monotonic() > deadline:
                     raise AssertionError(f"step {step} not reached in {timeout}s")
                 time.sleep(0.2)
@@ -149,7 +158,9 @@ def runs(request, tmp_path_factory):
     checkpoint = interrupted / f"checkpoint-{setting['resume_at']}"
     epoch = json.loads((checkpoint / "trainer_state.json").read_text())["epoch"]
     assert 1 < epoch < 2, f"{checkpoint.name} should be mid-epoch 2, is at epoch {epoch}"
-    resumed = train(tmp, setting["processes"], *flags(interrupted, **setting["flags"]), "--resume_from_checkpoint", "auto")
+    resumed = train(
+        tmp, setting["processes"], *flags(interrupted, **setting["flags"]), "--resume_from_checkpoint", "auto"
+    )
     return dict(setting, straight=straight, interrupted=interrupted, killed_state=killed_state, resumed=resumed)
 
 
@@ -163,7 +174,10 @@ def test_killed_run_left_only_complete_checkpoints(runs):
 
 
 def test_resumed_run_ends_with_the_uninterrupted_weights(runs):
-    expected, got = load_file(runs["straight"] / "model.safetensors"), load_file(runs["interrupted"] / "model.safetensors")
+    expected, got = (
+        load_file(runs["straight"] / "model.safetensors"),
+        load_file(runs["interrupted"] / "model.safetensors"),
+    )
     assert expected.keys() == got.keys()
     for name in expected:
         assert (expected[name] - got[name]).abs().max().item() <= 1e-6, name

@@ -117,7 +117,9 @@ def test_labelled_pair_loss_with_classifier_head(word_tokenizer, tmp_path):
     from hfsiamese import SiameseConfig, SiameseModel
     from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
 
-    model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True))
+    model = SiameseModel(
+        SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True)
+    )
     train = tokenize_pairs(_labelled_pairs(), word_tokenizer)
     trainer = SiameseTrainer(
         model=model,
@@ -136,16 +138,28 @@ def test_labelled_pair_loss_with_classifier_head(word_tokenizer, tmp_path):
 
 def test_duplicate_loss_refuses_labelled_data_and_vice_versa(tiny_lstm, word_tokenizer, tmp_path):
     with pytest.raises(ValueError, match="duplicate pairs only"):
-        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path), train_dataset=tokenize_pairs(_labelled_pairs(), word_tokenizer), processing_class=word_tokenizer)
+        SiameseTrainer(
+            model=tiny_lstm,
+            args=_args(tmp_path),
+            train_dataset=tokenize_pairs(_labelled_pairs(), word_tokenizer),
+            processing_class=word_tokenizer,
+        )
     with pytest.raises(ValueError, match="only label 1"):
-        SiameseTrainer(model=tiny_lstm, args=_args(tmp_path, loss="contrastive"), train_dataset=tokenize_pairs(_pairs(), word_tokenizer), processing_class=word_tokenizer)
+        SiameseTrainer(
+            model=tiny_lstm,
+            args=_args(tmp_path, loss="contrastive"),
+            train_dataset=tokenize_pairs(_pairs(), word_tokenizer),
+            processing_class=word_tokenizer,
+        )
 
 
 def test_explicit_negatives_reach_the_loss(tiny_lstm, word_tokenizer, tmp_path):
     triplets = _pairs().map(lambda row, i: {"negative": TEXTS[(i + 3) % len(TEXTS)]}, with_indices=True)
     train = tokenize_pairs(triplets, word_tokenizer)
     assert "input_ids_n" in train.column_names
-    trainer = SiameseTrainer(model=tiny_lstm, args=_args(tmp_path, loss="triplet"), train_dataset=train, processing_class=word_tokenizer)
+    trainer = SiameseTrainer(
+        model=tiny_lstm, args=_args(tmp_path, loss="triplet"), train_dataset=train, processing_class=word_tokenizer
+    )
     trainer.train()
     assert trainer.state.global_step == 6
 
@@ -181,7 +195,9 @@ def test_batches_come_from_arrow_tables_as_the_collator_pads_rows(tiny_lstm, wor
     trainer = SiameseTrainer(model=tiny_lstm, args=args, train_dataset=train, processing_class=word_tokenizer)
     loader = trainer.get_train_dataloader()
     assert isinstance(loader.dataset, ArrowBatchDataset)
-    assert not loader.pin_memory and args.dataloader_pin_memory  # nothing to pin for on a CPU; the user's args untouched
+    assert (
+        not loader.pin_memory and args.dataloader_pin_memory
+    )  # nothing to pin for on a CPU; the user's args untouched
     order = list(trainer._get_train_sampler(train))  # the same (seed, epoch 0) order the loader draws
     size = args.per_device_train_batch_size
     sampler_batches = [order[start : start + size] for start in range(0, len(order), size)]

@@ -40,9 +40,10 @@ def test_the_loss_s_old_name_and_option_still_work_and_say_so(tmp_path):
 
     with pytest.warns(FutureWarning) as caught:
         args = _args(tmp_path, loss="contrastive_triplet", triplet_weight=0.05)
-    assert {"loss 'contrastive_triplet' is now called 'contrastive_ranking'", "'triplet_weight' is now called 'ranking_weight'"} <= {
-        str(w.message).split(" (")[0].replace("loss option ", "") for w in caught
-    }
+    assert {
+        "loss 'contrastive_triplet' is now called 'contrastive_ranking'",
+        "'triplet_weight' is now called 'ranking_weight'",
+    } <= {str(w.message).split(" (")[0].replace("loss option ", "") for w in caught}
     assert (args.loss, args.ranking_weight, args.triplet_weight) == ("contrastive_ranking", 0.05, None)
     assert isinstance(args.build_loss(), ContrastiveRankingLoss) and args.build_loss().ranking_weight == 0.05
     # A config written before the rename parses to the same arguments.
@@ -50,9 +51,14 @@ def test_the_loss_s_old_name_and_option_still_work_and_say_so(tmp_path):
     config.write_text("loss: contrastive_triplet\ntriplet_weight: 0.05\nranking_loss: multiple_negatives_ranking\n")
     with pytest.warns(FutureWarning):
         (parsed,) = parse_config_and_flags(
-            HfArgumentParser(SiameseTrainingArguments), [str(config), "--output_dir", str(tmp_path), "--use_cpu", "true"]
+            HfArgumentParser(SiameseTrainingArguments),
+            [str(config), "--output_dir", str(tmp_path), "--use_cpu", "true"],
         )
-    assert (parsed.loss, parsed.ranking_weight, parsed.ranking_loss) == ("contrastive_ranking", 0.05, "multiple_negatives_ranking")
+    assert (parsed.loss, parsed.ranking_weight, parsed.ranking_loss) == (
+        "contrastive_ranking",
+        0.05,
+        "multiple_negatives_ranking",
+    )
     with pytest.raises(ValueError, match="triplet_weight is the old name of ranking_weight: give ranking_weight only"):
         _args(tmp_path, loss="contrastive_ranking", triplet_weight=0.05, ranking_weight=0.1)
 

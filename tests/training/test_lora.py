@@ -62,7 +62,9 @@ def _training_args(output_dir, **overrides):
 
 def _trainer(model, tokenizer, pairs, output_dir, **overrides):
     data = tokenize_pairs(pairs, tokenizer)
-    return SiameseTrainer(model=model, args=_training_args(output_dir, **overrides), train_dataset=data, processing_class=tokenizer)
+    return SiameseTrainer(
+        model=model, args=_training_args(output_dir, **overrides), train_dataset=data, processing_class=tokenizer
+    )
 
 
 def _snapshot(model):
@@ -123,13 +125,17 @@ def test_the_checkpoint_is_a_plain_siamese_model(trained, tiny_bert_dir):
     expected = _embed(merged, tokenizer)
     assert torch.allclose(_embed(loaded, tokenizer), expected, atol=1e-6)
     assert torch.allclose(_embed(model, tokenizer), expected, atol=1e-5)
-    assert not torch.allclose(_embed(SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)).eval(), tokenizer), expected, atol=1e-3)
+    assert not torch.allclose(
+        _embed(SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)).eval(), tokenizer), expected, atol=1e-3
+    )
     with pytest.raises(ValueError, match="saves its own weights, merged"):
         model.save_pretrained(out / "again", state_dict=model.state_dict())
 
 
 # A child interpreter without hfsiamese and without peft: the checkpoint's own code loads it.
-NO_PEFT_CHILD = BLOCK_HFSIAMESE + r"""
+NO_PEFT_CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 sys.modules["peft"] = None  # import peft fails
 import json, torch
 from transformers import AutoModel, AutoTokenizer
@@ -139,6 +145,7 @@ batch = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)(json.loads
 with torch.no_grad():
     print(json.dumps(model.embed(batch["input_ids"], batch["attention_mask"]).tolist()))
 """
+)
 
 
 def test_the_checkpoint_loads_where_neither_hfsiamese_nor_peft_is_installed(trained, tmp_path):
@@ -193,16 +200,23 @@ def test_sentence_transformers_export_of_the_in_memory_model(trained, tmp_path):
 
 def test_a_missing_peft_is_one_line_naming_the_extra(tiny_bert_dir, pairs, monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)  # `import peft` raises ImportError
-    with pytest.raises(ImportError, match=r'--lora_r needs peft, which is not installed: .*pip install -e "\.\[lora\]"'):
+    with pytest.raises(
+        ImportError, match=r'--lora_r needs peft, which is not installed: .*pip install -e "\.\[lora\]"'
+    ):
         _lora_model(tiny_bert_dir, pairs)
-    model, _ = build_model_and_tokenizer(ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)), pairs)
+    model, _ = build_model_and_tokenizer(
+        ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)), pairs
+    )
     assert not has_adapters(model.encoder)  # without lora_r, peft is never imported
 
 
 def test_lora_is_refused_where_it_does_not_apply(trained, pairs):
     _, _, _, out = trained
     lstm = ModelArguments(embedding_dim=8, hidden_size=6, vocab_size=100, lora_r=RANK)
-    with pytest.raises(ValueError, match="lora_r applies when training from a pretrained transformer encoder, not from encoder_type 'lstm'"):
+    with pytest.raises(
+        ValueError,
+        match="lora_r applies when training from a pretrained transformer encoder, not from encoder_type 'lstm'",
+    ):
         build_model_and_tokenizer(lstm, pairs)
     with pytest.raises(ValueError, match="not from a saved Siamese checkpoint"):
         build_model_and_tokenizer(ModelArguments(model_name_or_path=str(out), lora_r=RANK), pairs)
@@ -212,12 +226,18 @@ def test_default_targets_of_an_architecture_peft_does_not_name(tmp_path):
     """MPNet (all-mpnet-base-v2) is not in peft's table: every linear layer but the unused pooler."""
     from transformers import MPNetConfig, MPNetModel
 
-    encoder = MPNetModel(MPNetConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32))
+    encoder = MPNetModel(
+        MPNetConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
+    )
     linear = {name for name, module in encoder.named_modules() if isinstance(module, torch.nn.Linear)}
     targets = default_target_modules(encoder)
     assert isinstance(targets, str)  # one pattern in adapter_config.json, not a list of every layer
     wrapped = peft.get_peft_model(encoder, peft.LoraConfig(r=RANK, target_modules=targets))
-    adapted = {name.split("base_model.model.")[1].rsplit(".lora_A", 1)[0] for name, _ in wrapped.named_parameters() if ".lora_A." in name}
+    adapted = {
+        name.split("base_model.model.")[1].rsplit(".lora_A", 1)[0]
+        for name, _ in wrapped.named_parameters()
+        if ".lora_A." in name
+    }
     assert len(adapted) == 2 * 6  # q, k, v, o, intermediate and output dense of each layer
     assert adapted == {name for name in linear if not name.startswith("pooler.")}
 
@@ -274,7 +294,10 @@ def test_resuming_restores_the_adapters_and_their_optimizer_state(tiny_bert_dir,
     whole.state.best_model_checkpoint = str(checkpoint)  # as load_best_model_at_end would, at the end of a run
     whole._load_best_model()
     merged = merged_copy(model).state_dict()
-    assert all(torch.allclose(merged[name], tensor, atol=1e-6) for name, tensor in load_file(checkpoint / "model.safetensors").items())
+    assert all(
+        torch.allclose(merged[name], tensor, atol=1e-6)
+        for name, tensor in load_file(checkpoint / "model.safetensors").items()
+    )
 
     resumed_model, tokenizer = _lora_model(tiny_bert_dir, pairs)
     resumed = _trainer(resumed_model, tokenizer, pairs, tmp_path / "resumed", **steps)
@@ -282,9 +305,14 @@ def test_resuming_restores_the_adapters_and_their_optimizer_state(tiny_bert_dir,
     again = _snapshot(resumed_model)
     assert all(torch.allclose(again[name], trained[name], atol=1e-6) for name in trained), "resumed run ends elsewhere"
     final = load_file(tmp_path / "whole" / "model.safetensors")
-    assert all(torch.allclose(tensor, merged_copy(resumed_model).state_dict()[name], atol=1e-6) for name, tensor in final.items())
+    assert all(
+        torch.allclose(tensor, merged_copy(resumed_model).state_dict()[name], atol=1e-6)
+        for name, tensor in final.items()
+    )
 
-    plain, _ = build_model_and_tokenizer(ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)), pairs)
+    plain, _ = build_model_and_tokenizer(
+        ModelArguments(encoder_type="transformer", model_name_or_path=str(tiny_bert_dir)), pairs
+    )
     refused = _trainer(plain, tokenizer, pairs, tmp_path / "plain", **steps)
     with pytest.raises(ValueError, match="was saved by a LoRA run .* resume it with the same --lora_r"):
         refused.train(resume_from_checkpoint=str(checkpoint))
@@ -298,9 +326,13 @@ def test_recipe_trains_with_lora(tiny_bert_dir, tmp_path):
     result = run_offline([sys.executable, str(TRAIN), *flags], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     assert f"LoRA r={RANK}, alpha=8 on ['query', 'value']: {ADAPTER_PARAMETERS} of" in result.stderr
-    assert {"model.safetensors", "config.json", "modeling_siamese.py", ADAPTER_FOLDER} <= {p.name for p in out.iterdir()}
+    assert {"model.safetensors", "config.json", "modeling_siamese.py", ADAPTER_FOLDER} <= {
+        p.name for p in out.iterdir()
+    }
     assert not any("lora" in name or "base_model" in name for name in load_file(out / "model.safetensors"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         loaded = AutoModel.from_pretrained(out)
-    assert isinstance(loaded, SiameseModel) and json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 32
+    assert (
+        isinstance(loaded, SiameseModel) and json.loads((out / "all_results.json").read_text())["eval_num_pairs"] == 32
+    )

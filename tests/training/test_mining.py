@@ -9,7 +9,10 @@ class TableModel:
     """A stand-in encoder with fixed unit vectors per text, so the expected neighbours are known."""
 
     def __init__(self, vectors):
-        self.vectors = {text: torch.nn.functional.normalize(torch.tensor(v, dtype=torch.float32), dim=0) for text, v in vectors.items()}
+        self.vectors = {
+            text: torch.nn.functional.normalize(torch.tensor(v, dtype=torch.float32), dim=0)
+            for text, v in vectors.items()
+        }
 
     def encode(self, texts, tokenizer=None, **kwargs):
         return torch.stack([self.vectors[t] for t in texts])

@@ -52,17 +52,26 @@ def test_transformer_and_saved_checkpoint(train_pairs, tiny_bert_dir, tmp_path):
     tokenizer.save_pretrained(tmp_path / "saved")
 
     resumed, _ = build_model_and_tokenizer(
-        ModelArguments(model_name_or_path=str(tmp_path / "saved"), sub_batch_tokens="512", sub_batch_size=16), train_pairs
+        ModelArguments(model_name_or_path=str(tmp_path / "saved"), sub_batch_tokens="512", sub_batch_size=16),
+        train_pairs,
     )
-    assert resumed.config.encoder_type == "transformer" and (resumed.sub_batch_tokens, resumed.sub_batch_size) == (512, 16)
+    assert resumed.config.encoder_type == "transformer" and (resumed.sub_batch_tokens, resumed.sub_batch_size) == (
+        512,
+        16,
+    )
     assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), model.state_dict().values()))
     with pytest.raises(ValueError, match="encoder_dropout applies when starting from a base encoder"):
-        build_model_and_tokenizer(ModelArguments(model_name_or_path=str(tmp_path / "saved"), encoder_dropout=0.0), train_pairs)
+        build_model_and_tokenizer(
+            ModelArguments(model_name_or_path=str(tmp_path / "saved"), encoder_dropout=0.0), train_pairs
+        )
 
 
 @pytest.mark.parametrize(
     "values,message",
-    [({"encoder_type": "gru"}, "encoder_type must be one of .*'static'"), ({"embedding_init": "w2v"}, "embedding_init must be")],
+    [
+        ({"encoder_type": "gru"}, "encoder_type must be one of .*'static'"),
+        ({"embedding_init": "w2v"}, "embedding_init must be"),
+    ],
 )
 def test_unknown_choices_are_refused(train_pairs, values, message):
     with pytest.raises(ValueError, match=message):

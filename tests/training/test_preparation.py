@@ -108,7 +108,6 @@ def test_a_view_keeping_less_than_half_of_the_duplicates_warns(tiny_lstm, word_t
         warn_if_thin("triplets", 1, 4)
 
 
-
 def write_jsonl(path, rows) -> str:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return str(path)
@@ -116,7 +115,14 @@ def write_jsonl(path, rows) -> str:
 
 def pair(question1, question2, label, **ids):
     """A silver pair as recipes/silver_pairs.py writes it (its score and source are read by no one here)."""
-    return {"question1": question1, "question2": question2, "label": label, "silver_score": 0.5, "source": "random", **ids}
+    return {
+        "question1": question1,
+        "question2": question2,
+        "label": label,
+        "silver_score": 0.5,
+        "source": "random",
+        **ids,
+    }
 
 
 def test_silver_pairs_are_added_after_the_gold_ones(tmp_path):
@@ -174,10 +180,14 @@ def test_silver_pairs_take_the_gold_pairs_identity(tmp_path):
     args = {"train_file": train, "validation_file": validation}
     # Held out by id, whatever its text.
     leaking = write_jsonl(tmp_path / "leak.jsonl", [pair(TEXTS[0], "another text", 0, qid1="q0", qid2="v2")])
-    with pytest.raises(ValueError, match=r"1 of 1 silver pairs .* hold a validation or test question \(by question ids\)"):
+    with pytest.raises(
+        ValueError, match=r"1 of 1 silver pairs .* hold a validation or test question \(by question ids\)"
+    ):
         load_splits(DataArguments(**args, silver_pairs_file=leaking))
     no_ids = write_jsonl(tmp_path / "no_ids.jsonl", [pair(TEXTS[0], TEXTS[2], 0)])
-    with pytest.raises(ValueError, match="no_ids.jsonl has no qid1/qid2 but the training pairs are identified by question ids"):
+    with pytest.raises(
+        ValueError, match="no_ids.jsonl has no qid1/qid2 but the training pairs are identified by question ids"
+    ):
         load_splits(DataArguments(**args, silver_pairs_file=no_ids))
     silver = write_jsonl(tmp_path / "silver.jsonl", [pair(TEXTS[0], TEXTS[2], 0, qid1="q0", qid2="q2")])
     assert load_splits(DataArguments(**args, silver_pairs_file=silver))["train"]["qid2"][:] == ["q1", "q3", "q5", "q2"]

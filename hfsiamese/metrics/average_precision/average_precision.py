@@ -11,15 +11,21 @@ from hfsiamese.metrics.base import THRESHOLD_FREE_ARGS_DOC, THRESHOLD_FREE_DOC, 
 
 
 class AveragePrecision(PairScoreMetric):
-    _description = """
-Average precision (scikit-learn's step-wise area under the precision-recall curve) of the scores. """ + THRESHOLD_FREE_DOC
-    _kwargs_description = THRESHOLD_FREE_ARGS_DOC + """Returns:
+    _description = (
+        """
+Average precision (scikit-learn's step-wise area under the precision-recall curve) of the scores. """
+        + THRESHOLD_FREE_DOC
+    )
+    _kwargs_description = (
+        THRESHOLD_FREE_ARGS_DOC
+        + """Returns:
     average_precision (`float`).
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.AVERAGE_PRECISION)
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1])
     {'average_precision': 0.8333333333333333}
 """
+    )
     _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.average_precision_score.html"
 
     def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):

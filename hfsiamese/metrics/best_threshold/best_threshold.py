@@ -18,7 +18,9 @@ least `target_precision`, which is the cut with the most recall at that precisio
 no cut reaches it). Reports the threshold, halfway between the chosen cut and the next lower score,
 and the metric it optimised. Calibrate on validation pairs, then score test pairs at the threshold.
 """
-    _kwargs_description = PAIR_ARGS_DOC + """    calibrate_for (`str`, defaults to "accuracy"): "accuracy", "f1" or "precision".
+    _kwargs_description = (
+        PAIR_ARGS_DOC
+        + """    calibrate_for (`str`, defaults to "accuracy"): "accuracy", "f1" or "precision".
     target_precision (`float`, optional): the precision to reach, in (0, 1]; needed by
         calibrate_for="precision" and refused otherwise.
     threshold: accepted and ignored (this metric chooses it), so that `evaluate.combine` can pass
@@ -32,6 +34,7 @@ Examples:
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1], calibrate_for="f1")
     {'best_threshold': 0.30000000000000004, 'best_f1': 0.8}
 """
+    )
     _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.roc_curve.html"
 
     def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):
@@ -40,7 +43,10 @@ Examples:
         if calibrate_for == "accuracy":
             return {"best_threshold": chosen, "best_accuracy": float(sklearn.metrics.accuracy_score(labels, decisions))}
         if calibrate_for == "f1":
-            return {"best_threshold": chosen, "best_f1": float(sklearn.metrics.f1_score(labels, decisions, zero_division=0))}
+            return {
+                "best_threshold": chosen,
+                "best_f1": float(sklearn.metrics.f1_score(labels, decisions, zero_division=0)),
+            }
         return {
             "best_threshold": chosen,
             "best_recall": float(sklearn.metrics.recall_score(labels, decisions, zero_division=0)),

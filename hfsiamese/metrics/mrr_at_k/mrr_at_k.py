@@ -9,17 +9,23 @@ from hfsiamese.metrics.ranking import mrr_at_k
 
 
 class MrrAtK(RetrievalMetric):
-    _description = """
+    _description = (
+        """
 MRR@k: the mean over queries of 1 / the rank of the first relevant result within the top k (0 when
 none is there).
-""" + RETRIEVAL_INPUTS_DOC
-    _kwargs_description = RETRIEVAL_ARGS_DOC + """Returns:
+"""
+        + RETRIEVAL_INPUTS_DOC
+    )
+    _kwargs_description = (
+        RETRIEVAL_ARGS_DOC
+        + """Returns:
     `mrr@<k>` (`float`) for every k: the mean over queries.
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.MRR_AT_K)
     >>> metric.compute(predictions=[[3, 1, 2], [0, 2, 1]], references=[[1], [1, 3]], k=[1, 3])
     {'mrr@1': 0.0, 'mrr@3': 0.41666666666666663}
 """
+    )
     _citation = """
 @inproceedings{voorhees1999trec,
   title={The TREC-8 Question Answering Track Report},

@@ -9,17 +9,23 @@ from hfsiamese.metrics.ranking import ndcg_at_k
 
 
 class NdcgAtK(RetrievalMetric):
-    _description = """
+    _description = (
+        """
 nDCG@k with binary gains: the DCG of the top k over the best DCG the query's relevant ids allow
 (relevant ids never retrieved count in the ideal). Computed by sklearn.metrics.ndcg_score.
-""" + RETRIEVAL_INPUTS_DOC
-    _kwargs_description = RETRIEVAL_ARGS_DOC + """Returns:
+"""
+        + RETRIEVAL_INPUTS_DOC
+    )
+    _kwargs_description = (
+        RETRIEVAL_ARGS_DOC
+        + """Returns:
     `ndcg@<k>` (`float`) for every k: the mean over queries.
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.NDCG_AT_K)
     >>> metric.compute(predictions=[[3, 1, 2], [0, 2, 1]], references=[[1], [1, 3]], k=[1, 3])
     {'ndcg@1': 0.0, 'ndcg@3': 0.46875167497709325}
 """
+    )
     _citation = """
 @article{jarvelin2002cumulated,
   title={Cumulated gain-based evaluation of IR techniques},

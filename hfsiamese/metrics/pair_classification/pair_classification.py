@@ -50,7 +50,9 @@ Examples:
             "precision": float(sklearn.metrics.precision_score(labels, decisions, zero_division=0)),
             "recall": float(sklearn.metrics.recall_score(labels, decisions, zero_division=0)),
             "f1": float(sklearn.metrics.f1_score(labels, decisions, zero_division=0)),
-            "average_precision": float(sklearn.metrics.average_precision_score(labels, scores)) if both_classes else float("nan"),
+            "average_precision": float(sklearn.metrics.average_precision_score(labels, scores))
+            if both_classes
+            else float("nan"),
             "roc_auc": float(sklearn.metrics.roc_auc_score(labels, scores)) if both_classes else float("nan"),
             "threshold": float(threshold),
             "num_pairs": len(labels),

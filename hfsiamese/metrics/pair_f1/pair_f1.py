@@ -14,13 +14,16 @@ class PairF1(PairScoreMetric):
     _description = """
 Harmonic mean of the precision and recall of the decisions `score >= threshold`; 0 when both are 0.
 """
-    _kwargs_description = THRESHOLD_ARGS_DOC + """Returns:
+    _kwargs_description = (
+        THRESHOLD_ARGS_DOC
+        + """Returns:
     f1 (`float`).
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.PAIR_F1)
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1], threshold=0.5)
     {'f1': 0.5}
 """
+    )
     _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.f1_score.html"
 
     def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):

@@ -14,13 +14,16 @@ class PairRecall(PairScoreMetric):
     _description = """
 Of the duplicate pairs, the share called duplicates (`score >= threshold`); 0 when there are none.
 """
-    _kwargs_description = THRESHOLD_ARGS_DOC + """Returns:
+    _kwargs_description = (
+        THRESHOLD_ARGS_DOC
+        + """Returns:
     recall (`float`).
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.PAIR_RECALL)
     >>> metric.compute(predictions=[0.9, 0.2, 0.8, 0.4], references=[1, 0, 0, 1], threshold=0.5)
     {'recall': 0.5}
 """
+    )
     _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.recall_score.html"
 
     def _score(self, scores, labels, *, threshold, calibrate_for, target_precision):

@@ -9,16 +9,22 @@ from hfsiamese.metrics.ranking import recall_at_k
 
 
 class RecallAtK(RetrievalMetric):
-    _description = """
+    _description = (
+        """
 Recall@k: the mean over queries of the share of its relevant ids found within the top k.
-""" + RETRIEVAL_INPUTS_DOC
-    _kwargs_description = RETRIEVAL_ARGS_DOC + """Returns:
+"""
+        + RETRIEVAL_INPUTS_DOC
+    )
+    _kwargs_description = (
+        RETRIEVAL_ARGS_DOC
+        + """Returns:
     `recall@<k>` (`float`) for every k: the mean over queries.
 Examples:
     >>> metric = evaluate.load(hfsiamese.metrics.RECALL_AT_K)
     >>> metric.compute(predictions=[[3, 1, 2], [0, 2, 1]], references=[[1], [1, 3]], k=[1, 3])
     {'recall@1': 0.0, 'recall@3': 0.75}
 """
+    )
     _citation = """
 @book{manning2008introduction,
   title={Introduction to Information Retrieval},

@@ -131,7 +131,9 @@ class SiameseConfig(PretrainedConfig):
         if dense_layers and encoder_type != "transformer":
             raise ValueError(f"dense_layers apply to transformer encoders, not encoder_type={encoder_type!r}")
         dense_layers = check_dense_layers(dense_layers)
-        if max_seq_length is not None and (isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 1):
+        if max_seq_length is not None and (
+            isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 1
+        ):
             raise ValueError(f"max_seq_length must be a positive number of tokens, got {max_seq_length!r}")
         prompts = dict(prompts or {})
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
@@ -171,7 +173,9 @@ class SiameseConfig(PretrainedConfig):
         super().__init__(pad_token_id=pad_token_id, **kwargs)  # type: ignore[call-arg]  # taken by its **kwargs
 
     @classmethod
-    def get_config_dict(cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def get_config_dict(
+        cls, pretrained_model_name_or_path: str | os.PathLike, **kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """
         Read the config dict, refusing one that describes another model type.
 
@@ -234,7 +238,9 @@ def encoder_width(encoder_config: dict[str, Any]) -> int:
     for key in _WIDTH_KEYS:
         if isinstance(encoder_config.get(key), int):
             return encoder_config[key]
-    raise ValueError(f"the encoder config (model_type {encoder_config.get('model_type')!r}) names none of {_WIDTH_KEYS}")
+    raise ValueError(
+        f"the encoder config (model_type {encoder_config.get('model_type')!r}) names none of {_WIDTH_KEYS}"
+    )
 
 
 def check_pooling(encoder_type: str, pooling: str) -> None:
@@ -242,7 +248,9 @@ def check_pooling(encoder_type: str, pooling: str) -> None:
     poolings = {"lstm": LSTM_POOLINGS, "static": STATIC_POOLINGS}.get(encoder_type, TRANSFORMER_POOLINGS)
     modes = pooling.split("+") if encoder_type == "transformer" and isinstance(pooling, str) else [pooling]
     if any(mode not in poolings for mode in modes) or len(set(modes)) != len(modes):
-        raise ValueError(f"pooling {pooling!r} is not available for encoder_type={encoder_type!r}; choose from {poolings}")
+        raise ValueError(
+            f"pooling {pooling!r} is not available for encoder_type={encoder_type!r}; choose from {poolings}"
+        )
 
 
 def check_dense_layers(layers: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
@@ -259,9 +267,13 @@ def check_dense_layers(layers: list[dict[str, Any]] | None) -> list[dict[str, An
                 "activation": str(layer.get("activation", "Identity")),
             }
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"dense_layers[{index}] needs integer in_features and out_features, got {layer!r}") from err
+            raise ValueError(
+                f"dense_layers[{index}] needs integer in_features and out_features, got {layer!r}"
+            ) from err
         if entry["activation"] not in DENSE_ACTIVATIONS:
-            raise ValueError(f"dense_layers[{index}]: activation {entry['activation']!r} is not one of {DENSE_ACTIVATIONS}")
+            raise ValueError(
+                f"dense_layers[{index}]: activation {entry['activation']!r} is not one of {DENSE_ACTIVATIONS}"
+            )
         if checked and checked[-1]["out_features"] != entry["in_features"]:
             raise ValueError(
                 f"dense_layers[{index}] takes {entry['in_features']} features but the layer before gives {checked[-1]['out_features']}"

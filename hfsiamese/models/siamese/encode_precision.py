@@ -158,15 +158,20 @@ def choose_encode_precision(
     elif not native_cpu_bf16():
         return EncodePrecision(None, "fp32: this CPU has no native bf16 (neither AVX512-BF16 nor AMX)")
     else:
+
         def measure() -> float:
             return _measured_speedup(embed, features, device)
 
         speedup = measure() if model_key is None else remembered_speedup(f"encode {model_key} on {device}", measure)
         if speedup < MIN_SPEEDUP:
-            return EncodePrecision(None, f"fp32: bf16 autocast measured {speedup:.2f}× as fast on this CPU (needs ≥ {MIN_SPEEDUP}×)")
+            return EncodePrecision(
+                None, f"fp32: bf16 autocast measured {speedup:.2f}× as fast on this CPU (needs ≥ {MIN_SPEEDUP}×)"
+            )
     agreement = _agreement(embed, features, device)
     if agreement < MIN_AGREEMENT:
-        return EncodePrecision(None, f"fp32: bf16 embeddings agree only to cosine {agreement:.4f} (needs ≥ {MIN_AGREEMENT})")
+        return EncodePrecision(
+            None, f"fp32: bf16 embeddings agree only to cosine {agreement:.4f} (needs ≥ {MIN_AGREEMENT})"
+        )
     where = "on this GPU" if speedup is None else f"measured {speedup:.2f}× as fast on this CPU"
     return EncodePrecision(torch.bfloat16, f"bf16 autocast: {where}, embeddings agree to cosine {agreement:.4f}")
 

@@ -64,7 +64,9 @@ def tokenize_chunk(tokenizer: Any, texts: Sequence[str], positions: np.ndarray, 
     type_values = None
     if "token_type_ids" in getattr(tokenizer, "model_input_names", ()):
         type_values = ragged_from_rows([encoding.type_ids for encoding in encodings])[0]
-    return TokenChunk(positions, values, lengths, type_values, sum(bool(encoding.overflowing) for encoding in encodings))
+    return TokenChunk(
+        positions, values, lengths, type_values, sum(bool(encoding.overflowing) for encoding in encodings)
+    )
 
 
 def _encode_with_backend(tokenizer: Any, backend: Any, texts: Sequence[str], max_length: int) -> list[Any]:
@@ -99,7 +101,10 @@ def padded_batches(chunk: TokenChunk, batch_size: int, pad_token_id: int, paddin
         take = _token_indices(offsets[rows], lengths)
         width = padded_width(lengths)
         where = token_positions(lengths, width, padding_side)
-        features = {"input_ids": pad_ragged(chunk.values[take], where, pad_token_id), "attention_mask": torch.from_numpy(where.astype(np.int64))}
+        features = {
+            "input_ids": pad_ragged(chunk.values[take], where, pad_token_id),
+            "attention_mask": torch.from_numpy(where.astype(np.int64)),
+        }
         if chunk.type_values is not None:
             features["token_type_ids"] = pad_ragged(chunk.type_values[take], where, 0)
         yield EncodeBatch(chunk.positions[rows], features)
@@ -110,7 +115,12 @@ def text_chunks(
 ) -> Iterator[TokenChunk]:
     """Tokenised chunks of `texts`, in input order, produced on a background thread one chunk ahead."""
     starts = range(0, len(texts), chunk_texts)
-    return _ahead(tokenize_chunk(tokenizer, texts[s : s + chunk_texts], np.arange(s, min(s + chunk_texts, len(texts))), max_length) for s in starts)
+    return _ahead(
+        tokenize_chunk(
+            tokenizer, texts[s : s + chunk_texts], np.arange(s, min(s + chunk_texts, len(texts))), max_length
+        )
+        for s in starts
+    )
 
 
 def dataset_chunk(dataset: Any, max_length: int | None) -> TokenChunk:
@@ -120,7 +130,9 @@ def dataset_chunk(dataset: Any, max_length: int | None) -> TokenChunk:
     (counted as truncated), as the tokenizer would have cut them.
     """
     if "input_ids" not in dataset.column_names:
-        raise ValueError(f"a Dataset given to encode needs an `input_ids` column (tokenise it first); columns: {dataset.column_names}")
+        raise ValueError(
+            f"a Dataset given to encode needs an `input_ids` column (tokenise it first); columns: {dataset.column_names}"
+        )
     indices = getattr(dataset, "_indices", None)  # after select/shuffle/split: one take, not a copy of every column
 
     def ragged(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -184,4 +196,12 @@ def _ahead(items: Iterator[Any]) -> Iterator[Any]:
         worker.join()
 
 
-__all__ = ["CHUNK_TEXTS", "EncodeBatch", "TokenChunk", "dataset_chunk", "padded_batches", "text_chunks", "tokenize_chunk"]
+__all__ = [
+    "CHUNK_TEXTS",
+    "EncodeBatch",
+    "TokenChunk",
+    "dataset_chunk",
+    "padded_batches",
+    "text_chunks",
+    "tokenize_chunk",
+]

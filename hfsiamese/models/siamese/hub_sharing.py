@@ -45,7 +45,10 @@ class HubSharingMixin:
                 self.encoder.save_pretrained(os.path.join(save_directory, ADAPTER_FOLDER))
                 _give_umask_mode(Path(save_directory) / ADAPTER_FOLDER)
             return
-        self.config.custom_pipelines = {**(getattr(self.config, "custom_pipelines", None) or {}), **pipeline_config_entry()}
+        self.config.custom_pipelines = {
+            **(getattr(self.config, "custom_pipelines", None) or {}),
+            **pipeline_config_entry(),
+        }
         super().save_pretrained(save_directory, *args, **kwargs)
         _give_umask_mode(Path(save_directory))
 
@@ -120,7 +123,10 @@ class HubSharingMixin:
         try:  # only where hfsiamese is installed: this file also runs as remote code without it
             from hfsiamese.model_card import build_model_card
         except ImportError:
-            warnings.warn("no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)", stacklevel=2)
+            warnings.warn(
+                "no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)",
+                stacklevel=2,
+            )
             return None
         return str(build_model_card(self, model_name=repo_id.split("/")[-1], tokenizer=tokenizer, repo_id=repo_id))
 

@@ -56,13 +56,17 @@ def _is_dataset(value: Any) -> bool:
 def check_truncate_dim(truncate_dim: int, full_dim: int) -> None:
     """Refuse a `truncate_dim` that is not a size between 1 and the model's embedding size."""
     if isinstance(truncate_dim, bool) or not isinstance(truncate_dim, int) or not 1 <= truncate_dim <= full_dim:
-        raise ValueError(f"truncate_dim must be an integer from 1 to the embedding size {full_dim}, got {truncate_dim!r}")
+        raise ValueError(
+            f"truncate_dim must be an integer from 1 to the embedding size {full_dim}, got {truncate_dim!r}"
+        )
 
 
 def check_truncated_scoring(config: Any, truncate_dim: int | None) -> None:
     """Pair scores at a `truncate_dim` are cosines: refused for a model whose classification head scores its pairs."""
     if truncate_dim is not None and getattr(config, "classifier_head", False):
-        raise ValueError("truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings")
+        raise ValueError(
+            "truncate_dim: this model scores pairs with its classification head, which takes full-size embeddings"
+        )
 
 
 def _check_same_length(texts_a: Sequence[str], texts_b: Sequence[str]) -> None:
@@ -129,7 +133,11 @@ class SiameseInferenceMixin:
                 f"{_tokenizer_file(tokenizer)}: the tokenizer has {size} tokens but the model's embedding table has "
                 f"{rows} rows{' (config.vocab_size)' if own_vocabulary else ''}: it is not the tokenizer this model was trained "
                 "with; use the tokenizer saved beside the model"
-                + ("" if own_vocabulary else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))")
+                + (
+                    ""
+                    if own_vocabulary
+                    else " (or, after adding tokens, model.resize_token_embeddings(len(tokenizer)))"
+                )
             )
         pad = getattr(tokenizer, "pad_token_id", None)
         if own_vocabulary and pad is not None and pad != self.config.pad_token_id:
@@ -237,10 +245,16 @@ class SiameseInferenceMixin:
                 texts = list(texts)
                 bad = next((i for i, text in enumerate(texts) if not isinstance(text, str)), None)
                 if bad is not None:
-                    raise TypeError(f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first")
+                    raise TypeError(
+                        f"encode expects texts (str), but item {bad} is {texts[bad]!r}; drop or fill it first"
+                    )
                 if not texts:
                     return torch.empty(0, self.config.sentence_embedding_dim)
-                text_prompt = self.config.prompt_text(prompt_name, prompt) if hasattr(self.config, "prompt_text") else (prompt or "")
+                text_prompt = (
+                    self.config.prompt_text(prompt_name, prompt)
+                    if hasattr(self.config, "prompt_text")
+                    else (prompt or "")
+                )
                 if text_prompt:
                     texts = [text_prompt + text for text in texts]
                 tokenizer = self._resolve_tokenizer(tokenizer)
@@ -263,7 +277,9 @@ class SiameseInferenceMixin:
                     for batch in padded_batches(chunk, batch_size, pad_id, side):
                         if sharing is not None:
                             sharing.update()
-                        features = {name: value.to(self.device, non_blocking=True) for name, value in batch.features.items()}
+                        features = {
+                            name: value.to(self.device, non_blocking=True) for name, value in batch.features.items()
+                        }
                         with self._autocast(dtype):
                             embeddings = self._embed_batch(features)
                         result[torch.from_numpy(batch.positions).to(self.device)] = embeddings.float()
@@ -303,7 +319,9 @@ class SiameseInferenceMixin:
             dtype = default_dtype()
         if isinstance(dtype, str):
             if dtype != "auto":
-                raise ValueError(f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}")
+                raise ValueError(
+                    f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}"
+                )
             return self.encode_precision().dtype
         return None if dtype == torch.float32 else dtype
 
@@ -336,7 +354,11 @@ class SiameseInferenceMixin:
     def _architecture_key(self) -> str:
         """What an encoding's speed depends on (class, attention, parameter names and shapes), not the weights: a hash."""
         attention = getattr(getattr(self, "config", None), "_attn_implementation", None)
-        shapes = [f"{name}:{tuple(value.shape)}" for name, value in self.named_parameters()] if hasattr(self, "named_parameters") else []
+        shapes = (
+            [f"{name}:{tuple(value.shape)}" for name, value in self.named_parameters()]
+            if hasattr(self, "named_parameters")
+            else []
+        )
         text = "|".join([type(self).__name__, str(attention), *shapes])
         return f"{type(self).__name__}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 

@@ -96,7 +96,9 @@ def encoder_class(config: Any) -> type[Any]:
     name = base.__name__.replace("Model", "EncoderModel")
     module = __import__(base.__module__, fromlist=[name])
     if not hasattr(module, name):
-        raise ValueError(f"{type(config).__name__} is an encoder-decoder without an encoder-only class ({name}): it cannot be the Siamese encoder")
+        raise ValueError(
+            f"{type(config).__name__} is an encoder-decoder without an encoder-only class ({name}): it cannot be the Siamese encoder"
+        )
     return getattr(module, name)
 
 
@@ -354,10 +356,14 @@ class SiameseModel(
         weights = weights_file(source, encoder_kwargs)
         with clear_loading_errors(source, weights, what="encoder"):
             subfolder = {"subfolder": encoder_kwargs["subfolder"]} if "subfolder" in encoder_kwargs else {}
-            encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(encoder_name_or_path, **subfolder)
+            encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(
+                encoder_name_or_path, **subfolder
+            )
             if encoder_dropout is not None:
                 encoder_kwargs["config"] = with_dropout(encoder_config, encoder_dropout)
-            encoder = encoder_class(encoder_config).from_pretrained(encoder_name_or_path, use_safetensors=True, **encoder_kwargs)
+            encoder = encoder_class(encoder_config).from_pretrained(
+                encoder_name_or_path, use_safetensors=True, **encoder_kwargs
+            )
         check_finite(encoder, weights)
         config = SiameseConfig(
             encoder_type="transformer",

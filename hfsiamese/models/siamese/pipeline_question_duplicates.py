@@ -34,14 +34,18 @@ PIPELINE_TASK = "question-duplicates"
 def pipeline_config_entry() -> dict[str, dict[str, Any]]:
     """The `custom_pipelines` entry of config.json that points `pipeline()` at this file's class."""
     module = QuestionDuplicatesPipeline.__module__.rsplit(".", 1)[-1]
-    return {PIPELINE_TASK: {"impl": f"{module}.{QuestionDuplicatesPipeline.__name__}", "pt": ["AutoModel"], "type": "text"}}
+    return {
+        PIPELINE_TASK: {"impl": f"{module}.{QuestionDuplicatesPipeline.__name__}", "pt": ["AutoModel"], "type": "text"}
+    }
 
 
 def _as_pair(item: Any) -> tuple[str, str]:
     """One pair, from a `(text_a, text_b)` tuple/list or a `{"text": ..., "text_pair": ...}` dict."""
     if isinstance(item, Mapping):
         if set(item) != {"text", "text_pair"}:
-            raise ValueError(f"a pair given as a dict needs exactly the keys 'text' and 'text_pair', got {sorted(item)}")
+            raise ValueError(
+                f"a pair given as a dict needs exactly the keys 'text' and 'text_pair', got {sorted(item)}"
+            )
         pair = (item["text"], item["text_pair"])
     elif isinstance(item, (tuple, list)) and len(item) == 2:
         pair = tuple(item)
@@ -109,7 +113,9 @@ class QuestionDuplicatesPipeline(Pipeline):
         if cross_encoder is not None:
             _check_cross_encoder(cross_encoder)
             if truncate_dim is not None:
-                raise ValueError("truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole")
+                raise ValueError(
+                    "truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole"
+                )
             # Every step reads it: preprocess keeps the texts, _forward scores them, postprocess applies its threshold.
             for params in (preprocess_params, forward_params, postprocess_params):
                 params["cross_encoder"] = cross_encoder
@@ -156,7 +162,10 @@ class QuestionDuplicatesPipeline(Pipeline):
         return options
 
     def _threshold(
-        self, threshold: float | None = None, probability_threshold: float | None = None, cross_encoder: Any | None = None
+        self,
+        threshold: float | None = None,
+        probability_threshold: float | None = None,
+        cross_encoder: Any | None = None,
     ) -> float:
         if cross_encoder is not None:
             _check_cross_encoder(cross_encoder)
@@ -189,11 +198,21 @@ class QuestionDuplicatesPipeline(Pipeline):
     ) -> dict[str, torch.Tensor]:
         if cross_encoder is not None:
             if truncate_dim is not None:
-                raise ValueError("truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole")
-            return {"scores": _cross_encoder_scores(cross_encoder, model_inputs["text_a"], model_inputs["text_b"], max_length)}
+                raise ValueError(
+                    "truncate_dim applies to the Siamese model's embeddings; a cross-encoder scores each pair whole"
+                )
+            return {
+                "scores": _cross_encoder_scores(
+                    cross_encoder, model_inputs["text_a"], model_inputs["text_b"], max_length
+                )
+            }
         outputs = self.model(**model_inputs, return_dict=True)
-        if truncate_dim is not None:  # the cosine of the first `truncate_dim` dimensions, as `encode(truncate_dim=)` gives them
-            a, b = (F.normalize(side[:, :truncate_dim], dim=-1) for side in (outputs.embeddings_a, outputs.embeddings_b))
+        if (
+            truncate_dim is not None
+        ):  # the cosine of the first `truncate_dim` dimensions, as `encode(truncate_dim=)` gives them
+            a, b = (
+                F.normalize(side[:, :truncate_dim], dim=-1) for side in (outputs.embeddings_a, outputs.embeddings_b)
+            )
             return {"scores": (a * b).sum(dim=-1).float()}
         return {"scores": pair_scores(outputs.similarity, outputs.logits).float()}
 
@@ -206,7 +225,10 @@ class QuestionDuplicatesPipeline(Pipeline):
     ) -> dict[str, Any]:
         scores = model_outputs["scores"].reshape(-1)[:1]
         score = float(scores[0])
-        result = {"score": score, "is_duplicate": score >= self._threshold(threshold, probability_threshold, cross_encoder)}
+        result = {
+            "score": score,
+            "is_duplicate": score >= self._threshold(threshold, probability_threshold, cross_encoder),
+        }
         config = self.model.config if cross_encoder is None else getattr(cross_encoder, "config", None)
         probability = pair_probability(config, scores)
         if probability is not None:

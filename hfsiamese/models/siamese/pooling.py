@@ -68,7 +68,9 @@ def pool(states: torch.Tensor, attention_mask: torch.Tensor, mode: str) -> torch
             # Weights 1, 2, 3, ... from each text's first real token on (so left padding shifts nothing).
             accumulate = torch.float32 if states.dtype in (torch.float16, torch.bfloat16) else states.dtype
             positions = torch.arange(1, states.shape[1] + 1, device=states.device, dtype=accumulate).unsqueeze(0)
-            weights = (positions - _first_real(attention_mask).unsqueeze(1).to(accumulate)) * attention_mask.to(accumulate)
+            weights = (positions - _first_real(attention_mask).unsqueeze(1).to(accumulate)) * attention_mask.to(
+                accumulate
+            )
             total = (states * weights.unsqueeze(-1).to(states.dtype)).sum(dim=1, dtype=accumulate)
             vectors.append((total / weights.sum(dim=1, keepdim=True).clamp(min=1e-9)).to(states.dtype))
         else:

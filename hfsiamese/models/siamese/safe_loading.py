@@ -136,7 +136,9 @@ class SafetensorsLoadingMixin:
     """`from_pretrained` with safetensors weights only and errors naming the file (mixed into `SiameseModel`)."""
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike | None, *model_args: Any, **kwargs: Any) -> Any:
+    def from_pretrained(
+        cls, pretrained_model_name_or_path: str | os.PathLike | None, *model_args: Any, **kwargs: Any
+    ) -> Any:
         """
         [`PreTrainedModel.from_pretrained`] with safetensors weights only and errors naming the file.
 

@@ -55,7 +55,9 @@ class ScoreCalibrator:
     def __post_init__(self) -> None:
         if self.method == "platt":
             if self.coef is None or self.intercept is None or not all(map(math.isfinite, (self.coef, self.intercept))):
-                raise ValueError(f"a Platt calibrator needs finite coef and intercept, got {self.coef}, {self.intercept}")
+                raise ValueError(
+                    f"a Platt calibrator needs finite coef and intercept, got {self.coef}, {self.intercept}"
+                )
             if self.coef <= 0:
                 raise ValueError(
                     f"a Platt calibrator with coef={self.coef} <= 0 would make a higher score a less likely duplicate"

@@ -41,7 +41,9 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def resolve_token_budget(max_tokens: TokenBudget, max_texts: int | None, device: torch.device) -> tuple[int | None, int | None]:
+def resolve_token_budget(
+    max_tokens: TokenBudget, max_texts: int | None, device: torch.device
+) -> tuple[int | None, int | None]:
     """
     The `(max_tokens, max_texts)` that apply on `device`, or `(None, None)` for one call per side.
     "auto" means `CPU_TOKEN_BUDGET` on CPUs (`CPU_INFERENCE_TOKEN_BUDGET` when gradients are off) and
@@ -60,7 +62,9 @@ def resolve_token_budget(max_tokens: TokenBudget, max_texts: int | None, device:
     return max_tokens, max_texts
 
 
-def plan_sub_batches(sorted_lengths: list[int], *, max_tokens: int | None = None, max_texts: int | None = None) -> list[int]:
+def plan_sub_batches(
+    sorted_lengths: list[int], *, max_tokens: int | None = None, max_texts: int | None = None
+) -> list[int]:
     """
     Sizes of consecutive sub-batches over lengths sorted in ascending order: each holds at most
     `max_texts` texts and at most `max_tokens` padded tokens (its count × its last, longest length);
@@ -80,4 +84,12 @@ def plan_sub_batches(sorted_lengths: list[int], *, max_tokens: int | None = None
     return sizes
 
 
-__all__ = ["AUTO", "CPU_INFERENCE_TOKEN_BUDGET", "CPU_TOKEN_BUDGET", "TokenBudget", "check_sub_batching", "plan_sub_batches", "resolve_token_budget"]
+__all__ = [
+    "AUTO",
+    "CPU_INFERENCE_TOKEN_BUDGET",
+    "CPU_TOKEN_BUDGET",
+    "TokenBudget",
+    "check_sub_batching",
+    "plan_sub_batches",
+    "resolve_token_budget",
+]

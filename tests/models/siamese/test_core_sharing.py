@@ -137,7 +137,9 @@ def test_who_decides(monkeypatch):
     monkeypatch.setattr(core_sharing, "_choice", {})
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert not core_sharing.enabled()  # nothing opted in: a library call keeps torch's threads
-    core_sharing.configure(True, "the commands' default (hfsiamese.cpu_policy checked the thread count is not the user's)")
+    core_sharing.configure(
+        True, "the commands' default (hfsiamese.cpu_policy checked the thread count is not the user's)"
+    )
     assert core_sharing.enabled()
     monkeypatch.setenv(core_sharing.OPT_OUT, "0")
     assert not core_sharing.enabled()  # the opt-out wins over everything
@@ -175,7 +177,9 @@ def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, m
     made = []
 
     def scripted_sharing():
-        made.append(CoreSharing(cores=2, read_cpu=lambda: (2.0 * clock[0], 0.0), own_cpu=lambda: 0.0, clock=lambda: clock[0]))
+        made.append(
+            CoreSharing(cores=2, read_cpu=lambda: (2.0 * clock[0], 0.0), own_cpu=lambda: 0.0, clock=lambda: clock[0])
+        )
         return made[-1]
 
     threads_per_batch = []

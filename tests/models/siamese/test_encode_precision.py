@@ -112,5 +112,9 @@ def test_a_fixed_precision_wins_over_measuring(cpu, tiny_lstm, word_tokenizer, m
 
 def test_probe_batch_avoids_the_pad_id_and_stays_in_the_vocabulary():
     batch = probe_batch(12, torch.device("cpu"), pad_id=0)
-    assert batch["input_ids"].shape == (16, 32) and int(batch["input_ids"].min()) >= 1 and int(batch["input_ids"].max()) < 12
+    assert (
+        batch["input_ids"].shape == (16, 32)
+        and int(batch["input_ids"].min()) >= 1
+        and int(batch["input_ids"].max()) < 12
+    )
     assert torch.equal(batch["input_ids"], probe_batch(12, torch.device("cpu"))["input_ids"])  # same every time

@@ -21,7 +21,9 @@ def _one_by_one(model, tokenizer, texts):
     with torch.no_grad():
         rows = []
         for text in texts:
-            features = tokenizer([text], return_tensors="pt", truncation=True, max_length=model.default_max_length(tokenizer))
+            features = tokenizer(
+                [text], return_tensors="pt", truncation=True, max_length=model.default_max_length(tokenizer)
+            )
             rows.append(model.embed(features["input_ids"], features["attention_mask"]))
     return torch.cat(rows)
 

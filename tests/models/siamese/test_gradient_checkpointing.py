@@ -77,7 +77,9 @@ def _assert_same(expected_loss, expected_grads, loss, grads):
         assert torch.allclose(grads[name], grad, **TOLERANCE), name
 
 
-@pytest.mark.parametrize("loss_fn", [MultipleNegativesRankingLoss(), HardNegativeTripletLoss()], ids=["mnrl", "triplet"])
+@pytest.mark.parametrize(
+    "loss_fn", [MultipleNegativesRankingLoss(), HardNegativeTripletLoss()], ids=["mnrl", "triplet"]
+)
 @pytest.mark.parametrize("use_reentrant", [None, True], ids=["default", "reentrant"])
 def test_same_loss_and_gradients_in_one_call_per_side(tiny_bert_dir, batch, loss_fn, use_reentrant):
     plain = _model(tiny_bert_dir)
@@ -151,7 +153,9 @@ def test_checkpointing_keeps_fewer_activations_and_can_be_turned_off(tiny_bert_d
 
 
 def test_word_vocabulary_encoders_are_refused_in_one_line(tiny_lstm):
-    with pytest.raises(ValueError, match="gradient checkpointing applies to transformer encoders; this model's encoder is 'lstm'"):
+    with pytest.raises(
+        ValueError, match="gradient checkpointing applies to transformer encoders; this model's encoder is 'lstm'"
+    ):
         tiny_lstm.gradient_checkpointing_enable()
 
 
@@ -177,7 +181,9 @@ def _trained_one_step(tiny_bert_dir, word_tokenizer, tmp_path, **flags):
     )
     model = _model(tiny_bert_dir, max_tokens=SMALL_BUDGET)
     grads = _GradientsBeforeTheUpdate()
-    trainer = SiameseTrainer(model=model, args=args, train_dataset=data, processing_class=word_tokenizer, callbacks=[grads])
+    trainer = SiameseTrainer(
+        model=model, args=args, train_dataset=data, processing_class=word_tokenizer, callbacks=[grads]
+    )
     loss = trainer.train().training_loss
     return model, torch.tensor(loss), grads.grads
 
@@ -203,7 +209,12 @@ def test_trainer_flag_turns_it_on_and_changes_no_gradient(tiny_bert_dir, word_to
 def test_an_encoder_transformers_cannot_checkpoint_is_named_in_one_line():
     from transformers import MPNetConfig
 
-    config = MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    config = MPNetConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
     model = SiameseModel(SiameseConfig(encoder_type="transformer", encoder_config=config.to_dict()))
-    with pytest.raises(ValueError, match=r"^gradient checkpointing: transformers' MPNetModel does not support it \(e\.g\. MPNet\); train with LoRA"):
+    with pytest.raises(
+        ValueError,
+        match=r"^gradient checkpointing: transformers' MPNetModel does not support it \(e\.g\. MPNet\); train with LoRA",
+    ):
         model.gradient_checkpointing_enable()

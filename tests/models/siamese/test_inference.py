@@ -65,7 +65,10 @@ def test_the_default_prompt_goes_before_every_text_as_in_training(tiny_bert_dir,
     texts = ["is the sky blue ?", "do i cook rice ?"]
     prompted = model.encode(texts, word_tokenizer)
     assert torch.allclose(prompted, model.encode(["why " + t for t in texts], word_tokenizer, prompt=""))
-    assert torch.allclose(model.encode(texts, word_tokenizer, prompt_name="other"), model.encode(["how " + t for t in texts], word_tokenizer, prompt=""))
+    assert torch.allclose(
+        model.encode(texts, word_tokenizer, prompt_name="other"),
+        model.encode(["how " + t for t in texts], word_tokenizer, prompt=""),
+    )
     assert not torch.allclose(prompted, model.encode(texts, word_tokenizer, prompt=""))
     pairs = datasets.Dataset.from_dict({"question1": texts, "question2": texts[::-1], "label": [1, 0]})
     tokenized = tokenize_pairs(pairs, word_tokenizer, prompt=model.config.prompt_text())

@@ -14,7 +14,12 @@ def _batch(tokenizer, texts):
 def test_lstm_padding_never_leaks(word_tokenizer, pooling, bidirectional):
     torch.manual_seed(0)
     config = SiameseConfig(
-        vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, num_layers=2, bidirectional=bidirectional, pooling=pooling
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        num_layers=2,
+        bidirectional=bidirectional,
+        pooling=pooling,
     )
     model = SiameseModel(config).eval()
     text = "how do i learn python ?"
@@ -38,7 +43,10 @@ def test_forward_outputs_cosine_of_embeddings(tiny_lstm, word_tokenizer):
     a = _batch(word_tokenizer, ["how do i learn python ?", "why is the sky blue ?"])
     b = _batch(word_tokenizer, ["what is the best way to learn python ?", "how do i cook rice ?"])
     out = tiny_lstm(
-        input_ids_a=a["input_ids"], attention_mask_a=a["attention_mask"], input_ids_b=b["input_ids"], attention_mask_b=b["attention_mask"]
+        input_ids_a=a["input_ids"],
+        attention_mask_a=a["attention_mask"],
+        input_ids_b=b["input_ids"],
+        attention_mask_b=b["attention_mask"],
     )
     assert out.similarity.shape == (2,)
     expected = torch.nn.functional.cosine_similarity(out.embeddings_a, out.embeddings_b)
@@ -50,7 +58,9 @@ def test_shared_encoder_gives_symmetric_scores(tiny_lstm, word_tokenizer):
     texts_a = ["how do i learn python ?", "why is the sky blue ?"]
     texts_b = ["what is the best way to learn python ?", "how do i cook rice ?"]
     assert torch.allclose(
-        tiny_lstm.similarity(texts_a, texts_b, word_tokenizer), tiny_lstm.similarity(texts_b, texts_a, word_tokenizer), atol=1e-6
+        tiny_lstm.similarity(texts_a, texts_b, word_tokenizer),
+        tiny_lstm.similarity(texts_b, texts_a, word_tokenizer),
+        atol=1e-6,
     )
 
 
@@ -66,7 +76,11 @@ def test_encode_keeps_input_order_and_matches_embed(tiny_lstm, word_tokenizer):
 
 
 def test_projection_changes_dimension(word_tokenizer):
-    model = SiameseModel(SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, bidirectional=True, projection_dim=5))
+    model = SiameseModel(
+        SiameseConfig(
+            vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, bidirectional=True, projection_dim=5
+        )
+    )
     assert model.config.sentence_embedding_dim == 5
     assert model.encode(["why is the sky blue ?"], word_tokenizer).shape == (1, 5)
 
@@ -79,7 +93,9 @@ def test_predict_needs_threshold(tiny_lstm, word_tokenizer):
     assert out["is_duplicate"].tolist() == [True]
 
 
-@pytest.mark.parametrize("bad", [dict(encoder_type="cnn"), dict(pooling="cls"), dict(threshold=1.5), dict(encoder_type="transformer")])
+@pytest.mark.parametrize(
+    "bad", [dict(encoder_type="cnn"), dict(pooling="cls"), dict(threshold=1.5), dict(encoder_type="transformer")]
+)
 def test_config_rejects_bad_values(bad):
     with pytest.raises(ValueError):
         SiameseConfig(**bad)
@@ -93,12 +109,17 @@ def test_lstm_round_trip_with_auto_classes(tiny_lstm, word_tokenizer, tmp_path):
     assert {"model.safetensors", "config.json", "modeling_siamese.py", "configuration_siamese.py"} <= files
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
     config = AutoConfig.from_pretrained(tmp_path)
-    assert config.auto_map == {"AutoConfig": "configuration_siamese.SiameseConfig", "AutoModel": "modeling_siamese.SiameseModel"}
+    assert config.auto_map == {
+        "AutoConfig": "configuration_siamese.SiameseConfig",
+        "AutoModel": "modeling_siamese.SiameseModel",
+    }
     reloaded = AutoModel.from_pretrained(tmp_path)
     assert isinstance(reloaded, SiameseModel) and reloaded.config.threshold == 0.3
     texts_a, texts_b = ["how do i learn python ?"], ["why is the sky blue ?"]
     # The reloaded model finds its tokenizer beside the weights.
-    assert torch.allclose(reloaded.similarity(texts_a, texts_b), tiny_lstm.similarity(texts_a, texts_b, word_tokenizer), atol=1e-6)
+    assert torch.allclose(
+        reloaded.similarity(texts_a, texts_b), tiny_lstm.similarity(texts_a, texts_b, word_tokenizer), atol=1e-6
+    )
 
 
 def test_transformer_encoder_round_trip_without_base_folder(tiny_bert_dir, tmp_path, word_tokenizer):
@@ -108,7 +129,9 @@ def test_transformer_encoder_round_trip_without_base_folder(tiny_bert_dir, tmp_p
     base = AutoModel.from_pretrained(tiny_bert_dir)
     batch = _batch(word_tokenizer, ["how do i learn python ?", "why is the sky blue ?"])
     expected = torch.nn.functional.normalize(
-        (base(**batch).last_hidden_state * batch["attention_mask"][..., None]).sum(1) / batch["attention_mask"].sum(1, keepdim=True), dim=-1
+        (base(**batch).last_hidden_state * batch["attention_mask"][..., None]).sum(1)
+        / batch["attention_mask"].sum(1, keepdim=True),
+        dim=-1,
     )
     assert torch.allclose(model.embed(**batch), expected, atol=1e-5)
     copy = tmp_path / "base"
@@ -123,16 +146,27 @@ def test_transformer_encoder_round_trip_without_base_folder(tiny_bert_dir, tmp_p
 
 def test_classifier_head_logits_and_probabilities(word_tokenizer, tmp_path):
     torch.manual_seed(0)
-    config = SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, classifier_hidden_size=5)
+    config = SiameseConfig(
+        vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, classifier_hidden_size=5
+    )
     model = SiameseModel(config).eval()
     a = _batch(word_tokenizer, ["how do i learn python ?", "why is the sky blue ?"])
     b = _batch(word_tokenizer, ["what is the best way to learn python ?", "how do i cook rice ?"])
-    out = model(input_ids_a=a["input_ids"], attention_mask_a=a["attention_mask"], input_ids_b=b["input_ids"], attention_mask_b=b["attention_mask"])
+    out = model(
+        input_ids_a=a["input_ids"],
+        attention_mask_a=a["attention_mask"],
+        input_ids_b=b["input_ids"],
+        attention_mask_b=b["attention_mask"],
+    )
     assert out.logits.shape == (2, 2)
     u, v = out.embeddings_a, out.embeddings_b
     assert torch.allclose(out.logits, model.classifier.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)))
     model.config.threshold = 0.5
-    predicted = model.predict(["how do i learn python ?", "why is the sky blue ?"], ["what is the best way to learn python ?", "how do i cook rice ?"], word_tokenizer)
+    predicted = model.predict(
+        ["how do i learn python ?", "why is the sky blue ?"],
+        ["what is the best way to learn python ?", "how do i cook rice ?"],
+        word_tokenizer,
+    )
     assert torch.allclose(predicted["probabilities"], out.logits.softmax(-1), atol=1e-5)
     assert torch.equal(predicted["is_duplicate"], predicted["probabilities"][:, 1] >= 0.5)
     model.save_pretrained(tmp_path)
@@ -144,19 +178,33 @@ def test_classifier_head_logits_and_probabilities(word_tokenizer, tmp_path):
 def test_explicit_negatives_share_the_encoder(tiny_lstm, word_tokenizer):
     a = _batch(word_tokenizer, ["how do i learn python ?"])
     n = _batch(word_tokenizer, ["why is the sky blue ?"])
-    out = tiny_lstm(input_ids_a=a["input_ids"], input_ids_b=a["input_ids"], input_ids_n=n["input_ids"], attention_mask_n=n["attention_mask"])
+    out = tiny_lstm(
+        input_ids_a=a["input_ids"],
+        input_ids_b=a["input_ids"],
+        input_ids_n=n["input_ids"],
+        attention_mask_n=n["attention_mask"],
+    )
     assert torch.allclose(out.embeddings_n, tiny_lstm.embed(**n), atol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------
 # One-shot classification against a labelled support set
 # ---------------------------------------------------------------------------------------------
-SUPPORT_TEXTS = ["how do i learn python ?", "why is the sky blue ?", "how can i lose weight fast ?", "how do i cook rice ?"]
+SUPPORT_TEXTS = [
+    "how do i learn python ?",
+    "why is the sky blue ?",
+    "how can i lose weight fast ?",
+    "how do i cook rice ?",
+]
 SUPPORT_LABELS = ["python", "sky", "weight", "python"]
 
 
 def test_classify_nearest_matches_a_brute_force_loop(tiny_lstm, word_tokenizer):
-    queries = ["what is the best way to learn python ?", "what makes the sky look blue ?", "what is the capital of france ?"]
+    queries = [
+        "what is the best way to learn python ?",
+        "what makes the sky look blue ?",
+        "what is the capital of france ?",
+    ]
     out = tiny_lstm.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=float("-inf"))
     q = tiny_lstm.encode(queries, word_tokenizer)
     s = tiny_lstm.encode(SUPPORT_TEXTS, word_tokenizer)
@@ -173,7 +221,9 @@ def test_classify_nearest_matches_a_brute_force_loop(tiny_lstm, word_tokenizer):
 
 def test_classify_centroid_uses_normalised_class_means(tiny_lstm, word_tokenizer):
     queries = ["how do i learn python ?"]
-    out = tiny_lstm.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, strategy="centroid", threshold=-1.0)
+    out = tiny_lstm.classify(
+        queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, strategy="centroid", threshold=-1.0
+    )
     q = tiny_lstm.encode(queries, word_tokenizer)[0]
     s = tiny_lstm.encode(SUPPORT_TEXTS, word_tokenizer)
     python_centroid = torch.nn.functional.normalize(s[0] + s[3], dim=0)
@@ -186,19 +236,26 @@ def test_classify_centroid_uses_normalised_class_means(tiny_lstm, word_tokenizer
 def test_classify_says_none_of_them_below_the_threshold(tiny_lstm, word_tokenizer):
     tiny_lstm.config.threshold = 0.5
     out = tiny_lstm.classify(
-        ["how do i learn python ?", "what is the capital of france ?"], SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer,
+        ["how do i learn python ?", "what is the capital of france ?"],
+        SUPPORT_TEXTS,
+        SUPPORT_LABELS,
+        word_tokenizer,
         unknown_label="none",
     )
     assert out["labels"][0] == "python"  # identical to a support text: score 1
     expected = "none" if out["scores"][1] < 0.5 else SUPPORT_LABELS[int(out["support_indices"][1])]
     assert out["labels"][1] == expected
-    everything_rejected = tiny_lstm.classify(["how do i learn python ?"], SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=1.01)
+    everything_rejected = tiny_lstm.classify(
+        ["how do i learn python ?"], SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=1.01
+    )
     assert everything_rejected["labels"] == [None]
 
 
 def test_classify_with_a_head_scores_by_its_probability(word_tokenizer):
     torch.manual_seed(0)
-    config = SiameseConfig(encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True
+    )
     model = SiameseModel(config)
     queries = ["why is the sky blue ?", "how do i cook rice ?"]
     out = model.classify(queries, SUPPORT_TEXTS, SUPPORT_LABELS, word_tokenizer, threshold=0.0)
@@ -217,7 +274,12 @@ def test_classify_with_a_head_scores_by_its_probability(word_tokenizer):
     ],
 )
 def test_classify_rejects_bad_input(tiny_lstm, word_tokenizer, kwargs, error):
-    arguments = dict(texts=["why is the sky blue ?"], support_texts=SUPPORT_TEXTS[:2], support_labels=SUPPORT_LABELS[:2], threshold=0.0)
+    arguments = dict(
+        texts=["why is the sky blue ?"],
+        support_texts=SUPPORT_TEXTS[:2],
+        support_labels=SUPPORT_LABELS[:2],
+        threshold=0.0,
+    )
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=error):
         tiny_lstm.classify(tokenizer=word_tokenizer, **arguments)

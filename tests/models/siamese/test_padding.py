@@ -6,8 +6,11 @@ from hfsiamese.models.siamese.padding import pad_ragged, padded_width, ragged_fr
 
 
 def test_ragged_from_rows_takes_lists_arrays_and_tensors():
-    for rows in ([[1, 2], [], [3]], [np.array([1, 2]), np.array([], dtype=int), np.array([3])],
-                 [torch.tensor([1, 2]), torch.tensor([], dtype=torch.long), torch.tensor([3])]):
+    for rows in (
+        [[1, 2], [], [3]],
+        [np.array([1, 2]), np.array([], dtype=int), np.array([3])],
+        [torch.tensor([1, 2]), torch.tensor([], dtype=torch.long), torch.tensor([3])],
+    ):
         values, lengths = ragged_from_rows(rows)
         assert values.dtype == np.int64 and values.tolist() == [1, 2, 3] and lengths.tolist() == [2, 0, 1]
 
@@ -15,7 +18,9 @@ def test_ragged_from_rows_takes_lists_arrays_and_tensors():
 def test_padded_width_rounds_up_as_the_tokenizer_does():
     lengths = np.array([3, 5])
     assert padded_width(lengths) == 5
-    assert padded_width(lengths, 8) == 8 and padded_width(np.array([8]), 8) == 8 and padded_width(np.array([9]), 8) == 16
+    assert (
+        padded_width(lengths, 8) == 8 and padded_width(np.array([8]), 8) == 8 and padded_width(np.array([9]), 8) == 16
+    )
     assert padded_width(np.array([], dtype=np.int64)) == 0
 
 

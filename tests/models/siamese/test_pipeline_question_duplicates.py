@@ -11,7 +11,9 @@ from hfsiamese.models.siamese.pipeline_question_duplicates import PIPELINE_TASK
 from tests.fixtures import PAIRS, expected_scores
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
-PIPELINE_CHILD = BLOCK_HFSIAMESE + r"""
+PIPELINE_CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 import json
 from transformers import pipeline
 
@@ -22,6 +24,7 @@ for folder in sys.argv[2:]:
     results[folder] = {"out": out, "pipeline": type(pipe).__module__, "model": type(pipe.model).__module__}
 print(json.dumps(results))
 """
+)
 
 
 def save_checkpoint(model, tokenizer, folder, threshold=0.3):
@@ -35,7 +38,11 @@ def test_saved_checkpoint_declares_the_pipeline(tiny_lstm, word_tokenizer, tmp_p
     folder = save_checkpoint(tiny_lstm, word_tokenizer, tmp_path / "ckpt")
     config = json.loads((folder / "config.json").read_text())
     assert config["custom_pipelines"] == {
-        PIPELINE_TASK: {"impl": "pipeline_question_duplicates.QuestionDuplicatesPipeline", "pt": ["AutoModel"], "type": "text"}
+        PIPELINE_TASK: {
+            "impl": "pipeline_question_duplicates.QuestionDuplicatesPipeline",
+            "pt": ["AutoModel"],
+            "type": "text",
+        }
     }
     assert (folder / "pipeline_question_duplicates.py").is_file()
 
@@ -73,7 +80,9 @@ def test_registered_pipeline_takes_a_model_object(tiny_lstm, word_tokenizer):
 
 def test_classification_head_scores_are_probabilities(word_tokenizer):
     torch.manual_seed(0)
-    config = SiameseConfig(vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, threshold=0.5)
+    config = SiameseConfig(
+        vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, classifier_head=True, threshold=0.5
+    )
     model = SiameseModel(config).eval()
     out = pipeline(PIPELINE_TASK, model=model, tokenizer=word_tokenizer)(PAIRS)
     a, b = zip(*PAIRS)
@@ -117,13 +126,17 @@ def test_pipeline_loads_without_hfsiamese(tiny_lstm, tiny_bert_dir, word_tokeniz
     child = run_without_hfsiamese(PIPELINE_CHILD, [json.dumps(PAIRS), *folders.values()], tmp_path)
     for name, model in (("lstm", tiny_lstm), ("transformer", transformer)):
         result = child[str(folders[name])]
-        assert result["pipeline"].startswith("transformers_modules") and result["model"].startswith("transformers_modules")
+        assert result["pipeline"].startswith("transformers_modules") and result["model"].startswith(
+            "transformers_modules"
+        )
         expected = expected_scores(model, word_tokenizer)
         assert [o["score"] for o in result["out"]] == pytest.approx(expected, abs=1e-5)
         assert [o["is_duplicate"] for o in result["out"]] == [s >= 0.3 for s in expected]
 
 
-def test_a_calibrated_pipeline_gives_probabilities_and_takes_a_probability_threshold(tiny_lstm, word_tokenizer, tmp_path):
+def test_a_calibrated_pipeline_gives_probabilities_and_takes_a_probability_threshold(
+    tiny_lstm, word_tokenizer, tmp_path
+):
     tiny_lstm.config.calibration = {"method": "platt", "coef": 6.0, "intercept": -1.0}
     folder = save_checkpoint(tiny_lstm, word_tokenizer, tmp_path / "ckpt", threshold=0.99)
     pipe = pipeline(PIPELINE_TASK, model=str(folder), trust_remote_code=True)
@@ -146,7 +159,9 @@ def _between(probabilities):
 
 
 def test_prompt_and_truncate_dim_score_as_encode_does(tiny_bert_dir, word_tokenizer):
-    model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir), prompts={"q": "why "}, default_prompt_name="q").eval()
+    model = SiameseModel.from_encoder_pretrained(
+        str(tiny_bert_dir), prompts={"q": "why "}, default_prompt_name="q"
+    ).eval()
     model.config.threshold = 0.1
     pipe = pipeline(PIPELINE_TASK, model=model, tokenizer=word_tokenizer)
     a, b = PAIRS[0]
@@ -190,7 +205,9 @@ def test_a_cross_encoder_scores_and_decides_the_pairs(tiny_lstm, word_tokenizer)
     with pytest.raises(ValueError, match="no threshold"):  # the cross-encoder's threshold, not the model's -1.0
         built(PAIRS)
     out = built(PAIRS, probability_threshold=0.5)  # P >= 0.5 is score >= 0.5 for this map
-    assert [o["probability"] for o in out] == pytest.approx([float(torch.sigmoid(torch.tensor(10 * s - 5))) for s in scores.values()])
+    assert [o["probability"] for o in out] == pytest.approx(
+        [float(torch.sigmoid(torch.tensor(10 * s - 5))) for s in scores.values()]
+    )
     assert [o["is_duplicate"] for o in out] == [True, False, True, False]
 
 

@@ -48,9 +48,18 @@ def test_padding_never_takes_part():
     [
         (dict(pooling="median"), "pooling 'median' is not available"),
         (dict(pooling="mean+mean"), "pooling 'mean+mean' is not available"),
-        (dict(dense_layers=[{"in_features": 16, "out_features": 8}, {"in_features": 4, "out_features": 2}]), "takes 4 features but the layer before gives 8"),
-        (dict(dense_layers=[{"in_features": 16, "out_features": 8, "activation": "os.system"}]), "activation 'os.system' is not one of"),
-        (dict(prompts={"query": "q: "}, default_prompt_name="passage"), "default_prompt_name 'passage' is not one of the prompts ['query']"),
+        (
+            dict(dense_layers=[{"in_features": 16, "out_features": 8}, {"in_features": 4, "out_features": 2}]),
+            "takes 4 features but the layer before gives 8",
+        ),
+        (
+            dict(dense_layers=[{"in_features": 16, "out_features": 8, "activation": "os.system"}]),
+            "activation 'os.system' is not one of",
+        ),
+        (
+            dict(prompts={"query": "q: "}, default_prompt_name="passage"),
+            "default_prompt_name 'passage' is not one of the prompts ['query']",
+        ),
         (dict(max_seq_length=0), "max_seq_length must be a positive number of tokens"),
     ],
 )

@@ -30,7 +30,9 @@ TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json"}
 CARD = "README.md"
 
 # Loads a pushed folder as a downstream user would, with transformers only: model, tokenizer and pipeline.
-LOAD_CHILD = BLOCK_HFSIAMESE + r"""
+LOAD_CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 import json
 import torch
 from transformers import AutoModel, AutoTokenizer, pipeline
@@ -51,6 +53,7 @@ print(json.dumps({
     "module": type(model).__module__,
 }))
 """
+)
 
 
 class FakeHub:
@@ -67,11 +70,15 @@ class FakeHub:
         self.created.append(repo_id)
         return RepoUrl(f"https://huggingface.co/{repo_id}")
 
-    def upload_folder(self, api, *, repo_id, folder_path, path_in_repo=None, allow_patterns=None, ignore_patterns=None, **kwargs):
+    def upload_folder(
+        self, api, *, repo_id, folder_path, path_in_repo=None, allow_patterns=None, ignore_patterns=None, **kwargs
+    ):
         ignore = [ignore_patterns] if isinstance(ignore_patterns, str) else list(ignore_patterns or [])
         folder = Path(folder_path)
         files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-        for name in filter_repo_objects(files, allow_patterns=allow_patterns, ignore_patterns=ignore + DEFAULT_IGNORE_PATTERNS):
+        for name in filter_repo_objects(
+            files, allow_patterns=allow_patterns, ignore_patterns=ignore + DEFAULT_IGNORE_PATTERNS
+        ):
             self._store(repo_id, f"{path_in_repo}/{name}" if path_in_repo else name, folder / name)
         return self._commit(repo_id, kwargs.get("commit_message") or "Upload folder")
 
@@ -90,7 +97,12 @@ class FakeHub:
             shutil.copyfile(source, target)
 
     def _commit(self, repo_id, message):
-        return CommitInfo(commit_url=f"https://huggingface.co/{repo_id}/commit/{'0' * 40}", commit_message=message, commit_description="", oid="0" * 40)
+        return CommitInfo(
+            commit_url=f"https://huggingface.co/{repo_id}/commit/{'0' * 40}",
+            commit_message=message,
+            commit_description="",
+            oid="0" * 40,
+        )
 
     def files(self, repo_id) -> set[str]:
         repo = self.repo(repo_id)
@@ -102,7 +114,11 @@ def hub(monkeypatch, tmp_path):
     fake = FakeHub(tmp_path / "hub")
     monkeypatch.setattr(HfApi, "create_repo", lambda api, repo_id, **kw: fake.create_repo(api, repo_id, **kw))
     monkeypatch.setattr(HfApi, "upload_folder", lambda api, **kw: fake.upload_folder(api, **kw))
-    monkeypatch.setattr(HfApi, "create_commit", lambda api, repo_id, operations, **kw: fake.create_commit(api, repo_id, operations, **kw))
+    monkeypatch.setattr(
+        HfApi,
+        "create_commit",
+        lambda api, repo_id, operations, **kw: fake.create_commit(api, repo_id, operations, **kw),
+    )
     load_card = ModelCard.load.__func__
 
     def load_local_or_missing(cls, repo_id_or_path, *args, **kwargs):
@@ -133,7 +149,10 @@ def test_trainer_push_uploads_a_complete_checkpoint(hub, tiny_lstm, word_tokeniz
     # The Trainer also uploads training_args.bin (a pickle of the arguments, which loading never reads).
     assert files == MODEL_FILES | TOKENIZER_FILES | {CARD, "training_args.bin"}
     config = json.loads((hub.repo("someone/tiny-siamese") / "config.json").read_text())
-    assert config["auto_map"] == {"AutoConfig": "configuration_siamese.SiameseConfig", "AutoModel": "modeling_siamese.SiameseModel"}
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_siamese.SiameseConfig",
+        "AutoModel": "modeling_siamese.SiameseModel",
+    }
     assert config["threshold"] == pytest.approx(metrics["eval_threshold"])
     assert "question-duplicates" in config["custom_pipelines"]
 
@@ -161,7 +180,9 @@ def test_trainer_checkpoint_push_carries_the_modeling_code(hub, tiny_lstm, word_
         return done
 
     monkeypatch.setattr(HfApi, "upload_folder", upload_as_future)
-    args = _args(tmp_path, max_steps=2, save_strategy="steps", save_steps=2, push_to_hub=True, hub_model_id="someone/per-save")
+    args = _args(
+        tmp_path, max_steps=2, save_strategy="steps", save_steps=2, push_to_hub=True, hub_model_id="someone/per-save"
+    )
     trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, args).train()  # no final push_to_hub()
     assert CODE_FILES | {"config.json", "model.safetensors"} <= hub.files("someone/per-save")
 
@@ -194,7 +215,9 @@ def test_model_loaded_from_a_folder_pushes_its_own_tokenizer_and_card(hub, tiny_
     assert hub.files("someone/trained") == MODEL_FILES | TOKENIZER_FILES | {CARD}
     # The card the recipe wrote for its local folder, its snippets now loading the repository.
     uploaded = (hub.repo("someone/trained") / CARD).read_text()
-    assert uploaded.endswith('# my trained model\nmodel = AutoModel.from_pretrained("someone/trained", trust_remote_code=True)\n')
+    assert uploaded.endswith(
+        '# my trained model\nmodel = AutoModel.from_pretrained("someone/trained", trust_remote_code=True)\n'
+    )
 
 
 @pytest.fixture
@@ -206,11 +229,19 @@ def recipe(monkeypatch):
 def test_recipe_pushes_with_its_card(hub, recipe, tmp_path):
     out = tmp_path / "run"
     config = dict(
-        TINY_LSTM_BASE, max_train_pairs=400, max_eval_pairs=200, max_steps=4, eval_strategy="no", save_strategy="no",
-        report_to="none", use_cpu=True,
+        TINY_LSTM_BASE,
+        max_train_pairs=400,
+        max_eval_pairs=200,
+        max_steps=4,
+        eval_strategy="no",
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
     )
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config))
-    recipe.main([str(tmp_path / "tiny.yaml"), "--output_dir", str(out), "--push_to_hub", "--hub_model_id", "someone/qqp-lstm"])
+    recipe.main(
+        [str(tmp_path / "tiny.yaml"), "--output_dir", str(out), "--push_to_hub", "--hub_model_id", "someone/qqp-lstm"]
+    )
 
     files = hub.files("someone/qqp-lstm")
     assert MODEL_FILES | TOKENIZER_FILES | {CARD} <= files
@@ -223,7 +254,11 @@ def test_recipe_pushes_with_its_card(hub, recipe, tmp_path):
     ap = [r for r in card.data.eval_results if r.metric_type == "average_precision"]
     assert [r.metric_value for r in ap] == [round(results["eval_average_precision"], 4)]
     reproduced = yaml.safe_load(card.text.split("```yaml\n", 1)[1].split("```", 1)[0])
-    assert reproduced["embedding_dim"] == 16 and reproduced["max_steps"] == 4 and reproduced["loss"] == "hard_negative_triplet"
+    assert (
+        reproduced["embedding_dim"] == 16
+        and reproduced["max_steps"] == 4
+        and reproduced["loss"] == "hard_negative_triplet"
+    )
     assert "output_dir" not in reproduced and "hub_model_id" not in reproduced
 
 

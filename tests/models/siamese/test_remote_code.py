@@ -14,7 +14,9 @@ from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese
 
 # Runs in a child interpreter that cannot import hfsiamese: the model must come from the code saved
 # beside the weights.
-CHILD = BLOCK_HFSIAMESE + r"""
+CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 import json
 import torch
 from transformers import AutoModel
@@ -26,6 +28,7 @@ with torch.no_grad():
     out = model(**{k: torch.tensor(v) for k, v in batch.items()})
 print(json.dumps({"similarity": out.similarity.tolist(), "threshold": model.config.threshold, "module": type(model).__module__}))
 """
+)
 
 
 def _pair_batch(tokenizer):
@@ -80,7 +83,12 @@ def _travelling_files() -> list[Path]:
 def _imports(path: Path) -> list[tuple[ast.ImportFrom | ast.Import, bool]]:
     """Every import of a file, and whether it runs when the module is imported (not inside a function)."""
     found, tree = [], ast.parse(path.read_text())
-    nested = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) for node in ast.walk(fn)}
+    nested = {
+        id(node)
+        for fn in ast.walk(tree)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(fn)
+    }
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append((node, id(node) not in nested))
@@ -92,7 +100,9 @@ def test_the_travelling_folder_is_closed(path):
     siblings = {file.stem for file in _travelling_files()}
     for node, at_import in _imports(path):
         if isinstance(node, ast.ImportFrom) and node.level:
-            assert node.level == 1, f"{path.name}:{node.lineno} imports outside its folder ({'.' * node.level}{node.module})"
+            assert node.level == 1, (
+                f"{path.name}:{node.lineno} imports outside its folder ({'.' * node.level}{node.module})"
+            )
             assert node.module.split(".")[0] in siblings, f"{path.name}:{node.lineno} imports a file not in the folder"
             continue
         names = [node.module] if isinstance(node, ast.ImportFrom) else [alias.name for alias in node.names]
@@ -101,7 +111,9 @@ def test_the_travelling_folder_is_closed(path):
             if top == "hfsiamese":
                 assert (path.name, name) in LIBRARY_CALLS and not at_import, f"{path.name}:{node.lineno} imports {name}"
             elif at_import:
-                assert top in sys.stdlib_module_names or top in LIGHT_PACKAGES, f"{path.name}:{node.lineno} imports {name}"
+                assert top in sys.stdlib_module_names or top in LIGHT_PACKAGES, (
+                    f"{path.name}:{node.lineno} imports {name}"
+                )
 
 
 def test_a_checkpoint_carries_exactly_the_travelling_folder(tiny_lstm, tmp_path):
@@ -112,4 +124,7 @@ def test_a_checkpoint_carries_exactly_the_travelling_folder(tiny_lstm, tmp_path)
     saved = {file.name for file in tmp_path.glob("*.py")}
     assert saved == {file.name for file in _travelling_files()} == reached | {"modeling_siamese.py"}
     auto_map = json.loads((tmp_path / "config.json").read_text())["auto_map"]
-    assert auto_map == {"AutoConfig": "configuration_siamese.SiameseConfig", "AutoModel": "modeling_siamese.SiameseModel"}
+    assert auto_map == {
+        "AutoConfig": "configuration_siamese.SiameseConfig",
+        "AutoModel": "modeling_siamese.SiameseModel",
+    }

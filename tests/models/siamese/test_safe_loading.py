@@ -56,7 +56,9 @@ def test_unreadable_weights_name_the_file(saved_lstm, loader, damage):
     else:
         data[12:20] = b"\xff" * 8  # inside the JSON header
     weights.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=rf"{re.escape(str(weights))}: not a readable safetensors file .*truncated or corrupted"):
+    with pytest.raises(
+        ValueError, match=rf"{re.escape(str(weights))}: not a readable safetensors file .*truncated or corrupted"
+    ):
         loader(saved_lstm)
 
 
@@ -77,14 +79,16 @@ def test_weights_missing_a_tensor_are_refused(saved_lstm):
     dropped = min(tensors)
     del tensors[dropped]
     save_file(tensors, weights, metadata={"format": "pt"})
-    with pytest.raises(ValueError, match=rf"model\.safetensors lacks 1 tensor\(s\) of this model \({re.escape(dropped)}\)"):
+    with pytest.raises(
+        ValueError, match=rf"model\.safetensors lacks 1 tensor\(s\) of this model \({re.escape(dropped)}\)"
+    ):
         SiameseModel.from_pretrained(saved_lstm)
 
 
 def test_config_of_another_model_type_names_file_and_type(saved_lstm):
-    BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8).save_pretrained(
-        saved_lstm
-    )
+    BertConfig(
+        vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8
+    ).save_pretrained(saved_lstm)
     config_file = re.escape(str(saved_lstm / "config.json"))
     with pytest.raises(ValueError, match=rf"{config_file} has model_type 'bert', not 'siamese'"):
         SiameseModel.from_pretrained(saved_lstm)
@@ -153,7 +157,9 @@ def test_missing_folder_and_folder_without_weights(tmp_path):
 
 def test_no_pickle_loading_in_the_package():
     """A guard on the sources: hfsiamese itself never unpickles (Trainer resume is transformers')."""
-    pattern = re.compile(r"torch\.load\(|import pickle|pickle\.loads?\(|allow_pickle=True|training_args\.bin|use_safetensors=False")
+    pattern = re.compile(
+        r"torch\.load\(|import pickle|pickle\.loads?\(|allow_pickle=True|training_args\.bin|use_safetensors=False"
+    )
     offenders = []
     for path in (REPO_ROOT / "hfsiamese").rglob("*.py"):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -205,5 +211,8 @@ def test_transformer_accepts_a_smaller_tokenizer_and_refuses_a_larger_one(tiny_b
     assert model.encode(["how do i learn python ?"], small).shape == (1, model.config.sentence_embedding_dim)
     large = _other_tokenizer(TEXTS + [f"word{i}" for i in range(60)])
     assert len(large) > rows
-    with pytest.raises(ValueError, match=rf"has {len(large)} tokens but the model's embedding table has {rows} rows.*resize_token_embeddings"):
+    with pytest.raises(
+        ValueError,
+        match=rf"has {len(large)} tokens but the model's embedding table has {rows} rows.*resize_token_embeddings",
+    ):
         model.encode(["how do i learn python ?"], large)

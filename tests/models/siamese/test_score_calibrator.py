@@ -26,7 +26,9 @@ def test_platt_applies_the_logistic_regression_of_the_label_on_the_score():
     regression = LogisticRegression(C=100.0).fit(scores[:, None], labels)
     calibrator = ScoreCalibrator("platt", coef=float(regression.coef_[0, 0]), intercept=float(regression.intercept_[0]))
     new = np.linspace(-1.5, 1.5, 31)
-    assert calibrator.probability(torch.tensor(new)).numpy() == pytest.approx(regression.predict_proba(new[:, None])[:, 1], abs=1e-6)
+    assert calibrator.probability(torch.tensor(new)).numpy() == pytest.approx(
+        regression.predict_proba(new[:, None])[:, 1], abs=1e-6
+    )
 
 
 def test_isotonic_interpolates_the_breakpoints_as_scikit_learn_predicts():
@@ -96,7 +98,9 @@ def test_the_config_keeps_it_as_plain_numbers():
     assert ScoreCalibrator.from_config(SiameseConfig()) is None
 
 
-CHILD = BLOCK_HFSIAMESE + r"""
+CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
 import json
 from transformers import AutoModel, pipeline
 
@@ -112,6 +116,7 @@ print(json.dumps({
     "pipeline": pipe([tuple(pair) for pair in pairs], probability_threshold=0.5),
 }))
 """
+)
 
 
 @pytest.mark.parametrize(
@@ -129,7 +134,9 @@ def test_a_calibrated_checkpoint_applies_its_map_without_hfsiamese(stored, tiny_
     tiny_lstm.save_pretrained(folder)
     word_tokenizer.save_pretrained(folder)
     assert (folder / "calibration.py").is_file()
-    expected = tiny_lstm.predict([a for a, _ in PAIRS], [b for _, b in PAIRS], word_tokenizer, probability_threshold=0.5)
+    expected = tiny_lstm.predict(
+        [a for a, _ in PAIRS], [b for _, b in PAIRS], word_tokenizer, probability_threshold=0.5
+    )
     child = run_without_hfsiamese(CHILD, [folder, json.dumps(PAIRS)], tmp_path)
     assert child["module"].startswith("transformers_modules")
     assert child["scores"] == pytest.approx(expected["scores"].tolist(), abs=1e-6)

@@ -12,9 +12,27 @@ from hfsiamese.models.siamese.sub_batching import (
     resolve_token_budget,
 )
 
-TEXTS_A = ["how do i learn python ?", "why is the sky blue ?", "how", "what is the capital of france ?", "how can i lose weight fast ?"]
-TEXTS_B = ["what is the best way to learn python ?", "what makes the sky look blue ?", "how do i cook rice ?", "france", "rice"]
-NEGATIVES = ["how do i cook rice ?", "what", "why is the sky blue ?", "what is the fastest way to lose weight ?", "python"]
+TEXTS_A = [
+    "how do i learn python ?",
+    "why is the sky blue ?",
+    "how",
+    "what is the capital of france ?",
+    "how can i lose weight fast ?",
+]
+TEXTS_B = [
+    "what is the best way to learn python ?",
+    "what makes the sky look blue ?",
+    "how do i cook rice ?",
+    "france",
+    "rice",
+]
+NEGATIVES = [
+    "how do i cook rice ?",
+    "what",
+    "why is the sky blue ?",
+    "what is the fastest way to lose weight ?",
+    "python",
+]
 
 
 def _encoder_dir(tmp_path, word_tokenizer, family: str):
@@ -25,8 +43,13 @@ def _encoder_dir(tmp_path, word_tokenizer, family: str):
     else:
         config_class = {"bert": BertConfig, "roberta": RobertaConfig}[family]
         config = config_class(
-            vocab_size=vocab, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=24,
-            max_position_embeddings=40, pad_token_id=0,
+            vocab_size=vocab,
+            hidden_size=16,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=24,
+            max_position_embeddings=40,
+            pad_token_id=0,
         )
     AutoModel.from_config(config).save_pretrained(tmp_path / family)
     return str(tmp_path / family)
@@ -57,7 +80,9 @@ def _forward_and_grads(model, inputs):
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 @pytest.mark.parametrize("plan", [{"max_texts": 4}, {"max_tokens": 20}])
-def test_sub_batches_give_the_embeddings_and_gradients_of_one_call(tmp_path, word_tokenizer, family, padding_side, plan):
+def test_sub_batches_give_the_embeddings_and_gradients_of_one_call(
+    tmp_path, word_tokenizer, family, padding_side, plan
+):
     model = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, family))
     model.set_sub_batching(**{"max_tokens": None, **plan})
     model.eval()  # no dropout: the two ways must agree up to float rounding
@@ -162,7 +187,9 @@ def test_encoder_dropout_sets_every_dropout_of_the_encoder(tmp_path, word_tokeni
     assert model.encoder.config.hidden_dropout_prob == 0.0 and model.encoder.config.attention_probs_dropout_prob == 0.0
     assert model.config.encoder_config["hidden_dropout_prob"] == 0.0
     assert all(module.p == 0.0 for module in model.encoder.modules() if isinstance(module, torch.nn.Dropout))
-    distil = SiameseModel.from_encoder_pretrained(_encoder_dir(tmp_path, word_tokenizer, "distilbert"), encoder_dropout=0.3)
+    distil = SiameseModel.from_encoder_pretrained(
+        _encoder_dir(tmp_path, word_tokenizer, "distilbert"), encoder_dropout=0.3
+    )
     assert distil.encoder.config.dropout == 0.3 and distil.encoder.config.attention_dropout == 0.3
 
 
