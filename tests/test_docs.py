@@ -22,7 +22,6 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,10 +32,10 @@ from tests.conftest import REPO_ROOT
 from tests.helpers import offline_env
 from tests.test_readme import (  # noqa: F401  (repo_copy: a fixture)
     DOCS_EXPECTATIONS,
-    Ran,
-    check_expectations,
     readme_blocks,
     repo_copy,
+    run_python_block,
+    run_shell_command,
     runnable,
     runnable_texts,
     shell_commands,
@@ -202,11 +201,7 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                 skipped.append(f"{where} ({block.language}): {block.skip}")
                 continue
             if block.language == "python":
-                try:
-                    exec(compile(block.code, where, "exec"), namespace)  # the docs' own code
-                except Exception as err:  # noqa: BLE001
-                    pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
-                if not check_expectations(block.code, Ran(repo_copy, namespace=namespace), met, DOCS_EXPECTATIONS):
+                if not run_python_block(block, where, namespace, repo_copy, met, DOCS_EXPECTATIONS):
                     unchecked.append(f"{where} (python): runs without error, nothing more promised")
                 ran.append(where)
                 continue
@@ -219,17 +214,7 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                     command = runnable(written)
                 if command is None:
                     continue
-                result = subprocess.run(
-                    ["bash", "-c", command],
-                    cwd=repo_copy,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                    check=False,
-                )
-                assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
-                if not check_expectations(written, Ran(repo_copy, stdout=result.stdout), met, DOCS_EXPECTATIONS):
+                if not run_shell_command(written, command, where, repo_copy, env, met, DOCS_EXPECTATIONS, timeout=900):
                     unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
                 ran.append(where)
     with capsys.disabled():

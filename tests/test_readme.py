@@ -159,11 +159,7 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
             skipped.append(f"{where} ({block.language}): {block.skip}")
             continue
         if block.language == "python":
-            try:
-                exec(compile(block.code, where, "exec"), namespace)
-            except Exception as err:  # noqa: BLE001
-                pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
-            if not check_expectations(block.code, Ran(repo_copy, namespace=namespace), met):
+            if not run_python_block(block, where, namespace, repo_copy, met, README_EXPECTATIONS):
                 unchecked.append(f"{where} (python): runs without error, nothing more promised")
             ran.append(where)
             continue
@@ -171,17 +167,7 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
             command = runnable(written)
             if command is None:
                 continue
-            result = subprocess.run(
-                ["bash", "-c", command],
-                cwd=repo_copy,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
-            if not check_expectations(written, Ran(repo_copy, stdout=result.stdout), met):
+            if not run_shell_command(written, command, where, repo_copy, env, met, README_EXPECTATIONS, timeout=600):
                 unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
             ran.append(where)
     with capsys.disabled():
@@ -601,6 +587,27 @@ def check_expectations(
             met.add(pattern)
             matched = True
     return matched
+
+
+def run_python_block(block: Any, where: str, namespace: dict, repo_copy: Path, met: set[str], table: dict) -> bool:
+    """Run a page's Python block in the page's namespace, then the checks `table` has for it; whether it had any."""
+    try:
+        exec(compile(block.code, where, "exec"), namespace)  # the page's own code
+    except Exception as err:  # noqa: BLE001
+        pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
+    return check_expectations(block.code, Ran(repo_copy, namespace=namespace), met, table)
+
+
+def run_shell_command(
+    written: str, command: str, where: str, repo_copy: Path, env: dict, met: set[str], table: dict, *, timeout: float
+) -> bool:
+    """Run `command` (a page's `written` command as the test runs it), which must succeed, then the checks `table`
+    has for `written`; whether it had any."""
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
+    return check_expectations(written, Ran(repo_copy, stdout=result.stdout), met, table)
 
 
 def runnable_texts(text: str) -> list[str]:
