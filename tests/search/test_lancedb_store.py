@@ -34,7 +34,7 @@ def store(tmp_path):
 
 def test_import_lancedb_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "lancedb", None)
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[lancedb\]"'):
+    with pytest.raises(ImportError, match=r'needs the lancedb package: .*pip install -e "\.\[lancedb\]"'):
         import_lancedb()
 
 

@@ -34,7 +34,7 @@ def store(tmp_path):
 
 def test_import_qdrant_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "qdrant_client", None)
-    with pytest.raises(ImportError, match=r'pip install "hfsiamese\[qdrant\]"'):
+    with pytest.raises(ImportError, match=r'needs the qdrant-client package: .*pip install -e "\.\[qdrant\]"'):
         import_qdrant()
 
 
