@@ -56,6 +56,22 @@ def unpin_machine_decisions(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def restore_cpu_policy(monkeypatch):
+    """
+    A test that runs a command's `main` in this process (`hfsiamese.cli.main.main([...])`) applies the commands' CPU
+    policy to the process; each test starts from the session's policy and leaves it as it was, so no test's result
+    depends on which ran before it.
+    """
+    from hfsiamese import cpu_policy
+    from hfsiamese.models.siamese import core_sharing, encode_precision
+
+    monkeypatch.setattr(cpu_policy, "_policy", dict(cpu_policy._policy))
+    monkeypatch.setattr(core_sharing, "_choice", dict(core_sharing._choice))
+    monkeypatch.setattr(encode_precision, "_process_default", dict(encode_precision._process_default))
+    monkeypatch.setattr(encode_precision, "_memory", dict(encode_precision._memory))
+
+
 @pytest.fixture(scope="session")
 def word_tokenizer():
     return train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)
