@@ -24,7 +24,8 @@ def test_config_loads(name, kind, machines):
     config = load_config_from_file(str(CONFIGS / f"{name}.yaml"))
     assert config.distributed_type == kind and config.num_machines == machines
     assert config.num_processes % machines == 0
-    assert f"recipes/accelerate/{name}.yaml" in (REPO_ROOT / "README.md").read_text()
+    # Documented where launches are: the several-GPUs guide names each shipped launcher config.
+    assert f"hfsiamese configs --path {name})" in (REPO_ROOT / "docs" / "guides" / "several-gpus.md").read_text()
 
 
 def test_sharded_configs_shard_as_documented():
