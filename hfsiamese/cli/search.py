@@ -53,6 +53,7 @@ from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.serving import load_siamese_model
 
@@ -98,19 +99,27 @@ class SearchArguments:
     quantization: str = field(
         default="auto",
         metadata={
-            "help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts, binary beyond).",
+            "help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts; beyond, the cheapest "
+            "codes that reach --recall_target on a sample of the corpus).",
             "choices": (*QUANTIZATIONS, "auto"),
         },
     )
     structure: str = field(
         default="auto",
         metadata={
-            "help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts, ivf beyond).",
+            "help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts; beyond, tuned with the codes).",
             "choices": (*STRUCTURES, "auto"),
         },
     )
     rescore_multiplier: int = field(
         default=8, metadata={"help": "With a quantised FAISS index: candidates rescored exactly per match asked for."}
+    )
+    recall_target: float = field(
+        default=DEFAULT_RECALL_TARGET,
+        metadata={
+            "help": "With --backend faiss: the share of the exact top 10 the index must find, measured on a sample "
+            "of the corpus when it is built (auto settings are tuned to it; settings given below it are warned about)."
+        },
     )
     database: str | None = field(
         default=None, metadata={"help": "With --backend lancedb/qdrant: a folder (embedded) or the URI of a server."}
@@ -184,10 +193,21 @@ def index_options(args: SearchArguments) -> dict[str, Any]:
         options["backend"] = args.backend
     if args.backend == "faiss":
         options.update(
-            quantization=args.quantization, structure=args.structure, rescore_multiplier=args.rescore_multiplier
+            quantization=args.quantization,
+            structure=args.structure,
+            rescore_multiplier=args.rescore_multiplier,
         )
-    elif (args.quantization, args.structure, args.rescore_multiplier) != ("auto", "auto", 8):
-        raise UsageError("--quantization, --structure and --rescore_multiplier apply to --backend faiss")
+        if args.recall_target != DEFAULT_RECALL_TARGET:  # else a loaded index keeps the target it was measured at
+            options["recall_target"] = args.recall_target
+    elif (args.quantization, args.structure, args.rescore_multiplier, args.recall_target) != (
+        "auto",
+        "auto",
+        8,
+        DEFAULT_RECALL_TARGET,
+    ):
+        raise UsageError(
+            "--quantization, --structure, --rescore_multiplier and --recall_target apply to --backend faiss"
+        )
     if args.backend in DATABASE_BACKENDS:
         if args.database is None:
             raise UsageError(f"--backend {args.backend} needs --database (a folder, or the URI of a server)")

@@ -103,6 +103,8 @@ def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir
     ]
     with pytest.raises(UsageError, match="apply to --backend faiss"):
         search_recipe.main([*flags, "--quantization", "int8"])
+    with pytest.raises(UsageError, match="apply to --backend faiss"):
+        search_recipe.main([*flags, "--recall_target", "0.9"])
     with pytest.raises(UsageError, match="needs --database"):
         search_recipe.main([*flags, "--backend", "lancedb"])
     with pytest.raises(UsageError, match="--filter needs a database backend"):
@@ -125,3 +127,15 @@ def test_accelerate_launch_encodes_the_shards_in_two_processes(tmp_path, model_d
     (output,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]  # the main process's
     assert output["num_texts"] == len(TEXTS) and output["results"][0]["matches"][0]["text"] == TEXTS[2]
     assert len(list((tmp_path / "shards").glob("shard-*.parquet"))) == -(-len(TEXTS) // 2)
+
+
+def test_the_recall_target_reaches_the_index_and_its_saved_measurement(tmp_path, search_recipe, model_dir, table_file):
+    """--recall_target is the FAISS index's: its build measures recall against it and saves the figure."""
+    import json
+
+    flags = ["--model_name_or_path", str(model_dir), "--corpus", str(table_file), "--text_column", "question",
+             "--query", TEXTS[3], "--k", "2", "--index_dir", str(tmp_path / "index"), "--backend", "faiss",
+             "--quantization", "int8", "--structure", "flat", "--recall_target", "0.9"]  # fmt: skip
+    search_recipe.main(flags)
+    recall = json.loads((tmp_path / "index" / "index_config.json").read_text())["recall"]
+    assert recall["target"] == 0.9 and recall["recall"] >= 0.9  # int8 codes on a small corpus: nothing lost
