@@ -19,7 +19,7 @@ from .serving.onnx_model import OnnxSiameseConfig, OnnxSiameseModel  # noqa: E40
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.
 AutoConfig.register(SiameseConfig.model_type, SiameseConfig, exist_ok=True)
 AutoModel.register(SiameseConfig, SiameseModel, exist_ok=True)
-# ONNX exports (`recipes/export.py`): AutoConfig reads their config.json (AutoTokenizer needs it) and
+# ONNX exports (`hfsiamese export`): AutoConfig reads their config.json (AutoTokenizer needs it) and
 # AutoModel returns an OnnxSiameseModel; `load_siamese_model` picks either class from the folder.
 AutoConfig.register(OnnxSiameseConfig.model_type, OnnxSiameseConfig, exist_ok=True)
 AutoModel.register(OnnxSiameseConfig, OnnxSiameseModel, exist_ok=True)
