@@ -56,20 +56,31 @@ def unpin_machine_decisions(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(autouse=True)
-def restore_cpu_policy(monkeypatch):
-    """
-    A test that runs a command's `main` in this process (`hfsiamese.cli.main.main([...])`) applies the commands' CPU
-    policy to the process; each test starts from the session's policy and leaves it as it was, so no test's result
-    depends on which ran before it.
-    """
+def _cpu_policy_state() -> dict:
+    """Where the process's CPU policy lives (module attribute -> its dict), as copies."""
     from hfsiamese import cpu_policy
     from hfsiamese.models.siamese import core_sharing, encode_precision
 
-    monkeypatch.setattr(cpu_policy, "_policy", dict(cpu_policy._policy))
-    monkeypatch.setattr(core_sharing, "_choice", dict(core_sharing._choice))
-    monkeypatch.setattr(encode_precision, "_process_default", dict(encode_precision._process_default))
-    monkeypatch.setattr(encode_precision, "_memory", dict(encode_precision._memory))
+    holders = [(cpu_policy, "_policy"), (core_sharing, "_choice"), (encode_precision, "_process_default"),
+               (encode_precision, "_memory")]  # fmt: skip
+    return {(module, name): dict(getattr(module, name)) for module, name in holders}
+
+
+@pytest.fixture(scope="session")
+def session_cpu_policy() -> dict:
+    """The CPU policy the session started with (a library process's: nothing applied)."""
+    return _cpu_policy_state()
+
+
+@pytest.fixture(autouse=True)
+def restore_cpu_policy(monkeypatch, session_cpu_policy):
+    """
+    A test or module fixture that runs a command's `main` in this process (`hfsiamese.cli.main.main([...])`) applies
+    the commands' CPU policy to the process; each test starts from the policy the session started with and leaves
+    the process so, whatever ran before it.
+    """
+    for (module, name), state in session_cpu_policy.items():
+        monkeypatch.setattr(module, name, dict(state))
 
 
 @pytest.fixture(scope="session")
