@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
     from transformers import AutoModel
 
-    from hfsiamese.cross_encoder import CrossEncoder
+    from hfsiamese.cross_encoder.model import CrossEncoder
     from hfsiamese.evaluation import score_labelled_pairs
     from hfsiamese.metrics import pair_classification_metrics
 

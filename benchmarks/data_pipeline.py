@@ -98,6 +98,7 @@ def emit(stage: str, seconds: float, **extra) -> None:
 def run_pipeline(path: str, cache_dir: str, minilm: bool) -> None:
     import numpy as np
 
+    from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
     from hfsiamese.data import (
         assign_duplicate_groups,
         load_pairs,
@@ -106,7 +107,6 @@ def run_pipeline(path: str, cache_dir: str, minilm: bool) -> None:
     )
     from hfsiamese.data.arrow_columns import column_numpy
     from hfsiamese.data.deduplication import deduplicate_pairs
-    from hfsiamese.training.word_tokenizer import train_word_tokenizer
 
     start_all = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

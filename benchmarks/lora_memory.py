@@ -9,7 +9,7 @@ Default encoder: all-mpnet-base-v2 (110M parameters; made by `../shared/models/g
 with the MiniLM recipe's settings (`recipes/configs/minilm_qqp.yaml`: batch 32, 64 tokens, the contrastive-ranking
 loss, no dropout), once as a full fine-tuning and once with LoRA adapters (`--lora_r 16 --lora_alpha 32`, every
 linear layer but the pooler: MPNet is not in peft's table). Each setting runs in its own process, built as the
-recipe builds it (`hfsiamese.runs.start_run`), for `--max_steps` optimiser steps without evaluation or saving: peak
+recipe builds it (`hfsiamese.training.run_start.start_run`), for `--max_steps` optimiser steps without evaluation or saving: peak
 RSS of that process (`ru_maxrss`), how much it grew during training, and on a GPU `torch.cuda.max_memory_allocated`.
 
 `--full_recipe` runs `recipes/train.py` itself for both settings into OUTPUT_ROOT/full and OUTPUT_ROOT/lora (a whole
@@ -63,10 +63,12 @@ def training_steps(setting: str, args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from transformers import HfArgumentParser
 
-    from hfsiamese.runs import start_run
-    from hfsiamese.runs.config_and_flags import parse_config_and_flags
-    from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-    from hfsiamese.training import DataArguments, ModelArguments, training_view
+    from hfsiamese.bi_encoder.trainer import SiameseTrainer
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.config_and_flags import parse_config_and_flags
+    from hfsiamese.training.arguments import DataArguments, ModelArguments
+    from hfsiamese.training.preparation import training_view
+    from hfsiamese.training.run_start import start_run
 
     with tempfile.TemporaryDirectory() as scratch:
         flags = [

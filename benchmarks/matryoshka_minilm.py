@@ -45,9 +45,9 @@ def recipe_arguments(config: str, flags: list[str]) -> tuple[Any, Any, Any]:
     """The model, data and training arguments `recipes/train.py CONFIG FLAGS` runs with (parsed as it parses them)."""
     from transformers import HfArgumentParser
 
-    from hfsiamese.runs.config_and_flags import parse_config_and_flags
-    from hfsiamese.trainer import SiameseTrainingArguments
-    from hfsiamese.training import DataArguments, ModelArguments
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.config_and_flags import parse_config_and_flags
+    from hfsiamese.training.arguments import DataArguments, ModelArguments
 
     parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
     return parse_config_and_flags(parser, [config, *flags, "--output_dir", str(REPO / "outputs" / "unused")])
@@ -174,7 +174,7 @@ def main() -> None:
         ),
     }
 
-    from hfsiamese.training import load_splits
+    from hfsiamese.training.preparation import load_splits
 
     validation = load_splits(data_args, default_train_file=EMBEDDED_PAIRS)["validation"]
     rows = []

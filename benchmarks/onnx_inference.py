@@ -6,7 +6,7 @@
 
 `NAME=PATH` names a trained Siamese model folder; `PATH` = `minilm` wraps the pretrained all-MiniLM-L6-v2
 (`SiameseModel.from_encoder_pretrained`) instead. For each model, its fp32 and int8 ONNX exports
-(`hfsiamese.exporters.onnx`, into a temporary folder) are compared with PyTorch on:
+(`hfsiamese.bi_encoder.onnx_export`, into a temporary folder) are compared with PyTorch on:
 
 - the distinct questions of the recipe's validation pairs (`recipes/configs/lstm_qqp.yaml`'s split):
   max abs embedding difference ONNX fp32 vs PyTorch, cosine of int8 to fp32 (mean and min);
@@ -44,10 +44,10 @@ from qqp_slices import recipe_splits
 
 import hfsiamese  # noqa: F401
 from hfsiamese import SiameseModel, load_siamese_model
-from hfsiamese.exporters.onnx import export_onnx
+from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+from hfsiamese.bi_encoder.onnx_export import export_onnx
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.app import DuplicateSearch
-from hfsiamese.training.minilm import resolve_minilm_path
 
 QQP_DEV = Path("/work/shared/data/qqp/dev.tsv")
 REPO_QQP = Path(__file__).resolve().parents[1] / "recipes" / "data" / "qqp_dev.tsv"

@@ -69,7 +69,7 @@ def save_tiny_encoder(folder: Path) -> Any:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from hfsiamese.training.minilm import resolve_minilm_path
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
     torch.manual_seed(0)
@@ -133,7 +133,8 @@ def train_hfsiamese(
     from transformers import PrinterCallback
 
     from hfsiamese import SiameseModel
-    from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
+    from hfsiamese.bi_encoder.trainer import SiameseTrainer
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 
     config = {} if sub_batches else {"sub_batch_tokens": 0}  # the model's default ("auto"), or off
     model = SiameseModel.from_encoder_pretrained(str(folder), encoder_kwargs={"attn_implementation": "eager"}, **config)

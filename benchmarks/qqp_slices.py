@@ -13,7 +13,7 @@ from pathlib import Path
 
 import datasets
 
-from hfsiamese.runs.config_and_flags import read_config_file
+from hfsiamese.cli.config_and_flags import read_config_file
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits
 

@@ -120,7 +120,7 @@ def worker(kind: str, extra: list[str]) -> dict:
         from transformers import AutoTokenizer
 
         from hfsiamese import SiameseModel
-        from hfsiamese.training.minilm import resolve_minilm_path
+        from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 
         model = SiameseModel.from_encoder_pretrained(resolve_minilm_path())
         tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())

@@ -81,7 +81,7 @@ def load_model(name: str):
     from transformers import AutoTokenizer
 
     import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
-    from hfsiamese.serving import load_siamese_model
+    from hfsiamese.loading import load_siamese_model
 
     return load_siamese_model(name), AutoTokenizer.from_pretrained(name)
 

@@ -45,8 +45,8 @@ def difference(folder: str, texts: list[str]) -> dict[str, float]:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from hfsiamese.training import ModelArguments
-    from hfsiamese.training.model_building import build_model_and_tokenizer
+    from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
+    from hfsiamese.training.arguments import ModelArguments
 
     model, tokenizer = build_model_and_tokenizer(
         ModelArguments(encoder_type="transformer", model_name_or_path=folder), None
@@ -69,7 +69,7 @@ def tiny_folders(root: Path) -> dict[str, str]:
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from hfsiamese.training.minilm import resolve_minilm_path
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())  # a real WordPiece vocabulary
     torch.manual_seed(0)
@@ -104,7 +104,7 @@ def tiny_folders(root: Path) -> dict[str, str]:
 
 def main() -> None:
     import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads
-    from hfsiamese.training.minilm import resolve_minilm_path
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", default=[], help="NAME=PATH of a sentence-transformers folder")

@@ -29,7 +29,7 @@ from machine_info import machine
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SETTINGS = [
-    "shipped=",  # what the recipes do by themselves (hfsiamese.openmp_defaults)
+    "shipped=",  # what the recipes do by themselves (hfsiamese.utils.openmp_defaults)
     "runtime=HFSIAMESE_OMP_DEFAULTS=0",  # OpenMP as the runtime ships it: the recipes' own choice off
     "passive=OMP_WAIT_POLICY=PASSIVE",
 ]

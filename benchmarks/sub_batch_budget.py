@@ -54,8 +54,8 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from hfsiamese import SiameseModel
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
     from hfsiamese.data import load_pairs
-    from hfsiamese.training.minilm import resolve_minilm_path
 
     path = resolve_minilm_path()
     tokenizer = AutoTokenizer.from_pretrained(path)

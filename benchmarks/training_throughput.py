@@ -173,7 +173,7 @@ def mean_tokens_per_question() -> float:
     from qqp_slices import qqp_train_and_validation
     from transformers import AutoTokenizer
 
-    from hfsiamese.training.minilm import resolve_minilm_path
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 
     train_pairs, _ = qqp_train_and_validation()
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())

@@ -33,16 +33,16 @@ import scipy.stats
 import sklearn.isotonic
 import sklearn.linear_model
 
-from .metrics import pair_classification_metrics
-from .metrics.reliability import calibration_metrics
-from .metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs
-from .models.siamese.score_calibrator import (
+from hfsiamese.metrics import pair_classification_metrics
+from hfsiamese.metrics.reliability import calibration_metrics
+from hfsiamese.metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs
+from hfsiamese.models.siamese.score_calibrator import (
     CALIBRATION_METHODS,
     PROBABILITY_METHODS,
     ScoreCalibrator,
     check_calibration,
 )
-from .models.siamese.scoring import score_unit
+from hfsiamese.models.siamese.scoring import score_unit
 
 logger = logging.getLogger(__name__)
 

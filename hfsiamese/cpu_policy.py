@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import openmp_defaults
+from hfsiamese.utils import openmp_defaults
 
 __all__ = ["ENCODE_DTYPES", "apply_command_defaults", "command_program", "current_policy", "set_cpu_policy"]
 
@@ -141,14 +141,14 @@ def set_cpu_policy(
         changed.append(f"encode_dtype={encode_dtype!r}")
     why = reason or f"set_cpu_policy({', '.join(changed)})"
     if share_cores is not None:
-        from .models.siamese import core_sharing
-        from .runs.cpu_threads import threads_set_by_user
+        from hfsiamese.models.siamese import core_sharing
+        from hfsiamese.utils.cpu_threads import threads_set_by_user
 
         _policy["share_cores"] = share_cores
         # A thread count the user chose stays theirs (OMP_NUM_THREADS; accelerate's own default does not count).
         core_sharing.configure(share_cores and not threads_set_by_user(), why)
     if encode_dtype != "unchanged":
-        from .models.siamese import encode_precision
+        from hfsiamese.models.siamese import encode_precision
 
         _policy["encode_dtype"] = encode_dtype
         encode_precision.set_default_dtype(encode_dtype)
@@ -166,8 +166,8 @@ def apply_command_defaults() -> dict[str, Any]:
     """
     if not openmp_defaults.set_here():  # a command `import hfsiamese` did not recognise: set now, or say it is too late
         openmp_defaults.apply_openmp_defaults()
-    from .measurement_memory import remember_speedup
-    from .models.siamese import encode_precision
+    from hfsiamese.models.siamese import encode_precision
+    from hfsiamese.utils.measurement_memory import remember_speedup
 
     # A measured bf16 speed-up is kept per machine (~/.cache/hfsiamese/bf16_speedups.json): every run decides alike.
     encode_precision.set_speedup_memory(remember_speedup)

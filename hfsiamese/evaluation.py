@@ -16,14 +16,14 @@ import datasets
 import numpy as np
 import torch
 
-from .data.groups import question_groups
-from .data.question_fingerprints import FINGERPRINT_FILE, TrainingOverlap, read_fingerprint, training_overlap
-from .data.question_ids import question_texts
-from .metrics import pair_classification_metrics, retrieval_metrics
-from .metrics.ranking import check_ks
-from .metrics.reliability import calibration_metrics
-from .models.siamese.scoring import pair_probability
-from .search import topk_cosine
+from hfsiamese.data.groups import question_groups
+from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE, TrainingOverlap, read_fingerprint, training_overlap
+from hfsiamese.data.question_ids import question_texts
+from hfsiamese.metrics import pair_classification_metrics, retrieval_metrics
+from hfsiamese.metrics.ranking import check_ks
+from hfsiamese.metrics.reliability import calibration_metrics
+from hfsiamese.models.siamese.scoring import pair_probability
+from hfsiamese.search import topk_cosine
 
 __all__ = [
     "EvaluationArguments",

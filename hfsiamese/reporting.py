@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import sklearn.metrics
 
-from .extras import install_hint
-from .metrics.reliability import expected_calibration_error, reliability_curve
-from .metrics.thresholds import check_pair_inputs, threshold_sweep
-from .runs.output_dirs import ensure_writable_folder
+from hfsiamese.metrics.reliability import expected_calibration_error, reliability_curve
+from hfsiamese.metrics.thresholds import check_pair_inputs, threshold_sweep
+from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.output_dirs import ensure_writable_folder
 
 __all__ = ["REPORT_FILES", "check_report_dir", "write_evaluation_report"]
 

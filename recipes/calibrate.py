@@ -6,8 +6,8 @@ Kept so that the commands written for the recipes keep working (`accelerate laun
 """
 
 from hfsiamese.cli.calibrate import main
+from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.runs import run_recipe
 
 if __name__ == "__main__":
     apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)

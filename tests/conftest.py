@@ -28,7 +28,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
-from hfsiamese.training.word_tokenizer import train_word_tokenizer  # noqa: E402
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer  # noqa: E402
 
 # Skips are counted (a reason off its allow-list fails the session); pytester runs the suite's own guards
 # (tests/test_suite_guards.py) in inner sessions.
@@ -126,8 +126,8 @@ def tiny_cross_encoder_dir(tmp_path_factory):
     """
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from hfsiamese.cross_encoder import CrossEncoder
-    from hfsiamese.training.minilm import resolve_minilm_path
+    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.cross_encoder.model import CrossEncoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
     torch.manual_seed(0)
@@ -149,7 +149,7 @@ def tiny_cross_encoder_dir(tmp_path_factory):
 @pytest.fixture
 def tiny_cross_encoder(tiny_cross_encoder_dir):
     """The tiny cross-encoder, loaded afresh for each test (tests may calibrate or train it)."""
-    from hfsiamese.cross_encoder import CrossEncoder
+    from hfsiamese.cross_encoder.model import CrossEncoder
 
     return CrossEncoder.from_pretrained(tiny_cross_encoder_dir)
 

@@ -55,7 +55,7 @@ def tiny_eval_pairs() -> datasets.Dataset:
 
 def tiny_training_args(tmp_path: Path, **overrides: Any) -> Any:
     """SiameseTrainingArguments of a few CPU steps writing under `tmp_path`; `overrides` replace any value."""
-    from hfsiamese.trainer import SiameseTrainingArguments
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 
     values = dict(
         output_dir=str(tmp_path / "out"),
@@ -74,8 +74,8 @@ def tiny_training_args(tmp_path: Path, **overrides: Any) -> Any:
 
 def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:
     """A SiameseTrainer on the tiny training and evaluation pairs."""
+    from hfsiamese.bi_encoder.trainer import SiameseTrainer
     from hfsiamese.data import tokenize_pairs
-    from hfsiamese.trainer import SiameseTrainer
 
     return SiameseTrainer(
         model=model,

@@ -10,7 +10,8 @@ import sys
 import pytest
 import torch
 
-from hfsiamese import cpu_policy, openmp_defaults
+from hfsiamese import cpu_policy
+from hfsiamese.utils import openmp_defaults
 from hfsiamese.models.siamese import core_sharing, encode_precision, inference
 from tests.conftest import REPO_ROOT, TEXTS
 
@@ -40,7 +41,7 @@ def test_import_leaves_the_environment_and_threads_alone():
     # transformers' own pipelines import makes torch's inductor set TORCHINDUCTOR_CACHE_DIR: measured after it.
     seen = _child(
         "import json, os, torch, transformers.pipelines; env = dict(os.environ); threads = torch.get_num_threads(); "
-        "import hfsiamese, hfsiamese.openmp_defaults as o; "
+        "import hfsiamese, hfsiamese.utils.openmp_defaults as o; "
         "print(json.dumps({'env_changed': sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)), "
         "'threads': [threads, torch.get_num_threads()], 'openmp': o.describe()}))"
     )
@@ -52,7 +53,7 @@ def test_import_leaves_the_environment_and_threads_alone():
 def test_a_command_or_an_explicit_opt_in_gets_the_spin_before_torch_loads():
     recipe = str(REPO_ROOT / "recipes" / "evaluate_pairs.py")
     as_command = _child(
-        f"import json, os, sys; sys.argv = [{recipe!r}]; import hfsiamese, hfsiamese.openmp_defaults as o; "
+        f"import json, os, sys; sys.argv = [{recipe!r}]; import hfsiamese, hfsiamese.utils.openmp_defaults as o; "
         "print(json.dumps({'spin': os.environ.get('GOMP_SPINCOUNT'), 'openmp': o.describe()}))"
     )
     assert as_command["spin"] == str(openmp_defaults.SPIN_COUNT)
@@ -112,7 +113,7 @@ def test_auto_given_or_opted_into_probes_and_shares_cores(library_policy, monkey
 
     monkeypatch.setattr(inference, "CoreSharing", Recording)
     monkeypatch.setattr(core_sharing, "available", lambda: True)
-    monkeypatch.setattr("hfsiamese.runs.cpu_threads.threads_set_by_user", lambda: False)
+    monkeypatch.setattr("hfsiamese.utils.cpu_threads.threads_set_by_user", lambda: False)
     policy = cpu_policy.set_cpu_policy(share_cores=True, encode_dtype="auto")
     assert policy["share_cores"] is True and policy["encode_dtype"] == "auto"
     tiny_lstm.__dict__.pop("_encode_precisions", None)
@@ -124,7 +125,7 @@ def test_auto_given_or_opted_into_probes_and_shares_cores(library_policy, monkey
 
 
 def test_apply_command_defaults_turns_the_measured_defaults_on(library_policy, monkeypatch):
-    monkeypatch.setattr("hfsiamese.runs.cpu_threads.threads_set_by_user", lambda: False)
+    monkeypatch.setattr("hfsiamese.utils.cpu_threads.threads_set_by_user", lambda: False)
     monkeypatch.setattr(core_sharing, "available", lambda: True)
     policy = cpu_policy.apply_command_defaults()
     assert policy["share_cores"] is True and policy["encode_dtype"] == "auto"
@@ -134,7 +135,7 @@ def test_apply_command_defaults_turns_the_measured_defaults_on(library_policy, m
 
 
 def test_a_thread_count_the_user_chose_stays_theirs(library_policy, monkeypatch):
-    monkeypatch.setattr("hfsiamese.runs.cpu_threads.threads_set_by_user", lambda: True)
+    monkeypatch.setattr("hfsiamese.utils.cpu_threads.threads_set_by_user", lambda: True)
     monkeypatch.setattr(core_sharing, "available", lambda: True)
     cpu_policy.set_cpu_policy(share_cores=True)
     assert not core_sharing.enabled()

@@ -9,10 +9,10 @@ import stat
 
 import pytest
 
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.data import tokenize_pairs
 from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE, pair_question_hashes, read_fingerprint
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.trainer import SiameseTrainer
 from tests.conftest import TEXTS
 from tests.fixtures import tiny_eval_pairs, tiny_pairs, tiny_training_args
 
@@ -63,7 +63,7 @@ def test_a_saved_index(tiny_lstm, word_tokenizer, tmp_path):
 
 def test_a_sentence_transformers_export(tiny_bert_dir, word_tokenizer, tmp_path):
     from hfsiamese import SiameseModel
-    from hfsiamese.exporters import export_sentence_transformers
+    from hfsiamese.bi_encoder.sentence_transformers_export import export_sentence_transformers
 
     export_sentence_transformers(
         SiameseModel.from_encoder_pretrained(str(tiny_bert_dir)), tmp_path / "st", word_tokenizer

@@ -28,7 +28,7 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
         [
             "hfsiamese.training.arguments:ModelArguments",
             "hfsiamese.training.arguments:DataArguments",
-            "hfsiamese.trainer.training_arguments:SiameseTrainingArguments",
+            "hfsiamese.bi_encoder.training_args:SiameseTrainingArguments",
         ],
     ),
     "distill": (
@@ -37,7 +37,7 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
             "hfsiamese.training.arguments:ModelArguments",
             "hfsiamese.training.arguments:DataArguments",
             "hfsiamese.distillation.arguments:DistillationArguments",
-            "hfsiamese.trainer.training_arguments:SiameseTrainingArguments",
+            "hfsiamese.bi_encoder.training_args:SiameseTrainingArguments",
         ],
     ),
     "evaluate": (
@@ -46,11 +46,11 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
     ),
     "calibrate": (
         "hfsiamese calibrate --model_name_or_path DIR --calibration_file FILE --output_dir DIR [--option value ...]",
-        ["hfsiamese.calibrated_folder:CalibrationArguments"],
+        ["hfsiamese.bi_encoder.calibrated_folder:CalibrationArguments"],
     ),
     "export": (
         "hfsiamese export --model_name_or_path DIR --output_dir DIR [--option value ...]",
-        ["hfsiamese.exporters.onnx:ExportArguments"],
+        ["hfsiamese.bi_encoder.onnx_export:ExportArguments"],
     ),
     "search": (
         "hfsiamese search --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]",

@@ -12,6 +12,6 @@ commands (`hfsiamese.cpu_policy.command_program`).
 
 from __future__ import annotations
 
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.cpu_policy import apply_command_defaults
 
 __all__ = ["apply_command_defaults"]

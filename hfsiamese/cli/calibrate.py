@@ -21,12 +21,17 @@ from typing import Any
 
 from transformers import AutoTokenizer, HfArgumentParser
 
-from hfsiamese.calibrated_folder import CalibrationArguments, check_calibrated_folder, write_calibrated_folder
-from hfsiamese.cross_encoder import load_pair_model
+from hfsiamese.bi_encoder.calibrated_folder import (
+    CalibrationArguments,
+    check_calibrated_folder,
+    write_calibrated_folder,
+)
+from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.cross_encoder.model import load_pair_model
 from hfsiamese.data import load_pairs
-from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = (
     "Recalibrate a trained model's decision on a new domain into a new folder; prints the report as one JSON object."

@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..runs.command_line import UsageError
-from ..runs.config_and_flags import CONFIG_SUFFIXES
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cli.config_and_flags import CONFIG_SUFFIXES
 
 CONFIGS_DIR = Path(__file__).resolve().parents[1] / "configs"
 ACCELERATE_DIR = CONFIGS_DIR / "accelerate"
@@ -150,8 +150,8 @@ __all__ = [
 
 
 if __name__ == "__main__":
-    from ..cpu_policy import apply_command_defaults
-    from ..runs.command_line import run_recipe
+    from hfsiamese.cli.command_line import run_recipe
+    from hfsiamese.cpu_policy import apply_command_defaults
 
     apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
     run_recipe(main)

@@ -14,8 +14,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..runs.command_line import UsageError
-from ..runs.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
 
 
 def parse_data_command(
@@ -32,9 +32,9 @@ def parse_data_command(
     """
     from transformers import HfArgumentParser
 
-    from ..distillation.arguments import DistillationArguments
-    from ..trainer import SiameseTrainingArguments
-    from ..training.arguments import DataArguments, ModelArguments
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.distillation.arguments import DistillationArguments
+    from hfsiamese.training.arguments import DataArguments, ModelArguments
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser((DataArguments, own), prog=command, description=description)

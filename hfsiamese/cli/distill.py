@@ -27,6 +27,10 @@ import sys
 import torch
 from transformers import HfArgumentParser
 
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.configs import (
     DISTILL_CONFIG,
     config_listing,
@@ -35,6 +39,7 @@ from hfsiamese.cli.configs import (
     resolve_config_argument,
 )
 from hfsiamese.cli.split import held_out_command
+from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.distillation import (
     DistillationArguments,
     DistillationTrainer,
@@ -46,20 +51,12 @@ from hfsiamese.distillation import (
     with_teacher_rows,
 )
 from hfsiamese.evaluation import evaluate_pairs
-from hfsiamese.runs import (
-    UsageError,
-    claim_output_dir,
-    configure_training_console,
-    end_run,
-    parse_config_and_flags,
-    run_recipe,
-    save_run,
-    start_run,
-)
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.training import DataArguments, ModelArguments, model_card_kwargs, training_view
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
+from hfsiamese.training.preparation import training_view
+from hfsiamese.training.run_end import end_run, save_run
+from hfsiamese.training.run_folder import claim_output_dir
+from hfsiamese.training.run_start import start_run
+from hfsiamese.utils.console import configure_training_console
 
 DEFAULT_CONFIG = DISTILL_CONFIG
 DESCRIPTION = "Distil a fine-tuned transformer (the teacher) into a fast CPU student; a config (a shipped name or a file) may come first."

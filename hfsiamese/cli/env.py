@@ -20,9 +20,8 @@ from typing import Any
 
 from packaging.requirements import Requirement
 
-from hfsiamese.runs import run_recipe
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cpu_policy import apply_command_defaults
 
 LIBRARIES = ("torch", "transformers", "tokenizers", "datasets", "accelerate", "safetensors", "huggingface_hub")
 # Environment variables that change how a run uses the machine, shown when set.

@@ -28,7 +28,10 @@ import warnings
 
 from transformers import AutoTokenizer, HfArgumentParser
 
-from hfsiamese.cross_encoder import load_pair_model
+from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.cross_encoder.model import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import (
     EvaluationArguments,
@@ -39,13 +42,11 @@ from hfsiamese.evaluation import (
     score_labelled_pairs,
     training_overlap_of,
 )
-from hfsiamese.hub_access import require_local_or_cached
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
-from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.utils.console import configure_quiet_console
+from hfsiamese.utils.hub_access import require_local_or_cached
 
 DESCRIPTION = "Evaluate a trained Siamese model (or a cross-encoder) on a labelled pair file; prints one JSON object."
 

@@ -15,13 +15,15 @@ import json
 
 from transformers import AutoModel, AutoTokenizer, HfArgumentParser
 
-from hfsiamese.cross_encoder import CrossEncoder, is_cross_encoder_folder
-from hfsiamese.exporters import ExportArguments, export_cross_encoder_onnx, export_onnx
-from hfsiamese.hub_access import require_local_or_cached
-from hfsiamese.runs import configure_quiet_console, parse_config_and_flags, run_recipe
-from hfsiamese.serving import is_onnx_folder
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.bi_encoder.onnx_export import ExportArguments, export_onnx
+from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.cross_encoder.model import CrossEncoder, is_cross_encoder_folder
+from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
+from hfsiamese.loading import is_onnx_folder
+from hfsiamese.utils.console import configure_quiet_console
+from hfsiamese.utils.hub_access import require_local_or_cached
 
 DESCRIPTION = (
     "Export a trained Siamese model (or a cross-encoder) to an ONNX folder for CPU serving; prints one JSON object."

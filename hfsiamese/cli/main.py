@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ..cpu_policy import apply_command_defaults
-from ..runs.command_line import DEBUG_FLAG, run_recipe
+from hfsiamese.cli.command_line import DEBUG_FLAG, run_recipe
+from hfsiamese.cpu_policy import apply_command_defaults
 
 # command → (module under hfsiamese.cli, what it does)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def parser() -> argparse.ArgumentParser:
     """The top-level parser: a command name, then that command's own arguments, untouched."""
-    from .. import __version__
+    from hfsiamese import __version__
 
     width = max(map(len, COMMANDS))
     listing = "\n".join(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items())

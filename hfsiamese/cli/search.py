@@ -46,8 +46,10 @@ from typing import Any
 from accelerate import PartialState
 from transformers import AutoTokenizer, HfArgumentParser
 
-from hfsiamese.deprecation import renamed_option
-from hfsiamese.runs import UsageError, configure_quiet_console, parse_config_and_flags, run_recipe
+from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.loading import load_siamese_model
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
@@ -55,9 +57,8 @@ from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
-from hfsiamese.serving import load_siamese_model
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.utils.console import configure_quiet_console
+from hfsiamese.utils.deprecation import renamed_option
 
 DESCRIPTION = 'Find the indexed questions most similar to new ones: "has this already been asked?".'
 
@@ -291,7 +292,7 @@ def load_cross_encoder(args: SearchArguments) -> Any | None:
         raise UsageError(
             f"--rerank_k ({args.rerank_k}) must be at least --k ({args.k}): the cross-encoder reranks --rerank_k candidates and shows --k"
         )
-    from hfsiamese.cross_encoder import CrossEncoder
+    from hfsiamese.cross_encoder.model import CrossEncoder
 
     cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
     cross_encoder_threshold(cross_encoder, args.threshold)  # a --threshold outside [0, 1], said before any work

@@ -30,6 +30,8 @@ import datasets
 import numpy as np
 import torch
 
+from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID
+from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     config_listing,
@@ -37,15 +39,13 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
-from hfsiamese.cross_encoder import CrossEncoder
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.distillation import load_teacher
 from hfsiamese.distillation.silver_arguments import parse_silver_pairs_command
 from hfsiamese.distillation.silver_pairs import SILVER_SOURCES, label_silver_pairs, silver_threshold
-from hfsiamese.runs import UsageError, configure_quiet_console, run_recipe
-from hfsiamese.training import load_splits
-from hfsiamese.training.minilm import MINILM_HUB_ID
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.training.preparation import load_splits
+from hfsiamese.utils.console import configure_quiet_console
 
 # DEFAULT_CONFIG: `hfsiamese train`'s default, hence the same split.
 OUTPUT_SUFFIXES = (".jsonl", ".json")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     config_listing,
@@ -31,9 +32,8 @@ from hfsiamese.cli.configs import (
     resolve_config_argument,
 )
 from hfsiamese.cli.data_command import parse_data_command
-from hfsiamese.runs import UsageError, configure_quiet_console, run_recipe
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = "Write the pairs a training recipe held out (validation or test), as JSON lines; a config may come first."
 SPLITS = ("train", "validation", "test")
@@ -65,7 +65,7 @@ def held_out_command(argv: Sequence[str], default_config: str | Path, output_fil
     The `hfsiamese split` command that writes the pairs a training command line (`argv`, as typed) held out: its
     config (or `default_config`, the training command's default, when that is not split's own) and its data flags.
     """
-    from hfsiamese.training import DataArguments
+    from hfsiamese.training.arguments import DataArguments
 
     data_flags = {f"--{f.name}" for f in fields(DataArguments)}
     words = ["hfsiamese", "split"]
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import datasets
 
-    from hfsiamese.training import load_splits
+    from hfsiamese.training.preparation import load_splits
 
     datasets.utils.logging.disable_progress_bar()
     splits = load_splits(data_args, default_train_file=default_train_file)

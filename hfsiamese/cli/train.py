@@ -35,6 +35,12 @@ from pathlib import Path
 
 from transformers import HfArgumentParser
 
+from hfsiamese.base.checkpoints import resolve_resume_checkpoint
+from hfsiamese.bi_encoder.sentence_transformers_export import check_export, export_sentence_transformers
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.config_and_flags import default_config_of, parse_config_and_flags
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     PRETRAINED_CONFIG,
@@ -44,23 +50,14 @@ from hfsiamese.cli.configs import (
     resolve_config_argument,
 )
 from hfsiamese.cli.split import held_out_command
-from hfsiamese.exporters import check_export, export_sentence_transformers
-from hfsiamese.runs import (
-    claim_output_dir,
-    configure_training_console,
-    default_config_of,
-    end_run,
-    parse_config_and_flags,
-    refuse_bi_encoder_losses,
-    run_recipe,
-    save_run,
-    start_cross_encoder_run,
-    start_run,
-)
-from hfsiamese.trainer import CrossEncoderTrainer, SiameseTrainer, SiameseTrainingArguments, resolve_resume_checkpoint
-from hfsiamese.training import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs, training_view
-
-from ..cpu_policy import apply_command_defaults
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
+from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
+from hfsiamese.training.preparation import training_view
+from hfsiamese.training.run_end import end_run, save_run
+from hfsiamese.training.run_folder import claim_output_dir
+from hfsiamese.training.run_start import refuse_bi_encoder_losses, start_cross_encoder_run, start_run
+from hfsiamese.utils.console import configure_training_console
 
 logger = logging.getLogger("hfsiamese.cli.train")
 DESCRIPTION = "Train a Siamese bi-encoder (or a cross-encoder) on question pairs; a config (a shipped name or a file) may come first."
@@ -141,7 +138,7 @@ def train(
         # The export reads the live model, whose weights FSDP and ZeRO-3 leave sharded over the processes.
         raise ValueError(
             "--export_sentence_transformers does not work under FSDP or DeepSpeed ZeRO-3: train without it, then "
-            "export the saved folder (hfsiamese.exporters.export_sentence_transformers on SiameseModel.from_pretrained)"
+            "export the saved folder (hfsiamese.bi_encoder.sentence_transformers_export.export_sentence_transformers on SiameseModel.from_pretrained)"
         )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)

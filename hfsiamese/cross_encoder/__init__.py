@@ -1,19 +1,22 @@
-"""
-The cross-encoder: both questions of a pair read together by one transformer, for what a bi-encoder
+"""The cross-encoder family: both questions of a pair read together by one transformer, for what a bi-encoder
 cannot do as well: deciding a pair (`CrossEncoder.predict`), reranking a bi-encoder's candidates
 (`DuplicateIndex(..., cross_encoder=)`), and labelling silver training pairs (`hfsiamese.distillation.silver_pairs`).
-Its trainer is `hfsiamese.trainer.CrossEncoderTrainer`.
-"""
+Its model (a plain sequence-classification checkpoint), pair inputs, building, trainer, card and ONNX export and
+serving are all in this folder."""
 
-from .cross_encoder import PAIR_ORDERS, CrossEncoder, is_cross_encoder_config, is_cross_encoder_folder, load_pair_model
-from .pair_inputs import CrossPairCollator, tokenize_cross_pairs
+from hfsiamese.utils.lazy_exports import lazy_exports
 
-__all__ = [
-    "PAIR_ORDERS",
-    "CrossEncoder",
-    "CrossPairCollator",
-    "is_cross_encoder_config",
-    "is_cross_encoder_folder",
-    "load_pair_model",
-    "tokenize_cross_pairs",
-]
+_EXPORTS = {
+    "PAIR_ORDERS": "hfsiamese.cross_encoder.model",
+    "CrossEncoder": "hfsiamese.cross_encoder.model",
+    "is_cross_encoder_config": "hfsiamese.cross_encoder.model",
+    "is_cross_encoder_folder": "hfsiamese.cross_encoder.model",
+    "load_pair_model": "hfsiamese.cross_encoder.model",
+    "CrossPairCollator": "hfsiamese.cross_encoder.pair_inputs",
+    "tokenize_cross_pairs": "hfsiamese.cross_encoder.pair_inputs",
+    "CrossEncoderTrainer": "hfsiamese.cross_encoder.trainer",
+    "build_cross_encoder": "hfsiamese.cross_encoder.model_building",
+    "export_cross_encoder_onnx": "hfsiamese.cross_encoder.onnx_export",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

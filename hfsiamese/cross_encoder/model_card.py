@@ -1,6 +1,6 @@
 """The model card of a trained cross-encoder: Hub metadata with its validation results, what it is, and how to load it.
 
-Shorter than a Siamese model's card (`hfsiamese.model_card`, whose metric table and model-index it reuses): a
+Shorter than a Siamese model's card (`hfsiamese.bi_encoder.model_card`, whose metric table and model-index it reuses): a
 cross-encoder has no embedding, pooling or search to describe, but three ways to load it, each named here.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from ..model_card import METRICS, _metric_rows, eval_results, hub_model_id
+from hfsiamese.bi_encoder.model_card import METRICS, _metric_rows, eval_results, hub_model_id
 
 TAGS = ("hfsiamese", "cross-encoder", "text-classification", "duplicate-question-detection")
 

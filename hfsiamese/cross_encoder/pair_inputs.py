@@ -19,7 +19,7 @@ import datasets
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from ..models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
+from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
 
 SWAPPED = "_swapped"
 #: The label column of tokenised rows: what the Trainer hands the loss (a float: silver pairs carry soft labels).
@@ -111,7 +111,7 @@ class CrossPairCollator:
         if "input_ids" not in rows[0]:
             raise ValueError(
                 f"cross-encoder rows lack input_ids (have {sorted(rows[0])}); tokenise them with "
-                "hfsiamese.cross_encoder.tokenize_cross_pairs first"
+                "hfsiamese.cross_encoder.pair_inputs.tokenize_cross_pairs first"
             )
         batch: dict[str, torch.Tensor] = {}
         for suffix in ("", SWAPPED):

@@ -1,20 +1,20 @@
 """
 Data: loading pair files into one shape, question identity, duplicate groups, leak-free splits,
 training views, batch sampling, tokenisation and collation. (`hfsiamese.training.preparation` chains
-them for a training run; it is not imported here, since its mined view needs `hfsiamese.training.mining`.)
+them for a training run; it is not imported here, since its mined view needs `hfsiamese.bi_encoder.mining`.)
 """
 
-from .arrow_batches import ArrowBatchDataset, arrow_batch_dataset
-from .collator import SiamesePairCollator
-from .deduplication import DeduplicationReport, deduplicate_pairs
-from .groups import assign_duplicate_groups
-from .loading import PAIR_FORMATS, HubUnreachableError, load_pairs
-from .preprocessing import tokenize_pairs
-from .question_ids import distinct_questions, with_question_keys
-from .sampler import NoDuplicateGroupSampler
-from .splits import split_by_group, split_report
-from .text_normalization import NORMALIZATIONS, normalize_texts
-from .views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
+from hfsiamese.data.arrow_batches import ArrowBatchDataset, arrow_batch_dataset
+from hfsiamese.data.collator import SiamesePairCollator
+from hfsiamese.data.deduplication import DeduplicationReport, deduplicate_pairs
+from hfsiamese.data.groups import assign_duplicate_groups
+from hfsiamese.data.loading import PAIR_FORMATS, HubUnreachableError, load_pairs
+from hfsiamese.data.preprocessing import tokenize_pairs
+from hfsiamese.data.question_ids import distinct_questions, with_question_keys
+from hfsiamese.data.sampler import NoDuplicateGroupSampler
+from hfsiamese.data.splits import split_by_group, split_report
+from hfsiamese.data.text_normalization import NORMALIZATIONS, normalize_texts
+from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 
 __all__ = [
     "ArrowBatchDataset",

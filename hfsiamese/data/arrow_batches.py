@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from .collator import PAIR_BATCH_COLUMNS
+from hfsiamese.data.collator import PAIR_BATCH_COLUMNS
 
 __all__ = ["ArrowBatchDataset", "arrow_batch_dataset"]
 

@@ -11,8 +11,14 @@ import pyarrow as pa
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from ..models.siamese.padding import pad_ragged, padded_width, ragged_from_arrow, ragged_from_rows, token_positions
-from ..models.siamese.token_fields import TOKEN_FIELDS
+from hfsiamese.models.siamese.padding import (
+    pad_ragged,
+    padded_width,
+    ragged_from_arrow,
+    ragged_from_rows,
+    token_positions,
+)
+from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS
 
 SIDES = ("a", "b")
 OPTIONAL_SIDES = ("n",)  # explicit negatives

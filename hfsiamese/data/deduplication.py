@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .arrow_columns import column_numpy
-from .question_ids import identity_name, question_codes
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.question_ids import identity_name, question_codes
 
 __all__ = ["DeduplicationReport", "deduplicate_pairs"]
 

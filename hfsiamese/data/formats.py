@@ -13,7 +13,7 @@ import csv
 import re
 from pathlib import Path
 
-from .label_values import NEGATIVE_LABELS, POSITIVE_LABELS
+from hfsiamese.data.label_values import NEGATIVE_LABELS, POSITIVE_LABELS
 
 __all__ = [
     "BIMPM_COLUMNS",

@@ -17,8 +17,8 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .arrow_columns import column_numpy
-from .question_ids import first_positions, question_codes, with_question_keys
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.question_ids import first_positions, question_codes, with_question_keys
 
 __all__ = ["assign_duplicate_groups", "connected_questions", "question_groups"]
 

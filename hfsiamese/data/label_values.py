@@ -9,7 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow_columns import is_json_type
+from hfsiamese.data.arrow_columns import is_json_type
 
 __all__ = ["NEGATIVE_LABELS", "POSITIVE_LABELS", "invalid_label_error", "labels_to_int"]
 

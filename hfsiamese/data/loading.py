@@ -31,13 +31,20 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..hub_access import HubUnreachableError
-from .arrow_columns import column_arrow
-from .deduplication import deduplicate_pairs
-from .formats import PAIR_FORMATS, TEXT_FORMATS, detect_format, looks_like_hub_id
-from .label_values import invalid_label_error, labels_to_int
-from .readers import ShortRows, TextLayout, invalid_utf8_error, is_connection_error, load_hub, read_file, reader_error
-from .source_columns import (
+from hfsiamese.data.arrow_columns import column_arrow
+from hfsiamese.data.deduplication import deduplicate_pairs
+from hfsiamese.data.formats import PAIR_FORMATS, TEXT_FORMATS, detect_format, looks_like_hub_id
+from hfsiamese.data.label_values import invalid_label_error, labels_to_int
+from hfsiamese.data.readers import (
+    ShortRows,
+    TextLayout,
+    invalid_utf8_error,
+    is_connection_error,
+    load_hub,
+    read_file,
+    reader_error,
+)
+from hfsiamese.data.source_columns import (
     check_arrow_text_type,
     check_not_all_numbers,
     check_text_column,
@@ -45,7 +52,8 @@ from .source_columns import (
     resolve_columns,
     streamed_column_names,
 )
-from .text_normalization import NORMALIZATIONS, check_normalization, normalize_texts
+from hfsiamese.data.text_normalization import NORMALIZATIONS, check_normalization, normalize_texts
+from hfsiamese.utils.hub_access import HubUnreachableError
 
 __all__ = ["NORMALIZATIONS", "PAIR_FORMATS", "HubUnreachableError", "load_pairs"]
 

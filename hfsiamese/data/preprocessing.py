@@ -8,9 +8,9 @@ import datasets
 import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
-from ..models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
-from .arrow_columns import column_arrow
-from .question_ids import KEY_COLUMNS
+from hfsiamese.data.arrow_columns import column_arrow
+from hfsiamese.data.question_ids import KEY_COLUMNS
+from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
 
 # Per-row count of truncated texts, written by the map (so that it survives caching and
 # `num_proc` workers) and dropped once summed.

@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 from safetensors.numpy import load_file
 
-from .arrow_columns import column_arrow
-from .question_ids import fold_text
+from hfsiamese.data.arrow_columns import column_arrow
+from hfsiamese.data.question_ids import fold_text
 
 __all__ = [
     "FINGERPRINT_FILE",

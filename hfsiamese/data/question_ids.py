@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow_columns import column_arrow
+from hfsiamese.data.arrow_columns import column_arrow
 
 __all__ = [
     "ID_COLUMNS",

@@ -23,8 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ..hub_access import HubUnreachableError, hub_offline
-from .formats import (
+from hfsiamese.data.formats import (
     BIMPM_COLUMNS,
     LABEL_FIRST_COLUMNS,
     delimiter_for,
@@ -33,6 +32,7 @@ from .formats import (
     not_utf8_message,
     parse_header,
 )
+from hfsiamese.utils.hub_access import HubUnreachableError, hub_offline
 
 __all__ = [
     "ShortRows",

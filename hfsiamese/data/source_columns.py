@@ -15,9 +15,9 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow_columns import column_arrow, is_json_type
-from .formats import TEXT_FORMATS
-from .readers import root_message
+from hfsiamese.data.arrow_columns import column_arrow, is_json_type
+from hfsiamese.data.formats import TEXT_FORMATS
+from hfsiamese.data.readers import root_message
 
 __all__ = [
     "KNOWN_COLUMN_SETS",

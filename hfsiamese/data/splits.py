@@ -12,9 +12,9 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from .arrow_columns import column_numpy
-from .groups import connected_questions
-from .question_ids import question_codes, question_keys, with_question_keys
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.groups import connected_questions
+from hfsiamese.data.question_ids import question_codes, question_keys, with_question_keys
 
 __all__ = ["split_by_group", "split_report"]
 

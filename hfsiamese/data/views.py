@@ -13,9 +13,9 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from .arrow_columns import column_numpy
-from .groups import assign_duplicate_groups, question_groups
-from .question_ids import question_texts, with_question_keys
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.groups import assign_duplicate_groups, question_groups
+from hfsiamese.data.question_ids import question_texts, with_question_keys
 
 __all__ = ["duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "view_sizes"]
 

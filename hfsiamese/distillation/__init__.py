@@ -12,11 +12,11 @@ A cross-encoder teaches too: `silver_pairs` pairs up the training questions and 
 (`hfsiamese silver-pairs`, command line in `silver_arguments`), and the recipes train on gold + silver.
 """
 
-from .arguments import DistillationArguments, distillation_training_args
-from .collator import TEACHER_ROW_COLUMNS, DistillationCollator
-from .data import distillation_pairs, with_teacher_rows
-from .teacher import TeacherEmbeddings, encode_teacher_targets, load_teacher, teacher_path
-from .trainer import DistillationTrainer
+from hfsiamese.distillation.arguments import DistillationArguments, distillation_training_args
+from hfsiamese.distillation.collator import TEACHER_ROW_COLUMNS, DistillationCollator
+from hfsiamese.distillation.data import distillation_pairs, with_teacher_rows
+from hfsiamese.distillation.teacher import TeacherEmbeddings, encode_teacher_targets, load_teacher, teacher_path
+from hfsiamese.distillation.trainer import DistillationTrainer
 
 __all__ = [
     "TEACHER_ROW_COLUMNS",

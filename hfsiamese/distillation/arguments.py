@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..trainer import SiameseTrainingArguments
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 
 DISTILLATION_LOSS = "embedding_distillation"
 

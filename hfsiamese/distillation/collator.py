@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from ..data.collator import SiamesePairCollator
+from hfsiamese.data.collator import SiamesePairCollator
 
 TEACHER_ROW_COLUMNS = ("teacher_row_a", "teacher_row_b")
 TEACHER_KEYS = ("teacher_a", "teacher_b")

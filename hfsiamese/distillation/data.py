@@ -6,9 +6,9 @@ import datasets
 import numpy as np
 import pandas as pd
 
-from ..data.views import group_pairs, labelled_pairs
-from .collator import TEACHER_ROW_COLUMNS
-from .teacher import TeacherEmbeddings
+from hfsiamese.data.views import group_pairs, labelled_pairs
+from hfsiamese.distillation.collator import TEACHER_ROW_COLUMNS
+from hfsiamese.distillation.teacher import TeacherEmbeddings
 
 __all__ = ["distillation_pairs", "with_teacher_rows"]
 

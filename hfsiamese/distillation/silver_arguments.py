@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..training.arguments import DataArguments
+    from hfsiamese.training.arguments import DataArguments
 
 __all__ = ["SilverPairsArguments", "parse_silver_pairs_command"]
 
@@ -65,7 +65,7 @@ def parse_silver_pairs_command(
     that recipe; its model and training settings are read and left unused), then the data and silver flags. A
     training setting given as a flag is refused by name, as is a config key that no recipe knows.
     """
-    from ..cli.data_command import parse_data_command
+    from hfsiamese.cli.data_command import parse_data_command
 
     return parse_data_command(
         SilverPairsArguments,

@@ -27,11 +27,11 @@ import pyarrow.compute as pc
 import torch
 import torch.nn.functional as F
 
-from ..data.question_ids import first_positions, identity_name, question_codes, question_keys, question_texts
-from ..search.exact import topk_cosine
+from hfsiamese.data.question_ids import first_positions, identity_name, question_codes, question_keys, question_texts
+from hfsiamese.search.exact import topk_cosine
 
 if TYPE_CHECKING:
-    from ..cross_encoder import CrossEncoder
+    from hfsiamese.cross_encoder.model import CrossEncoder
 
 __all__ = ["SILVER_SOURCES", "label_silver_pairs", "silver_threshold"]
 

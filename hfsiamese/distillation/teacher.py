@@ -12,12 +12,12 @@ import pandas as pd
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from ..hub_access import require_local_or_cached
-from ..models.siamese.configuration_siamese import SiameseConfig
-from ..models.siamese.modeling_siamese import SiameseModel
-from ..training.arguments import ModelArguments
-from ..training.minilm import MINILM_HUB_ID, resolve_minilm_path
-from ..training.model_building import build_model_and_tokenizer
+from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
+from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
+from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
+from hfsiamese.models.siamese.modeling_siamese import SiameseModel
+from hfsiamese.training.arguments import ModelArguments
+from hfsiamese.utils.hub_access import require_local_or_cached
 
 logger = logging.getLogger(__name__)
 

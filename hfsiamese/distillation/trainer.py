@@ -8,10 +8,10 @@ import datasets
 import torch
 from torch import nn
 
-from ..data.collator import SiamesePairCollator
-from ..losses.embedding_distillation import EmbeddingDistillationLoss
-from ..trainer.siamese_trainer import BATCH_ONLY_KEYS, SiameseTrainer
-from .collator import TEACHER_KEYS, DistillationCollator
+from hfsiamese.bi_encoder.trainer import BATCH_ONLY_KEYS, SiameseTrainer
+from hfsiamese.data.collator import SiamesePairCollator
+from hfsiamese.distillation.collator import TEACHER_KEYS, DistillationCollator
+from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
 
 __all__ = ["DistillationTrainer"]
 

@@ -21,14 +21,14 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
   too (`SiameseLoss.accepted_options`) and reports them after its own.
 """
 
-from .base import SiameseLoss, SiameseLossOutput
-from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
-from .contrastive_ranking import ContrastiveRankingLoss
-from .embedding_distillation import EmbeddingDistillationLoss
-from .hard_negative_triplet import HardNegativeTripletLoss
-from .matryoshka import MatryoshkaLoss
-from .multiple_negatives_ranking import MultipleNegativesRankingLoss
-from .registry import (
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
+from hfsiamese.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss
+from hfsiamese.losses.contrastive_ranking import ContrastiveRankingLoss
+from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
+from hfsiamese.losses.hard_negative_triplet import HardNegativeTripletLoss
+from hfsiamese.losses.matryoshka import MatryoshkaLoss
+from hfsiamese.losses.multiple_negatives_ranking import MultipleNegativesRankingLoss
+from hfsiamese.losses.registry import (
     LOSS_OPTIONS,
     LOSSES,
     RENAMED_LOSSES,
@@ -38,8 +38,8 @@ from .registry import (
     loss_kwargs_for,
     loss_name,
 )
-from .triplet import TripletLoss
-from .verification_identification import VerificationIdentificationLoss
+from hfsiamese.losses.triplet import TripletLoss
+from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
 
 __all__ = [
     "LOSSES",

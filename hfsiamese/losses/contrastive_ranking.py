@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import SiameseLoss, SiameseLossOutput, require_non_negative
-from .contrastive import pair_terms
-from .distributed import in_batch_negative_mask
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.contrastive import pair_terms
+from hfsiamese.losses.distributed import in_batch_negative_mask
 
 RANKING_LOSSES = ("hard_negative_triplet", "multiple_negatives_ranking")
 RANKING_CANDIDATES = ("duplicates", "all_rows")

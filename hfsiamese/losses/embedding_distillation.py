@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
 
 
 class EmbeddingDistillationLoss(SiameseLoss):

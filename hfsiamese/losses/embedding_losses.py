@@ -10,14 +10,14 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from .base import SiameseLoss
-from .contrastive import ContrastiveLoss, OnlineContrastiveLoss
-from .contrastive_ranking import ContrastiveRankingLoss
-from .embedding_distillation import EmbeddingDistillationLoss
-from .hard_negative_triplet import HardNegativeTripletLoss
-from .multiple_negatives_ranking import MultipleNegativesRankingLoss
-from .triplet import TripletLoss
-from .verification_identification import VerificationIdentificationLoss
+from hfsiamese.losses.base import SiameseLoss
+from hfsiamese.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss
+from hfsiamese.losses.contrastive_ranking import ContrastiveRankingLoss
+from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
+from hfsiamese.losses.hard_negative_triplet import HardNegativeTripletLoss
+from hfsiamese.losses.multiple_negatives_ranking import MultipleNegativesRankingLoss
+from hfsiamese.losses.triplet import TripletLoss
+from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
 
 # Every loss on embeddings (or the head's logits) by its name: what a wrapping loss (`matryoshka`) may wrap.
 EMBEDDING_LOSSES: dict[str, type[SiameseLoss]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from .base import SiameseLoss, SiameseLossOutput, require_non_negative
-from .distributed import (
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.distributed import (
     check_equal_batch_sizes,
     gather,
     gather_with_grad,

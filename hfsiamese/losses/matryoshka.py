@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 import torch
 import torch.nn.functional as F
 
-from .base import SiameseLoss, SiameseLossOutput, require_non_negative
-from .embedding_losses import EMBEDDING_LOSSES, RENAMED_LOSSES, embedding_loss_name, get_embedding_loss
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.embedding_losses import EMBEDDING_LOSSES, RENAMED_LOSSES, embedding_loss_name, get_embedding_loss
 
 NAME = "matryoshka"
 DEFAULT_INNER_LOSS = "hard_negative_triplet"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import SiameseLoss, SiameseLossOutput
-from .distributed import (
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
+from hfsiamese.losses.distributed import (
     check_equal_batch_sizes,
     gather,
     gather_with_grad,

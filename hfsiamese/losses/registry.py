@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import SiameseLoss
-from .embedding_losses import (
+from hfsiamese.losses.base import SiameseLoss
+from hfsiamese.losses.embedding_losses import (
     EMBEDDING_LOSSES,
     RENAMED_LOSS_OPTIONS,
     RENAMED_LOSSES,
     current_loss_name,
     current_loss_options,
 )
-from .matryoshka import NAME as MATRYOSHKA, MatryoshkaLoss
+from hfsiamese.losses.matryoshka import NAME as MATRYOSHKA, MatryoshkaLoss
 
 LOSSES: dict[str, type[SiameseLoss]] = {**EMBEDDING_LOSSES, MATRYOSHKA: MatryoshkaLoss}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
 
 
 class VerificationIdentificationLoss(SiameseLoss):

@@ -23,7 +23,7 @@ from typing import Any
 
 import evaluate
 
-from .thresholds import CALIBRATION_TARGETS, UnreachablePrecisionError, best_threshold, threshold_sweep
+from hfsiamese.metrics.thresholds import CALIBRATION_TARGETS, UnreachablePrecisionError, best_threshold, threshold_sweep
 
 _HERE = Path(__file__).parent
 

@@ -19,8 +19,8 @@ import datasets
 import evaluate
 import numpy as np
 
-from .ranking import RankedHits, check_ks, ranked_hits
-from .thresholds import check_calibration_options, check_pair_inputs
+from hfsiamese.metrics.ranking import RankedHits, check_ks, ranked_hits
+from hfsiamese.metrics.thresholds import check_calibration_options, check_pair_inputs
 
 __all__ = [
     "PAIR_ARGS_DOC",

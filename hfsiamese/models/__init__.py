@@ -5,6 +5,6 @@ the modeling file and every sibling it imports with one dot next to the weights,
 folder here is flat and closed (no `..` import, nothing else from hfsiamese at import time).
 """
 
-from .siamese import SiameseConfig, SiameseModel, SiameseModelOutput
+from hfsiamese.models.siamese import SiameseConfig, SiameseModel, SiameseModelOutput
 
 __all__ = ["SiameseConfig", "SiameseModel", "SiameseModelOutput"]

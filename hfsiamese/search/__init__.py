@@ -1,11 +1,11 @@
 """Similarity search over embedded texts (in memory, memory-mapped with FAISS, or in a vector database),
 corpus encoding in resumable shards, and reranking search candidates with a cross-encoder."""
 
-from .ann_index import AnnSpec
-from .duplicate_index import DuplicateIndex
-from .embedding_shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
-from .exact import topk_cosine
-from .reranking import rerank_matches, rerank_pairs
+from hfsiamese.search.ann_index import AnnSpec
+from hfsiamese.search.duplicate_index import DuplicateIndex
+from hfsiamese.search.embedding_shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
+from hfsiamese.search.exact import topk_cosine
+from hfsiamese.search.reranking import rerank_matches, rerank_pairs
 
 __all__ = [
     "AnnSpec",

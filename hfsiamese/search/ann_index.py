@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..extras import install_hint
+from hfsiamese.utils.extras import install_hint
 
 QUANTIZATIONS = ("none", "int8", "pq", "binary")
 STRUCTURES = ("flat", "hnsw", "ivf")

@@ -23,12 +23,12 @@ from typing import Any, cast
 
 import torch
 
-from ..extras import install_hint
-from ..serving.loading import load_siamese_model
-from .corpus_files import CORPUS_FORMATS, read_corpus
-from .duplicate_index import DuplicateIndex
-from .index_files import INDEX_CONFIG_NAME
-from .reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.loading import load_siamese_model
+from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
+from hfsiamese.search.duplicate_index import DuplicateIndex
+from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.utils.extras import install_hint
 
 logger = logging.getLogger(__name__)
 

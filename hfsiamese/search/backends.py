@@ -32,15 +32,15 @@ def check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "faiss":
-        from .ann_index import import_faiss
+        from hfsiamese.search.ann_index import import_faiss
 
         import_faiss()
     if backend == "qdrant":
-        from .qdrant_store import import_qdrant
+        from hfsiamese.search.qdrant_store import import_qdrant
 
         import_qdrant()
     if backend == "lancedb":
-        from .lancedb_store import import_lancedb
+        from hfsiamese.search.lancedb_store import import_lancedb
 
         import_lancedb()
     return backend
@@ -51,9 +51,9 @@ def open_database(
 ) -> Any:
     """The store of a database backend (both have the same methods: add, delete, contains, search, iter_rows...)."""
     if backend == "qdrant":
-        from .qdrant_store import QdrantStore as Store
+        from hfsiamese.search.qdrant_store import QdrantStore as Store
     else:
-        from .lancedb_store import LanceDBStore as Store
+        from hfsiamese.search.lancedb_store import LanceDBStore as Store
     return Store.open(location, collection=collection, embedding_dim=embedding_dim, api_key=api_key)
 
 

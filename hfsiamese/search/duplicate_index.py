@@ -31,23 +31,23 @@ import datasets
 import numpy as np
 import torch
 
-from ..models.siamese.inference import check_truncate_dim
-from ..models.siamese.score_calibrator import ScoreCalibrator
-from ..models.siamese.scoring import (
+from hfsiamese.models.siamese.inference import check_truncate_dim
+from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
+from hfsiamese.models.siamese.scoring import (
     check_threshold,
     resolve_decision_threshold,
     resolve_threshold,
     stored_calibrator,
     threshold_in_unit,
 )
-from .ann_index import AnnSpec, FaissAnnIndex, training_sample
-from .backends import DATABASE_BACKENDS, IN_PROCESS_BACKENDS, Backend, check_backend, open_database
-from .embedding_table import EmbeddingTable
-from .exact import topk_cosine
-from .index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
-from .input_checks import check_k, check_metadata, check_texts, id_type, plain_ids, texts_and_ids
-from .paraphrase_pairs import paraphrase_pairs
-from .recall_tuning import (
+from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, training_sample
+from hfsiamese.search.backends import DATABASE_BACKENDS, IN_PROCESS_BACKENDS, Backend, check_backend, open_database
+from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.search.exact import topk_cosine
+from hfsiamese.search.index_files import INDEX_CONFIG_NAME, read_index_folder, write_index_folder
+from hfsiamese.search.input_checks import check_k, check_metadata, check_texts, id_type, plain_ids, texts_and_ids
+from hfsiamese.search.paraphrase_pairs import paraphrase_pairs
+from hfsiamese.search.recall_tuning import (
     DEFAULT_RECALL_TARGET,
     RECALL_K,
     REMEASURE_GROWTH,
@@ -60,7 +60,7 @@ from .recall_tuning import (
     sample_rows,
     tunable,
 )
-from .reranking import (
+from hfsiamese.search.reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
     check_rerank_k,
     cross_encoder_threshold,
@@ -70,7 +70,7 @@ from .reranking import (
 )
 
 if TYPE_CHECKING:
-    from ..models.siamese.modeling_siamese import SiameseModel
+    from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class DuplicateIndex:
             shared object storage such as `s3://...`; Qdrant: `http(s)://...`); `collection` names the
             table / collection there and `api_key` is the server's key.
         cross_encoder: a default reranker for `search` and `find_duplicates` (a
-            `hfsiamese.cross_encoder.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
+            `hfsiamese.cross_encoder.model.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
             It is not saved with the index (it is a model folder of its own): pass it again to `load`.
 
     Examples:
@@ -290,7 +290,7 @@ class DuplicateIndex:
         if shards_dir is None:
             index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
             return index._with_ann()
-        from .embedding_shards import EmbeddingShards, encode_to_shards
+        from hfsiamese.search.embedding_shards import EmbeddingShards, encode_to_shards
 
         encode_to_shards(
             texts,
@@ -488,7 +488,7 @@ class DuplicateIndex:
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
         if isinstance(model, (str, os.PathLike)):
-            from ..serving.loading import load_siamese_model
+            from hfsiamese.loading import load_siamese_model
 
             return load_siamese_model(model)  # a PyTorch checkpoint or an ONNX export
         if model is not None and not hasattr(model, "encode"):

@@ -43,11 +43,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..extras import install_hint
-from .embedding_table import write_npy_rows
+from hfsiamese.search.embedding_table import write_npy_rows
+from hfsiamese.utils.extras import install_hint
 
 if TYPE_CHECKING:
-    from ..models.siamese.modeling_siamese import SiameseModel
+    from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def _process_state() -> Any:
     import torch
     from accelerate import PartialState
 
-    from ..runs.process_group import check_process_group
+    from hfsiamese.utils.process_group import check_process_group
 
     cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes") or not torch.cuda.is_available()
     state = PartialState(cpu=cpu)
@@ -272,7 +272,7 @@ def _process_state() -> Any:
 
 def _resolve_model(model: Any, device: Any) -> Any:
     if isinstance(model, (str, os.PathLike)):
-        from ..serving.loading import load_siamese_model
+        from hfsiamese.loading import load_siamese_model
 
         loaded = load_siamese_model(model)
         return loaded.to(device) if hasattr(loaded, "to") else loaded  # an ONNX model runs where its session does

@@ -27,9 +27,9 @@ import datasets
 import numpy as np
 from safetensors.torch import load_file
 
-from ..runs.output_dirs import ensure_writable_folder, give_umask_mode
-from .ann_index import AnnSpec
-from .embedding_table import EmbeddingTable
+from hfsiamese.search.ann_index import AnnSpec
+from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.utils.output_dirs import ensure_writable_folder, give_umask_mode
 
 INDEX_CONFIG_NAME = "index_config.json"
 EMBEDDINGS_NAME = "embeddings.npy"

@@ -110,10 +110,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from ..extras import install_hint
-from . import store_checks
-from .input_checks import check_k
-from .store_checks import (
+from hfsiamese.search import store_checks
+from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.store_checks import (
     INT64_MAX,
     INT64_MIN,
     check_batch_size,
@@ -127,6 +126,7 @@ from .store_checks import (
     id_list,
     normalise,
 )
+from hfsiamese.utils.extras import install_hint
 
 logger = logging.getLogger(__name__)
 

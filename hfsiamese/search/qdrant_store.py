@@ -62,9 +62,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..extras import install_hint
-from .input_checks import check_k
-from .store_checks import (
+from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.store_checks import (
     RESERVED_FIELDS,
     check_batch_size,
     check_embedding_dim,
@@ -77,6 +76,7 @@ from .store_checks import (
     id_list,
     normalise,
 )
+from hfsiamese.utils.extras import install_hint
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .ann_index import AnnSpec, default_nlist
+from hfsiamese.search.ann_index import AnnSpec, default_nlist
 
 DEFAULT_RECALL_TARGET = 0.95
 RECALL_K = 10

@@ -12,7 +12,7 @@ as `"retrieval_score"`, and `"is_duplicate"` / `"probability"` are the cross-enc
 decision beside a cross-encoder score would read as that score's).
 
 A reranker is anything with `score_pairs(texts_a, texts_b, **options)` returning one score per pair
-(`hfsiamese.cross_encoder.CrossEncoder`), with its decision threshold in `config.threshold`.
+(`hfsiamese.cross_encoder.model.CrossEncoder`), with its decision threshold in `config.threshold`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from ..models.siamese.scoring import pair_probability
+from hfsiamese.models.siamese.scoring import pair_probability
 
 # Candidates the bi-encoder retrieves per query for the cross-encoder to rerank, when not told: at least
 # this many, and twice the matches asked for, so that reranking can bring in candidates beyond the
@@ -58,7 +58,7 @@ def check_rerank_k(rerank_k: int | None, k: int) -> int:
 def resolve_cross_encoder(cross_encoder: Any) -> Any:
     """A reranker: a `CrossEncoder` folder (or Hub id) is loaded; anything else must have `score_pairs`."""
     if isinstance(cross_encoder, (str, os.PathLike)):
-        from ..cross_encoder import CrossEncoder
+        from hfsiamese.cross_encoder.model import CrossEncoder
 
         return CrossEncoder.from_pretrained(cross_encoder)
     if not callable(getattr(cross_encoder, "score_pairs", None)):

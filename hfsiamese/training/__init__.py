@@ -5,18 +5,13 @@ encoder with a word vocabulary trained here, all-MiniLM-L6-v2 by default, any `A
 Siamese checkpoint).
 """
 
-from .arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
-from .cross_encoder_building import build_cross_encoder
-from .model_building import build_model_and_tokenizer, check_same_vocabulary
-from .preparation import load_splits, training_view
+from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
+from hfsiamese.training.preparation import load_splits, training_view
 
 __all__ = [
     "ARCHITECTURES",
     "DataArguments",
     "ModelArguments",
-    "build_cross_encoder",
-    "build_model_and_tokenizer",
-    "check_same_vocabulary",
     "load_splits",
     "model_card_kwargs",
     "training_view",

@@ -1,7 +1,7 @@
 """The training recipes' arguments: what to train and on which data, and what the model card says about them.
 
 They live in the package, not in the scripts, so that the builder, the data preparation, benchmarks
-and tests take the very same dataclasses the recipes parse (with `hfsiamese.runs.config_and_flags`).
+and tests take the very same dataclasses the recipes parse (with `hfsiamese.cli.config_and_flags`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..deprecation import warn_renamed
-from ..model_card import local_card_license
-from .minilm import MINILM_HUB_ID, resolve_minilm_path
+from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
+from hfsiamese.bi_encoder.model_card import local_card_license
+from hfsiamese.utils.deprecation import warn_renamed
 
 # What `ModelArguments.architecture` may name.
 ARCHITECTURES = ("bi_encoder", "cross_encoder")
@@ -132,7 +132,7 @@ class ModelArguments:
             "(the output_dir itself works: one folder then loads both ways, with a second copy of the encoder weights)."
         },
     )
-    # LoRA (the `lora` extra, hfsiamese.training.lora): low-rank adapters train instead of the encoder's weights.
+    # LoRA (the `lora` extra, hfsiamese.bi_encoder.lora): low-rank adapters train instead of the encoder's weights.
     lora_r: int | None = field(
         default=None,
         metadata={

@@ -20,18 +20,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..data.arrow_columns import column_numpy
-from ..data.deduplication import deduplicate_pairs
-from ..data.groups import SILVER_COLUMN, assign_duplicate_groups
-from ..data.loading import load_pairs
-from ..data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
-from ..data.splits import split_by_group, split_report
-from ..data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
-from .mining import mine_hard_negatives
+from hfsiamese.bi_encoder.mining import mine_hard_negatives
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.deduplication import deduplicate_pairs
+from hfsiamese.data.groups import SILVER_COLUMN, assign_duplicate_groups
+from hfsiamese.data.loading import load_pairs
+from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
+from hfsiamese.data.splits import split_by_group, split_report
+from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 
 if TYPE_CHECKING:
-    from ..losses.base import SiameseLoss
-    from .arguments import DataArguments
+    from hfsiamese.losses.base import SiameseLoss
+    from hfsiamese.training.arguments import DataArguments
 
 __all__ = ["TRAIN_VIEWS", "load_splits", "training_view", "view_for_loss", "with_silver_pairs"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hfsiamese.cli import configs
+from hfsiamese.cli.command_line import UsageError
 from hfsiamese.cli.main import main as cli_main
-from hfsiamese.runs import UsageError
 from tests.conftest import QQP_FILE, REPO_ROOT
 
 SHIPPED = ("cross_minilm_qqp", "lstm_distilled_qqp", "lstm_qqp", "minilm_qqp", "pretrained_qqp", "static_distilled_qqp")

@@ -22,7 +22,7 @@ HELP_FIELDS = {
     ),
     "distill": ("hfsiamese.distillation:DistillationArguments", "hfsiamese.training:DataArguments"),
     "evaluate": ("hfsiamese.evaluation:EvaluationArguments",),
-    "calibrate": ("hfsiamese.calibrated_folder:CalibrationArguments",),
+    "calibrate": ("hfsiamese.bi_encoder.calibrated_folder:CalibrationArguments",),
     "export": ("hfsiamese.exporters:ExportArguments",),
     "search": ("hfsiamese.cli.search:SearchArguments",),
     "app": ("hfsiamese.search.app:AppArguments",),
@@ -105,7 +105,7 @@ def test_every_command_applies_the_command_defaults_before_torch_loads(tmp_path)
     package from any other program sets nothing (tests/test_cpu_policy.py)."""
     import os
 
-    from hfsiamese.openmp_defaults import SPIN_COUNT
+    from hfsiamese.utils.openmp_defaults import SPIN_COUNT
 
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     result = subprocess.run(

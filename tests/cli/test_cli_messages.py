@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hfsiamese.cli.main import COMMANDS, main as cli_main
-from hfsiamese.runs.run_summary import run_summary
+from hfsiamese.training.run_summary import run_summary
 from tests.conftest import REPO_ROOT
 
 # `hfsiamese WORD` not inside a name (hfsiamese.cli, 'hfsiamese[lora]', path/hfsiamese), then the rest of that

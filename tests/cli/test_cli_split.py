@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from hfsiamese.cli import split
-from hfsiamese.runs import UsageError
+from hfsiamese.cli.command_line import UsageError
 from tests.conftest import QQP_FILE, REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))

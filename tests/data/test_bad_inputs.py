@@ -21,6 +21,9 @@ import torch
 from transformers import BertConfig, PreTrainedTokenizerFast
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data import (
     SiamesePairCollator,
     assign_duplicate_groups,
@@ -29,8 +32,6 @@ from hfsiamese.data import (
     tokenize_pairs,
 )
 from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 
 MAX_LENGTH = 16  # tokens kept per text by the small tokenizers below
 LONG_QUESTION = "word " * 20_000 + "end ?"  # 100,005 characters, about 20,000 words

@@ -239,8 +239,8 @@ def test_registered_with_its_own_and_the_inner_loss_s_options():
 def test_options_parse_from_flags_and_from_a_config(tmp_path):
     from transformers import HfArgumentParser
 
-    from hfsiamese.runs.config_and_flags import parse_config_and_flags
-    from hfsiamese.trainer import SiameseTrainingArguments
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.config_and_flags import parse_config_and_flags
 
     parser = HfArgumentParser(SiameseTrainingArguments)
     flags = [
@@ -263,7 +263,7 @@ def test_options_parse_from_flags_and_from_a_config(tmp_path):
     )
     assert args.build_loss().matryoshka_dims == [4]
 
-    from hfsiamese.runs.command_line import UsageError
+    from hfsiamese.cli.command_line import UsageError
 
     with pytest.raises(UsageError, match="matryoshka_dims repeat \\[8\\]"):
         parse_config_and_flags(parser, flags[:8] + ["--matryoshka_dims", "8", "8"])

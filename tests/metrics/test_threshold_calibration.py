@@ -7,8 +7,9 @@ from sklearn import metrics as skm
 from transformers import EvalPrediction, HfArgumentParser
 
 from hfsiamese import metrics
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.metrics import UnreachablePrecisionError, best_threshold, pair_classification_metrics, threshold_sweep
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
 
 
 def _scored_pairs(seed, n=300):

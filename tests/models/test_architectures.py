@@ -12,11 +12,11 @@ from sentence_transformers import SentenceTransformer
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoConfig, AutoModel, PreTrainedTokenizerFast
 
-from hfsiamese.exporters.onnx import export_onnx
-from hfsiamese.exporters.sentence_transformers import export_sentence_transformers
-from hfsiamese.serving.onnx_model import OnnxSiameseModel
-from hfsiamese.training import ModelArguments
-from hfsiamese.training.model_building import build_model_and_tokenizer
+from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
+from hfsiamese.bi_encoder.onnx_export import export_onnx
+from hfsiamese.bi_encoder.onnx_model import OnnxSiameseModel
+from hfsiamese.bi_encoder.sentence_transformers_export import export_sentence_transformers
+from hfsiamese.training.arguments import ModelArguments
 from tests.conftest import TEXTS
 from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
 from tests.helpers import BLOCK_HFSIAMESE, run_without_hfsiamese

@@ -48,7 +48,7 @@ def _init_as_on_gpus(self, *args, deepspeed_plugin=None, fsdp_plugin=None, **kwa
 
 
 def _report_prepared_model() -> None:
-    from hfsiamese.trainer import SiameseTrainer
+    from hfsiamese.bi_encoder.trainer import SiameseTrainer
 
     step = SiameseTrainer.training_step
 

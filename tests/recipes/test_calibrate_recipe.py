@@ -9,9 +9,9 @@ import torch
 from transformers import AutoModel
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.calibrated_folder import CARD_SECTION_TITLE
+from hfsiamese.bi_encoder.calibrated_folder import CARD_SECTION_TITLE
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data import load_pairs
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import load_recipe, run_offline
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from hfsiamese.cross_encoder import CrossEncoder
+from hfsiamese.cross_encoder.model import CrossEncoder
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import TRAIN, run_offline
 

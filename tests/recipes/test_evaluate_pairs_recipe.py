@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import evaluate_retrieval, question_corpus
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE
 from tests.helpers import EVALUATE, load_recipe, run_offline
 

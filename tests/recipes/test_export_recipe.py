@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data import load_pairs
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE
 from tests.helpers import REPO_ROOT, load_recipe, run_offline
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from hfsiamese.runs.run_lock import LOCK_NAME
+from hfsiamese.utils.run_lock import LOCK_NAME
 from tests.helpers import TINY_LSTM_BASE, TRAIN, offline_env, recipe_flags
 
 # The first run holds the folder for as long as the test keeps it stopped (below), so the schedule can be short.

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.runs.command_line import run_recipe
+from hfsiamese.cli.command_line import run_recipe
 from tests.helpers import EVALUATE, TRAIN, accelerate_launch, load_recipe, run_offline
 
 SEARCH = TRAIN.parent / "search.py"

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.cross_encoder import CrossEncoder
-from hfsiamese.runs import UsageError
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cross_encoder.model import CrossEncoder
 from tests.conftest import REPO_ROOT, TEXTS
 
 SEARCH = REPO_ROOT / "recipes" / "search.py"

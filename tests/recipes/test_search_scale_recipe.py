@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.runs import UsageError
+from hfsiamese.cli.command_line import UsageError
 from tests.conftest import REPO_ROOT, TEXTS
 from tests.helpers import accelerate_launch, load_recipe
 

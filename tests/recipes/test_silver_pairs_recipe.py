@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.cross_encoder import CrossEncoder
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.data import load_pairs
-from hfsiamese.runs import UsageError
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import TINY_LSTM_BASE, TRAIN, load_recipe, recipe_flags, run_offline
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.models.siamese import SiameseConfig, SiameseModel
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.ann_index import EXACT_UP_TO, AnnSpec, default_nlist
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import TEXTS
 
 DIM = 32

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
 from tests.conftest import QQP_FILE, TEXTS
 
 

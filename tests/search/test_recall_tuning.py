@@ -41,7 +41,7 @@ def models(word_tokenizer_module):
 
 @pytest.fixture(scope="module")
 def word_tokenizer_module():
-    from hfsiamese.training.word_tokenizer import train_word_tokenizer
+    from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
     from tests.conftest import TEXTS
 
     return train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)

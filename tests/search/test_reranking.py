@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from hfsiamese.cross_encoder import CrossEncoder
+from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.search import DuplicateIndex, rerank_matches, rerank_pairs
 from hfsiamese.search.app import DuplicateSearch
 from hfsiamese.search.reranking import DEFAULT_RERANK_K, default_rerank_k

@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 import pytest
 from transformers import HfArgumentParser
 
-from hfsiamese.runs.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
 
 
@@ -69,7 +69,7 @@ def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_b
 
 
 def test_flags_are_never_abbreviated_and_mistakes_are_usage_errors():
-    from hfsiamese.runs.command_line import UsageError
+    from hfsiamese.cli.command_line import UsageError
 
     @dataclass
     class Steps:
@@ -82,7 +82,7 @@ def test_flags_are_never_abbreviated_and_mistakes_are_usage_errors():
 
 
 def test_value_given_on_the_command_line_or_in_the_config(tmp_path):
-    from hfsiamese.runs.config_and_flags import config_file_of, value_given
+    from hfsiamese.cli.config_and_flags import config_file_of, value_given
 
     config = tmp_path / "c.yaml"
     config.write_text("output_dir: somewhere\n")

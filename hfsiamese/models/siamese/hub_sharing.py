@@ -121,7 +121,7 @@ class HubSharingMixin:
             with open(saved, encoding="utf-8") as handle:
                 return card_for_repo(handle.read(), repo_id)
         try:  # only where hfsiamese is installed: this file also runs as remote code without it
-            from hfsiamese.model_card import build_model_card
+            from hfsiamese.bi_encoder.model_card import build_model_card
         except ImportError:
             warnings.warn(
                 "no model card to upload: pass model_card=... (hfsiamese is not installed to generate one)",

@@ -13,11 +13,12 @@ import torch
 from transformers import TrainerCallback
 
 from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.data import SiamesePairCollator, tokenize_pairs
 from hfsiamese.losses import HardNegativeTripletLoss, MultipleNegativesRankingLoss
 from hfsiamese.models.siamese.sub_batching import plan_sub_batches
-from hfsiamese.trainer import SiameseTrainer, SiameseTrainingArguments
-from hfsiamese.trainer.gradient_cache import gradient_cache_step, side_inputs
 from tests.conftest import TEXTS
 
 BATCH_ONLY = ("labels", "group_ids")

@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer, BertConfig
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.training.word_tokenizer import train_word_tokenizer
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from tests.conftest import REPO_ROOT, TEXTS
 
 

@@ -6,10 +6,10 @@ import torch
 from transformers import AutoModel
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.exporters.sentence_transformers import check_export
+from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
+from hfsiamese.bi_encoder.sentence_transformers_export import check_export
 from hfsiamese.models.siamese.static_encoder import StaticEncoder
 from hfsiamese.training.arguments import ModelArguments
-from hfsiamese.training.model_building import build_model_and_tokenizer
 from tests.conftest import TEXTS
 from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
 

@@ -1,0 +1,228 @@
+"""
+A Siamese model whose encoder is an ONNX graph, run by onnxruntime: CPU serving without PyTorch's
+per-op overhead, optionally int8-quantised (`hfsiamese.bi_encoder.onnx_export` writes such folders).
+
+`OnnxSiameseModel` inherits the same inference API as `SiameseModel` (`encode`, `similarity`,
+`predict`, `score_pairs`, `classify`, from `inference`): only `_embed_batch` differs, which feeds one
+padded batch to the onnxruntime session instead of the torch encoder. A classification head, when the
+model has one, is a few hundred weights applied to the embeddings and stays in torch.
+
+The folder's `config.json` has `model_type` `"siamese_onnx"`: the `SiameseConfig` of the exported model
+(threshold, calibration, encoder settings) plus an `onnx` entry saying which graph file to run and how
+it was made. With hfsiamese imported, `AutoModel.from_pretrained(folder)` returns an `OnnxSiameseModel`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
+from hfsiamese.models.siamese.encode_precision import EncodePrecision
+from hfsiamese.models.siamese.inference import SiameseInferenceMixin
+from hfsiamese.models.siamese.modeling_siamese import PairClassificationHead, SiameseModelOutput
+from hfsiamese.models.siamese.safe_loading import check_finite
+from hfsiamese.utils.extras import install_hint
+
+ONNX_FILE_NAME = "model.onnx"
+CLASSIFIER_FILE_NAME = "classifier.safetensors"
+# The graph's inputs and output, fixed by `hfsiamese.bi_encoder.onnx_export`.
+INPUT_NAMES = ("input_ids", "attention_mask")
+OUTPUT_NAME = "sentence_embedding"
+
+
+def require_onnxruntime() -> Any:
+    """The onnxruntime module, or the one-line error saying how to install it."""
+    try:
+        import onnxruntime
+    except ImportError as err:
+        raise ImportError(f"running an ONNX-exported Siamese model needs onnxruntime: {install_hint('onnx')}") from err
+    return onnxruntime
+
+
+class OnnxSiameseConfig(SiameseConfig):
+    """
+    The config of an ONNX-exported Siamese model: the exported model's `SiameseConfig`, plus
+    `onnx` (a dict: `file`, the graph file in the folder; `quantization`, `None` or `"int8"`; `opset`;
+    `exporter`; `embedding_rows`, the size of the token embedding table inside the graph; and the
+    export's measured agreement with PyTorch).
+    """
+
+    model_type = "siamese_onnx"
+    # SiameseConfig registers itself for AutoConfig, which would make `save_pretrained` copy the modeling
+    # code beside the config; an ONNX folder is loaded by hfsiamese and carries no code.
+    _auto_class = None
+
+    def __init__(self, onnx: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.onnx = dict(onnx or {})
+        super().__init__(**kwargs)
+
+
+class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
+    r"""
+    A Siamese model served by onnxruntime, with the inference API of `SiameseModel`.
+
+    Examples:
+
+    ```python
+    >>> from hfsiamese import load_siamese_model
+    >>> model = load_siamese_model("outputs/lstm_qqp_onnx")  # a folder written by hfsiamese export
+    >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
+    ```
+    """
+
+    config_class = OnnxSiameseConfig
+    main_input_name = "input_ids_a"
+
+    def __init__(self, config: OnnxSiameseConfig, session: Any, name_or_path: str = "") -> None:
+        super().__init__()
+        self.config = config
+        self.session = session
+        self.name_or_path = name_or_path
+        self._input_names = {item.name for item in session.get_inputs()}
+        missing = set(INPUT_NAMES) - self._input_names
+        if missing:
+            raise ValueError(f"{name_or_path or 'the ONNX graph'}: the graph lacks the inputs {sorted(missing)}")
+        self.classifier = (
+            PairClassificationHead(config.sentence_embedding_dim, config.classifier_hidden_size)
+            if config.classifier_head
+            else None
+        )
+        self._tokenizer = None
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        pretrained_model_name_or_path: str | os.PathLike,
+        *,
+        config: OnnxSiameseConfig | None = None,
+        providers: list[str] | None = None,
+        session_options: Any | None = None,
+        **kwargs: Any,
+    ) -> OnnxSiameseModel:
+        """
+        Load an exported folder. `providers` and `session_options` go to `onnxruntime.InferenceSession`
+        (default: the CPU provider, onnxruntime's own thread settings).
+        """
+        onnxruntime = require_onnxruntime()
+        folder = Path(pretrained_model_name_or_path)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{folder} is not a folder holding an ONNX-exported Siamese model")
+        if config is None:
+            config = OnnxSiameseConfig.from_pretrained(folder)
+        graph = folder / config.onnx.get("file", ONNX_FILE_NAME)
+        if not graph.is_file():
+            raise FileNotFoundError(f"{graph}: the ONNX graph named by {folder / 'config.json'} is missing")
+        try:
+            session = onnxruntime.InferenceSession(
+                str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"]
+            )
+        except Exception as err:  # onnxruntime raises its own types for unreadable or invalid graphs
+            raise ValueError(f"{graph}: onnxruntime cannot load this graph: {err}") from err
+        model = cls(config, session, name_or_path=str(folder))
+        if model.classifier is not None:
+            from safetensors.torch import load_file
+
+            weights_path = folder / CLASSIFIER_FILE_NAME
+            if not weights_path.is_file():
+                raise FileNotFoundError(
+                    f"{weights_path}: the model has a classification head but its weights are missing"
+                )
+            model.classifier.load_state_dict(load_file(str(weights_path)))
+            check_finite(model.classifier, str(weights_path))
+        return model.eval()
+
+    # ----------------------------------------------------------------------------------------
+    # What the inference mixin asks of a model
+    # ----------------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float32
+
+    def can_generate(self) -> bool:
+        return False
+
+    def embedding_rows(self) -> int:
+        """Rows of the token embedding table inside the graph (the tokenizer may not be larger)."""
+        return int(self.config.onnx["embedding_rows"])
+
+    def padding_id(self) -> int:
+        if self.config.encoder_type != "transformer":
+            return self.config.pad_token_id
+        return (self.config.encoder_config or {}).get("pad_token_id") or 0
+
+    def encode_precision(self) -> EncodePrecision:
+        """`encode(dtype="auto")` on an ONNX model: the precision its export fixed, nothing measured."""
+        return EncodePrecision(None, f"ONNX graph exported as {self.config.onnx.get('quantization') or 'float32'}")
+
+    def _autocast(self, dtype: torch.dtype | None) -> Any:
+        if dtype is not None:
+            raise ValueError(
+                f"dtype={dtype} is a PyTorch option: an ONNX model's precision was fixed when it was exported "
+                f"({self.config.onnx.get('quantization') or 'float32'}); export with --quantize int8 for a smaller one"
+            )
+        return contextlib.nullcontext()
+
+    def _embed_batch(self, features: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One padded batch through the graph (inputs as int64 arrays; extra fields it does not take are left out)."""
+        feeds = {
+            name: np.ascontiguousarray(value.detach().cpu().numpy(), dtype=np.int64)
+            for name, value in features.items()
+            if name in self._input_names
+        }
+        if "attention_mask" not in feeds:
+            feeds["attention_mask"] = (feeds["input_ids"] != self.padding_id()).astype(np.int64)
+        (embeddings,) = self.session.run([OUTPUT_NAME], feeds)
+        return torch.from_numpy(embeddings)
+
+    def embed(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **_: Any) -> torch.Tensor:
+        """Embed one tokenised side, like `SiameseModel.embed`."""
+        features = {"input_ids": input_ids}
+        if attention_mask is not None:
+            features["attention_mask"] = attention_mask
+        return self._embed_batch(features)
+
+    def forward(
+        self,
+        input_ids_a: torch.Tensor,
+        attention_mask_a: torch.Tensor | None = None,
+        input_ids_b: torch.Tensor | None = None,
+        attention_mask_b: torch.Tensor | None = None,
+        return_dict: bool | None = None,
+        **_: Any,
+    ) -> SiameseModelOutput | tuple:
+        """Score tokenised pairs, as `SiameseModel.forward` does (the `question-duplicates` pipeline calls it)."""
+        if input_ids_b is None:
+            raise ValueError("OnnxSiameseModel.forward needs both input_ids_a and input_ids_b")
+        embeddings_a = self.embed(input_ids_a, attention_mask_a)
+        embeddings_b = self.embed(input_ids_b, attention_mask_b)
+        with torch.inference_mode():
+            logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
+        output = SiameseModelOutput(
+            similarity=(embeddings_a * embeddings_b).sum(dim=-1),
+            embeddings_a=embeddings_a,
+            embeddings_b=embeddings_b,
+            logits=logits,
+        )
+        return output if return_dict is not False else output.to_tuple()
+
+
+__all__ = [
+    "CLASSIFIER_FILE_NAME",
+    "INPUT_NAMES",
+    "ONNX_FILE_NAME",
+    "OUTPUT_NAME",
+    "OnnxSiameseConfig",
+    "OnnxSiameseModel",
+    "require_onnxruntime",
+]

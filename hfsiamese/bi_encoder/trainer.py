@@ -1,0 +1,418 @@
+"""`SiameseTrainer`: the transformers Trainer with in-batch losses, group-aware batches and calibration.
+
+The class keeps only what a Trainer subclass must override; each job it hands on lives in a module
+of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the NaN/inf policy),
+`loss_statistics`, `atomic_save` and `checkpoints` (saves that appear only complete, and resuming),
+`lora_checkpoints` (resuming a LoRA run, whose checkpoints hold merged weights), `threshold_calibration`; `create_model_card` hands what the trainer knows of the run to `hfsiamese.bi_encoder.model_card`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import torch
+from torch import nn
+from transformers import Trainer
+
+from hfsiamese.base.atomic_save import CheckpointStaging
+from hfsiamese.base.checkpoints import resolve_resume_checkpoint
+from hfsiamese.base.core_sharing_callback import CoreSharingCallback
+from hfsiamese.base.loss_statistics import LossStatistics
+from hfsiamese.base.nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
+from hfsiamese.base.sharded_training import (
+    check_sharded_training,
+    is_sharded,
+    use_fsdp2_layers_without_input_embeddings,
+)
+from hfsiamese.base.staged_saving import StagedSavingMixin
+from hfsiamese.base.threshold_calibration import CalibratingEvaluationMixin, ThresholdCalibration
+from hfsiamese.bi_encoder.batch_sampling import length_grouped_sampler, training_sampler
+from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_training_labels
+from hfsiamese.bi_encoder.gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
+from hfsiamese.bi_encoder.lora_checkpoints import load_lora_checkpoint
+from hfsiamese.bi_encoder.model_card import build_model_card, metrics_from_log_history
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.bi_encoder.truncated_evaluation import truncated_evaluation_dims, truncated_scores
+from hfsiamese.data.arrow_batches import arrow_batch_dataset
+from hfsiamese.data.collator import SiamesePairCollator
+from hfsiamese.data.sampler import NoDuplicateGroupSampler
+from hfsiamese.losses import SiameseLoss
+from hfsiamese.models.siamese.scoring import pair_scores
+from hfsiamese.utils.console import use_single_progress_bar
+from hfsiamese.utils.process_group import check_process_group
+
+BATCH_ONLY_KEYS = ("labels", "group_ids")
+
+
+class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
+    """
+    Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
+
+    Overrides only what the Siamese setting changes:
+    - `compute_loss`: embeds both sides and applies the loss of `args.loss` (or `loss=`) to the whole
+      batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`);
+    - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
+      in-batch negatives are real negatives; with `train_sampling_strategy="group_by_length"` the
+      batches also gather pairs of similar length, so little padding is computed;
+    - evaluation: scores labelled pairs (duplicates and non-duplicates) by cosine similarity (or the
+      classification head's probability) and reports accuracy/precision/recall/F1 at the calibrated
+      threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`.
+      With a Matryoshka loss, the same metrics at each smaller size it trains (`eval_dim128_...`);
+    - saving: checkpoints and the final model appear on disk only once complete, each with the
+      fingerprint of the questions it was trained on (`training_questions`, hashes: see
+      `hfsiamese.data.question_fingerprints`), so that an evaluation on them can be told apart;
+    - a NaN/inf loss stops training, or with `nan_policy="skip"` drops the batch.
+    """
+
+    args: SiameseTrainingArguments
+
+    def __init__(
+        self,
+        model: nn.Module | None = None,
+        args: SiameseTrainingArguments | None = None,
+        data_collator: Any | None = None,
+        train_dataset: datasets.Dataset | None = None,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
+        processing_class: Any | None = None,
+        loss: SiameseLoss | None = None,
+        training_questions: np.ndarray | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """
+        As `transformers.Trainer`, plus `loss` (else `args.build_loss()`) and `training_questions`: the
+        hashes of the training questions (`hfsiamese.data.question_fingerprints.pair_question_hashes`),
+        saved beside the weights at every save; the recipes pass them.
+        """
+        if args is None:
+            args = SiameseTrainingArguments(output_dir="outputs/siamese")
+        if not isinstance(args, SiameseTrainingArguments):
+            raise TypeError("SiameseTrainer needs SiameseTrainingArguments (it adds the loss and calibration options)")
+        if data_collator is None:
+            if processing_class is None:
+                raise ValueError("pass processing_class=tokenizer (used to pad pairs) or a data_collator")
+            data_collator = SiamesePairCollator(processing_class)
+        for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
+            check_pair_columns(name, dataset)
+        loss_fn = loss if loss is not None else args.build_loss()
+        if not isinstance(loss_fn, SiameseLoss):
+            raise TypeError(
+                f"loss must be a hfsiamese.losses.SiameseLoss (it declares what it needs), got {type(loss_fn).__name__}"
+            )
+        check_training_labels(train_dataset, loss_fn, args.loss)
+        check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
+        self.calibration = ThresholdCalibration(args, lambda: self.accelerator.unwrap_model(self.model).config)
+        kwargs.setdefault("compute_metrics", self.calibration)
+        super().__init__(
+            model=model,
+            args=args,
+            data_collator=data_collator,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            **kwargs,
+        )
+        use_single_progress_bar(self)
+        self.add_callback(CoreSharingCallback())
+        if hasattr(self.model, "set_encode_precision"):  # evaluation's encode calls follow the run's --bf16
+            reason = getattr(args, "precision_reason", None) or f"bf16 {args.bf16}"
+            self.model.set_encode_precision(
+                torch.bfloat16 if args.bf16 else None, f"the training run's precision ({reason})"
+            )
+        # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
+        check_sharded_training(self)
+        use_fsdp2_layers_without_input_embeddings(self)
+        self.loss_fn = loss_fn
+        self.loss_statistics = LossStatistics()
+        self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
+        self.checkpoint_staging = CheckpointStaging()
+        self.training_questions = training_questions
+        # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
+        self.loss_is_scaled_for_ga = False
+        self._group_sampler: NoDuplicateGroupSampler | None = None
+        # A Matryoshka loss's smaller sizes, which evaluation reports too (`eval_dim128_average_precision`, ...).
+        self.evaluation_dims = truncated_evaluation_dims(loss_fn, self.model)
+        self.calibration.truncated_dims = self.evaluation_dims
+
+    # ------------------------------------------------------------------------------------------
+    # Batches
+    # ------------------------------------------------------------------------------------------
+    def _get_train_sampler(self, train_dataset: datasets.Dataset | None = None) -> torch.utils.data.Sampler | None:
+        if not self.args.no_duplicate_batches:
+            return super()._get_train_sampler(train_dataset)
+        by_length = self.args.train_sampling_strategy == "group_by_length"
+        self._group_sampler = training_sampler(
+            train_dataset if train_dataset is not None else self.train_dataset,
+            batch_size=self._train_batch_size,
+            seed=self.args.seed,
+            length_column=self.args.length_column_name if by_length else None,
+        )
+        return self._group_sampler
+
+    def _get_dataloader(
+        self,
+        dataset: Any,
+        description: str,
+        batch_size: int,
+        sampler_fn: Callable[[Any], torch.utils.data.Sampler] | None = None,
+        is_training: bool = False,
+        dataloader_key: str | None = None,
+    ) -> torch.utils.data.DataLoader:
+        """
+        Pairs reach the collator as one Arrow table per batch (`arrow_batch_dataset`), padded by array
+        operations: no Python int per token between the Arrow columns and the batch tensors. The samplers
+        still see the `datasets.Dataset`. With `remove_unused_columns` the Trainer wraps the collator in a
+        row-dict filter, so the rows then travel as dicts (the collator pads those the same way).
+        """
+        if (
+            isinstance(dataset, datasets.Dataset)
+            and isinstance(self.data_collator, SiamesePairCollator)
+            and not self.args.remove_unused_columns
+        ):
+            if sampler_fn is not None:
+                sampler_fn = partial(_sampler_of_view, sampler_fn)
+            dataset = arrow_batch_dataset(dataset)
+        # Pinned host memory only speeds copies to an accelerator; on a CPU run torch warns about it per loader.
+        pin_memory = self.args.dataloader_pin_memory
+        self.args.dataloader_pin_memory = pin_memory and self.args.device.type != "cpu"
+        try:
+            return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
+        finally:
+            self.args.dataloader_pin_memory = pin_memory
+
+    def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
+        """
+        Set our sampler's epoch before the Trainer (5.x) iterates the epoch. Its own `set_epoch` calls
+        do not reach the sampler in one case: resuming mid-epoch under several processes, where
+        accelerate's `skip_first_batches` wraps the sharded batch sampler one level deeper than its
+        `set_epoch` looks. The resumed epoch would then replay epoch 0's order.
+        """
+        if self._group_sampler is not None:
+            self._group_sampler.set_epoch(epoch)
+        return super()._run_epoch(model, epoch, *args, **kwargs)
+
+    def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
+        """With length grouping, group evaluation pairs by their two sides' lengths too."""
+        if self.args.train_sampling_strategy == "group_by_length" and isinstance(eval_dataset, datasets.Dataset):
+            return length_grouped_sampler(
+                eval_dataset,
+                batch_size=self.args.eval_batch_size,
+                seed=self.args.seed,
+                length_column=self.args.length_column_name,
+            )
+        return super()._get_eval_sampler(eval_dataset)
+
+    # ------------------------------------------------------------------------------------------
+    # Training
+    # ------------------------------------------------------------------------------------------
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+        loss = self._loss_from_embeddings(
+            inputs, outputs.embeddings_a, outputs.embeddings_b, outputs.embeddings_n, outputs.logits
+        )
+        return (loss, outputs) if return_outputs else loss
+
+    def _loss_from_embeddings(
+        self,
+        inputs: dict[str, torch.Tensor],
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        embeddings_n: torch.Tensor | None,
+        logits: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Apply the loss, passing it what it declares it uses; in training, check the value and keep the statistics."""
+        loss_fn = self.loss_fn
+        output = loss_fn.compute(
+            embeddings_a,
+            embeddings_b,
+            labels=inputs.get("labels") if loss_fn.requires_labels else None,
+            group_ids=inputs.get("group_ids"),
+            negatives=embeddings_n if loss_fn.uses_negatives else None,
+            logits=logits if loss_fn.uses_logits else None,
+        )
+        if self.model.training:
+            self.nonfinite_loss.check(output.loss, inputs, self)
+            self.loss_statistics.add(output.stats)
+        return output.loss
+
+    def train(
+        self,
+        resume_from_checkpoint: str | bool | None = None,
+        trial: Any = None,
+        ignore_keys_for_eval: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """
+        The Trainer's `train`; `resume_from_checkpoint` also takes "auto" (like True: the newest
+        checkpoint in `output_dir`), passes over incomplete checkpoint folders, and fails with a
+        clear error when there is none.
+        """
+        resume_from_checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
+        return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval, **kwargs)
+
+    def training_step(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor], num_items_in_batch: torch.Tensor | int | None = None
+    ) -> torch.Tensor:
+        """
+        The Trainer's step, or a GradCache step when `gradient_cache_mini_batch_size` is set. A batch
+        whose loss is NaN/inf stops training or, with `nan_policy="skip"`, is dropped before any
+        backward pass (`nonfinite_loss`).
+        """
+        try:
+            if not self.args.gradient_cache_mini_batch_size:
+                return super().training_step(model, inputs, num_items_in_batch)
+            return self._gradient_cache_step(model, inputs)
+        except SkippedBatch as skipped:
+            if self.accelerator.num_processes > 1 and self.accelerator.sync_gradients and not is_sharded(self):
+                # The skipped batch was this step's last, whose backward would have averaged the
+                # gradients of the earlier accumulated batches over processes: average them here.
+                # (FSDP/DeepSpeed own their gradients; there `check_sharded_training` refuses skip with accumulation.)
+                all_reduce_gradients(self.accelerator.unwrap_model(model).parameters())
+            # Returned as is: the Trainer's `logging_nan_inf_filter` keeps it out of the logged loss.
+            return skipped.loss
+
+    def _gradient_cache_step(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One GradCache forward/backward (`gradient_cache_mini_batch_size`)."""
+        mini_batch = self.args.gradient_cache_mini_batch_size
+        model.train()
+        inputs = self._prepare_inputs(inputs)
+        # The passes run on the unwrapped module, outside DDP's forward, so DDP does not reduce;
+        # the gradients are averaged over processes below, at the step that syncs.
+        unwrapped = self.accelerator.unwrap_model(model)
+        sides = {side: features for side in ("a", "b", "n") if (features := side_inputs(inputs, side)) is not None}
+
+        def loss_of(embeddings: dict[str, torch.Tensor]) -> torch.Tensor:
+            logits = (
+                unwrapped.classifier(embeddings["a"], embeddings["b"]) if unwrapped.classifier is not None else None
+            )
+            return self._loss_from_embeddings(inputs, embeddings["a"], embeddings["b"], embeddings.get("n"), logits)
+
+        with self.compute_loss_context_manager():
+            loss = gradient_cache_step(
+                unwrapped.embed,
+                sides,
+                loss_of,
+                mini_batch_size=mini_batch,
+                loss_scale=1.0 / self.current_gradient_accumulation_steps,
+            )
+        if self.accelerator.sync_gradients:
+            all_reduce_gradients(unwrapped.parameters())
+        return loss / self.current_gradient_accumulation_steps
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """Add the loss's own statistics (e.g. how many negatives were hard), averaged since the last log,
+        and with `nan_policy="skip"` the number of batches skipped since training (re)started."""
+        if self.loss_statistics and "loss" in logs:
+            logs.update({f"loss_{name}": mean for name, mean in self.loss_statistics.pop_means().items()})
+        self.nonfinite_loss.add_to_logs(logs)
+        super().log(logs, start_time)
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
+        """The Trainer's, or for a LoRA run its adapters and head: its checkpoints hold merged weights (`lora_checkpoints`)."""
+        if not load_lora_checkpoint(model if model is not None else self.model, resume_from_checkpoint):
+            super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+    def _load_best_model(self) -> None:
+        """The Trainer's, or for a LoRA run the best checkpoint's adapters and head (`lora_checkpoints`)."""
+        if not load_lora_checkpoint(self.model, self.state.best_model_checkpoint):
+            super()._load_best_model()
+
+    # ------------------------------------------------------------------------------------------
+    # Evaluation
+    # ------------------------------------------------------------------------------------------
+    def prediction_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        prediction_loss_only: bool,
+        ignore_keys: list[str] | None = None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """Score the labelled pairs; the in-batch training loss is undefined on non-duplicates."""
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+        scores = pair_scores(outputs.similarity, outputs.logits)
+        if self.evaluation_dims:  # one column per size: the full one first, then the cut ones
+            scores = torch.stack([scores, *truncated_scores(outputs, self.evaluation_dims)], dim=1)
+        return None, scores.detach().float(), inputs.get("labels")
+
+    # ------------------------------------------------------------------------------------------
+    # Sharing
+    # ------------------------------------------------------------------------------------------
+    def create_model_card(
+        self,
+        language: str | None = None,
+        license: str | None = None,
+        tags: str | list[str] | None = None,
+        model_name: str | None = None,
+        finetuned_from: str | None = None,
+        tasks: str | list[str] | None = None,
+        dataset_tags: str | list[str] | None = None,
+        dataset: str | list[str] | None = None,
+        dataset_args: str | list[str] | None = None,
+        arguments: dict[str, Any] | None = None,
+        metrics: dict[str, float] | None = None,
+        sentence_transformers_path: str | None = None,
+    ) -> None:
+        """
+        Write the Siamese model card (`hfsiamese.bi_encoder.model_card`) to `<output_dir>/README.md`. `push_to_hub` calls
+        this before uploading the folder, so the Hub gets this card instead of the Trainer's generic one.
+
+        The Trainer's arguments keep their meaning: `finetuned_from` is the base model's Hub id, `dataset_tags`
+        the training data's Hub id (`dataset_args` its configuration) and `dataset` a readable name; `tasks` is
+        ignored (the card's task is always duplicate detection). `arguments` are the run's other arguments (e.g.
+        the recipe's model and data arguments), `metrics` its final metrics (default: the latest logged ones).
+        """
+        if not self.is_world_process_zero():
+            return
+        args = self.args
+        model = self.accelerator.unwrap_model(self.model)
+        repo_id = getattr(self, "hub_model_id", None) or args.hub_model_id or args.output_dir
+        if sentence_transformers_path and Path(sentence_transformers_path).resolve() == Path(args.output_dir).resolve():
+            sentence_transformers_path = repo_id  # exported into this very folder: it loads from the same place
+        card = build_model_card(
+            model,
+            model_name=model_name or Path(args.output_dir).name,
+            metrics=metrics if metrics is not None else metrics_from_log_history(self.state.log_history),
+            training_args=args,
+            arguments=arguments,
+            loss=self.loss_fn,
+            tokenizer=self.processing_class,
+            repo_id=repo_id,
+            dataset_name=", ".join(dataset) if isinstance(dataset, list) else dataset,
+            dataset_id=_first(dataset_tags),
+            dataset_config=_first(dataset_args),
+            train_rows=len(self.train_dataset) if isinstance(self.train_dataset, datasets.Dataset) else None,
+            eval_pairs=len(self.eval_dataset) if isinstance(self.eval_dataset, datasets.Dataset) else None,
+            global_step=self.state.global_step or None,
+            base_model=finetuned_from,
+            language=language,
+            license=license,
+            tags=[tags] if isinstance(tags, str) else tags,
+            sentence_transformers_path=sentence_transformers_path,
+        )
+        os.makedirs(args.output_dir, exist_ok=True)
+        card.save(os.path.join(args.output_dir, "README.md"))
+
+
+__all__ = ["NonFiniteLossError", "SiameseTrainer"]
+
+
+def _first(value: str | list[str] | None) -> str | None:
+    return value[0] if isinstance(value, list) and value else value or None
+
+
+def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:
+    """The Trainer's sampler built on the `datasets.Dataset` behind an Arrow batch view."""
+    return sampler_fn(view.dataset)

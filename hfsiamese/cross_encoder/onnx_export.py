@@ -1,0 +1,173 @@
+"""
+Export a cross-encoder to an ONNX model folder (optionally int8), which `CrossEncoder.from_pretrained` serves with
+onnxruntime (`hfsiamese.cross_encoder.onnx_model`).
+
+The graph is the one-logit classifier: the pair's token fields (`input_ids`, `attention_mask` and, where the
+tokenizer makes them, `token_type_ids`; dynamic batch and length) in, `logits` out. torch.onnx's `torch.export`
+based exporter captures it; the graph is checked against PyTorch on batches of other shapes than the traced one
+and refused when it differs. The folder keeps the model's config.json (threshold, calibration, pair order) with an
+`onnx` entry naming the graph, and the tokenizer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from hfsiamese.bi_encoder.onnx_export import (
+    DEFAULT_OPSET,
+    FP32_TOLERANCE,
+    QUANTIZATIONS,
+    _copy_side_files,
+    quantize_int8,
+)
+from hfsiamese.bi_encoder.onnx_model import ONNX_FILE_NAME, require_onnxruntime
+from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
+from hfsiamese.utils.output_dirs import ensure_writable_folder
+
+# (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.
+PROBE_SHAPES = ((1, 5), (6, 40))
+
+
+class LogitsGraph(nn.Module):
+    """What the ONNX graph computes: the one logit of each pair from its token fields."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
+
+
+def _probe_pairs(cross_encoder: Any, batch: int, length: int, seed: int) -> dict[str, torch.Tensor]:
+    """A right-padded batch of random pair inputs: token ids, a mask with rows of several lengths, segment ids."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = cross_encoder.model.config.vocab_size
+    ids = torch.randint(5, rows, (batch, length), generator=generator)
+    lengths = torch.randint(2, length + 1, (batch,), generator=generator)
+    lengths[0] = length
+    mask = (torch.arange(length).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    types = ((torch.arange(length).unsqueeze(0) >= (lengths // 2).unsqueeze(1)) & mask.bool()).long()
+    return {"input_ids": ids * mask, "attention_mask": mask, "token_type_ids": types}
+
+
+def _input_names(cross_encoder: Any) -> tuple[str, ...]:
+    made = cross_encoder.tokenizer("a", "b")
+    return tuple(name for name in ("input_ids", "attention_mask", "token_type_ids") if name in made)
+
+
+def export_cross_encoder_graph(cross_encoder: Any, path: str | Path, *, opset: int = DEFAULT_OPSET) -> tuple[str, ...]:
+    """Write the cross-encoder's one-logit classifier as an fp32 ONNX graph to `path`; returns its input names."""
+    names = _input_names(cross_encoder)
+    graph = LogitsGraph(cross_encoder.model).eval()
+    example = _probe_pairs(cross_encoder, 3, 9, seed=0)
+    batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            graph,
+            tuple(example[name] for name in names),
+            str(path),
+            dynamo=True,
+            input_names=list(names),
+            output_names=[LOGITS_NAME],
+            opset_version=opset,
+            # One file up to protobuf's 2 GB limit (the folder holds model.onnx alone); beyond it, weights beside it.
+            external_data=sum(p.numel() * p.element_size() for p in cross_encoder.model.parameters()) > 1.9 * 2**30,
+            dynamic_shapes={name: {0: batch, 1: length} for name in names},
+            verbose=False,
+        )
+    return names
+
+
+def compare_logits(cross_encoder: Any, session: Any, names: tuple[str, ...]) -> float:
+    """Max abs difference of the graph's logits to PyTorch's on the probe batches."""
+    worst = 0.0
+    for seed, (batch, length) in enumerate(PROBE_SHAPES, start=1):
+        inputs = _probe_pairs(
+            cross_encoder, batch, min(length, cross_encoder.model.config.max_position_embeddings), seed
+        )
+        with torch.inference_mode():
+            expected = cross_encoder.model(**{name: inputs[name] for name in names}).logits.float().numpy()
+        (got,) = session.run([LOGITS_NAME], {name: inputs[name].numpy() for name in names})
+        worst = max(worst, float(np.abs(got - expected).max()))
+    return worst
+
+
+def export_cross_encoder_onnx(
+    cross_encoder: Any,
+    output_dir: str | Path,
+    *,
+    quantize: str | None = None,
+    opset: int = DEFAULT_OPSET,
+    source_dir: str | Path | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """
+    Write an ONNX folder of `cross_encoder` to `output_dir`: `model.onnx`, config.json (the model's, with an `onnx`
+    entry) and the tokenizer, and the other files of `source_dir` (e.g. all_results.json). Returns the `onnx` entry.
+    Raises when the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`.
+    """
+    if quantize not in (None, *QUANTIZATIONS):
+        raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
+    if getattr(cross_encoder.config, "onnx", None):
+        raise ValueError("this cross-encoder is already an ONNX export: export the PyTorch model it came from")
+    onnxruntime = require_onnxruntime()
+    output_dir = Path(output_dir)
+    ensure_writable_folder(
+        output_dir,
+        overwrite=overwrite,
+        label="output_dir",
+        remedy="pass --overwrite_output_dir, or choose another folder",
+    )
+    cross_encoder.model.eval()
+    with tempfile.TemporaryDirectory() as scratch:
+        fp32_path = Path(scratch) / ONNX_FILE_NAME
+        names = export_cross_encoder_graph(cross_encoder, fp32_path, opset=opset)
+        difference = compare_logits(
+            cross_encoder, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"]), names
+        )
+        if difference > FP32_TOLERANCE:
+            raise ValueError(
+                f"the ONNX export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, tolerance "
+                f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
+            )
+        graph_path = fp32_path
+        if quantize == "int8":
+            graph_path = Path(scratch) / "model.int8.onnx"
+            quantize_int8(fp32_path, graph_path)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(graph_path, output_dir / ONNX_FILE_NAME)
+        if Path(f"{graph_path}.data").is_file():  # weights stored beside the graph (models over 2 GB)
+            shutil.copyfile(f"{graph_path}.data", output_dir / f"{ONNX_FILE_NAME}.data")
+    entry = {
+        "file": ONNX_FILE_NAME,
+        "quantization": quantize,
+        "opset": opset,
+        "exporter": "dynamo",
+        "fp32_max_abs_logit_diff": difference,
+    }
+    if source_dir is not None:
+        _copy_side_files(Path(source_dir), output_dir)
+    cross_encoder.tokenizer.save_pretrained(output_dir)
+    config = cross_encoder.config
+    config.onnx = entry
+    try:
+        config.save_pretrained(output_dir)  # after the tokenizer, which may write a config of its own
+    finally:
+        del config.onnx
+    return entry
+
+
+__all__ = ["LogitsGraph", "compare_logits", "export_cross_encoder_graph", "export_cross_encoder_onnx"]

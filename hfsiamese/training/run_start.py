@@ -1,0 +1,161 @@
+"""The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer.
+
+`hfsiamese train` and `hfsiamese distill` begin alike once their output folder is claimed; the order
+of the steps is part of the result (the model's initialisation draws from the generators seeded first,
+the LSTM vocabulary is trained on the split made next), so it is written once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+from transformers import PreTrainedTokenizerBase, set_seed
+from transformers.trainer_utils import enable_full_determinism
+
+from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
+from hfsiamese.cli.config_and_flags import config_file_of, value_given
+from hfsiamese.cross_encoder.model import CrossEncoder
+from hfsiamese.cross_encoder.model_building import build_cross_encoder
+from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
+from hfsiamese.data import tokenize_pairs
+from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fingerprint
+from hfsiamese.losses import LOSS_OPTIONS, SiameseLoss
+from hfsiamese.models.siamese import SiameseModel
+from hfsiamese.training.arguments import DataArguments, ModelArguments
+from hfsiamese.training.preparation import load_splits
+from hfsiamese.training.zero3_construction import built_whole_under_zero3
+from hfsiamese.utils import openmp_defaults
+from hfsiamese.utils.cpu_threads import apply_cpu_threads
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StartedRun:
+    """What a training run starts from: its data split, its loss, the model and tokenizer to train, and the
+    fingerprint of the questions it trains on (saved beside every checkpoint: `SiameseTrainer(training_questions=)`)."""
+
+    splits: datasets.DatasetDict
+    loss: SiameseLoss
+    model: SiameseModel
+    tokenizer: PreTrainedTokenizerBase
+    model_args: ModelArguments
+    data_args: DataArguments
+    training_questions: np.ndarray
+
+    def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
+        """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`, the model's default prompt)."""
+        return tokenize_pairs(
+            pairs,
+            self.tokenizer,
+            max_length=self.model_args.max_length,
+            num_proc=self.data_args.preprocessing_num_workers,
+            prompt=self.model.config.prompt_text(),
+        )
+
+
+def start_run(
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: Any,
+    *,
+    default_train_file: str | Path | None,
+    resume_from: str | None = None,
+) -> StartedRun:
+    """
+    Seed as the Trainer seeds itself (the model's initialisation draws from these generators), take all
+    the cores a process owns (also under `accelerate launch`), load and split the pairs (main process
+    first), build the loss, then the model and tokenizer; a run resumed from `resume_from` must rebuild
+    that checkpoint's vocabulary, and a tokenizer of another model fails here, naming its file.
+    """
+    splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
+    loss = training_args.build_loss()
+    with built_whole_under_zero3(training_args):  # DeepSpeed ZeRO-3 shards it when the Trainer starts
+        model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
+    if resume_from is not None:
+        check_same_vocabulary(tokenizer, resume_from)
+    model.check_tokenizer(tokenizer)
+    training_questions = pair_question_hashes(splits["train"])
+    if model_args.model_name_or_path and Path(model_args.model_name_or_path).is_dir():
+        # Continuing from a checkpoint: its own training questions trained this model too.
+        earlier = read_fingerprint(model_args.model_name_or_path)
+        if earlier is not None:
+            training_questions = np.union1d(training_questions, earlier)
+    return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions)
+
+
+def _seeded_process_and_splits(
+    data_args: DataArguments, training_args: Any, default_train_file: str | Path | None
+) -> datasets.DatasetDict:
+    """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process first)."""
+    enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
+    # CPU float results depend on the thread count (it splits reductions): compare runs with equal counts.
+    threads = apply_cpu_threads(training_args.num_threads)
+    if training_args.process_index == 0:
+        logger.info("seed %d, %d CPU threads per process (%s)", training_args.seed, threads.num_threads, threads.reason)
+        logger.info("%s", openmp_defaults.describe())
+        logger.info(
+            "precision: %s", getattr(training_args, "precision_reason", "bf16" if training_args.bf16 else "fp32")
+        )
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        return load_splits(data_args, default_train_file=default_train_file)
+
+
+@dataclass
+class StartedCrossEncoderRun:
+    """What a cross-encoder run starts from: its data split, the cross-encoder, and the training questions' fingerprint."""
+
+    splits: datasets.DatasetDict
+    cross_encoder: CrossEncoder
+    model_args: ModelArguments
+    data_args: DataArguments
+    training_questions: np.ndarray
+
+    def tokenize(self, pairs: datasets.Dataset, *, training: bool = False) -> datasets.Dataset:
+        """
+        `pairs` as this cross-encoder trains (`training`: both orders as rows when it scores both) or evaluates
+        (the other order as `*_swapped` columns when it scores both).
+        """
+        both = self.cross_encoder.pair_order == "both"
+        return tokenize_cross_pairs(
+            pairs,
+            self.cross_encoder.tokenizer,
+            max_length=self.cross_encoder.default_max_length(),
+            both_orders=training and both,
+            swapped_columns=not training and both,
+            num_proc=self.data_args.preprocessing_num_workers,
+        )
+
+
+def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | None) -> None:
+    """A cross-encoder trains with binary cross-entropy: `--loss` or a loss option, on the command line or in the
+    config, is refused by name rather than silently ignored."""
+    config_file = config_file_of(argv, default_config)
+    given = [name for name in ("loss", *sorted(LOSS_OPTIONS)) if value_given(name, argv, config_file)]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: bi-encoder loss settings; a cross-encoder (architecture cross_encoder) trains with "
+            "binary cross-entropy on the pair labels"
+        )
+
+
+def start_cross_encoder_run(
+    model_args: ModelArguments, data_args: DataArguments, training_args: Any, *, default_train_file: str | Path | None
+) -> StartedCrossEncoderRun:
+    """
+    As `start_run`, for a cross-encoder: seed, threads, splits, then the model: a saved cross-encoder to continue
+    training, or a new one-logit head on `model_args.model_name_or_path` (default: all-MiniLM-L6-v2).
+    """
+    splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
+    cross_encoder = build_cross_encoder(model_args)
+    training_questions = pair_question_hashes(splits["train"])
+    return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions)
+
+
+__all__ = ["StartedCrossEncoderRun", "StartedRun", "refuse_bi_encoder_losses", "start_cross_encoder_run", "start_run"]
