@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from hfsiamese import cpu_policy
-from hfsiamese.utils import openmp_defaults
 from hfsiamese.models.siamese import core_sharing, encode_precision, inference
+from hfsiamese.utils import openmp_defaults
 from tests.conftest import REPO_ROOT, TEXTS
 
 
