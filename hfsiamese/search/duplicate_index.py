@@ -290,7 +290,7 @@ class DuplicateIndex:
         if shards_dir is None:
             index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
             return index._with_ann()
-        from hfsiamese.search.embedding_shards import EmbeddingShards, encode_to_shards
+        from hfsiamese.search.shards import EmbeddingShards, encode_to_shards
 
         encode_to_shards(
             texts,

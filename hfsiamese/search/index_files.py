@@ -29,6 +29,7 @@ from safetensors.torch import load_file
 
 from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.utils.json_files import read_json_record
 from hfsiamese.utils.output_dirs import ensure_writable_folder, give_umask_mode
 
 INDEX_CONFIG_NAME = "index_config.json"
@@ -114,13 +115,13 @@ def read_index_folder(
 def _read_index_config(file: Path) -> dict[str, Any]:
     if not file.is_file():
         raise FileNotFoundError(f"{file} is missing: {file.parent} is not a saved DuplicateIndex (or it is incomplete)")
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{file} is corrupted (not valid JSON: {err}); rebuild the index") from err
-    if not isinstance(config, dict) or any(key not in config for key in _REQUIRED_CONFIG_KEYS):
-        missing = [key for key in _REQUIRED_CONFIG_KEYS if not isinstance(config, dict) or key not in config]
-        raise ValueError(f"{file} is not a DuplicateIndex config: missing {missing}")
+    config = read_json_record(
+        file,
+        _REQUIRED_CONFIG_KEYS,
+        kind="a DuplicateIndex config",
+        remedy="rebuild the index",
+        remedy_if_incomplete=False,
+    )
     if config["format_version"] not in READABLE_VERSIONS:
         raise ValueError(
             f"{file} has format version {config['format_version']}; this hfsiamese reads versions {READABLE_VERSIONS}"

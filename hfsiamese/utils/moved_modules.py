@@ -73,6 +73,7 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.deprecation": "hfsiamese.utils.deprecation",
     "hfsiamese.extras": "hfsiamese.utils.extras",
     "hfsiamese.measurement_memory": "hfsiamese.utils.measurement_memory",
+    "hfsiamese.search.embedding_shards": "hfsiamese.search.shards",
 }
 """Old module → the module that holds its code now."""
 

@@ -16,20 +16,20 @@ from pathlib import Path
 
 from accelerate import PartialState
 
-from hfsiamese.search import embedding_shards
+from hfsiamese.search.shards import local_encoding
 
 
 def main(texts_file: str, shards_dir: str, model_dir: str, log_dir: str, shard_size: str) -> None:
     texts = json.loads(Path(texts_file).read_text(encoding="utf-8"))
     written = []
-    write_shard = embedding_shards.write_shard
+    write_shard = local_encoding.write_shard
 
     def recording_write_shard(directory, index, start, embeddings):
         written.append(index)
         return write_shard(directory, index, start, embeddings)
 
-    embedding_shards.write_shard = recording_write_shard
-    shards = embedding_shards.encode_to_shards(texts, shards_dir, model_dir, shard_size=int(shard_size), batch_size=8)
+    local_encoding.write_shard = recording_write_shard
+    shards = local_encoding.encode_to_shards(texts, shards_dir, model_dir, shard_size=int(shard_size), batch_size=8)
     state = PartialState()  # the state encode_to_shards set up (created first without cpu=True, it would be 1 process)
     record = {
         "process_index": state.process_index,

@@ -20,8 +20,13 @@ import pytest
 import torch
 
 from hfsiamese import SiameseModel
-from hfsiamese.search import embedding_shards
-from hfsiamese.search.embedding_shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
+from hfsiamese.search.shards import (
+    EmbeddingShards,
+    encode_to_shards,
+    encode_to_shards_ray,
+    ray_encoding,
+    shard_files as shard_file_module,
+)
 from tests.conftest import TEXTS
 from tests.helpers import accelerate_launch, run_offline
 
@@ -162,7 +167,7 @@ def test_a_failed_shard_write_leaves_no_file(tmp_path, tiny_lstm, word_tokenizer
             raise OSError("No space left on device")
         return write_table(table, where, **kwargs)
 
-    monkeypatch.setattr(embedding_shards.pq, "write_table", failing_write)
+    monkeypatch.setattr(shard_file_module.pq, "write_table", failing_write)
     with pytest.raises(OSError, match="No space left"):
         encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
     assert shard_files(folder) == ["shard-00000.parquet"] and other_files(folder) == []
@@ -171,9 +176,9 @@ def test_a_failed_shard_write_leaves_no_file(tmp_path, tiny_lstm, word_tokenizer
 # A process killed (SIGKILL: no exception handler runs) while it writes its second shard.
 KILLED_WHILE_WRITING = r"""
 import json, os, signal, sys
-from hfsiamese.search import embedding_shards
+from hfsiamese.search.shards import encode_to_shards, shard_files
 
-write_table = embedding_shards.pq.write_table
+write_table = shard_files.pq.write_table
 
 def write_then_die(table, where, **kwargs):
     if table.column("row")[0].as_py() > 0:
@@ -182,10 +187,10 @@ def write_then_die(table, where, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
     return write_table(table, where, **kwargs)
 
-embedding_shards.pq.write_table = write_then_die
+shard_files.pq.write_table = write_then_die
 texts_file, folder, model_dir, shard_size = sys.argv[1:]
 texts = json.loads(open(texts_file, encoding="utf-8").read())
-embedding_shards.encode_to_shards(texts, folder, model_dir, shard_size=int(shard_size))
+encode_to_shards(texts, folder, model_dir, shard_size=int(shard_size))
 """
 
 
@@ -340,8 +345,8 @@ def test_a_local_ray_reports_no_usage_unless_the_user_chose(tmp_path, monkeypatc
         monkeypatch.delenv("RAY_USAGE_STATS_ENABLED", raising=False)
     else:
         monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", users_choice)
-    monkeypatch.setattr(embedding_shards, "import_ray", FakeRay)
-    monkeypatch.setattr(embedding_shards, "_run_ray_actors", lambda *args: "the actors ran")
+    monkeypatch.setattr(ray_encoding, "import_ray", FakeRay)
+    monkeypatch.setattr(ray_encoding, "_run_ray_actors", lambda *args: "the actors ran")
     assert encode_to_shards_ray(["a question"], tmp_path / "shards", "any/model") == "the actors ran"
     assert seen == {"init": users_choice or "0", "shutdown": True}
     assert os.environ.get("RAY_USAGE_STATS_ENABLED") == users_choice
