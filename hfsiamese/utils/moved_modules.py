@@ -3,7 +3,7 @@
 `import hfsiamese.trainer.siamese_trainer` (or `from hfsiamese.trainer import SiameseTrainer`, as the README of
 0.1 showed) still works, with a `FutureWarning` naming the new path: a finder on `sys.meta_path` answers for
 the old names only, so nothing else is slowed or changed. An old module name gives the new module itself
-(so a pickled `training_args.bin` and `mock.patch` targets resolve to the same objects); an old package gives
+(so objects pickled under the old name and `mock.patch` targets resolve to the same objects); an old package gives
 a face that hands on the names it used to export. Written here because the standard library offers no alias
 for a moved module, and the names must resolve before anything else is imported.
 """
