@@ -73,6 +73,8 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.deprecation": "hfsiamese.utils.deprecation",
     "hfsiamese.extras": "hfsiamese.utils.extras",
     "hfsiamese.measurement_memory": "hfsiamese.utils.measurement_memory",
+    "hfsiamese.search.lancedb_store": "hfsiamese.search.stores.lancedb_store",
+    "hfsiamese.search.qdrant_store": "hfsiamese.search.stores.qdrant_store",
 }
 """Old module → the module that holds its code now."""
 
