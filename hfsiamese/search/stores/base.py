@@ -123,9 +123,14 @@ class DatabaseStore(ABC):
 
     @abstractmethod
     def _write(
-        self, ids: list[int | str], texts: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]], batch: int
+        self,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
     ) -> None:
-        """Write checked, new rows (vectors normalised), `batch` rows a request."""
+        """Write checked, new rows (vectors normalised), `batch_size` rows a request."""
 
     @staticmethod
     @abstractmethod

@@ -302,10 +302,15 @@ class LanceDBStore(DatabaseStore):
         return self._table.count_rows()
 
     def _write(
-        self, ids: list[int | str], texts: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]], batch: int
+        self,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
     ) -> None:
         """
-        All the rows in one commit (converted to Arrow `batch` at a time), so when `add` returns they are all in
+        All the rows in one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
         the table, and a crash in the middle leaves none of them. A metadata field new to the table is added as a
         column first (its own commit).
         """
@@ -320,8 +325,8 @@ class LanceDBStore(DatabaseStore):
         fields = metadata_fields(schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            for start in range(0, len(ids), batch):
-                stop = start + batch
+            for start in range(0, len(ids), batch_size):
+                stop = start + batch_size
                 yield record_batch(
                     schema, fields, ids[start:stop], keys[start:stop], texts[start:stop], vectors[start:stop],
                     metadata[start:stop],

@@ -260,17 +260,22 @@ class QdrantStore(DatabaseStore):
         return self._client.count(self.collection, exact=True).count
 
     def _write(
-        self, ids: list[int | str], texts: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]], batch: int
+        self,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
     ) -> None:
         """
-        Upserted `batch` rows at a time with wait=True, so when `add` returns every row is acknowledged (in local
+        Upserted `batch_size` rows at a time with wait=True, so when `add` returns every row is acknowledged (in local
         mode: committed to the folder's sqlite).
         """
         point_ids = [point_id(i) for i in ids]
         check_not_present(ids, self._contains_points(point_ids))
         models = self._models
-        for start in range(0, len(ids), batch):
-            stop = start + batch
+        for start in range(0, len(ids), batch_size):
+            stop = start + batch_size
             batch = models.Batch(
                 ids=point_ids[start:stop],
                 vectors=vectors[start:stop].tolist(),
