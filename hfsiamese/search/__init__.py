@@ -6,11 +6,13 @@ from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.exact import topk_cosine
 from hfsiamese.search.reranking import rerank_matches, rerank_pairs
 from hfsiamese.search.shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
+from hfsiamese.search.stores.base import VectorStore
 
 __all__ = [
     "AnnSpec",
     "DuplicateIndex",
     "EmbeddingShards",
+    "VectorStore",
     "encode_to_shards",
     "encode_to_shards_ray",
     "rerank_matches",

@@ -151,6 +151,24 @@ class AnnSpec:
         return cls(**known)
 
 
+def ann_spec_of(
+    ann: AnnSpec | None, quantization: str, structure: str, rescore_multiplier: int, factory: str | None
+) -> AnnSpec:
+    """One `AnnSpec` from the constructor's FAISS options (given either as `ann=` or as the loose options)."""
+    loose = AnnSpec(
+        quantization=quantization, structure=structure, rescore_multiplier=rescore_multiplier, factory=factory
+    )
+    if ann is None:
+        return loose
+    if not loose.is_default:
+        raise ValueError(
+            "give the FAISS settings either as ann=AnnSpec(...) or as quantization=/structure=/..., not both"
+        )
+    if not isinstance(ann, AnnSpec):
+        raise TypeError(f"ann must be a hfsiamese.search.ann_index.AnnSpec, got {type(ann).__name__}")
+    return ann
+
+
 def default_nlist(num_texts: int) -> int:
     """`4 * sqrt(N)` cells rounded to a power of two (FAISS's rule of thumb), with at least 39 training vectors
     each in the training sample (at most `MAX_TRAINING_VECTORS`: 4,096 cells from 1M texts on)."""
@@ -308,6 +326,7 @@ def training_sample(num_rows: int, spec: AnnSpec, seed: int = 0) -> np.ndarray |
 
 
 __all__ = [
+    "ann_spec_of",
     "EXACT_UP_TO",
     "QUANTIZATIONS",
     "STRUCTURES",

@@ -7,18 +7,23 @@ The search backends of a `DuplicateIndex`, by name:
   (int8, product codes, binary) and/or approximate (HNSW, IVF), chosen by corpus size and tuned to a
   recall target measured on the corpus unless told (`recall_tuning`); rows are added to it without a
   rebuild (the `faiss` extra);
-* `"lancedb"`: the texts, embeddings and metadata live in a LanceDB table (`lancedb_store`): embedded
+* `"lancedb"`: the texts, embeddings and metadata live in a LanceDB table (`stores.lancedb_store`): embedded
   in a folder (exact search, fast appends, every insert a durable commit), or shared storage / LanceDB
   Cloud by URI; inserts, deletes and metadata filters without a rebuild (the `lancedb` extra);
-* `"qdrant"`: the same in a Qdrant collection (`qdrant_store`): a Qdrant server or cluster by URL, or
+* `"qdrant"`: the same in a Qdrant collection (`stores.qdrant_store`): a Qdrant server or cluster by URL, or
   Qdrant's embedded mode in a folder, which is for small collections (its inserts are slow beyond
-  ~100k texts: see `qdrant_store`) (the `qdrant` extra).
+  ~100k texts: see `stores.qdrant_store`) (the `qdrant` extra).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Literal
+
+from hfsiamese.search.ann_index import AnnSpec
+from hfsiamese.search.stores.base import VectorStore
+from hfsiamese.search.stores.faiss_store import FaissStore
+from hfsiamese.search.stores.in_memory import InMemoryStore
 
 BACKENDS = ("exact", "faiss", "lancedb", "qdrant")
 Backend = Literal["exact", "faiss", "lancedb", "qdrant"]
@@ -36,25 +41,39 @@ def check_backend(backend: str) -> str:
 
         import_faiss()
     if backend == "qdrant":
-        from hfsiamese.search.qdrant_store import import_qdrant
+        from hfsiamese.search.stores.qdrant_store import import_qdrant
 
         import_qdrant()
     if backend == "lancedb":
-        from hfsiamese.search.lancedb_store import import_lancedb
+        from hfsiamese.search.stores.lancedb_store import import_lancedb
 
         import_lancedb()
     return backend
 
 
-def open_database(
-    backend: str, location: str | os.PathLike, *, collection: str, embedding_dim: int | None, api_key: str | None
-) -> Any:
-    """The store of a database backend (both have the same methods: add, delete, contains, search, iter_rows...)."""
+def open_store(
+    backend: str,
+    embedding_dim: int | None,
+    *,
+    spec: AnnSpec,
+    recall_target: float | None,
+    database: str | os.PathLike | None,
+    collection: str,
+    api_key: str | None,
+    query_chunk_size: int,
+    corpus_chunk_size: int,
+) -> VectorStore:
+    """The store of a `DuplicateIndex` of this backend (a database one opened, its collection created if missing)."""
+    chunks = {"query_chunk_size": query_chunk_size, "corpus_chunk_size": corpus_chunk_size}
+    if backend == "exact":
+        return InMemoryStore(embedding_dim, **chunks)
+    if backend == "faiss":
+        return FaissStore(embedding_dim, spec, recall_target, **chunks)
     if backend == "qdrant":
-        from hfsiamese.search.qdrant_store import QdrantStore as Store
+        from hfsiamese.search.stores.qdrant_store import QdrantStore as Store
     else:
-        from hfsiamese.search.lancedb_store import LanceDBStore as Store
-    return Store.open(location, collection=collection, embedding_dim=embedding_dim, api_key=api_key)
+        from hfsiamese.search.stores.lancedb_store import LanceDBStore as Store
+    return Store.open(database, collection=collection, embedding_dim=embedding_dim, api_key=api_key)
 
 
-__all__ = ["BACKENDS", "DATABASE_BACKENDS", "IN_PROCESS_BACKENDS", "Backend", "check_backend", "open_database"]
+__all__ = ["BACKENDS", "DATABASE_BACKENDS", "IN_PROCESS_BACKENDS", "Backend", "check_backend", "open_store"]

@@ -74,6 +74,8 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.extras": "hfsiamese.utils.extras",
     "hfsiamese.measurement_memory": "hfsiamese.utils.measurement_memory",
     "hfsiamese.search.embedding_shards": "hfsiamese.search.shards",
+    "hfsiamese.search.lancedb_store": "hfsiamese.search.stores.lancedb_store",
+    "hfsiamese.search.qdrant_store": "hfsiamese.search.stores.qdrant_store",
 }
 """Old module → the module that holds its code now."""
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese.search import lancedb_store
-from hfsiamese.search.lancedb_store import LanceDBStore, id_key, import_lancedb
+from hfsiamese.search.stores import lancedb_store
+from hfsiamese.search.stores.lancedb_store import LanceDBStore, id_key, import_lancedb
 from tests.conftest import REPO_ROOT
 from tests.pipe_lines import lines_until
 
@@ -306,11 +306,11 @@ WRITER = r"""
 import sys
 import time
 import numpy as np
-from hfsiamese.search import lancedb_store
-from hfsiamese.search.lancedb_store import LanceDBStore
+from hfsiamese.search.stores import lancedb_store
+from hfsiamese.search.stores.lancedb_store import LanceDBStore
 
 dim, cut_add = int(sys.argv[2]), int(sys.argv[3])
-make_batch = lancedb_store._record_batch
+make_batch = lancedb_store.record_batch
 made = 0
 
 def record_batch(*args):
@@ -321,7 +321,7 @@ def record_batch(*args):
     made += 1
     return make_batch(*args)
 
-lancedb_store._record_batch = record_batch
+lancedb_store.record_batch = record_batch
 store = LanceDBStore.open(sys.argv[1], embedding_dim=dim)
 rng = np.random.default_rng(0)
 done = 0

@@ -14,7 +14,7 @@ import pytest
 import qdrant_client  # noqa: F401  (the test extra has it, so a broken install is an error)
 import torch
 
-from hfsiamese.search.qdrant_store import QdrantStore, import_qdrant, point_id
+from hfsiamese.search.stores.qdrant_store import QdrantStore, import_qdrant, point_id
 from tests.conftest import REPO_ROOT
 from tests.pipe_lines import lines_until
 
@@ -212,7 +212,7 @@ WRITER = r"""
 import sys
 import time
 import numpy as np
-from hfsiamese.search.qdrant_store import QdrantStore
+from hfsiamese.search.stores.qdrant_store import QdrantStore
 
 dim, cut_add = int(sys.argv[2]), int(sys.argv[3])
 store = QdrantStore.open(sys.argv[1], embedding_dim=dim)

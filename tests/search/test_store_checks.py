@@ -128,9 +128,9 @@ def test_json_dict():
 
 def _open_store(engine: str, folder):
     if engine == "qdrant":
-        from hfsiamese.search.qdrant_store import QdrantStore as Store
+        from hfsiamese.search.stores.qdrant_store import QdrantStore as Store
     else:
-        from hfsiamese.search.lancedb_store import LanceDBStore as Store
+        from hfsiamese.search.stores.lancedb_store import LanceDBStore as Store
     return Store.open(folder / engine, embedding_dim=DIM)
 
 

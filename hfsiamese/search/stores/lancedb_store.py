@@ -100,7 +100,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -110,32 +109,41 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from hfsiamese.search import store_checks
 from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.matches import match
 from hfsiamese.search.store_checks import (
-    INT64_MAX,
-    INT64_MIN,
     check_batch_size,
     check_embedding_dim,
-    check_filter,
-    check_id,
     check_json_dict,
     check_not_present,
-    check_rows,
     check_vectors,
     id_list,
     normalise,
 )
+from hfsiamese.search.stores.base import DatabaseStore
+from hfsiamese.search.stores.lancedb_columns import (
+    BASE_COLUMNS,
+    ID_INT,
+    ID_STR,
+    INT64_NOTE,
+    KEY,
+    RESERVED_FIELDS,
+    TEXT,
+    VECTOR,
+    base_schema,
+    check_key,
+    id_key,
+    metadata_fields,
+    new_fields,
+    record_batch,
+    table_rows,
+)  # fmt: skip
+from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
 from hfsiamese.utils.extras import install_hint
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")  # the logger its lines have always come from
 
 DEFAULT_COLLECTION = "duplicate_index"
-# The table's own columns.
-KEY, ID_INT, ID_STR, TEXT, VECTOR = "id_key", "id_int", "id_str", "text", "vector"
-BASE_COLUMNS = (KEY, ID_INT, ID_STR, TEXT, VECTOR)
-# Names metadata cannot take: what `search` gives back beside the metadata, and the table's own columns.
-RESERVED_FIELDS = (*store_checks.RESERVED_FIELDS, KEY, ID_INT, ID_STR, VECTOR)
 # Key of the `vector` field's metadata under which `set_metadata` keeps its dict.
 METADATA_KEY = "hfsiamese"
 # Compact (`optimize`) after a write that leaves this many fragments smaller than Lance's target (1M rows).
@@ -146,13 +154,9 @@ COMPACT_AFTER_SMALL_FRAGMENTS = 64
 INDEX_KEYS_FROM = 100_000
 # What a compaction keeps of the older versions (another process may still be reading one).
 KEEP_OLD_VERSIONS = timedelta(hours=1)
-# Why an int id must fit in int64, for the message refusing one that does not.
-_INT64_NOTE = "LanceDB stores int64"
 # Queries per multi-vector request, and keys per `id_key IN (...)` filter.
 _QUERY_BATCH = 256
 _ID_BATCH = 10_000
-_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-_SCALAR_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string()}
 
 
 def import_lancedb() -> Any:
@@ -164,25 +168,20 @@ def import_lancedb() -> Any:
     return lancedb
 
 
-def id_key(user_id: int | str) -> str:
-    """
-    The `id_key` of a caller's id: "int:<id>" or "str:<id>", so that the int 5 and the str "5" are two
-    rows. Ints must fit in int64 (numpy / torch integers are taken as ints).
-    """
-    user_id = check_id(user_id, _INT64_NOTE)
-    return f"int:{user_id}" if isinstance(user_id, int) else f"str:{user_id}"
-
-
 def _is_uri(location: str) -> bool:
     return "://" in location
 
 
-class LanceDBStore:
+class LanceDBStore(DatabaseStore):
     """
     Texts, their embeddings and metadata in one LanceDB table (see the module docstring for the layout).
     Open one with `LanceDBStore.open`; `close` (or a `with` block) drops the handle. Several stores and
     processes may have the same table open at once.
     """
+
+    INT64_NOTE = INT64_NOTE
+    RESERVED = RESERVED_FIELDS
+    _check_key = staticmethod(check_key)
 
     def __init__(self, db: Any, table: Any, collection: str, embedding_dim: int, where: str, remote: bool) -> None:
         """Use `LanceDBStore.open`: it creates or checks the table this wraps."""
@@ -262,9 +261,9 @@ class LanceDBStore:
             if embedding_dim is None:
                 raise ValueError(f"creating collection {collection!r} at {where} needs embedding_dim") from None
             # exist_ok: another process may have created it in the meantime; it is checked below then.
-            table = db.create_table(collection, schema=_base_schema(embedding_dim), exist_ok=True)
+            table = db.create_table(collection, schema=base_schema(embedding_dim), exist_ok=True)
         schema = table.schema
-        for name, wanted in zip(BASE_COLUMNS, _base_schema(1)):
+        for name, wanted in zip(BASE_COLUMNS, base_schema(1)):
             field = schema.field(name) if name in schema.names else None
             same = field is not None and (
                 field.type.equals(wanted.type)
@@ -290,15 +289,6 @@ class LanceDBStore:
         self._handle = None
         self._db = None
 
-    def __enter__(self) -> LanceDBStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"LanceDBStore({self.where!r}, collection={self.collection!r}, embedding_dim={self.embedding_dim})"
-
     @property
     def _table(self) -> Any:
         if self._handle is None:
@@ -311,49 +301,33 @@ class LanceDBStore:
         """The exact number of texts in the table."""
         return self._table.count_rows()
 
-    def add(
+    def _write(
         self,
-        ids: Sequence[int | str],
-        texts: Sequence[str],
-        embeddings: np.ndarray | torch.Tensor,
-        metadata: Sequence[dict[str, Any]] | None = None,
-        *,
-        batch_size: int = 1000,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
     ) -> None:
         """
-        Add texts with their embeddings (normalised here) and optional per-text metadata. Ids already in the
-        table are refused before anything is written: replacing a text is `delete` then `add`. All the rows
-        are one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
-        the table, and a crash in the middle leaves none of them. A metadata field new to the table is added
-        as a column first (its own commit).
+        All the rows in one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
+        the table, and a crash in the middle leaves none of them. A metadata field new to the table is added as a
+        column first (its own commit).
         """
-        check_batch_size(batch_size)
-        ids, texts, vectors, metadata = check_rows(
-            ids,
-            texts,
-            embeddings,
-            metadata,
-            embedding_dim=self.embedding_dim,
-            int64_note=_INT64_NOTE,
-            reserved=RESERVED_FIELDS,
-            check_key=_check_key,
-        )
-        if not ids:
-            return
         keys = [id_key(i) for i in ids]
         table = self._table
         check_not_present(ids, self._contains_keys(keys))
         schema = table.schema
-        new_fields = _new_fields(metadata, schema)
-        if new_fields:
-            table.add_columns(new_fields)
+        added = new_fields(metadata, schema)
+        if added:
+            table.add_columns(added)
             schema = table.schema
-        fields = _metadata_fields(schema)
+        fields = metadata_fields(schema)
 
         def batches() -> Iterator[pa.RecordBatch]:
             for start in range(0, len(ids), batch_size):
                 stop = start + batch_size
-                yield _record_batch(
+                yield record_batch(
                     schema, fields, ids[start:stop], keys[start:stop], texts[start:stop], vectors[start:stop],
                     metadata[start:stop],
                 )  # fmt: skip
@@ -367,7 +341,7 @@ class LanceDBStore:
         if not keys:
             return 0
         table = self._table
-        removed = table.delete(_in_list(KEY, keys)).num_deleted_rows
+        removed = table.delete(in_list(KEY, keys)).num_deleted_rows
         self._maintain()
         return removed
 
@@ -379,7 +353,7 @@ class LanceDBStore:
         found: set[str] = set()
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), _ID_BATCH):
-            rows = self._table.search().where(_in_list(KEY, unique[start : start + _ID_BATCH])).select([KEY]).to_arrow()
+            rows = self._table.search().where(in_list(KEY, unique[start : start + _ID_BATCH])).select([KEY]).to_arrow()
             found.update(rows.column(KEY).to_pylist())
         return [key in found for key in keys]
 
@@ -397,11 +371,11 @@ class LanceDBStore:
         vectors = check_vectors(queries, self.embedding_dim, "queries")
         table = self._table
         schema = table.schema
-        where = _where(filter, schema)
-        if where is _MATCHES_NOTHING or len(vectors) == 0:
+        where = where_sql(filter, schema)
+        if where is MATCHES_NOTHING or len(vectors) == 0:
             return [[] for _ in range(len(vectors))]
         vectors = normalise(vectors)
-        fields = _metadata_fields(schema)
+        fields = metadata_fields(schema)
         columns = [ID_INT, ID_STR, TEXT, *fields, "_distance"]
         results: list[list[dict[str, Any]]] = []
         for start in range(0, len(vectors), _QUERY_BATCH):
@@ -423,11 +397,11 @@ class LanceDBStore:
             )
             distances = found.column("_distance").to_numpy()
             order = np.lexsort((distances, numbers))  # by query, then best first; stable for ties
-            rows = _rows(found.take(order), fields)
+            rows = table_rows(found.take(order), fields)
             scores = 1.0 - distances[order].astype(np.float64)
             chunk_results: list[list[dict[str, Any]]] = [[] for _ in range(len(chunk))]
             for number, (user_id, text, values), score in zip(numbers[order], rows, scores):
-                chunk_results[number].append({"id": user_id, "text": text, "score": float(score), **values})
+                chunk_results[number].append(match(user_id, text, float(score), values))
             results.extend(chunk_results)
         return results
 
@@ -441,7 +415,7 @@ class LanceDBStore:
         """
         check_batch_size(batch_size)
         table = self._table
-        fields = _metadata_fields(table.schema)
+        fields = metadata_fields(table.schema)
         columns = [ID_INT, ID_STR, TEXT, *fields] + ([VECTOR] if with_vectors else [])
         reader = table.search().select(columns).to_batches(batch_size)
         pending: list[pa.RecordBatch] = []
@@ -463,7 +437,7 @@ class LanceDBStore:
         self, rows: pa.Table, fields: list[str], with_vectors: bool
     ) -> tuple[list[int | str], list[str], np.ndarray | None, list[dict[str, Any]]]:
         ids, texts, metadata = [], [], []
-        for user_id, text, values in _rows(rows, fields):
+        for user_id, text, values in table_rows(rows, fields):
             ids.append(user_id)
             texts.append(text)
             metadata.append(values)
@@ -519,237 +493,6 @@ class LanceDBStore:
                 small,
                 err,
             )
-
-
-# --- schema and rows --------------------------------------------------------------------------------
-
-
-def _base_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field(KEY, pa.string(), nullable=False),
-            pa.field(ID_INT, pa.int64()),
-            pa.field(ID_STR, pa.string()),
-            pa.field(TEXT, pa.string(), nullable=False),
-            pa.field(VECTOR, pa.list_(pa.float32(), dim), nullable=False),
-        ]
-    )
-
-
-def _metadata_fields(schema: pa.Schema) -> list[str]:
-    return [name for name in schema.names if name not in BASE_COLUMNS]
-
-
-def _kind(value: Any) -> str:
-    """'bool', 'int', 'float' or 'str' of a checked metadata scalar."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    return "float" if isinstance(value, float) else "str"
-
-
-def _column_kind(data_type: pa.DataType) -> tuple[str | None, bool]:
-    """(the scalar kind, is it a list) of a metadata column; kind None for a type this store does not write."""
-    is_list = pa.types.is_list(data_type) or pa.types.is_large_list(data_type)
-    scalar = data_type.value_type if is_list else data_type
-    for kind, wanted in _SCALAR_TYPES.items():
-        if scalar.equals(wanted) or (kind == "str" and pa.types.is_large_string(scalar)):
-            return kind, is_list
-    return None, is_list
-
-
-def _fits(kind: str, column: str) -> bool:
-    return kind == column or (kind == "int" and column == "float")
-
-
-def _new_fields(metadata: list[dict[str, Any]], schema: pa.Schema) -> list[pa.Field]:
-    """
-    The columns to add for the fields this table does not have yet, after checking every value against its
-    column's type, or for a new field against its other values: TypeError (naming the row) for a mismatch.
-    """
-    existing = {name: _column_kind(schema.field(name).type) for name in _metadata_fields(schema)}
-    new: dict[str, tuple[set[str], bool, int]] = {}  # field -> (kinds of its values, lists?, first row)
-    for position, values in enumerate(metadata):
-        for key, value in values.items():
-            if value is None:
-                continue
-            is_list = isinstance(value, list)
-            kinds = {_kind(item) for item in value if item is not None} if is_list else {_kind(value)}
-            shape = "a list" if is_list else "a single value"
-            if key in existing:
-                column, column_is_list = existing[key]
-                if column is None:
-                    raise TypeError(
-                        f"field {key!r} of this collection has type {schema.field(key).type}, which LanceDBStore does "
-                        "not write: use another field name"
-                    )
-                held = f"lists of {column}" if column_is_list else f"{column} values"
-                if is_list != column_is_list or any(not _fits(kind, column) for kind in kinds):
-                    got = sorted(kinds) if is_list else _kind(value)
-                    raise TypeError(
-                        f"metadata[{position}][{key!r}] is {shape} ({got}) but field {key!r} holds {held} in this "
-                        "collection: a LanceDB column has one type; convert the value, or use another field name"
-                    )
-                continue
-            if key not in new:
-                new[key] = (kinds, is_list, position)
-                known = kinds
-            else:
-                known, first_is_list, first = new[key]
-                if is_list != first_is_list:
-                    raise TypeError(
-                        f"metadata[{position}][{key!r}] is {shape} but metadata[{first}][{key!r}] is not: a field "
-                        "holds either lists or single values"
-                    )
-                known = known | kinds
-                new[key] = (known, is_list, first)
-            if len(known) > 1 and known != {"int", "float"}:
-                raise TypeError(
-                    f"metadata field {key!r} mixes {' and '.join(sorted(known))} values (metadata[{position}]): a "
-                    "LanceDB column has one type; convert them, or use several fields"
-                )
-    fields = []
-    for key, (kinds, is_list, first) in new.items():
-        if not kinds:
-            raise ValueError(
-                f"metadata field {key!r} holds only empty lists (metadata[{first}] on), so the type of its items "
-                "cannot be told: leave it out (None) until a list has an item"
-            )
-        scalar = _SCALAR_TYPES["float" if "float" in kinds else next(iter(kinds))]
-        fields.append(pa.field(key, pa.list_(scalar) if is_list else scalar))
-    return fields
-
-
-def _record_batch(
-    schema: pa.Schema,
-    fields: list[str],
-    ids: list[int | str],
-    keys: list[str],
-    texts: list[str],
-    vectors: np.ndarray,
-    metadata: list[dict[str, Any]],
-) -> pa.RecordBatch:
-    dim = vectors.shape[1]
-    columns = [
-        pa.array(keys, pa.string()),
-        pa.array([i if isinstance(i, int) else None for i in ids], pa.int64()),
-        pa.array([i if isinstance(i, str) else None for i in ids], pa.string()),
-        pa.array(texts, pa.string()),
-        pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(vectors, np.float32).ravel()), dim),
-    ]
-    for name in fields:
-        data_type = schema.field(name).type
-        kind, is_list = _column_kind(data_type)
-        values = [row.get(name) for row in metadata]
-        if kind == "float":  # ints in a float column
-            values = [
-                ([None if x is None else float(x) for x in v] if is_list else float(v)) if v is not None else None
-                for v in values
-            ]
-        columns.append(pa.array(values, data_type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _rows(found: pa.Table, fields: list[str]) -> list[tuple[int | str, str, dict[str, Any]]]:
-    """(id, text, non-null metadata) of each row of a query result."""
-    ints = found.column(ID_INT).to_pylist()
-    strs = found.column(ID_STR).to_pylist()
-    texts = found.column(TEXT).to_pylist()
-    values = {name: found.column(name).to_pylist() for name in fields}
-    rows = []
-    for position, (as_int, as_str, text) in enumerate(zip(ints, strs, texts)):
-        meta = {name: column[position] for name, column in values.items() if column[position] is not None}
-        rows.append((as_int if as_int is not None else as_str, text, meta))
-    return rows
-
-
-def _check_key(key: str, position: int) -> None:
-    """LanceDB's rule on metadata keys: each becomes a column, named in SQL filters, so it must be an identifier."""
-    if not _IDENTIFIER.match(key):
-        raise ValueError(
-            f"metadata[{position}] has key {key!r}: LanceDB columns here are identifiers (letters, digits and "
-            "'_', starting with a letter): rename it"
-        )
-
-
-# --- filters -----------------------------------------------------------------------------------------
-
-# `_where`'s answer to a filter that no row can match (an any-of over [], a field no row has...).
-_MATCHES_NOTHING = object()
-
-
-def _sql_literal(value: str | int | bool) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"({INT64_MIN + 1} - 1)" if value == INT64_MIN else str(value)
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _in_list(column: str, values: list[Any]) -> str:
-    """`column` equal to any of `values` (checked str / int / bool literals), as SQL."""
-    literals = ", ".join(_sql_literal(v) for v in values)
-    return f"`{column}` = {literals}" if len(values) == 1 else f"`{column}` IN ({literals})"
-
-
-def _check_filter_field(field: str) -> None:
-    """LanceDB's rule on filter fields: an identifier (it is quoted into SQL), and a metadata field or "id"."""
-    if not _IDENTIFIER.match(field):
-        raise ValueError(
-            f"filter field {field!r} is not a field name (letters, digits and '_', starting with a letter)"
-        )
-    if field in (KEY, ID_INT, ID_STR, VECTOR):
-        raise ValueError(
-            f"filter field {field!r} is a column of the store itself, not metadata: filter on 'id' instead"
-        )
-
-
-def _where(filter: dict[str, Any] | None, schema: pa.Schema) -> Any:
-    """{field: value} / {field: [values]} (all fields at once) as a LanceDB `where` SQL string; None for no filter."""
-    checked = check_filter(
-        filter, matches="LanceDB filters here match str, int and bool values only", check_field=_check_filter_field
-    )
-    if not checked:
-        return None
-    conditions = []
-    nothing = False
-    for field, wanted in checked.items():
-        values = wanted if isinstance(wanted, list) else [wanted]
-        values = list(dict.fromkeys((type(v), v) for v in values))  # True and 1 stay apart
-        values = [v for _, v in values]
-        if field == "id":
-            keys = [
-                id_key(v)
-                for v in values
-                if not isinstance(v, bool) and (isinstance(v, str) or INT64_MIN <= v <= INT64_MAX)
-            ]
-            if keys:
-                conditions.append(_in_list(KEY, keys))
-            else:
-                nothing = True
-            continue
-        if field not in schema.names:
-            nothing = True
-            continue
-        kind, is_list = _column_kind(schema.field(field).type)
-        usable = [
-            v
-            for v in values
-            if kind is not None
-            and _fits(_kind(v), kind)
-            and (isinstance(v, (str, bool)) or INT64_MIN <= v <= INT64_MAX)
-        ]
-        if not usable:
-            nothing = True
-        elif is_list:
-            literals = ", ".join(_sql_literal(v) for v in usable)
-            conditions.append(f"array_has_any(`{field}`, make_array({literals}))")
-        else:
-            conditions.append(_in_list(field, usable))
-    if nothing:
-        return _MATCHES_NOTHING
-    return " AND ".join(f"({condition})" for condition in conditions)
 
 
 __all__ = ["DEFAULT_COLLECTION", "LanceDBStore", "id_key", "import_lancedb"]

@@ -63,22 +63,22 @@ import numpy as np
 import torch
 
 from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.matches import match
 from hfsiamese.search.store_checks import (
-    RESERVED_FIELDS,
     check_batch_size,
     check_embedding_dim,
     check_filter,
     check_id,
     check_json_dict,
     check_not_present,
-    check_rows,
     check_vectors,
     id_list,
     normalise,
 )
+from hfsiamese.search.stores.base import DatabaseStore
 from hfsiamese.utils.extras import install_hint
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("hfsiamese.search.stores.qdrant_store")  # the logger its lines have always come from
 
 DEFAULT_COLLECTION = "duplicate_index"
 # Fixed forever: the point id of a str (or negative int) id is derived from it.
@@ -88,8 +88,6 @@ METADATA_KEY = "hfsiamese"
 # Above this many points the client warns that local mode is not meant for it (QdrantLocal.LARGE_DATA_THRESHOLD).
 LOCAL_MODE_LARGE = 20_000
 _LARGE_WARNING = "Local mode is not recommended"
-# Why an int id must fit in int64, for the message refusing one that does not.
-_INT64_NOTE = "Qdrant payloads hold int64"
 # Queries per query_batch_points request, and ids per retrieve request.
 _QUERY_BATCH = 256
 _ID_BATCH = 1000
@@ -109,7 +107,7 @@ def point_id(user_id: int | str) -> int | str:
     The Qdrant point id of a caller's id: a non-negative int is its own, anything else a uuid5 of its kind
     and value (deterministic, and the kinds never collide: "int:5" and "str:5" differ).
     """
-    user_id = check_id(user_id, _INT64_NOTE)
+    user_id = check_id(user_id, QdrantStore.INT64_NOTE)
     if isinstance(user_id, int):
         if user_id >= 0:
             return user_id
@@ -121,12 +119,22 @@ def _is_url(location: str) -> bool:
     return location.startswith(("http://", "https://"))
 
 
-class QdrantStore:
+class QdrantStore(DatabaseStore):
     """
     Texts, their embeddings and metadata in one Qdrant collection (see the module docstring for the
     layout). Open one with `QdrantStore.open`; close it (or use it as a context manager) to release a
     local folder's lock.
     """
+
+    INT64_NOTE = "Qdrant payloads hold int64"
+
+    @staticmethod
+    def _check_key(key: str, position: int) -> None:
+        """Qdrant's rule on metadata keys: filters address nested values by path, so no '.' or '[]' in a key."""
+        if any(char in key for char in ".[]"):
+            raise ValueError(
+                f"metadata[{position}] has key {key!r}: Qdrant filters read '.' and '[]' as paths, rename it"
+            )
 
     def __init__(self, client: Any, collection: str, embedding_dim: int, where: str) -> None:
         """Use `QdrantStore.open`: it creates or checks the collection this wraps."""
@@ -245,49 +253,24 @@ class QdrantStore:
         """Release the connection (and a local folder's lock, so another store or process may open it)."""
         self._client.close()
 
-    def __enter__(self) -> QdrantStore:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"QdrantStore({self.where!r}, collection={self.collection!r}, embedding_dim={self.embedding_dim})"
-
     # --- rows ----------------------------------------------------------------------------------
 
     def __len__(self) -> int:
         """The exact number of texts in the collection."""
         return self._client.count(self.collection, exact=True).count
 
-    def add(
+    def _write(
         self,
-        ids: Sequence[int | str],
-        texts: Sequence[str],
-        embeddings: np.ndarray | torch.Tensor,
-        metadata: Sequence[dict[str, Any]] | None = None,
-        *,
-        batch_size: int = 1000,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
     ) -> None:
         """
-        Add texts with their embeddings (normalised here) and optional per-text metadata. Ids already in the
-        collection are refused before anything is written: replacing a text is `delete` then `add`. Rows are
-        upserted `batch_size` at a time with wait=True, so when `add` returns every row is acknowledged (in
-        local mode: committed to the folder's sqlite).
+        Upserted `batch_size` rows at a time with wait=True, so when `add` returns every row is acknowledged (in local
+        mode: committed to the folder's sqlite).
         """
-        check_batch_size(batch_size)
-        ids, texts, vectors, metadata = check_rows(
-            ids,
-            texts,
-            embeddings,
-            metadata,
-            embedding_dim=self.embedding_dim,
-            int64_note=_INT64_NOTE,
-            reserved=RESERVED_FIELDS,
-            check_key=_check_key,
-        )
-        if not ids:
-            return
         point_ids = [point_id(i) for i in ids]
         check_not_present(ids, self._contains_points(point_ids))
         models = self._models
@@ -407,12 +390,6 @@ def _canonical(pid: Any) -> int | str:
     return pid if isinstance(pid, int) else str(uuid.UUID(str(pid)))
 
 
-def _check_key(key: str, position: int) -> None:
-    """Qdrant's rule on metadata keys: filters address nested values by path, so no '.' or '[]' in a key."""
-    if any(char in key for char in ".[]"):
-        raise ValueError(f"metadata[{position}] has key {key!r}: Qdrant filters read '.' and '[]' as paths, rename it")
-
-
 # `_qdrant_filter`'s answer to an any-of over an empty list: no text can match.
 _MATCHES_NOTHING = object()
 
@@ -457,10 +434,10 @@ def _close_lock_file(err: BaseException) -> None:
 
 def _hit(point: Any) -> dict[str, Any]:
     values = dict(point.payload)
-    hit = {"id": values.pop("id"), "text": values.pop("text"), "score": float(point.score)}
+    user_id, text = values.pop("id"), values.pop("text")
     # Metadata named "score" is refused now; a point written before that keeps it, but the score wins here.
-    hit.update((key, value) for key, value in values.items() if key not in hit)
-    return hit
+    values.pop("score", None)
+    return match(user_id, text, float(point.score), values)
 
 
 class _quiet_large_collection(warnings.catch_warnings):

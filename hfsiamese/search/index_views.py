@@ -1,0 +1,121 @@
+"""The views a `DuplicateIndex` gives of its store (its rows, its size, its FAISS index and how well it was measured
+to search), kept apart from what the index does (embed, search, mine, save) so that each file says one thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+import torch
+
+from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
+from hfsiamese.search.recall_tuning import RecallReport
+from hfsiamese.search.stores.faiss_store import FaissStore
+from hfsiamese.search.stores.in_memory import InMemoryStore
+
+
+class IndexViews:
+    """The read side of `DuplicateIndex` over its `_store`, and its FAISS index's measurement and rebuild."""
+
+    _store: Any
+    _spec: AnnSpec
+    _recall_target: float | None
+    backend: str
+    embedding_dim: int | None
+    model_name_or_path: str | None
+    threshold: float | None
+    database: str
+    collection: str
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __repr__(self) -> str:
+        database = not isinstance(self._store, InMemoryStore)
+        where = f", database={self.database!r}, collection={self.collection!r}" if database else ""
+        faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
+        return (
+            f"{type(self).__name__}(num_texts={len(self)}, embedding_dim={self.embedding_dim}, "
+            f"backend={self.backend!r}{where}{faiss}, model={self.model_name_or_path!r}, threshold={self.threshold})"
+        )
+
+    @property
+    def embeddings(self) -> torch.Tensor:
+        """The `(num_texts, dim)` float32 embeddings, in row order (a copy in memory if they are memory-mapped)."""
+        return self._store.all_embeddings()
+
+    @property
+    def memory_mapped(self) -> bool:
+        """Whether the embeddings are read from the saved folder's file rather than held in memory."""
+        return isinstance(self._store, InMemoryStore) and self._store.table.memory_mapped
+
+    @property
+    def corpus(self) -> datasets.Dataset | None:
+        """The ids and texts as a `datasets.Dataset` (columns `id`, `text`), in row order."""
+        return self._store.dataset()
+
+    @property
+    def ids(self) -> list[int | str]:
+        return self._store.all_ids()
+
+    @property
+    def texts(self) -> list[str]:
+        return self._store.all_texts()
+
+    # --- the FAISS index (backend="faiss") --------------------------------------------------------
+
+    @property
+    def _faiss(self) -> FaissStore | None:
+        return self._store if isinstance(self._store, FaissStore) else None
+
+    @property
+    def ann_spec(self) -> AnnSpec:
+        """The FAISS settings asked for (what a rebuild starts from)."""
+        return self._faiss.spec if self._faiss is not None else self._spec
+
+    @property
+    def recall_target(self) -> float | None:
+        return self._faiss.recall_target if self._faiss is not None else self._recall_target
+
+    @property
+    def _ann(self) -> FaissAnnIndex | None:
+        return self._faiss.ann if self._faiss is not None else None
+
+    def _ensure_ann(self) -> FaissAnnIndex:
+        return self._faiss.ensure_ann()
+
+    @property
+    def recall_report(self) -> RecallReport | None:
+        """What the FAISS index was measured to find (`recall_tuning.RecallReport`: recall@10 against exact search,
+        per-query latency, the settings and why); saved with the index. None before the FAISS index is built (at
+        `build`, the first search or `save`), without `backend="faiss"`, with `recall_target=None`, and for an index
+        saved by a release that did not measure (`measure_recall` measures it)."""
+        return self._faiss.recall if self._faiss is not None else None
+
+    def rebuild_ann(self) -> RecallReport | None:
+        """
+        Build the FAISS index anew over every row (IVF lists and int8 ranges fitted on the corpus as it is now,
+        `"auto"` settings tuned again to `recall_target`) and return its measurement. What the warning after a
+        large `add` suggests; the rows and ids are unchanged.
+        """
+        return self._checked_faiss().rebuild_ann()
+
+    def measure_recall(self) -> RecallReport:
+        """Measure the FAISS index as it is (nothing rebuilt or re-tuned) against `recall_target`, and keep the
+        figures (saved with the index): e.g. for an index saved by a release that did not measure."""
+        return self._checked_faiss().measure_recall()
+
+    def _checked_faiss(self) -> FaissStore:
+        if self.backend != "faiss":
+            raise ValueError(
+                f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}'
+            )
+        self._check_not_empty()
+        return self._faiss
+
+    def _check_not_empty(self) -> None:
+        if len(self) == 0:
+            raise ValueError("the index is empty: add texts first (DuplicateIndex.build or index.add)")
+
+
+__all__ = ["IndexViews"]

@@ -1,0 +1,190 @@
+"""
+What a `DuplicateIndex` asks of the place that keeps its vectors: the `VectorStore` protocol, and
+`DatabaseStore`, the part both database stores share (the checks before an `add`, the lifecycle, saving).
+
+A store keeps ids, texts and L2-normalised float32 embeddings (and, in a database, metadata); the index
+keeps the model, the threshold, the calibration and the reranker. Every store answers a search with match
+dicts built by `hfsiamese.search.matches.match`.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import datasets
+import numpy as np
+import torch
+
+from hfsiamese.search.index_files import write_index_folder
+from hfsiamese.search.store_checks import RESERVED_FIELDS, check_batch_size, check_rows
+
+RowBatch = tuple[list[int | str], list[str], "np.ndarray | None", list[dict[str, Any]]]
+"""`(ids, texts, embeddings or None, metadata)`: one batch of `iter_rows`."""
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """The vectors of a `DuplicateIndex` and what it does with them: in memory (`InMemoryStore`), through FAISS
+    (`FaissStore`), or in a database (`LanceDBStore`, `QdrantStore`)."""
+
+    embedding_dim: int | None
+
+    def __len__(self) -> int:
+        """The number of texts kept."""
+
+    def add(
+        self,
+        ids: Sequence[int | str],
+        texts: Sequence[str],
+        embeddings: np.ndarray | torch.Tensor,
+        metadata: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Keep new rows (ids checked new and unique by the caller or the store); nothing kept unless all are."""
+
+    def delete(self, ids: Sequence[int | str]) -> int:
+        """Remove these ids' rows; how many were removed (ids not kept are ignored)."""
+
+    def contains(self, ids: Sequence[int | str]) -> list[bool]:
+        """Whether each id is kept."""
+
+    def search(
+        self, queries: np.ndarray | torch.Tensor, k: int, *, filter: dict[str, Any] | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """The `k` rows most similar to each query embedding, best first, as match dicts."""
+
+    def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
+        """Every row, in batches of `(ids, texts, embeddings, metadata)`."""
+
+    def save(self, directory: str | os.PathLike, config: dict[str, Any], *, overwrite: bool = False) -> None:
+        """Write the index folder: `config` (the index's `index_config.json`) and whatever the store keeps there."""
+
+    def close(self) -> None:
+        """Release what the store holds open (a database connection, a folder's lock)."""
+
+    def dataset(self) -> datasets.Dataset | None:
+        """Every id and text as a `datasets.Dataset` (columns `id`, `text`); None when empty."""
+
+    def all_ids(self) -> list[int | str]:
+        """Every id, in the store's order."""
+
+    def all_texts(self) -> list[str]:
+        """Every text, in the same order."""
+
+    def all_embeddings(self) -> torch.Tensor:
+        """Every embedding, `(len, dim)` float32, in the same order."""
+
+
+class DatabaseStore(ABC):
+    """
+    What `LanceDBStore` and `QdrantStore` share: `add` checks its rows (`store_checks.check_rows`) and hands
+    them to the engine's `_write`; the lifecycle (`close` by the engine, `with` blocks, `repr`); and `save`,
+    which writes only the index config, as the rows are in the database already.
+    """
+
+    # The words naming the engine's int64 limit, for the message refusing a larger id.
+    INT64_NOTE: ClassVar[str] = "ids are stored as int64"
+    # Names metadata cannot take in this engine.
+    RESERVED: ClassVar[tuple[str, ...]] = RESERVED_FIELDS
+    collection: str
+    embedding_dim: int
+    where: str
+
+    def add(
+        self,
+        ids: Sequence[int | str],
+        texts: Sequence[str],
+        embeddings: np.ndarray | torch.Tensor,
+        metadata: Sequence[dict[str, Any]] | None = None,
+        *,
+        batch_size: int = 1000,
+    ) -> None:
+        """
+        Add texts with their embeddings (normalised here) and optional per-text metadata. Ids already stored
+        are refused before anything is written: replacing a text is `delete` then `add`. How the rows are
+        written (and when they are durable) is the engine's: see its `_write`.
+        """
+        check_batch_size(batch_size)
+        rows = check_rows(
+            ids,
+            texts,
+            embeddings,
+            metadata,
+            embedding_dim=self.embedding_dim,
+            int64_note=self.INT64_NOTE,
+            reserved=self.RESERVED,
+            check_key=self._check_key,
+        )
+        if rows.ids:
+            self._write(rows.ids, rows.texts, rows.vectors, rows.metadata, batch_size)
+
+    @abstractmethod
+    def _write(
+        self,
+        ids: list[int | str],
+        texts: list[str],
+        vectors: np.ndarray,
+        metadata: list[dict[str, Any]],
+        batch_size: int,
+    ) -> None:
+        """Write checked, new rows (vectors normalised), `batch_size` rows a request."""
+
+    @staticmethod
+    @abstractmethod
+    def _check_key(key: str, position: int) -> None:
+        """The engine's rule on metadata keys (ValueError naming the row), beside the shared ones."""
+
+    def save(self, directory: str | os.PathLike, config: dict[str, Any], *, overwrite: bool = False) -> None:
+        """Write the index folder's config only: the rows are in the database (its place is in `config`)."""
+        write_index_folder(Path(directory), None, None, config, overwrite=overwrite)
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection (and whatever lock the engine holds)."""
+
+    @abstractmethod
+    def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
+        """Every row in `(ids, texts, embeddings, metadata)` batches, in the engine's order."""
+
+    def read_all(self, *, with_vectors: bool = True) -> tuple[list[Any], list[str], np.ndarray | None]:
+        """Every id, text (and embedding) of the collection, read in batches."""
+        ids, texts, vectors = [], [], []
+        for batch_ids, batch_texts, batch_vectors, _ in self.iter_rows(with_vectors=with_vectors):
+            ids.extend(batch_ids)
+            texts.extend(batch_texts)
+            if with_vectors:
+                vectors.append(batch_vectors)
+        if not with_vectors:
+            return ids, texts, None
+        stacked = np.concatenate(vectors) if vectors else np.empty((0, self.embedding_dim), dtype=np.float32)
+        return ids, texts, stacked
+
+    def dataset(self) -> datasets.Dataset | None:
+        ids, texts, _ = self.read_all(with_vectors=False)
+        return datasets.Dataset.from_dict({"id": ids, "text": texts}) if ids else None
+
+    def all_ids(self) -> list[int | str]:
+        return self.read_all(with_vectors=False)[0]
+
+    def all_texts(self) -> list[str]:
+        return self.read_all(with_vectors=False)[1]
+
+    def all_embeddings(self) -> torch.Tensor:
+        return torch.from_numpy(self.read_all()[2])
+
+    def __enter__(self) -> DatabaseStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.where!r}, collection={self.collection!r}, embedding_dim={self.embedding_dim})"
+        )
+
+
+__all__ = ["DatabaseStore", "RowBatch", "VectorStore"]

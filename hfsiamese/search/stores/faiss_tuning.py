@@ -1,0 +1,171 @@
+"""
+Building the FAISS index of a `FaissStore`: trained on a seeded sample, filled chunk by chunk, and measured
+against the store's recall target on a sample of its own corpus (`recall_tuning`): `"auto"` settings tuned to
+the target (the cheapest of `auto_ladder` that reaches it), settings asked for built as asked and warned about
+below it; measured again once the corpus has grown `REMEASURE_GROWTH` times.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, training_sample
+from hfsiamese.search.recall_tuning import (
+    RECALL_K,
+    REMEASURE_GROWTH,
+    RecallProbe,
+    RecallReport,
+    auto_ladder,
+    describe,
+    latencies_ms,
+    sample_rows,
+    tunable,
+)
+
+if TYPE_CHECKING:
+    from hfsiamese.search.stores.faiss_store import FaissStore
+
+logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
+
+
+def new_ann(store: FaissStore, spec: AnnSpec) -> FaissAnnIndex:
+    """A FAISS index of these settings over every row: trained on a seeded sample, then filled chunk by chunk."""
+    ann = FaissAnnIndex(spec, store.embedding_dim)
+    sample = training_sample(len(store), spec)
+    if sample is not None:
+        ann.train(store.table.gather(sample, pread=True))
+    for _, chunk in store.table.chunks():
+        ann.add(chunk.numpy())
+    return ann
+
+
+def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
+    """The FAISS index and what it was measured to find: `"auto"` settings tuned to the recall target, settings
+    asked for built as asked (and warned about below the target); nothing measured without a target."""
+    asked, target, num_texts = store.spec, store.recall_target, len(store)
+    if target is None:
+        ann = new_ann(store, asked.resolved(num_texts, store.embedding_dim))
+        logger.info(
+            f"FAISS index over {num_texts} texts: {describe(ann.spec)} (recall not measured: recall_target=None)"
+        )
+        return ann, None
+    if tunable(asked):
+        ann, report = _tuned_ann(store, asked, target)
+    else:
+        ann = new_ann(store, asked.resolved(num_texts, store.embedding_dim))
+        report = measured(store, ann, recall_probe(store), tuned=False, reason="the settings asked for")
+    logger.info(f"FAISS index over {num_texts} texts: {report.summary()}")
+    if not report.meets_target:
+        warnings.warn(
+            f"the FAISS index ({report.settings}) finds {report.recall:.3f} of the exact top {report.k} (measured on "
+            f"{report.num_queries} rows of its corpus), below the recall target {target}: leave quantization and "
+            'structure "auto" to have them tuned to the target, ask for wider settings (more nprobe, a larger '
+            "rescore_multiplier, int8 codes), or lower recall_target",
+            UserWarning,
+            stacklevel=5,
+        )
+    return ann, report
+
+
+def _tuned_ann(store: FaissStore, asked: AnnSpec, target: float) -> tuple[FaissAnnIndex, RecallReport]:
+    """The first settings of `auto_ladder` (cheapest first) that reach `target` on a sample of the corpus; each
+    built index is tried at its search-time settings (lists probed, rescoring depth) before the next is built."""
+    probe: RecallProbe | None = None
+    trials: list[dict[str, Any]] = []
+    for candidate in auto_ladder(asked, len(store), store.embedding_dim):
+        ann = new_ann(store, candidate.build)
+        if candidate.build.is_exact:
+            if trials:
+                best = max(trial["recall"] for trial in trials)
+                reason = f"auto: none of {len(trials)} cheaper settings reached {target} (best {best:.3f})"
+            else:
+                reason = f"auto: exact float32 search up to {asked.exact_up_to} texts"
+            return ann, measured(store, ann, None, tuned=True, reason=reason, trials=trials)
+        probe = probe or recall_probe(store)
+        if probe is None:  # a single text: nothing to measure, nothing to tune
+            return ann, measured(store, ann, None, tuned=True, reason="auto: the size-based choice")
+        for search in candidate.searches:
+            ann.set_search_settings(search.nprobe, search.rescore_multiplier)
+            recall = _probe_recall(store, ann, probe)
+            trials.append({"settings": describe(search), "recall": round(recall, 4)})
+            if recall >= target:
+                reason = (
+                    f"auto: the first setting tried reached {target}" if len(trials) == 1
+                    else f"auto: the cheapest of {len(trials)} settings tried to reach {target}"
+                )  # fmt: skip
+                return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
+        del ann  # its memory back before the next is built
+    raise AssertionError("auto_ladder ends with exact search, which is always kept")
+
+
+def recall_probe(store: FaissStore, k: int = RECALL_K) -> RecallProbe | None:
+    """Seeded sample rows of the corpus and their exact top k (own rows left out); None under two texts."""
+    k = min(k, len(store) - 1)
+    if k < 1:
+        return None
+    own = sample_rows(len(store))
+    queries = store.table.gather(own, pread=True)
+    _, exact_rows = store.exact_topk(torch.from_numpy(queries), k, exclude_indices=torch.from_numpy(own))
+    return RecallProbe(own, queries, exact_rows.numpy(), store.table.gather)
+
+
+def _probe_recall(store: FaissStore, ann: FaissAnnIndex, probe: RecallProbe) -> float:
+    _, rows = store.ann_topk(ann, probe.queries, probe.k, own_row=True)
+    return probe.recall(rows.numpy())
+
+
+def measured(
+    store: FaissStore,
+    ann: FaissAnnIndex,
+    probe: RecallProbe | None,
+    *,
+    tuned: bool,
+    reason: str,
+    trials: Sequence[dict[str, Any]] = (),
+    recall: float | None = None,
+) -> RecallReport:
+    """The report of `ann` on `probe` (its recall measured unless given; latency timed query by query). Exact
+    search, or a probe of None (under two texts), is not measured: it finds the exact top k."""
+    common = {"num_texts": len(store), "target": store.recall_target, "settings": describe(ann.spec), "tuned": tuned,
+              "reason": reason, "trials": tuple(trials)}  # fmt: skip
+    if probe is None or ann.spec.is_exact:
+        return RecallReport(recall=1.0, k=RECALL_K, num_queries=0, p50_ms=None, p99_ms=None, **common)
+    if recall is None:
+        recall = _probe_recall(store, ann, probe)
+    p50, p99, timed = latencies_ms(lambda query: store.ann_topk(ann, query, probe.k), probe.queries)
+    return RecallReport(
+        recall=round(recall, 4), k=probe.k, num_queries=len(probe.own_rows), p50_ms=p50, p99_ms=p99,
+        timed_queries=timed, **common,
+    )  # fmt: skip
+
+
+def remeasure_after_growth(store: FaissStore) -> None:
+    """Measure the FAISS index again once it holds `REMEASURE_GROWTH` times the rows it was measured at (its IVF
+    lists and int8 ranges were fitted on the smaller corpus); below the target, warn and suggest `rebuild_ann`."""
+    ann, report, target = store.ann, store.recall, store.recall_target
+    if ann is None or report is None or target is None or ann.spec.is_exact:
+        return
+    if len(store) < REMEASURE_GROWTH * max(report.num_texts, 1):
+        return
+    grown = f"re-measured after the index grew from {report.num_texts} to {len(store)} texts"
+    store.recall = now = measured(
+        store, ann, recall_probe(store), tuned=report.tuned, reason=grown, trials=report.trials
+    )
+    logger.info(f"FAISS index over {len(store)} texts: {now.summary()}")
+    if not now.meets_target:
+        retune = " and re-tune its settings" if tunable(store.spec) else ""
+        warnings.warn(
+            f"the FAISS index ({now.settings}) now finds {now.recall:.3f} of the exact top {now.k}, below the recall "
+            f"target {target}, after growing from {report.num_texts} to {len(store)} texts (its lists and code ranges "
+            f"were fitted on the smaller corpus): call index.rebuild_ann() to fit it on every row{retune}",
+            UserWarning,
+            stacklevel=5,
+        )
+
+
+__all__ = ["build_ann", "measured", "new_ann", "recall_probe", "remeasure_after_growth"]

@@ -1,0 +1,207 @@
+"""
+The `"exact"` store of a `DuplicateIndex`: ids and texts in a `datasets.Dataset`, the float32 embeddings in an
+`EmbeddingTable` (in memory, or memory-mapped from a saved index folder), searched exactly and chunk by chunk
+with `exact.topk_cosine` (no extra install). Rows are numbered in insertion order; `topk` answers with row
+numbers, which `matches` turns into match dicts with one read of the corpus.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import torch
+
+from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.search.exact import topk_cosine
+from hfsiamese.search.index_files import write_index_folder
+from hfsiamese.search.input_checks import check_metadata, id_type
+from hfsiamese.search.matches import match
+from hfsiamese.search.store_checks import check_batch_size
+from hfsiamese.search.stores.base import RowBatch
+
+NeighbourSearch = Callable[[int, int, int], tuple[torch.Tensor, torch.Tensor]]
+"""`(start, stop, k) -> (scores, rows)`: rows `start:stop`'s `k` nearest other rows (`paraphrase_pairs`)."""
+
+
+class InMemoryStore:
+    """Rows kept in this process, searched exactly; `query_chunk_size * corpus_chunk_size * 4` bytes at most of
+    scores at a time, whatever the corpus size."""
+
+    def __init__(self, embedding_dim: int | None, *, query_chunk_size: int = 1024, corpus_chunk_size: int = 65536):
+        self.embedding_dim = embedding_dim
+        self.query_chunk_size = query_chunk_size
+        self.corpus_chunk_size = corpus_chunk_size
+        self.table = EmbeddingTable(embedding_dim or 0)
+        self.corpus: datasets.Dataset | None = None
+        self._id_set: set[Any] | None = None  # built on first need: a loaded index searched only never pays for it
+
+    def __len__(self) -> int:
+        return 0 if self.corpus is None else self.corpus.num_rows
+
+    # --- rows ------------------------------------------------------------------------------------
+
+    def adopt(self, ids: list[Any], texts: list[str], table: EmbeddingTable) -> None:
+        """Take a (memory-mapped) table of every row's embedding, with its ids and texts, as all this store holds."""
+        self.corpus = _rows_dataset(ids, texts, id_type(ids))
+        self.table = table
+        self._id_set = None
+
+    def add(
+        self,
+        ids: Sequence[int | str],
+        texts: Sequence[str],
+        embeddings: np.ndarray | torch.Tensor | EmbeddingTable,
+        metadata: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Append rows (ids checked new by the index); the embeddings as given (the index normalises nothing)."""
+        check_metadata(metadata, len(texts), database=False)
+        table = embeddings if isinstance(embeddings, EmbeddingTable) else EmbeddingTable(self.embedding_dim, None)
+        if not isinstance(embeddings, EmbeddingTable):
+            table.append(embeddings)
+        if len(table) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(table)} embeddings")
+        ids = list(ids)
+        rows = _rows_dataset(ids, list(texts), id_type(ids))
+        self.corpus = rows if self.corpus is None else datasets.concatenate_datasets([self.corpus, rows])
+        for _, chunk in table.chunks():
+            self.table.append(chunk)
+            self._appended(chunk)
+        self._ids().update(ids)
+
+    def _appended(self, chunk: torch.Tensor) -> None:
+        """What a store that indexes the rows does with each chunk of new rows (a FAISS index takes them)."""
+
+    def delete(self, ids: Sequence[int | str]) -> int:
+        """Compact the rows: the kept ones are copied into memory."""
+        doomed = set(ids) & self._ids()
+        if not doomed:
+            return 0
+        keep = np.array([row for row, i in enumerate(self.corpus["id"]) if i not in doomed], dtype=np.int64)
+        self.corpus = self.corpus.select(keep).flatten_indices() if len(keep) else None
+        self.table = self.table.select(keep) if len(keep) else EmbeddingTable(self.embedding_dim)
+        self._id_set = self._ids() - doomed
+        return len(doomed)
+
+    def contains(self, ids: Sequence[int | str]) -> list[bool]:
+        existing = self._ids()
+        return [i in existing for i in ids]
+
+    def _ids(self) -> set[Any]:
+        if self._id_set is None:
+            self._id_set = set(self.corpus["id"]) if self.corpus is not None else set()
+        return self._id_set
+
+    @property
+    def int_ids(self) -> bool:
+        """Whether the ids are ints (else strs), by the corpus's id column."""
+        return self.corpus is not None and self.corpus.features["id"].dtype.startswith("int")
+
+    def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
+        """Every row in row order, `batch_size` at a time (no metadata: an in-process store keeps none)."""
+        check_batch_size(batch_size)
+        for start in range(0, len(self), batch_size):
+            rows = self.corpus[start : start + batch_size]
+            vectors = self.table.gather(np.arange(start, start + len(rows["id"]))) if with_vectors else None
+            yield rows["id"], rows["text"], vectors, [{} for _ in rows["id"]]
+
+    # --- views (what `DuplicateIndex.corpus`, `.ids`, `.texts` and `.embeddings` give) --------------------
+
+    def dataset(self) -> datasets.Dataset | None:
+        return self.corpus
+
+    def all_ids(self) -> list[int | str]:
+        return [] if self.corpus is None else list(self.corpus["id"])
+
+    def all_texts(self) -> list[str]:
+        return [] if self.corpus is None else list(self.corpus["text"])
+
+    def all_embeddings(self) -> torch.Tensor:
+        return self.table.to_tensor()
+
+    # --- search ----------------------------------------------------------------------------------
+
+    def search(
+        self, queries: np.ndarray | torch.Tensor, k: int, *, filter: dict[str, Any] | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """The `k` nearest rows of each query, as match dicts (no filters: these rows carry no metadata)."""
+        if filter is not None:
+            raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
+        return self.matches(*self.topk(torch.as_tensor(queries).float(), k))
+
+    def topk(self, queries: torch.Tensor, k: int, *, exact: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(scores, rows)` of each query's `k` nearest rows, best first (always exact here)."""
+        return self.exact_topk(queries, k)
+
+    def exact_topk(
+        self, queries: torch.Tensor, k: int, exclude_indices: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact top-k over the embeddings, piece by piece (a memory-mapped file is read, never mapped whole), merged."""
+        best: tuple[torch.Tensor, torch.Tensor] | None = None
+        for offset, piece in self.table.chunks(self.corpus_chunk_size):
+            scores, rows = topk_cosine(
+                queries,
+                piece,
+                k,
+                query_chunk_size=self.query_chunk_size,
+                corpus_chunk_size=self.corpus_chunk_size,
+                exclude_indices=None if exclude_indices is None else exclude_indices - offset,
+            )
+            rows = torch.where(rows >= 0, rows + offset, rows)
+            if best is not None:
+                scores, rows = torch.cat([best[0], scores], dim=1), torch.cat([best[1], rows], dim=1)
+                scores, order = scores.topk(min(k, scores.shape[1]), dim=1)
+                rows = rows.gather(1, order)
+            best = (scores, rows)
+        return best
+
+    def neighbour_search(self) -> NeighbourSearch:
+        """Each row's nearest other rows, exactly."""
+
+        def neighbours(start: int, stop: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+            own = torch.arange(start, stop)
+            return self.exact_topk(torch.from_numpy(self.table.gather(own.numpy())), k, exclude_indices=own)
+
+        return neighbours
+
+    def matches(
+        self, scores: torch.Tensor, rows: torch.Tensor, threshold: float | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """Per-query lists of match dicts from `(scores, rows)`, all rows fetched in one read (rows of -1 skipped)."""
+        found_rows = rows.flatten()
+        wanted = found_rows[found_rows >= 0].tolist()
+        found = self.corpus[wanted] if wanted else {"id": [], "text": []}
+        ids, texts = iter(found["id"]), iter(found["text"])
+        flat_scores = scores.flatten().tolist()
+        per_query = rows.shape[1]
+        return [
+            [
+                match(next(ids), next(texts), flat_scores[i], threshold=threshold)
+                for i in range(start, start + per_query)
+                if found_rows[i] >= 0
+            ]
+            for start in range(0, rows.numel(), per_query)
+        ]
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def save(self, directory: str | os.PathLike, config: dict[str, Any], *, overwrite: bool = False) -> None:
+        """The index folder: config, the corpus as Arrow and the embeddings as `.npy` (`index_files`)."""
+        write_index_folder(Path(directory), self.table, self.corpus, config, overwrite=overwrite)
+
+    def close(self) -> None:
+        """Nothing to release: the rows live in this process (a memory map closes with the table)."""
+
+
+def _rows_dataset(ids: list[Any], texts: list[str], kind: str) -> datasets.Dataset:
+    features = datasets.Features(
+        {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
+    )
+    return datasets.Dataset.from_dict({"id": ids, "text": texts}, features=features)
+
+
+__all__ = ["InMemoryStore", "NeighbourSearch"]
