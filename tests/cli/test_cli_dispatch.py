@@ -18,12 +18,12 @@ HELP_FIELDS = {
     "train": (
         "hfsiamese.training:ModelArguments",
         "hfsiamese.training:DataArguments",
-        "hfsiamese.trainer:SiameseTrainingArguments",
+        "hfsiamese.bi_encoder:SiameseTrainingArguments",
     ),
     "distill": ("hfsiamese.distillation:DistillationArguments", "hfsiamese.training:DataArguments"),
     "evaluate": ("hfsiamese.evaluation:EvaluationArguments",),
     "calibrate": ("hfsiamese.bi_encoder.calibrated_folder:CalibrationArguments",),
-    "export": ("hfsiamese.exporters:ExportArguments",),
+    "export": ("hfsiamese.bi_encoder:ExportArguments",),
     "search": ("hfsiamese.cli.search:SearchArguments",),
     "app": ("hfsiamese.search.app:AppArguments",),
     "silver-pairs": (
