@@ -16,7 +16,7 @@ from transformers import AutoConfig, AutoModel  # noqa: E402
 from transformers.pipelines import PIPELINE_REGISTRY  # noqa: E402
 
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel  # noqa: E402
-from hfsiamese.loading import load_siamese_model  # noqa: E402
+from hfsiamese.loading import load_model, load_siamese_model  # noqa: E402
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig  # noqa: E402
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel, SiameseModelOutput  # noqa: E402
 from hfsiamese.models.siamese.pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline  # noqa: E402
@@ -28,7 +28,7 @@ from hfsiamese.utils.lazy_exports import lazy_exports  # noqa: E402
 AutoConfig.register(SiameseConfig.model_type, SiameseConfig, exist_ok=True)
 AutoModel.register(SiameseConfig, SiameseModel, exist_ok=True)
 # ONNX exports (`hfsiamese export`): AutoConfig reads their config.json (AutoTokenizer needs it) and
-# AutoModel returns an OnnxSiameseModel; `load_siamese_model` picks either class from the folder.
+# AutoModel returns an OnnxSiameseModel; `load_model` picks the class from the folder.
 AutoConfig.register(OnnxSiameseConfig.model_type, OnnxSiameseConfig, exist_ok=True)
 AutoModel.register(OnnxSiameseConfig, OnnxSiameseModel, exist_ok=True)
 SiameseConfig.register_for_auto_class()
@@ -67,6 +67,7 @@ __all__ = [
     "SiameseConfig",
     "SiameseModel",
     "SiameseModelOutput",
+    "load_model",
     "load_siamese_model",
     "QuestionDuplicatesPipeline",
     *_LAZY,

@@ -1,9 +1,17 @@
 """
-The one way hfsiamese's tools load a model folder: a PyTorch checkpoint (`SiameseModel`) or an ONNX
-export (`OnnxSiameseModel`, from `hfsiamese export`), told apart by the folder's `config.json`.
-`DuplicateIndex`, the evaluation and search recipes and the web app all call `load_siamese_model`,
-so each accepts an exported folder unchanged, and each refuses a cross-encoder (`is_cross_encoder_folder`), which
-cannot embed texts; the tools that only score pairs take one through `hfsiamese.cross_encoder.model.load_pair_model`.
+The one way hfsiamese loads a model folder (or Hub id): `load_model` reads its config.json once and returns the
+object for what it holds: a bi-encoder (`SiameseModel`), a bi-encoder's ONNX export (`OnnxSiameseModel`), or a
+cross-encoder (`CrossEncoder`, with torch or onnxruntime inside). A folder that is none of these is a one-line error.
+
+An ONNX export of either family is marked by the `onnx` entry of its config.json (`hfsiamese.utils.onnx_runtime`).
+A bi-encoder's export also has `model_type` `"siamese_onnx"`, which routes transformers' `AutoModel` (and the
+`question-duplicates` pipeline) to `OnnxSiameseModel`; an export whose config.json has that `model_type` but no `onnx`
+entry loads as one too.
+
+The other loaders are this one with fewer families: `load_siamese_model` (what `DuplicateIndex`, `hfsiamese search`
+and the web app call) refuses a cross-encoder, which cannot embed texts; `hfsiamese.cross_encoder.model.load_pair_model`
+(`hfsiamese evaluate`, `hfsiamese calibrate`) is `load_model`; `hfsiamese.distillation.load_teacher` loads a saved
+bi-encoder with it.
 """
 
 from __future__ import annotations
@@ -14,36 +22,112 @@ from pathlib import Path
 from typing import Any
 
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel
+from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
+from hfsiamese.models.siamese.safe_loading import clear_loading_errors
+from hfsiamese.utils.onnx_runtime import onnx_entry
+
+# What a model folder can hold, as `model_kind` names it.
+BI_ENCODER, BI_ENCODER_ONNX, CROSS_ENCODER = "bi-encoder", "bi-encoder ONNX export", "cross-encoder"
+# Options of `from_pretrained` that say where config.json is (the rest go to the model class only).
+_CONFIG_LOCATION_OPTIONS = ("revision", "cache_dir", "token", "local_files_only", "force_download", "subfolder")
+
+
+def config_values(name_or_path: str | os.PathLike, **kwargs: Any) -> dict[str, Any]:
+    """
+    The values of the config.json of a local folder or a Hub id (`kwargs`: `from_pretrained` options; those saying
+    where the file is are used). A folder without one, unreadable JSON, or an uncached Hub id offline: a one-line error.
+    """
+    source = str(name_or_path)
+    if os.path.isdir(source):
+        config_file = Path(source, kwargs.get("subfolder") or "", "config.json")
+        if not config_file.is_file():
+            raise FileNotFoundError(
+                f"{source} holds no config.json: it is no model folder (hfsiamese train and save_pretrained write one)"
+            )
+        try:
+            return json.loads(config_file.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ValueError(f"{config_file} is not valid JSON: {err}") from err
+    from transformers import PretrainedConfig
+
+    location = {key: kwargs[key] for key in _CONFIG_LOCATION_OPTIONS if key in kwargs}
+    with clear_loading_errors(source, "config.json", what="model"):
+        values, _ = PretrainedConfig.get_config_dict(source, **location)
+    return values
+
+
+def model_kind(config: Any) -> str | None:
+    """What a config (a transformers config or its dict) describes: `BI_ENCODER`, `BI_ENCODER_ONNX`, `CROSS_ENCODER`, or None."""
+    values = config if isinstance(config, dict) else config.to_dict()
+    if is_cross_encoder_config(values):  # PyTorch or ONNX: `CrossEncoder.from_pretrained` reads its `onnx` entry
+        return CROSS_ENCODER
+    if onnx_entry(values) or values.get("model_type") == OnnxSiameseConfig.model_type:
+        return BI_ENCODER_ONNX
+    if values.get("model_type") == SiameseConfig.model_type:
+        return BI_ENCODER
+    return None
 
 
 def is_onnx_folder(name_or_path: str | os.PathLike) -> bool:
-    """Does `name_or_path` name a local folder whose config.json describes an ONNX-exported Siamese model?"""
-    config_file = Path(name_or_path) / "config.json"
-    if not config_file.is_file():
+    """Does `name_or_path` name a local folder holding an ONNX export (of a bi-encoder or a cross-encoder)?"""
+    if not (Path(name_or_path) / "config.json").is_file():
         return False
-    try:
-        model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"{config_file} is not valid JSON: {err}") from err
-    return model_type == OnnxSiameseConfig.model_type
+    values = config_values(name_or_path)
+    return bool(onnx_entry(values)) or model_kind(values) == BI_ENCODER_ONNX
+
+
+def load_model(folder_or_hub_id: str | os.PathLike, **kwargs: Any) -> Any:
+    """
+    The model a folder or Hub id holds, for either family: `SiameseModel` (a bi-encoder checkpoint: safetensors
+    only), `OnnxSiameseModel` (its ONNX export; needs onnxruntime), or `CrossEncoder` (a cross-encoder checkpoint or
+    its ONNX export). `kwargs` go to that class's `from_pretrained` (e.g. `providers`, `session_options` for an
+    ONNX export). A folder that holds none of these is a one-line ValueError.
+
+    Examples:
+
+    ```python
+    >>> from hfsiamese import load_model
+    >>> model = load_model("outputs/lstm_qqp_int8")  # or a PyTorch folder, or a cross-encoder's
+    >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
+    ```
+    """
+    return _load(folder_or_hub_id, (BI_ENCODER, BI_ENCODER_ONNX, CROSS_ENCODER), **kwargs)
 
 
 def load_siamese_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     """
-    A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs
-    onnxruntime), else `SiameseModel` (`AutoModel.from_pretrained`, safetensors only). `kwargs` go
-    to that class's `from_pretrained`.
+    A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs onnxruntime), else
+    `SiameseModel` (`AutoModel.from_pretrained`, safetensors only). `kwargs` go to that class's `from_pretrained`.
+    `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused.
     """
-    if is_onnx_folder(name_or_path):
-        return OnnxSiameseModel.from_pretrained(name_or_path, **kwargs)
-    from transformers import AutoModel
+    return _load(name_or_path, (BI_ENCODER, BI_ENCODER_ONNX), **kwargs)
 
-    if is_cross_encoder_folder(name_or_path):
+
+def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any) -> Any:
+    """The model of `name_or_path` if its config describes one of `kinds`, else the one-line error saying what it is."""
+    source = str(name_or_path)
+    values = config_values(source, **kwargs)
+    kind = model_kind(values)
+    if kind == CROSS_ENCODER and kind not in kinds:
         raise ValueError(
-            f"{name_or_path} is a cross-encoder: it scores pairs but cannot embed texts for search; give a bi-encoder here "
+            f"{source} is a cross-encoder: it scores pairs but cannot embed texts for search; give a bi-encoder here "
             "and the cross-encoder as the reranker (cross_encoder=..., --cross_encoder)"
         )
-    return AutoModel.from_pretrained(str(name_or_path), **kwargs)
+    if kind is None:
+        raise ValueError(
+            f"{source} is neither a hfsiamese bi-encoder nor a cross-encoder (PyTorch or ONNX): its config.json describes "
+            f"a {values.get('model_type')!r} model with architectures {values.get('architectures')}; start one from it "
+            "with hfsiamese train (model_name_or_path) or CrossEncoder.from_base_model"
+        )
+    if kind == CROSS_ENCODER:
+        from hfsiamese.cross_encoder.model import CrossEncoder  # imports this module: imported when first needed
+
+        return CrossEncoder.from_pretrained(source, **kwargs)
+    if kind == BI_ENCODER_ONNX:
+        return OnnxSiameseModel.from_pretrained(source, **kwargs)
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(source, **kwargs)
 
 
 def is_cross_encoder_config(config: Any) -> bool:
@@ -67,4 +151,15 @@ def is_cross_encoder_folder(name_or_path: str | os.PathLike) -> bool:
         return False
 
 
-__all__ = ["is_cross_encoder_config", "is_cross_encoder_folder", "is_onnx_folder", "load_siamese_model"]
+__all__ = [
+    "BI_ENCODER",
+    "BI_ENCODER_ONNX",
+    "CROSS_ENCODER",
+    "config_values",
+    "is_cross_encoder_config",
+    "is_cross_encoder_folder",
+    "is_onnx_folder",
+    "load_model",
+    "load_siamese_model",
+    "model_kind",
+]

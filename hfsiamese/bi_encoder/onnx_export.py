@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import warnings
@@ -30,31 +29,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from hfsiamese.bi_encoder.onnx_model import (
-    CLASSIFIER_FILE_NAME,
-    INPUT_NAMES,
-    ONNX_FILE_NAME,
-    OUTPUT_NAME,
-    OnnxSiameseConfig,
-    require_onnxruntime,
-)
-from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE
+from hfsiamese.bi_encoder.onnx_model import CLASSIFIER_FILE_NAME, INPUT_NAMES, OUTPUT_NAME, OnnxSiameseConfig
 from hfsiamese.models.siamese.adapters import merged_copy
-from hfsiamese.utils.output_dirs import ensure_writable_folder, give_umask_mode
+from hfsiamese.utils.onnx_export_steps import (
+    DEFAULT_OPSET,
+    FP32_TOLERANCE,
+    QUANTIZATIONS,
+    check_export_request,
+    copy_side_files,
+    export_entry,
+    quantize_int8,
+    quantized_graph,
+    write_graph,
+)
+from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_session
+from hfsiamese.utils.output_dirs import give_umask_mode
 
 logger = logging.getLogger(__name__)
 
 EXPORT_FORMATS = ("onnx",)
-QUANTIZATIONS = ("int8",)
-DEFAULT_OPSET = 18
-# fp32 graphs must match PyTorch to float rounding; the issue's target is 1e-5 on real models.
-FP32_TOLERANCE = 1e-4
 # (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.
 PROBE_SHAPES = ((1, 3), (7, 40))
-# Files of a model folder that the export does not copy: weights (replaced by the graph), remote code
-# (an ONNX folder is loaded by hfsiamese), training state, and the card (rewritten).
-_NOT_COPIED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".py", ".data")
-_NOT_COPIED_NAMES = ("README.md", "config.json", "training_args.bin")
 
 
 @dataclass
@@ -188,48 +183,6 @@ def compare_with_pytorch(model: nn.Module, session: Any) -> dict[str, float]:
     return {"max_abs_diff": max_abs, "min_cosine": min_cosine}
 
 
-# The operators int8 pays off on. The token embedding lookup (Gather) stays float: quantising it saves
-# memory, not time, and cost all-MiniLM-L6-v2 0.03 of cosine to its fp32 embeddings.
-QUANTIZED_OPERATORS = ("MatMul", "Gemm", "LSTM")
-
-
-def quantize_int8(source: str | Path, target: str | Path) -> None:
-    """
-    onnxruntime's dynamic quantisation: int8 weights, one scale per output channel (per-tensor scales
-    gave all-MiniLM-L6-v2 a mean cosine of 0.967 to its fp32 embeddings, per-channel 0.994, and ran
-    faster), activations quantised per batch at run time.
-    """
-    require_onnxruntime()
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    # onnxruntime advises its pre-processing (symbolic shape inference) on every call; that fails on
-    # `torch.export` graphs ("Incomplete symbolic shape inference"), so the graph is quantised as exported.
-    root = logging.getLogger()
-    advice = _DropMessage("Please consider to run pre-processing before quantization")
-    root.addFilter(advice)
-    try:
-        quantize_dynamic(
-            str(source),
-            str(target),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=list(QUANTIZED_OPERATORS),
-        )
-    finally:
-        root.removeFilter(advice)
-
-
-class _DropMessage(logging.Filter):
-    """Drops log records whose message starts with `prefix`."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self.prefix = prefix
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.prefix)
-
-
 def export_onnx(
     model: nn.Module,
     tokenizer: Any,
@@ -246,51 +199,32 @@ def export_onnx(
     the classification head's weights if any, the other files of `source_dir` (if given) and a model
     card noting the export. Raises if the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`.
     """
-    if quantize not in (None, *QUANTIZATIONS):
-        raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
-    onnxruntime = require_onnxruntime()
-    output_dir = Path(output_dir)
-    ensure_writable_folder(
-        output_dir,
-        overwrite=overwrite,
-        label="output_dir",
-        remedy="pass --overwrite_output_dir, or choose another folder",
-    )
+    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
     model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         exporter = export_graph(model, fp32_path, opset=opset)
-        fp32 = compare_with_pytorch(
-            model, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"])
-        )
+        fp32 = compare_with_pytorch(model, open_session(fp32_path))
         if fp32["max_abs_diff"] > FP32_TOLERANCE:
             raise ValueError(
                 f"the {exporter} export of this model differs from PyTorch by {fp32['max_abs_diff']:.2e} (max abs, "
                 f"tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
             )
-        graph_path = fp32_path
-        quantized = None
-        if quantize == "int8":
-            graph_path = Path(scratch) / "model.int8.onnx"
-            quantize_int8(fp32_path, graph_path)
-            quantized = compare_with_pytorch(
-                model, onnxruntime.InferenceSession(str(graph_path), providers=["CPUExecutionProvider"])
-            )
-        output_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(graph_path, output_dir / ONNX_FILE_NAME)
-    onnx_entry = {
-        "file": ONNX_FILE_NAME,
-        "quantization": quantize,
-        "opset": opset,
-        "exporter": exporter,
-        "embedding_rows": model.get_input_embeddings().num_embeddings,
-        "fp32_max_abs_diff": fp32["max_abs_diff"],
-    }
+        graph_path = quantized_graph(fp32_path, quantize)
+        quantized = compare_with_pytorch(model, open_session(graph_path)) if quantize is not None else None
+        write_graph(graph_path, output_dir)
+    onnx_entry = export_entry(
+        quantize,
+        opset,
+        exporter,
+        embedding_rows=model.get_input_embeddings().num_embeddings,
+        fp32_max_abs_diff=fp32["max_abs_diff"],
+    )
     if quantized is not None:
         onnx_entry["int8_min_cosine"] = quantized["min_cosine"]
     config = _onnx_config(model.config, onnx_entry)
     if source_dir is not None:
-        _copy_side_files(Path(source_dir), output_dir)
+        copy_side_files(Path(source_dir), output_dir)
     tokenizer.save_pretrained(output_dir)
     config.save_pretrained(output_dir)  # after the tokenizer, which may write a config of its own
     if model.classifier is not None:
@@ -311,15 +245,6 @@ def _onnx_config(config: Any, onnx_entry: dict[str, Any]) -> OnnxSiameseConfig:
     onnx_config = OnnxSiameseConfig(onnx=onnx_entry, **values)
     onnx_config.architectures = ["OnnxSiameseModel"]
     return onnx_config
-
-
-def _copy_side_files(source: Path, target: Path) -> None:
-    """Files beside the weights (e.g. all_results.json, the training questions' fingerprint), not weights, code or the card."""
-    for path in source.iterdir():
-        if path.name == FINGERPRINT_FILE or (
-            path.is_file() and path.name not in _NOT_COPIED_NAMES and not path.name.endswith(_NOT_COPIED_SUFFIXES)
-        ):
-            shutil.copy2(path, target / path.name)
 
 
 def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dict[str, Any]) -> None:

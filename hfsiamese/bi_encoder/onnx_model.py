@@ -7,9 +7,11 @@ per-op overhead, optionally int8-quantised (`hfsiamese.bi_encoder.onnx_export` w
 padded batch to the onnxruntime session instead of the torch encoder. A classification head, when the
 model has one, is a few hundred weights applied to the embeddings and stays in torch.
 
-The folder's `config.json` has `model_type` `"siamese_onnx"`: the `SiameseConfig` of the exported model
-(threshold, calibration, encoder settings) plus an `onnx` entry saying which graph file to run and how
-it was made. With hfsiamese imported, `AutoModel.from_pretrained(folder)` returns an `OnnxSiameseModel`.
+The folder's `config.json` is the `SiameseConfig` of the exported model (threshold, calibration, encoder
+settings) plus the `onnx` entry that marks every ONNX export of hfsiamese, a cross-encoder's too
+(`hfsiamese.utils.onnx_runtime`): which graph file to run and how it was made. Its `model_type` is
+`"siamese_onnx"`, so that with hfsiamese imported `AutoModel.from_pretrained(folder)` returns an `OnnxSiameseModel`;
+`hfsiamese.load_model` tells it from the other folders.
 """
 
 from __future__ import annotations
@@ -28,22 +30,12 @@ from hfsiamese.models.siamese.encode_precision import EncodePrecision
 from hfsiamese.models.siamese.inference import SiameseInferenceMixin
 from hfsiamese.models.siamese.modeling_siamese import PairClassificationHead, SiameseModelOutput
 from hfsiamese.models.siamese.safe_loading import check_finite
-from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_graph_session, require_onnxruntime
 
-ONNX_FILE_NAME = "model.onnx"
 CLASSIFIER_FILE_NAME = "classifier.safetensors"
 # The graph's inputs and output, fixed by `hfsiamese.bi_encoder.onnx_export`.
 INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
-
-
-def require_onnxruntime() -> Any:
-    """The onnxruntime module, or the one-line error saying how to install it."""
-    try:
-        import onnxruntime
-    except ImportError as err:
-        raise ImportError(f"running an ONNX-exported Siamese model needs onnxruntime: {install_hint('onnx')}") from err
-    return onnxruntime
 
 
 class OnnxSiameseConfig(SiameseConfig):
@@ -110,21 +102,13 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
         Load an exported folder. `providers` and `session_options` go to `onnxruntime.InferenceSession`
         (default: the CPU provider, onnxruntime's own thread settings).
         """
-        onnxruntime = require_onnxruntime()
+        require_onnxruntime()
         folder = Path(pretrained_model_name_or_path)
         if not folder.is_dir():
             raise FileNotFoundError(f"{folder} is not a folder holding an ONNX-exported Siamese model")
         if config is None:
             config = OnnxSiameseConfig.from_pretrained(folder)
-        graph = folder / config.onnx.get("file", ONNX_FILE_NAME)
-        if not graph.is_file():
-            raise FileNotFoundError(f"{graph}: the ONNX graph named by {folder / 'config.json'} is missing")
-        try:
-            session = onnxruntime.InferenceSession(
-                str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"]
-            )
-        except Exception as err:  # onnxruntime raises its own types for unreadable or invalid graphs
-            raise ValueError(f"{graph}: onnxruntime cannot load this graph: {err}") from err
+        session = open_graph_session(folder, config.onnx, providers=providers, session_options=session_options)
         model = cls(config, session, name_or_path=str(folder))
         if model.classifier is not None:
             from safetensors.torch import load_file

@@ -31,7 +31,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTok
 
 from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
 from hfsiamese.cross_encoder.pair_inputs import encode_pairs
-from hfsiamese.loading import is_cross_encoder_config, is_cross_encoder_folder, load_siamese_model
+from hfsiamese.loading import is_cross_encoder_config, is_cross_encoder_folder, load_model
 from hfsiamese.models.siamese.calibration import CalibrationMixin
 from hfsiamese.models.siamese.safe_loading import (
     check_complete,
@@ -42,6 +42,7 @@ from hfsiamese.models.siamese.safe_loading import (
 )
 from hfsiamese.models.siamese.scoring import check_threshold, pair_probability, resolve_decision_threshold
 from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated
+from hfsiamese.utils.onnx_runtime import onnx_entry
 
 PAIR_ORDERS = ("both", "given")
 # sentence-transformers' CrossEncoder reads its activation from here: the same score it computes in the given order.
@@ -109,7 +110,7 @@ class CrossEncoder(CalibrationMixin):
         if config is None:
             with clear_loading_errors(source, "config.json", what="cross-encoder"):  # offline and not cached: said so
                 config = AutoConfig.from_pretrained(source)
-        if getattr(config, "onnx", None):  # a folder written by hfsiamese.cross_encoder.onnx_export
+        if onnx_entry(config):  # a folder written by hfsiamese.cross_encoder.onnx_export
             model = OnnxSequenceClassifier.from_folder(source, config, **kwargs)
             return cls(model, tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(source))
         weights = weights_file(source, kwargs)
@@ -320,12 +321,10 @@ def _checked_pairs(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list
 def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     """
     A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
-    (`hfsiamese evaluate`, `hfsiamese calibrate`): a cross-encoder, else what
-    `hfsiamese.loading.load_siamese_model` loads (a Siamese checkpoint or its ONNX export).
+    (`hfsiamese evaluate`, `hfsiamese calibrate`): `hfsiamese.loading.load_model`, which loads a cross-encoder, a
+    Siamese checkpoint or the ONNX export of either.
     """
-    if is_cross_encoder_folder(name_or_path):
-        return CrossEncoder.from_pretrained(name_or_path, **kwargs)
-    return load_siamese_model(name_or_path, **kwargs)
+    return load_model(name_or_path, **kwargs)
 
 
 __all__ = ["PAIR_ORDERS", "CrossEncoder", "is_cross_encoder_config", "is_cross_encoder_folder", "load_pair_model"]

@@ -11,7 +11,6 @@ and refused when it differs. The folder keeps the model's config.json (threshold
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -21,16 +20,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from hfsiamese.bi_encoder.onnx_export import (
+from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
+from hfsiamese.utils.onnx_export_steps import (
     DEFAULT_OPSET,
     FP32_TOLERANCE,
-    QUANTIZATIONS,
-    _copy_side_files,
-    quantize_int8,
+    check_export_request,
+    copy_side_files,
+    export_entry,
+    quantized_graph,
+    write_graph,
 )
-from hfsiamese.bi_encoder.onnx_model import ONNX_FILE_NAME, require_onnxruntime
-from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
-from hfsiamese.utils.output_dirs import ensure_writable_folder
+from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, onnx_entry, open_session
 
 # (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.
 PROBE_SHAPES = ((1, 5), (6, 40))
@@ -119,47 +119,23 @@ def export_cross_encoder_onnx(
     entry) and the tokenizer, and the other files of `source_dir` (e.g. all_results.json). Returns the `onnx` entry.
     Raises when the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`.
     """
-    if quantize not in (None, *QUANTIZATIONS):
-        raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
-    if getattr(cross_encoder.config, "onnx", None):
+    if onnx_entry(cross_encoder.config):
         raise ValueError("this cross-encoder is already an ONNX export: export the PyTorch model it came from")
-    onnxruntime = require_onnxruntime()
-    output_dir = Path(output_dir)
-    ensure_writable_folder(
-        output_dir,
-        overwrite=overwrite,
-        label="output_dir",
-        remedy="pass --overwrite_output_dir, or choose another folder",
-    )
+    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
     cross_encoder.model.eval()
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         names = export_cross_encoder_graph(cross_encoder, fp32_path, opset=opset)
-        difference = compare_logits(
-            cross_encoder, onnxruntime.InferenceSession(str(fp32_path), providers=["CPUExecutionProvider"]), names
-        )
+        difference = compare_logits(cross_encoder, open_session(fp32_path), names)
         if difference > FP32_TOLERANCE:
             raise ValueError(
                 f"the ONNX export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, tolerance "
                 f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
             )
-        graph_path = fp32_path
-        if quantize == "int8":
-            graph_path = Path(scratch) / "model.int8.onnx"
-            quantize_int8(fp32_path, graph_path)
-        output_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(graph_path, output_dir / ONNX_FILE_NAME)
-        if Path(f"{graph_path}.data").is_file():  # weights stored beside the graph (models over 2 GB)
-            shutil.copyfile(f"{graph_path}.data", output_dir / f"{ONNX_FILE_NAME}.data")
-    entry = {
-        "file": ONNX_FILE_NAME,
-        "quantization": quantize,
-        "opset": opset,
-        "exporter": "dynamo",
-        "fp32_max_abs_logit_diff": difference,
-    }
+        write_graph(quantized_graph(fp32_path, quantize), output_dir)
+    entry = export_entry(quantize, opset, "dynamo", fp32_max_abs_logit_diff=difference)
     if source_dir is not None:
-        _copy_side_files(Path(source_dir), output_dir)
+        copy_side_files(Path(source_dir), output_dir)
     cross_encoder.tokenizer.save_pretrained(output_dir)
     config = cross_encoder.config
     config.onnx = entry

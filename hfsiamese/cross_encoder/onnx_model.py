@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from hfsiamese.bi_encoder.onnx_model import ONNX_FILE_NAME, require_onnxruntime
+from hfsiamese.utils.onnx_runtime import open_graph_session
 
 # The graph's output, fixed by `hfsiamese.cross_encoder.onnx_export`.
 LOGITS_NAME = "logits"
@@ -38,16 +38,7 @@ class OnnxSequenceClassifier(nn.Module):
         cls, folder: str | Path, config: Any, *, providers: list[str] | None = None, session_options: Any | None = None
     ) -> OnnxSequenceClassifier:
         """The graph named by `config.onnx["file"]` in `folder`, in an onnxruntime session (CPU by default)."""
-        onnxruntime = require_onnxruntime()
-        graph = Path(folder) / config.onnx.get("file", ONNX_FILE_NAME)
-        if not graph.is_file():
-            raise FileNotFoundError(f"{graph}: the ONNX graph named by {Path(folder) / 'config.json'} is missing")
-        try:
-            session = onnxruntime.InferenceSession(
-                str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"]
-            )
-        except Exception as err:  # onnxruntime raises its own types for unreadable or invalid graphs
-            raise ValueError(f"{graph}: onnxruntime cannot load this graph: {err}") from err
+        session = open_graph_session(folder, config.onnx, providers=providers, session_options=session_options)
         return cls(config, session, name_or_path=str(folder))
 
     @property

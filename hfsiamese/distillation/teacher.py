@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
-from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
+from hfsiamese.loading import BI_ENCODER, config_values, load_siamese_model, model_kind
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 from hfsiamese.training.arguments import ModelArguments
 from hfsiamese.utils.hub_access import require_local_or_cached
@@ -48,8 +48,8 @@ def load_teacher(
     all-MiniLM-L6-v2 resolves to the copy the `minilm` extra bundles when it is not a local folder.
     """
     path = teacher_path(name_or_path)
-    if getattr(AutoConfig.from_pretrained(path), "model_type", None) == SiameseConfig.model_type:
-        teacher = AutoModel.from_pretrained(path)
+    if model_kind(config_values(path)) == BI_ENCODER:
+        teacher = load_siamese_model(path)
         tokenizer = AutoTokenizer.from_pretrained(path)
     else:
         teacher, tokenizer = build_model_and_tokenizer(

@@ -107,3 +107,50 @@ def test_both_models_fulfil_the_inference_contract(exported):
     onnx_model = load_siamese_model(out)
     assert isinstance(model, InferenceHost) and isinstance(onnx_model, InferenceHost)
     assert onnx_model.padding_id() == model.padding_id()
+
+
+def _as_earlier_releases_wrote_it(model, exported_folder, target):
+    """
+    The export folder as hfsiamese 0.1.0 (commit 88c05d6) wrote it, config.json written by hand as its `_onnx_config`
+    did: the model's config without its own `model_type`, `auto_map`, `architectures`, `custom_pipelines` and
+    `transformers_version`, with `model_type` "siamese_onnx" (its only marker besides the `onnx` entry),
+    `architectures` ["OnnxSiameseModel"] and the `onnx` entry of that exporter.
+    """
+    import json
+    import shutil
+
+    shutil.copytree(exported_folder, target)
+    values = model.config.to_dict()
+    for key in ("model_type", "auto_map", "architectures", "custom_pipelines", "transformers_version"):
+        values.pop(key, None)
+    values |= {
+        "model_type": "siamese_onnx",
+        "architectures": ["OnnxSiameseModel"],
+        "transformers_version": "4.57.0",
+        "onnx": {
+            "file": "model.onnx",
+            "quantization": None,
+            "opset": 18,
+            "exporter": "torchscript",
+            "embedding_rows": model.get_input_embeddings().num_embeddings,
+            "fp32_max_abs_diff": 1e-7,
+        },
+    }
+    (target / "config.json").write_text(json.dumps(values, indent=2, sort_keys=True) + "\n")
+    return target
+
+
+def test_an_export_of_an_earlier_release_loads_and_scores_identically(exported, word_tokenizer, tmp_path):
+    from hfsiamese import load_model
+
+    model, out = exported
+    old = _as_earlier_releases_wrote_it(model, out, tmp_path / "old_export")
+    new_model = load_model(out)
+    a, b = TEXTS[:4], TEXTS[4:]
+    for loaded in (load_model(old), load_siamese_model(old), AutoModel.from_pretrained(old)):
+        assert isinstance(loaded, OnnxSiameseModel) and loaded.config.threshold == 0.6
+        assert torch.equal(loaded.encode(TEXTS), new_model.encode(TEXTS))
+        assert torch.equal(loaded.score_pairs(a, b), new_model.score_pairs(a, b))
+        torch.testing.assert_close(loaded.score_pairs(a, b), model.score_pairs(a, b, word_tokenizer), atol=1e-5, rtol=0)
+    pipe = pipeline("question-duplicates", model=str(old))
+    assert pipe((TEXTS[0], TEXTS[1]))["score"] == pytest.approx(float(new_model.similarity([TEXTS[0]], [TEXTS[1]])[0]))

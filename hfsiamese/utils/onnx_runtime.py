@@ -1,0 +1,59 @@
+"""
+What both families' ONNX exports share when they are served: the one marker of an export, and its onnxruntime session.
+
+An ONNX export of either family (`hfsiamese export`) keeps the model's own config.json with an `onnx` entry
+(`file`, the graph in the folder; `quantization`; `opset`; `exporter`; how close the graph came to PyTorch): that
+entry is what tells an export from a PyTorch checkpoint (`onnx_entry`). `OnnxSiameseModel` and the cross-encoder's
+`OnnxSequenceClassifier` both open the graph it names with `open_graph_session`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hfsiamese.utils.extras import install_hint
+
+ONNX_FILE_NAME = "model.onnx"
+# The config.json entry that marks an ONNX export and says how its graph was made.
+ONNX_ENTRY = "onnx"
+
+
+def onnx_entry(config: Any) -> dict[str, Any] | None:
+    """The `onnx` entry of a config (a transformers config or its dict) if it describes an ONNX export, else None."""
+    entry = config.get(ONNX_ENTRY) if isinstance(config, dict) else getattr(config, ONNX_ENTRY, None)
+    return dict(entry) if entry else None
+
+
+def require_onnxruntime() -> Any:
+    """The onnxruntime module, or the one-line error saying how to install it."""
+    try:
+        import onnxruntime
+    except ImportError as err:
+        raise ImportError(f"running an ONNX-exported Siamese model needs onnxruntime: {install_hint('onnx')}") from err
+    return onnxruntime
+
+
+def open_session(graph: str | Path, *, providers: list[str] | None = None, session_options: Any | None = None) -> Any:
+    """An onnxruntime session over the graph file `graph` (default: the CPU provider, onnxruntime's own threads)."""
+    onnxruntime = require_onnxruntime()
+    try:
+        return onnxruntime.InferenceSession(
+            str(graph), sess_options=session_options, providers=providers or ["CPUExecutionProvider"]
+        )
+    except Exception as err:  # onnxruntime raises its own types for unreadable or invalid graphs
+        raise ValueError(f"{graph}: onnxruntime cannot load this graph: {err}") from err
+
+
+def open_graph_session(
+    folder: str | Path, entry: dict[str, Any], *, providers: list[str] | None = None, session_options: Any | None = None
+) -> Any:
+    """The session over the graph that the export's `onnx` entry names in `folder`; a missing graph is named."""
+    require_onnxruntime()  # before the folder is looked at: without onnxruntime nothing here can run
+    graph = Path(folder) / entry.get("file", ONNX_FILE_NAME)
+    if not graph.is_file():
+        raise FileNotFoundError(f"{graph}: the ONNX graph named by {Path(folder) / 'config.json'} is missing")
+    return open_session(graph, providers=providers, session_options=session_options)
+
+
+__all__ = ["ONNX_ENTRY", "ONNX_FILE_NAME", "onnx_entry", "open_graph_session", "open_session", "require_onnxruntime"]
