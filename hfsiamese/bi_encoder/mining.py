@@ -63,14 +63,15 @@ def mine_hard_negatives(
     anchors, positives = codes1[rows], codes2[rows]
     candidate_groups = torch.from_numpy(group_of)
     k = min(top_k, len(corpus))
-    # The search fetches `k` + the largest group's size, so that `k` remain once the anchor's own group is dropped.
-    fetched = k + int(np.bincount(group_of).max())
+    group_sizes = np.bincount(group_of)
     picked_rows, picked_negatives, picked_scores = [], [], []
     for start in range(0, len(rows), chunk_size):
         a = torch.from_numpy(anchors[start : start + chunk_size])
         p = torch.from_numpy(positives[start : start + chunk_size])
         positive_scores = (embeddings[a] * embeddings[p]).sum(dim=-1, keepdim=True)
-        # The chunk against the whole corpus in one product: memory O(chunk_size × number of texts), as documented.
+        # Enough that `k` remain once the anchor's own group is dropped; the chunk against the whole corpus in one
+        # product: memory O(chunk_size × number of texts), as documented.
+        fetched = k + int(group_sizes[group_of[a.numpy()]].max())
         top_scores, top_index = topk_cosine(
             embeddings[a], embeddings, fetched, query_chunk_size=len(a), corpus_chunk_size=len(corpus)
         )
