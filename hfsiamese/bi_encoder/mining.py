@@ -11,6 +11,7 @@ import torch
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.groups import question_groups
 from hfsiamese.data.question_ids import question_texts
+from hfsiamese.search.exact import topk_cosine
 
 __all__ = ["mine_hard_negatives"]
 
@@ -62,16 +63,22 @@ def mine_hard_negatives(
     anchors, positives = codes1[rows], codes2[rows]
     candidate_groups = torch.from_numpy(group_of)
     k = min(top_k, len(corpus))
+    group_sizes = np.bincount(group_of)
     picked_rows, picked_negatives, picked_scores = [], [], []
     for start in range(0, len(rows), chunk_size):
         a = torch.from_numpy(anchors[start : start + chunk_size])
         p = torch.from_numpy(positives[start : start + chunk_size])
-        scores = embeddings[a] @ embeddings.T
         positive_scores = (embeddings[a] * embeddings[p]).sum(dim=-1, keepdim=True)
+        # Enough that `k` remain once the anchor's own group is dropped; the chunk against the whole corpus in one
+        # product: memory O(chunk_size × number of texts), as documented.
+        fetched = k + int(group_sizes[group_of[a.numpy()]].max())
+        top_scores, top_index = topk_cosine(
+            embeddings[a], embeddings, fetched, query_chunk_size=len(a), corpus_chunk_size=len(corpus)
+        )
         # The anchor's own group (the anchor itself included) is never a negative.
-        scores.masked_fill_(candidate_groups.unsqueeze(0) == candidate_groups[a].unsqueeze(1), float("-inf"))
-        top_scores, top_index = scores.topk(k, dim=1)
-        top_scores, top_index = top_scores[:, skip_top:], top_index[:, skip_top:]
+        own_group = candidate_groups[top_index] == candidate_groups[a].unsqueeze(1)
+        top_scores, order = top_scores.masked_fill(own_group, float("-inf")).topk(k, dim=1)
+        top_scores, top_index = top_scores[:, skip_top:], top_index.gather(1, order)[:, skip_top:]
         allowed = torch.isfinite(top_scores) & (top_scores <= positive_scores - margin)
         if relative_margin is not None:
             allowed &= top_scores <= positive_scores * (1.0 - relative_margin)

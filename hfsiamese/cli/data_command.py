@@ -2,7 +2,7 @@
 The command line of a command that reads a training config for its data settings only (`hfsiamese silver-pairs`,
 `hfsiamese split`): the config is read as `hfsiamese train` reads it, so its data settings make the very same split;
 its model and training settings are known (a recipe config parses) and left unused, and given as flags they are
-refused by name.
+refused by name. Both write JSON lines to an `--output_file` checked alike (`json_lines_output`).
 """
 
 from __future__ import annotations
@@ -59,4 +59,22 @@ def parse_data_command(
     return data_args, own_args
 
 
-__all__ = ["parse_data_command"]
+JSON_LINES_SUFFIXES = (".jsonl", ".json")
+
+
+def json_lines_output(output_file: str, *, overwrite: bool, holding: str) -> Path:
+    """
+    The `--output_file` a data command writes `holding` to as JSON lines: a .jsonl (or .json) name that is no
+    directory, and no existing file unless `overwrite` (`--overwrite_output_file`); anything else raises.
+    """
+    output = Path(output_file)
+    if output.suffix not in JSON_LINES_SUFFIXES:
+        raise UsageError(f"--output_file {output} must end in .jsonl: {holding} are written as JSON lines")
+    if output.is_dir():
+        raise ValueError(f"--output_file {output} is a directory")
+    if output.exists() and not overwrite:
+        raise FileExistsError(f"{output} exists: pass --overwrite_output_file to replace it")
+    return output
+
+
+__all__ = ["JSON_LINES_SUFFIXES", "json_lines_output", "parse_data_command"]

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID
-from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     config_listing,
@@ -39,6 +39,7 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
+from hfsiamese.cli.data_command import json_lines_output
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.distillation import load_teacher
@@ -48,7 +49,6 @@ from hfsiamese.training.preparation import load_splits
 from hfsiamese.utils.console import configure_quiet_console
 
 # DEFAULT_CONFIG: `hfsiamese train`'s default, hence the same split.
-OUTPUT_SUFFIXES = (".jsonl", ".json")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -60,13 +60,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     data_args, args = parse_silver_pairs_command(resolve_config_argument(argv), default_config=DEFAULT_CONFIG)
     default_train_file = require_training_data(data_args.train_file, data_args.dataset_name)
     configure_quiet_console()
-    output = Path(args.output_file)
-    if output.suffix not in OUTPUT_SUFFIXES:
-        raise UsageError(f"--output_file {output} must end in .jsonl: silver pairs are written as JSON lines")
-    if output.is_dir():
-        raise ValueError(f"--output_file {output} is a directory")
-    if output.exists() and not args.overwrite_output_file:
-        raise FileExistsError(f"{output} exists: pass --overwrite_output_file to replace it")
+    output = json_lines_output(args.output_file, overwrite=args.overwrite_output_file, holding="silver pairs")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder).to(device)
     threshold = silver_threshold(cross_encoder)  # a cross-encoder without one fails before any data work

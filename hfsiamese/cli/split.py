@@ -31,13 +31,12 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
-from hfsiamese.cli.data_command import parse_data_command
+from hfsiamese.cli.data_command import json_lines_output, parse_data_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = "Write the pairs a training recipe held out (validation or test), as JSON lines; a config may come first."
 SPLITS = ("train", "validation", "test")
-OUTPUT_SUFFIXES = (".jsonl", ".json")
 KEPT_COLUMNS = ("question1", "question2", "label", "qid1", "qid2")
 
 
@@ -95,13 +94,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default_config=DEFAULT_CONFIG,
     )
     configure_quiet_console()
-    output = Path(args.output_file)
-    if output.suffix not in OUTPUT_SUFFIXES:
-        raise UsageError(f"--output_file {output} must end in .jsonl: the pairs are written as JSON lines")
-    if output.is_dir():
-        raise ValueError(f"--output_file {output} is a directory")
-    if output.exists() and not args.overwrite_output_file:
-        raise FileExistsError(f"{output} exists: pass --overwrite_output_file to replace it")
+    output = json_lines_output(args.output_file, overwrite=args.overwrite_output_file, holding="the pairs")
     default_train_file = require_training_data(data_args.train_file, data_args.dataset_name)
 
     import datasets

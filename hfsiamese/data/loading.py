@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 import datasets
 import numpy as np
@@ -60,53 +60,32 @@ __all__ = ["NORMALIZATIONS", "PAIR_FORMATS", "HubUnreachableError", "load_pairs"
 _BATCH_ROWS = 10_000  # rows per Arrow batch when converting (eager map and streaming)
 
 
+class _PairOptions(TypedDict, total=False):
+    """The options of `load_pairs` other than `streaming`, for its overloads (which differ by `streaming` only)."""
+
+    format: str | None
+    question1_column: str | None
+    question2_column: str | None
+    label_column: str | None
+    id1_column: str | None
+    id2_column: str | None
+    split: str
+    cache_dir: str | None
+    deduplicate: bool
+    normalization: str | None
+
+
 @overload
 def load_pairs(
-    path_or_name: str,
-    *,
-    format: str | None = ...,
-    question1_column: str | None = ...,
-    question2_column: str | None = ...,
-    label_column: str | None = ...,
-    id1_column: str | None = ...,
-    id2_column: str | None = ...,
-    split: str = ...,
-    cache_dir: str | None = ...,
-    deduplicate: bool = ...,
-    normalization: str | None = ...,
-    streaming: Literal[False] = ...,
+    path_or_name: str, *, streaming: Literal[False] = ..., **options: Unpack[_PairOptions]
 ) -> datasets.Dataset: ...
 @overload
 def load_pairs(
-    path_or_name: str,
-    *,
-    format: str | None = ...,
-    question1_column: str | None = ...,
-    question2_column: str | None = ...,
-    label_column: str | None = ...,
-    id1_column: str | None = ...,
-    id2_column: str | None = ...,
-    split: str = ...,
-    cache_dir: str | None = ...,
-    deduplicate: bool = ...,
-    normalization: str | None = ...,
-    streaming: Literal[True],
+    path_or_name: str, *, streaming: Literal[True], **options: Unpack[_PairOptions]
 ) -> datasets.IterableDataset: ...
 @overload
 def load_pairs(
-    path_or_name: str,
-    *,
-    format: str | None = ...,
-    question1_column: str | None = ...,
-    question2_column: str | None = ...,
-    label_column: str | None = ...,
-    id1_column: str | None = ...,
-    id2_column: str | None = ...,
-    split: str = ...,
-    cache_dir: str | None = ...,
-    deduplicate: bool = ...,
-    normalization: str | None = ...,
-    streaming: bool,
+    path_or_name: str, *, streaming: bool, **options: Unpack[_PairOptions]
 ) -> datasets.Dataset | datasets.IterableDataset: ...
 def load_pairs(
     path_or_name: str,

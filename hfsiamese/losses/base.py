@@ -200,4 +200,10 @@ def require_non_negative(name: str, value: float) -> None:
         raise ValueError(f"{name} must be non-negative, got {value}")
 
 
-__all__ = ["SiameseLoss", "SiameseLossOutput", "require_non_negative"]
+def require_one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
+    """An option that names one of a loss's variants: anything else is refused when the loss is built."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+__all__ = ["SiameseLoss", "SiameseLossOutput", "require_non_negative", "require_one_of"]

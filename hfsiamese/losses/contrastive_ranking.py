@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative, require_one_of
 from hfsiamese.losses.contrastive import pair_terms
 from hfsiamese.losses.distributed import in_batch_negative_mask
 
@@ -82,10 +82,8 @@ class ContrastiveRankingLoss(SiameseLoss):
         require_non_negative("margin", margin)
         require_non_negative("triplet_margin", triplet_margin)
         require_non_negative("ranking_weight", ranking_weight)
-        if ranking_loss not in RANKING_LOSSES:
-            raise ValueError(f"ranking_loss must be one of {RANKING_LOSSES}, got {ranking_loss!r}")
-        if ranking_candidates not in RANKING_CANDIDATES:
-            raise ValueError(f"ranking_candidates must be one of {RANKING_CANDIDATES}, got {ranking_candidates!r}")
+        require_one_of("ranking_loss", ranking_loss, RANKING_LOSSES)
+        require_one_of("ranking_candidates", ranking_candidates, RANKING_CANDIDATES)
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
         self.margin = margin

@@ -31,6 +31,7 @@ Requirement: all processes pass batches of the same size (accelerate's default
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -137,3 +138,31 @@ def in_batch_negative_mask(
     if row_group_ids is not None and column_group_ids is not None:
         mask &= row_group_ids.view(-1, 1) != column_group_ids.view(1, -1)
     return mask
+
+
+class InBatchCandidates(NamedTuple):
+    """The candidate side of an in-batch loss: this process's rows, or every process's once gathered."""
+
+    embeddings: torch.Tensor  # the positives (`embeddings_b`) of every pair
+    negatives: torch.Tensor | None  # the explicit negatives, where the loss gathers them
+    group_ids: torch.Tensor | None
+    offset: int  # the column of this process's first pair: local row `i`'s positive is column `offset + i`
+
+
+def in_batch_candidates(
+    embeddings_b: torch.Tensor,
+    group_ids: torch.Tensor | None,
+    gathered: bool,
+    negatives: torch.Tensor | None = None,
+) -> InBatchCandidates:
+    """The local candidates, or (`gathered`) those of all processes, checked to hold equal batches."""
+    if not gathered:
+        return InBatchCandidates(embeddings_b, negatives, group_ids, 0)
+    batch_size = embeddings_b.shape[0]
+    check_equal_batch_sizes(batch_size, embeddings_b.device)
+    return InBatchCandidates(
+        gather_with_grad(embeddings_b),
+        gather_with_grad(negatives) if negatives is not None else None,
+        gather(group_ids) if group_ids is not None else None,
+        rank_offset(batch_size),
+    )

@@ -65,17 +65,27 @@ def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return current
 
 
+def registered_class(table: Mapping[str, type[SiameseLoss]], name: str) -> type[SiameseLoss]:
+    """The loss class `table` holds under `name` (a current name); an unknown name is a ValueError listing the known."""
+    if name not in table:
+        raise ValueError(f"unknown loss {name!r}; available: {sorted(table)}")
+    return table[name]
+
+
+def registered_name(table: Mapping[str, type[SiameseLoss]], loss: SiameseLoss) -> str | None:
+    """The name `loss` is registered under in `table` (its exact class), or None for a loss built elsewhere."""
+    return next((name for name, loss_class in table.items() if type(loss) is loss_class), None)
+
+
 def get_embedding_loss(name: str, **kwargs: Any) -> SiameseLoss:
     """Build the loss on embeddings registered under `name` (renamed names still accepted)."""
     name, kwargs = current_loss_name(name), current_loss_options(kwargs)
-    if name not in EMBEDDING_LOSSES:
-        raise ValueError(f"unknown loss {name!r}; available: {sorted(EMBEDDING_LOSSES)}")
-    return EMBEDDING_LOSSES[name](**kwargs)
+    return registered_class(EMBEDDING_LOSSES, name)(**kwargs)
 
 
 def embedding_loss_name(loss: SiameseLoss) -> str | None:
     """The name `loss` is registered under (its exact class), or None for a loss built elsewhere."""
-    return next((name for name, loss_class in EMBEDDING_LOSSES.items() if type(loss) is loss_class), None)
+    return registered_name(EMBEDDING_LOSSES, loss)
 
 
 __all__ = [
@@ -86,4 +96,6 @@ __all__ = [
     "current_loss_options",
     "embedding_loss_name",
     "get_embedding_loss",
+    "registered_class",
+    "registered_name",
 ]

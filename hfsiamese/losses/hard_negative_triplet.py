@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
-from hfsiamese.losses.distributed import (
-    check_equal_batch_sizes,
-    gather,
-    gather_with_grad,
-    global_mean,
-    in_batch_negative_mask,
-    rank_offset,
-    world_size,
-)
+from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative, require_one_of
+from hfsiamese.losses.distributed import global_mean, in_batch_candidates, in_batch_negative_mask, world_size
 
 NEGATIVE_SELECTIONS = ("all", "semi_hard", "hard")
 
@@ -93,8 +85,7 @@ class HardNegativeTripletLoss(SiameseLoss):
         if not (use_mean_negative or use_closest_negative):
             raise ValueError("HardNegativeTripletLoss needs at least one of use_mean_negative / use_closest_negative")
         require_non_negative("margin", margin)
-        if negative_selection not in NEGATIVE_SELECTIONS:
-            raise ValueError(f"negative_selection must be one of {NEGATIVE_SELECTIONS}, got {negative_selection!r}")
+        require_one_of("negative_selection", negative_selection, NEGATIVE_SELECTIONS)
         self.margin = margin
         self.use_mean_negative = use_mean_negative
         self.use_closest_negative = use_closest_negative
@@ -104,12 +95,7 @@ class HardNegativeTripletLoss(SiameseLoss):
     def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
         batch_size = embeddings_a.shape[0]
         gathered = self.gather_across_devices and world_size() > 1
-        candidates_b, candidate_groups, offset = embeddings_b, group_ids, 0
-        if gathered:
-            check_equal_batch_sizes(batch_size, embeddings_a.device)
-            candidates_b = gather_with_grad(embeddings_b)
-            candidate_groups = gather(group_ids) if group_ids is not None else None
-            offset = rank_offset(batch_size)
+        candidates_b, _, candidate_groups, offset = in_batch_candidates(embeddings_b, group_ids, gathered)
         if candidates_b.shape[0] < 2 and negatives is None:
             raise ValueError(
                 "the in-batch triplet loss needs at least 2 pairs per batch (batch size 1 has no negatives)"

@@ -6,14 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
-from hfsiamese.losses.distributed import (
-    check_equal_batch_sizes,
-    gather,
-    gather_with_grad,
-    in_batch_negative_mask,
-    rank_offset,
-    world_size,
-)
+from hfsiamese.losses.distributed import gather_with_grad, in_batch_candidates, in_batch_negative_mask, world_size
 
 
 class MultipleNegativesRankingLoss(SiameseLoss):
@@ -75,15 +68,8 @@ class MultipleNegativesRankingLoss(SiameseLoss):
         self.gather_across_devices = gather_across_devices
 
     def _compute(self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits) -> SiameseLossOutput:
-        batch_size = embeddings_a.shape[0]
-        all_b, all_negatives, all_groups, offset = embeddings_b, negatives, group_ids, 0
         gathered = self.gather_across_devices and world_size() > 1
-        if gathered:
-            check_equal_batch_sizes(batch_size, embeddings_a.device)
-            all_b = gather_with_grad(embeddings_b)
-            all_negatives = gather_with_grad(negatives) if negatives is not None else None
-            all_groups = gather(group_ids) if group_ids is not None else None
-            offset = rank_offset(batch_size)
+        all_b, all_negatives, all_groups, offset = in_batch_candidates(embeddings_b, group_ids, gathered, negatives)
 
         loss = self._ranking_loss(embeddings_a, all_b, all_negatives, group_ids, all_groups, offset)
         if self.symmetric:

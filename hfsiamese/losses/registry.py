@@ -11,6 +11,8 @@ from hfsiamese.losses.embedding_losses import (
     RENAMED_LOSSES,
     current_loss_name,
     current_loss_options,
+    registered_class,
+    registered_name,
 )
 from hfsiamese.losses.matryoshka import NAME as MATRYOSHKA, MatryoshkaLoss
 
@@ -24,14 +26,12 @@ LOSS_OPTIONS: frozenset[str] = frozenset(name for loss_class in LOSSES.values() 
 def get_loss(name: str, **kwargs: Any) -> SiameseLoss:
     """Build the loss registered under `name` with its keyword arguments (renamed names still accepted)."""
     name, kwargs = current_loss_name(name), current_loss_options(kwargs)
-    if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
-    return LOSSES[name](**kwargs)
+    return registered_class(LOSSES, name)(**kwargs)
 
 
 def loss_name(loss: SiameseLoss) -> str | None:
     """The name `loss` is registered under (its exact class), or None for a loss built elsewhere."""
-    return next((name for name, loss_class in LOSSES.items() if type(loss) is loss_class), None)
+    return registered_name(LOSSES, loss)
 
 
 def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
@@ -44,12 +44,11 @@ def loss_kwargs_for(name: str, **all_options: Any) -> dict[str, Any]:
     chosen loss does not use.
     """
     name, all_options = current_loss_name(name), current_loss_options(all_options)
-    if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; available: {sorted(LOSSES)}")
+    loss_class = registered_class(LOSSES, name)
     unknown = sorted(set(all_options) - LOSS_OPTIONS)
     if unknown:
         raise ValueError(f"no loss takes the options {unknown}; known options: {sorted(LOSS_OPTIONS)}")
-    accepted = LOSSES[name].accepted_options(all_options)
+    accepted = loss_class.accepted_options(all_options)
     return {key: value for key, value in all_options.items() if key in accepted}
 
 

@@ -5,15 +5,7 @@ from __future__ import annotations
 import torch
 
 from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput, require_non_negative
-from hfsiamese.losses.distributed import (
-    check_equal_batch_sizes,
-    gather,
-    gather_with_grad,
-    global_mean,
-    in_batch_negative_mask,
-    rank_offset,
-    world_size,
-)
+from hfsiamese.losses.distributed import global_mean, in_batch_candidates, in_batch_negative_mask, world_size
 from hfsiamese.losses.hard_negative_triplet import negative_classes
 
 
@@ -98,12 +90,7 @@ class TripletLoss(SiameseLoss):
         gathered = self.in_batch_negatives and self.gather_across_devices and world_size() > 1
         columns, masks = [], []
         if self.in_batch_negatives:
-            candidates_b, candidate_groups, offset = embeddings_b, group_ids, 0
-            if gathered:
-                check_equal_batch_sizes(batch_size, embeddings_a.device)
-                candidates_b = gather_with_grad(embeddings_b)
-                candidate_groups = gather(group_ids) if group_ids is not None else None
-                offset = rank_offset(batch_size)
+            candidates_b, _, candidate_groups, offset = in_batch_candidates(embeddings_b, group_ids, gathered)
             scores = embeddings_a @ candidates_b.T
             rows = torch.arange(batch_size, device=scores.device)
             positives = scores[rows, rows + offset]

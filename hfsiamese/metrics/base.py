@@ -7,7 +7,9 @@ the first `EvaluationModule` subclass in its namespace that is not abstract. The
 abstract (each leaves one method to the module), so a script that imports one by name still hands
 evaluate its own class. A base builds the `MetricInfo` and the class docstring from class
 attributes, declares the input features, takes the options that `evaluate.combine` passes to every
-module of a combination, and checks the inputs once before calling the module's method.
+module of a combination, and checks the inputs once before calling the module's method. The
+families (`DecisionMetric`, `ThresholdFreeMetric`, `RetrievalMetric`) also write the shared parts of
+their modules' documentation, and compute what their modules share, around the module's one measure.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import evaluate
 import numpy as np
 
 from hfsiamese.metrics.ranking import RankedHits, check_ks, ranked_hits
-from hfsiamese.metrics.thresholds import check_calibration_options, check_pair_inputs
+from hfsiamese.metrics.thresholds import check_calibration_options, check_pair_inputs, decisions_at
 
 __all__ = [
     "PAIR_ARGS_DOC",
@@ -30,8 +32,10 @@ __all__ = [
     "THRESHOLD_ARGS_DOC",
     "THRESHOLD_FREE_ARGS_DOC",
     "THRESHOLD_FREE_DOC",
+    "DecisionMetric",
     "PairScoreMetric",
     "RetrievalMetric",
+    "ThresholdFreeMetric",
 ]
 
 SCIKIT_LEARN_CITATION = """
@@ -93,10 +97,23 @@ class _MetricModule(evaluate.Metric, metaclass=abc.ABCMeta):
     _citation: ClassVar[str]
     _reference_url: ClassVar[str]
 
+    # A module of a family (`DecisionMetric`, `ThresholdFreeMetric`, `RetrievalMetric`) gives only its `_key`
+    # and `_examples`; the family writes the rest of its `_kwargs_description` and ends its `_description`.
+    _key: ClassVar[str]
+    _examples: ClassVar[str]
+    _args_doc: ClassVar[str]
+    _returns_doc: ClassVar[str]  # formatted with the module's `key`
+    _description_tail: ClassVar[str] = ""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "_description" in cls.__dict__:  # a module's own class, not an intermediate base
-            evaluate.utils.file_utils.add_start_docstrings(cls._description, cls._kwargs_description)(cls)
+        if "_description" not in cls.__dict__:  # an intermediate base, not a module's own class
+            return
+        if "_examples" in cls.__dict__:
+            cls._description += cls._description_tail
+            returns = cls._returns_doc.format(key=cls._key)
+            cls._kwargs_description = f"{cls._args_doc}Returns:\n    {returns}\nExamples:{cls._examples}"
+        evaluate.utils.file_utils.add_start_docstrings(cls._description, cls._kwargs_description)(cls)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
@@ -166,14 +183,54 @@ class PairScoreMetric(_MetricModule):
         """The metric of finite float64 `scores` and int64 0/1 `labels` of equal, non-zero length."""
 
 
+class DecisionMetric(PairScoreMetric):
+    """
+    A pair metric of the decisions `score >= threshold` at a given threshold (none is an error):
+    the module implements `_of_decisions` and reports it under `_key`.
+    """
+
+    _args_doc = THRESHOLD_ARGS_DOC
+    _returns_doc = "{key} (`float`)."
+
+    def _score(self, scores: np.ndarray, labels: np.ndarray, *, threshold: float | None, **_: Any) -> dict[str, float]:
+        decisions = decisions_at(scores, threshold, self.name)
+        return {self._key: float(self._of_decisions(labels, decisions))}
+
+    @abc.abstractmethod
+    def _of_decisions(self, labels: np.ndarray, decisions: np.ndarray) -> float:
+        """The metric of the 0/1 `decisions` against the 0/1 `labels`."""
+
+
+class ThresholdFreeMetric(PairScoreMetric):
+    """
+    A pair metric of how well the scores rank duplicates above non-duplicates, reported under `_key`:
+    NaN when the labels hold one class only, else the module's `_of_scores`.
+    """
+
+    _args_doc = THRESHOLD_FREE_ARGS_DOC
+    _returns_doc = "{key} (`float`)."
+    _description_tail = THRESHOLD_FREE_DOC
+
+    def _score(self, scores: np.ndarray, labels: np.ndarray, **_: Any) -> dict[str, float]:
+        if len(np.unique(labels)) < 2:
+            return {self._key: float("nan")}
+        return {self._key: float(self._of_scores(labels, scores))}
+
+    @abc.abstractmethod
+    def _of_scores(self, labels: np.ndarray, scores: np.ndarray) -> float:
+        """The metric of the scores against labels that hold both classes."""
+
+
 class RetrievalMetric(_MetricModule):
     """
     A metric of ranked results at cut-offs: `predictions` are per-query retrieved ids, best first,
     `references` the relevant ids. Takes `k` (one cut-off or several, default 10) and reports
-    `<_key_prefix>@<k>` for each; the module implements `_at_k` on the hit matrix.
+    `<_key>@<k>` for each; the module implements `_at_k` on the hit matrix.
     """
 
-    _key_prefix: ClassVar[str]
+    _args_doc = RETRIEVAL_ARGS_DOC
+    _returns_doc = "`{key}@<k>` (`float`) for every k: the mean over queries."
+    _description_tail = RETRIEVAL_INPUTS_DOC
 
     def _features(self) -> datasets.Features:
         return datasets.Features(
@@ -187,7 +244,7 @@ class RetrievalMetric(_MetricModule):
         self._refuse_unexpected(unexpected)
         ks = check_ks(k)
         hits = ranked_hits(predictions, references, depth=max(ks))
-        return {f"{self._key_prefix}@{cutoff}": self._at_k(hits, cutoff) for cutoff in ks}
+        return {f"{self._key}@{cutoff}": self._at_k(hits, cutoff) for cutoff in ks}
 
     @abc.abstractmethod
     def _at_k(self, hits: RankedHits, k: int) -> float:

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
+from hfsiamese.search.exact import topk_cosine
 
 
 class TableModel:
@@ -64,6 +65,21 @@ def test_group_members_are_never_negatives():
     for negative in mined["negative"]:
         assert negative not in {"a", "b", "c"}
     assert len(set(mined["group_id"])) == 1
+
+
+def test_neighbours_are_the_exact_search_results_outside_the_group():
+    """The candidates are `topk_cosine`'s nearest texts, best first and with its scores, less the anchor's group."""
+    pairs = data([("a", "b", 1), ("d", "e", 1), ("c", "f", 0)])
+    model = TableModel(VECTORS)
+    mined = mine_hard_negatives(model, pairs, num_negatives=3, top_k=3, margin=-2.0, relative_margin=None)
+    texts = ["a", "b", "c", "d", "e", "f"]
+    embeddings = model.encode(texts)
+    for anchor, group in {"a": {"a", "b"}, "d": {"d", "e"}}.items():
+        scores, nearest = topk_cosine(embeddings[[texts.index(anchor)]], embeddings, len(texts))
+        expected = [(texts[i], s) for i, s in zip(nearest[0].tolist(), scores[0].tolist()) if texts[i] not in group]
+        got = [(n, s) for q, n, s in zip(mined["question1"], mined["negative"], mined["negative_score"]) if q == anchor]
+        assert [n for n, _ in got] == [n for n, _ in expected[:3]]
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected[:3]], abs=1e-6)
 
 
 def test_bad_arguments_and_inputs():

@@ -1,31 +1,24 @@
-"""Normalised discounted cumulative gain at k of ranked retrieval results.
-
-A local `evaluate` module shipped inside hfsiamese (loads offline): `evaluate.load(hfsiamese.metrics.NDCG_AT_K)`.
-"""
+"""Normalised discounted cumulative gain at k of ranked retrieval results (a local `evaluate` module: loads offline)."""
 
 # One import per line: evaluate's loader for local modules reads imports line by line.
-from hfsiamese.metrics.base import RETRIEVAL_ARGS_DOC, RETRIEVAL_INPUTS_DOC, RetrievalMetric
+from hfsiamese.metrics.base import RetrievalMetric
 from hfsiamese.metrics.ranking import ndcg_at_k
 
 
 class NdcgAtK(RetrievalMetric):
-    _description = (
-        """
+    def _at_k(self, hits, k):
+        return ndcg_at_k(hits, k)
+
+    _key = "ndcg"
+    _description = """
 nDCG@k with binary gains: the DCG of the top k over the best DCG the query's relevant ids allow
 (relevant ids never retrieved count in the ideal). Computed by sklearn.metrics.ndcg_score.
 """
-        + RETRIEVAL_INPUTS_DOC
-    )
-    _kwargs_description = (
-        RETRIEVAL_ARGS_DOC
-        + """Returns:
-    `ndcg@<k>` (`float`) for every k: the mean over queries.
-Examples:
+    _examples = """
     >>> metric = evaluate.load(hfsiamese.metrics.NDCG_AT_K)
     >>> metric.compute(predictions=[[3, 1, 2], [0, 2, 1]], references=[[1], [1, 3]], k=[1, 3])
     {'ndcg@1': 0.0, 'ndcg@3': 0.46875167497709325}
 """
-    )
     _citation = """
 @article{jarvelin2002cumulated,
   title={Cumulated gain-based evaluation of IR techniques},
@@ -38,7 +31,3 @@ Examples:
 }
 """
     _reference_url = "https://scikit-learn.org/stable/modules/generated/sklearn.metrics.ndcg_score.html"
-    _key_prefix = "ndcg"
-
-    def _at_k(self, hits, k):
-        return ndcg_at_k(hits, k)
