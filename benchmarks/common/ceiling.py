@@ -43,6 +43,11 @@ def ceiling_report(device: str = "cpu") -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    import json
+    import sys
+    from pathlib import Path
 
-    print(json.dumps(ceiling_report()))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+    from benchmarks.common.harness import argument_parser, emit
+
+    argument_parser(__doc__).parse_args()
+    emit(ceiling_report())
