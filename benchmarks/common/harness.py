@@ -76,6 +76,17 @@ def write_json(path: str | Path, value: Any) -> None:
     Path(path).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
 
 
+def write_results(folder: Path, name: str, result: dict[str, Any], table: Sequence[str], note: str) -> None:
+    """
+    A run's results in one place: FOLDER/NAME.json (all of `result`), FOLDER/NAME.md (`` `command` (note) `` over the
+    markdown `table`, ready for the notebook) and that markdown on stdout.
+    """
+    write_json(folder / f"{name}.json", result)
+    markdown = [f"`{result['command']}` ({note})", "", *table]
+    (folder / f"{name}.md").write_text("\n".join(markdown) + "\n", encoding="utf-8")
+    print("\n".join(markdown))
+
+
 def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     """The lines of a markdown table; None cells are left empty."""
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]

@@ -38,7 +38,7 @@ from benchmarks.common.harness import (
     emit,
     machine,
     markdown_table,
-    write_json,
+    write_results,
 )
 
 DEFAULT_CONFIG = REPO / "recipes" / "configs" / "minilm_qqp.yaml"
@@ -224,10 +224,7 @@ def main() -> None:
         "recipe_metrics": recipe_metrics,
         "rows": rows,
     }
-    write_json(output_root / "matryoshka_minilm.json", result)
-    markdown = [f"`{command}` ({machine()}, {len(validation)} validation pairs)", "", *table]
-    (output_root / "matryoshka_minilm.md").write_text("\n".join(markdown) + "\n", encoding="utf-8")
-    print("\n".join(markdown))
+    write_results(output_root, "matryoshka_minilm", result, table, f"{machine()}, {len(validation)} validation pairs")
 
 
 if __name__ == "__main__":

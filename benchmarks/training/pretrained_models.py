@@ -37,7 +37,7 @@ from benchmarks.common.harness import (
     emit,
     machine,
     markdown_table,
-    write_json,
+    write_results,
 )
 from benchmarks.quality.matryoshka_minilm import evaluate_sizes, recipe_arguments, train
 
@@ -177,10 +177,7 @@ def main() -> None:
         "flags": flags,
         "rows": rows,
     }
-    write_json(output_root / "pretrained_models.json", result)
-    markdown = [f"`{command}` ({machine()}, {len(validation)} validation pairs)", "", *table]
-    (output_root / "pretrained_models.md").write_text("\n".join(markdown) + "\n", encoding="utf-8")
-    print("\n".join(markdown))
+    write_results(output_root, "pretrained_models", result, table, f"{machine()}, {len(validation)} validation pairs")
 
 
 if __name__ == "__main__":
