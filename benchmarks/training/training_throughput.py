@@ -125,6 +125,9 @@ def run_train_script(argv: list[str]) -> None:
     sys.argv = [str(TRAIN_SCRIPT), *argv]
     try:
         runpy.run_path(str(TRAIN_SCRIPT), run_name="__main__")
+    except SystemExit as done:  # the recipe exits when it is done (hfsiamese.cli.command_line.run_recipe)
+        if done.code not in (0, None):
+            raise
     finally:
         sys.argv = saved_argv
 
