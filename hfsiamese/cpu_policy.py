@@ -17,11 +17,11 @@ environment before `import hfsiamese` (or `GOMP_SPINCOUNT` themselves). `HFSIAME
 runtime's spin even in a command.
 
 A command is the process whose main program is one of hfsiamese's: a script in the `recipes/` folder beside this
-package (or in `benchmarks/`, which measure the commands), `python -m hfsiamese.cli...` (or `-m hfsiamese`), or the
-`hfsiamese` console script. `import hfsiamese` recognises it from `sys.argv`/`sys.orig_argv` (`command_program`) and
-sets the spin there, because `import hfsiamese` loads torch (it registers the Auto classes, which needs it) and so
-is the only code that runs before torch loads; everything else is done by the explicit `apply_command_defaults()`
-the command makes.
+package (or in a folder of `benchmarks/`, which measure the commands), `python -m hfsiamese.cli...` (or
+`-m hfsiamese`), or the `hfsiamese` console script. `import hfsiamese` recognises it from `sys.argv` and
+`sys.orig_argv` (`command_program`) and sets the spin there, because `import hfsiamese` loads torch (it registers the
+Auto classes, which needs it) and so is the only code that runs before torch loads; everything else is done by the
+explicit `apply_command_defaults()` the command makes.
 
 Hand-written: the wait policy must be chosen before any import that loads torch, so this module imports only the
 standard library at import time (torch-bound modules are imported inside the functions that need them).
@@ -78,8 +78,10 @@ def command_program(argv: list[str] | None = None, orig_argv: list[str] | None =
     except OSError:
         return None
     for folder in COMMAND_FOLDERS:
-        if resolved.suffix == ".py" and resolved.parent == _PACKAGE_ROOT / folder:
-            return f"{folder}/{resolved.name}"
+        # benchmarks/ keeps its scripts one folder down, by subject (benchmarks/training/shared_machine.py)
+        parents = (resolved.parent, resolved.parent.parent) if folder == "benchmarks" else (resolved.parent,)
+        if resolved.suffix == ".py" and _PACKAGE_ROOT / folder in parents:
+            return resolved.relative_to(_PACKAGE_ROOT).as_posix()
     return None
 
 

@@ -68,7 +68,11 @@ def test_a_command_or_an_explicit_opt_in_gets_the_spin_before_torch_loads():
     ("argv", "orig_argv", "program"),
     [
         ([str(REPO_ROOT / "recipes" / "train.py")], None, "recipes/train.py"),
-        ([str(REPO_ROOT / "benchmarks" / "shared_machine.py")], None, "benchmarks/shared_machine.py"),
+        (
+            [str(REPO_ROOT / "benchmarks" / "training" / "shared_machine.py")],
+            None,
+            "benchmarks/training/shared_machine.py",
+        ),
         (["-m"], ["python", "-m", "hfsiamese.cli.train", "--help"], "-m hfsiamese.cli.train"),
         (["/venv/bin/hfsiamese", "train"], ["python", "/venv/bin/hfsiamese", "train"], "hfsiamese"),
         (["-c"], ["python", "-c", "import hfsiamese"], None),

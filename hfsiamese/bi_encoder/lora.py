@@ -3,7 +3,7 @@ LoRA on the encoder (`--lora_r`, the `lora` extra): low-rank adapters train, the
 
 Why: full fine-tuning keeps a gradient and two AdamW moments for every encoder weight, three times the weights
 again; with adapters those exist for the adapters only, so a bigger encoder trains in the memory a smaller one
-took (benchmarks/lora_memory.py). The Siamese head (Dense layers, projection, classification head) stays fully
+took (benchmarks/training/lora_memory.py). The Siamese head (Dense layers, projection, classification head) stays fully
 trainable: it is small, and the projection and the head start random, so freezing them would freeze noise.
 
 peft is imported only when `lora_r` is set. What is saved is a plain Siamese checkpoint with the adapters merged,

@@ -5,7 +5,7 @@ PyTorch's CPU kernels run on GNU OpenMP, whose worker threads spin (busy-wait) f
 iterations at every barrier before they sleep. A run alone gains from it: a thread is ready the
 moment the next kernel starts. Two runs each using every core lose everything: a thread spins on a
 core while the partner it waits for is descheduled, so every barrier costs a time slice. Measured
-with two default LSTM recipe runs of 60 steps on 2 cores (`benchmarks/shared_machine.py`,
+with two default LSTM recipe runs of 60 steps on 2 cores (`benchmarks/training/shared_machine.py`,
 benchmarks/README.md "Sharing a machine"): 12.4 s alone, 430 s each together (35×);
 `OMP_WAIT_POLICY=PASSIVE` (no spinning) ends the collapse but makes a lone run 50–70% slower. A spin
 of 3,000 iterations costs a lone run about 6% and takes 2.6× (300 steps) to 2.9× (the whole default
@@ -32,7 +32,7 @@ import sys
 __all__ = ["OPT_OUT", "SPIN_COUNT", "applied", "apply_openmp_defaults", "describe", "leave_unchanged"]
 
 # Spin iterations before a waiting OpenMP thread sleeps (libgomp's default: 300,000). Chosen by
-# benchmarks/shared_machine.py: see the module docstring and benchmarks/README.md.
+# benchmarks/training/shared_machine.py: see the module docstring and benchmarks/README.md.
 SPIN_COUNT = 3000
 OPT_OUT = "HFSIAMESE_OMP_DEFAULTS"
 _USER_SETTINGS = ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 import yaml
 
+from benchmarks.common.qqp_slices import recipe_splits
 from hfsiamese.cli import split
 from hfsiamese.cli.command_line import UsageError
-from tests.conftest import QQP_FILE, REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-from qqp_slices import recipe_splits
+from tests.conftest import QQP_FILE
 
 
 @pytest.fixture

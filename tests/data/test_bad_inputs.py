@@ -2,7 +2,7 @@
 The bad-input table: one row per kind of bad input, with the behaviour it must get.
 
 This list is the single source of the "Bad inputs" table in the docs:
-`python benchmarks/bad_input_table.py` runs every row and prints it with the message observed.
+`python benchmarks/reliability/bad_input_table.py` runs every row and prints it with the message observed.
 Other tests (tests/data/test_loading.py, ...) cover variants of the same inputs in more depth.
 """
 

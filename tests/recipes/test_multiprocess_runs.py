@@ -1,4 +1,4 @@
-"""benchmarks/multiprocess_runs.py: a 2-process CPU launch that checkpoints and evaluates exits cleanly,
+"""benchmarks/training/multiprocess_runs.py: a 2-process CPU launch that checkpoints and evaluates exits cleanly,
 and its output folder is what one process would have written (test_recipes.py covers a plain launch)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 from tests.conftest import REPO_ROOT
 
-SCRIPT = REPO_ROOT / "benchmarks" / "multiprocess_runs.py"
+SCRIPT = REPO_ROOT / "benchmarks" / "training" / "multiprocess_runs.py"
 
 
 def test_one_two_process_run_is_clean(tmp_path):

@@ -10,7 +10,7 @@ process's own CPU time) and sets torch's thread count to the cores that are left
 the count it started with). It drops at once when the cores are taken, and rises only after the cores
 stayed free for a few windows, so two runs settle on one core each instead of taking turns.
 
-Measured (`benchmarks/shared_machine.py`, benchmarks/README.md "Sharing a machine"): two whole default LSTM
+Measured (`benchmarks/training/shared_machine.py`, benchmarks/README.md "Sharing a machine"): two whole default LSTM
 recipe runs started together each take 1.18× their time alone (2.37× with the short spin only); a run alone
 is not slower (the reading costs ~20 µs a second).
 

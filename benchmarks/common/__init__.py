@@ -1,0 +1,1 @@
+"""What every benchmark shares: the harness (command line, machine, result rows), the recipe's data split, the ceiling."""

@@ -1,0 +1,1 @@
+"""Encoding: texts per second of the models and students, and equality of embeddings with sentence-transformers'."""

@@ -1,0 +1,1 @@
+"""Quality on the recipes' validation slice: both jobs over seeds, cross-encoder, Matryoshka, recalibration."""

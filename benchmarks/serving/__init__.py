@@ -1,0 +1,1 @@
+"""Serving: ONNX export (fp32, int8) against PyTorch, and the web app's screenshot."""
