@@ -396,5 +396,5 @@ class DuplicateIndex(IndexViews):
         self.close()
 
 
-# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (hfsiamese search).
+# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (`index_opening` does).
 __all__ = ["DuplicateIndex", "INDEX_CONFIG_NAME"]
