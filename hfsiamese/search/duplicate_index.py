@@ -1,10 +1,8 @@
 """
-A searchable corpus of embedded texts that answers "has this question been asked before?".
-
-`DuplicateIndex` keeps the model, the threshold, the calibration and the reranker; its store keeps and searches
-the vectors (`stores`; `backends` names them). What its methods do lives beside it: `index_building`, `index_rows`
-(new rows), `index_searching`, `duplicate_mining`, `index_saving` (the files: `index_files`); `reranking` with a
-cross-encoder.
+A searchable corpus of embedded texts that answers "has this question been asked before?". `DuplicateIndex` keeps the
+model, the threshold, the calibration and the reranker; its store (`stores`, named in `backends`) keeps the vectors.
+What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_mining`,
+`index_saving`.
 """
 
 from __future__ import annotations
@@ -33,9 +31,9 @@ from hfsiamese.search.backends import (
 from hfsiamese.search.duplicate_mining import find_duplicates
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
-from hfsiamese.search.index_rows import add_embedded, check_new_ids
+from hfsiamese.search.index_rows import check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
-from hfsiamese.search.index_searching import search_embedded, search_texts
+from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
@@ -234,15 +232,15 @@ class DuplicateIndex(IndexViews):
     ) -> None:
         """`add` for texts embedded already (by this index's model: e.g. `EmbeddingShards` of a sharded encoding,
         which are added shard by shard, never all in memory at once)."""
-        add_embedded(self, texts, embeddings, ids, metadata)
+        kind, pieces = rows_to_add(self, texts, embeddings, ids, metadata)
+        for piece in pieces:
+            self._store.add(*piece)
+        self._id_type = kind
 
     def delete(self, ids: Sequence[int | str]) -> int:
-        """
-        Remove the texts with these ids (ids not in the index are ignored); returns how many were removed.
-
-        A database deletes in place. An in-process index is compacted: the kept rows are copied into memory and a
-        FAISS index is rebuilt at the next search, so for a large corpus that changes every day prefer a database.
-        """
+        """Remove the texts with these ids (ids not in the index are ignored); returns how many were removed. A database
+        deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
+        the next search), so for a large corpus that changes every day prefer a database."""
         removed = self._store.delete(plain_ids(ids))
         if isinstance(self._store, InMemoryStore) and not len(self._store):
             self._id_type = None
@@ -253,13 +251,9 @@ class DuplicateIndex(IndexViews):
             hint = f" (this index was built with {self.model_name_or_path!r})" if self.model_name_or_path else ""
             raise ValueError(f"embedding texts needs a model: pass model=... when creating or loading the index{hint}")
         return self.model.encode(
-            texts,
-            self.tokenizer,
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-            show_progress_bar=show_progress_bar,
-            truncate_dim=self.truncate_dim,
-        )
+            texts, self.tokenizer, batch_size=self.batch_size, max_length=self.max_length,
+            show_progress_bar=show_progress_bar, truncate_dim=self.truncate_dim,
+        )  # fmt: skip
 
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
@@ -298,15 +292,19 @@ class DuplicateIndex(IndexViews):
         """
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
-        results = search_texts(
-            self, texts, k, threshold=threshold, backend=backend, filter=filter, cross_encoder=cross_encoder,
-            rerank_k=rerank_k,
-        )  # fmt: skip
+        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k)
+        if not texts:
+            return []
+        if plan.database:
+            if backend not in (None, self.backend):
+                raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
+            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
+        else:
+            candidates = self._store.matches(
+                *self.search_embeddings(self._encode(texts), plan.fetch_k, backend=backend)
+            )
+        results = decided(plan, texts, candidates, k)
         return results[0] if single else results
-
-    def _reranker(self, cross_encoder: Any | None) -> Any | None:
-        """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
-        return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else self.cross_encoder
 
     def search_embeddings(
         self, query_embeddings: torch.Tensor, k: int = 10, *, backend: Backend | None = None
@@ -317,7 +315,8 @@ class DuplicateIndex(IndexViews):
         L2-normalised (as `model.encode` returns them) for the scores to be cosine similarities. A quantised FAISS
         index's candidates are rescored exactly: only which rows are found may differ from `backend="exact"`.
         """
-        return search_embedded(self, query_embeddings, k, backend)
+        exact = search_backend(self, query_embeddings, k, backend) == "exact"
+        return self._store.topk(query_embeddings.detach().float().cpu(), k, exact=exact)
 
     def find_duplicates(
         self,
@@ -347,7 +346,7 @@ class DuplicateIndex(IndexViews):
         cosine.
         """
         check_k(k)
-        reranker = self._reranker(cross_encoder)
+        reranker = call_reranker(self, cross_encoder)
         return find_duplicates(
             self, threshold, k, probability_threshold, show_progress_bar, reranker, candidate_threshold
         )

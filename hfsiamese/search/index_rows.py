@@ -3,7 +3,7 @@ kind, none twice, none kept already), then handed to its store."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hfsiamese.search.embedding_input import embedding_batches, embedding_table
@@ -39,28 +39,31 @@ def check_new_ids(index: DuplicateIndex, ids: Sequence[int | str] | None, count:
     return ids
 
 
-def add_embedded(
+def rows_to_add(
     index: DuplicateIndex,
     texts: Sequence[str],
     embeddings: Any,
     ids: Sequence[int | str] | None,
     metadata: Sequence[dict[str, Any]] | None,
-) -> None:
-    """Texts embedded already, added to the index's store: in memory as one table of every new row, in a database
-    piece by piece (shard by shard), each piece written there."""
+) -> tuple[str, Iterable[tuple[list[Any], list[str], Any, list[dict[str, Any]] | None]]]:
+    """
+    The id kind of the index once texts embedded already are added, and the `(ids, texts, embeddings, metadata)`
+    pieces to hand its store's `add`: in memory one table of every new row, in a database one piece per batch
+    (shard by shard, read as they are handed on). `add_embeddings` hands them on itself, so that a warning of the
+    store's (`faiss_tuning`) names the same line as before.
+    """
     texts = check_texts(texts)
     new_ids = check_new_ids(index, ids, len(texts))
     metadata = check_metadata(metadata, len(texts), database=not isinstance(index._store, InMemoryStore))
     kind = index._id_type or id_type(new_ids)
     if isinstance(index._store, InMemoryStore):  # one table of every new row, then appended at once
-        index._store.add(new_ids, texts, embedding_table(embeddings, len(texts), index.embedding_dim))
-    else:  # piece by piece (shard by shard), each written to the database
-        for start, batch in embedding_batches(embeddings, len(texts), index.embedding_dim):
-            stop = start + len(batch)
-            index._store.add(
-                new_ids[start:stop], texts[start:stop], batch, None if metadata is None else metadata[start:stop]
-            )
-    index._id_type = kind
+        return kind, [(new_ids, texts, embedding_table(embeddings, len(texts), index.embedding_dim), None)]
+    pieces = (  # piece by piece (shard by shard), each written to the database
+        (new_ids[start : start + len(batch)], texts[start : start + len(batch)], batch,
+         None if metadata is None else metadata[start : start + len(batch)])
+        for start, batch in embedding_batches(embeddings, len(texts), index.embedding_dim)
+    )  # fmt: skip
+    return kind, pieces
 
 
-__all__ = ["add_embedded", "check_new_ids"]
+__all__ = ["check_new_ids", "rows_to_add"]

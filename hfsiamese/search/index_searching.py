@@ -1,10 +1,13 @@
-"""What `DuplicateIndex.search` and `search_embeddings` do: queries embedded, the store asked for the nearest rows
-(in memory by row number, a database by its own search), and the matches decided by a threshold or reranked by a
-cross-encoder."""
+"""
+What `DuplicateIndex.search` and `search_embeddings` check and decide around asking the store: the call's threshold
+and reranker, how many candidates to fetch, and the matches decided by the threshold or reranked by a cross-encoder.
+The store itself is asked in those methods, so that a warning raised while it builds its FAISS index (`faiss_tuning`)
+names the same line as before.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -12,30 +15,42 @@ from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Backend, check_backend
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import decide
-from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches
+from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
 if TYPE_CHECKING:
     from hfsiamese.search.duplicate_index import DuplicateIndex
 
 
-def search_texts(
+class SearchPlan(NamedTuple):
+    """One call of `search`, checked: where the rows are, how many candidates to fetch, and who decides them."""
+
+    database: bool
+    fetch_k: int
+    threshold: float | None
+    reranker: Any | None
+
+
+def call_reranker(index: DuplicateIndex, cross_encoder: Any | None) -> Any | None:
+    """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
+    return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
+
+
+def plan_search(
     index: DuplicateIndex,
     texts: list[str],
     k: int,
-    *,
     threshold: float | None,
-    backend: Backend | None,
     filter: dict[str, Any] | None,
     cross_encoder: Any | None,
     rerank_k: int | None,
-) -> list[list[dict[str, Any]]]:
-    """One list of matches per query text, best first (see `DuplicateIndex.search`)."""
+) -> SearchPlan:
+    """The options of a `search` checked (and the index not empty, where there are queries)."""
     check_k(k)
     database = not isinstance(index._store, InMemoryStore)
     if filter is not None and not database:
         raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
-    reranker = index._reranker(cross_encoder)
+    reranker = call_reranker(index, cross_encoder)
     if reranker is None:
         if rerank_k is not None:
             raise ValueError(
@@ -45,26 +60,22 @@ def search_texts(
     else:
         rerank_k = check_rerank_k(rerank_k, k)
         threshold = cross_encoder_threshold(reranker, threshold)
-    if not texts:
-        return []
-    index._check_not_empty()
-    if database:
-        if backend not in (None, index.backend):
-            raise ValueError(f"this index lives in {index.backend}: backend={backend!r} cannot search it")
-        candidates = index._store.search(index._encode(texts).float().cpu().numpy(), rerank_k or k, filter=filter)
-    else:
-        candidates = index._store.matches(
-            *index.search_embeddings(index._encode(texts), rerank_k or k, backend=backend)
-        )
-    if reranker is None:
-        return [decide(found, threshold) for found in candidates]
-    return [found[:k] for found in rerank_matches(reranker, texts, candidates, threshold=threshold)]
+    if texts:
+        index._check_not_empty()
+    return SearchPlan(database, rerank_k or k, threshold, reranker)
 
 
-def search_embedded(
-    index: DuplicateIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """`(scores, rows)` of an in-process index's nearest rows to query embeddings (see `search_embeddings`)."""
+def decided(
+    plan: SearchPlan, texts: list[str], candidates: list[list[dict[str, Any]]], k: int
+) -> list[list[dict[str, Any]]]:
+    """Each query's candidates decided by the threshold, or reranked by the cross-encoder and cut to `k`."""
+    if plan.reranker is None:
+        return [decide(found, plan.threshold) for found in candidates]
+    return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
+
+
+def search_backend(index: DuplicateIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
+    """The in-process backend `search_embeddings` uses, its arguments checked."""
     check_k(k)
     if not isinstance(index._store, InMemoryStore):
         raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
@@ -76,7 +87,7 @@ def search_embedded(
     backend = check_backend(backend or index.backend)
     if backend not in IN_PROCESS_BACKENDS:
         raise ValueError(f"backend={backend!r} is not how this index was built: use 'exact' or 'faiss'")
-    return index._store.topk(query_embeddings.detach().float().cpu(), k, exact=backend == "exact")
+    return backend
 
 
-__all__ = ["search_embedded", "search_texts"]
+__all__ = ["SearchPlan", "call_reranker", "decided", "plan_search", "search_backend"]
