@@ -40,21 +40,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 from typing import Any
 
-from accelerate import PartialState
-from transformers import AutoTokenizer, HfArgumentParser
+from transformers import HfArgumentParser
 
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.loading import load_siamese_model
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
-from hfsiamese.search.duplicate_index import INDEX_CONFIG_NAME
+from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.utils.console import configure_quiet_console
@@ -226,48 +224,20 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
         args.threshold is not None and args.cross_encoder is None
     ):  # with a reranker, the threshold is the cross-encoder's
         options["threshold"] = args.threshold
-    saved = args.index_dir is not None and (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file()
-    if saved and not args.overwrite_index_dir:
-        if args.corpus is not None:
-            raise ValueError(
-                f"{args.index_dir} already holds an index: drop --corpus to search it, or pass --overwrite_index_dir "
-                "to rebuild it from the corpus"
-            )
-        model = load_siamese_model(args.model_name_or_path)  # a PyTorch checkpoint or an ONNX export
-        tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-        options.pop("database", None), options.pop("collection", None)  # the saved index says where its database is
-        return DuplicateIndex.load(args.index_dir, model, tokenizer, **options)
-    if args.corpus is None:
-        where = f" ({args.index_dir} holds no index yet)" if args.index_dir else ""
-        raise ValueError(f"pass --corpus to build an index{where}")
-    if args.index_dir is not None and not args.overwrite_index_dir:
-        target = Path(args.index_dir)
-        # Checked before the corpus is embedded, which may take minutes, rather than when saving.
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise FileExistsError(
-                f"--index_dir {target} exists and holds no index: choose an empty folder, or pass --overwrite_index_dir"
-            )
-    texts, ids, metadata = read_corpus(
-        args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column
+    corpus = None
+    if args.corpus is not None:
+        corpus = partial(
+            read_corpus, args.corpus, args.corpus_format, args.text_column, args.id_column, args.metadata_column
+        )
+    return open_index(
+        args.model_name_or_path,
+        args.index_dir,
+        corpus,
+        options=options,
+        build_options={"shards_dir": args.shards_dir, "shard_size": args.shard_size},
+        overwrite=args.overwrite_index_dir,
+        overwrite_flag="--overwrite_index_dir",
     )
-    model = load_siamese_model(args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
-    index = DuplicateIndex.build(
-        texts,
-        model,
-        tokenizer,
-        ids=ids,
-        metadata=metadata,
-        shards_dir=args.shards_dir,
-        shard_size=args.shard_size,
-        show_progress_bar=True,
-        **options,
-    )
-    if args.shards_dir is not None and not PartialState().is_main_process:
-        return None  # this process encoded its shards; the main one indexes, saves and searches
-    if args.index_dir is not None:
-        index.save(args.index_dir, overwrite=args.overwrite_index_dir)
-    return index
 
 
 def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> str:

@@ -18,15 +18,14 @@ import html
 import logging
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, cast
 
 import torch
 
 from hfsiamese.loading import load_siamese_model
-from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
+from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
 from hfsiamese.search.duplicate_index import DuplicateIndex
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
 from hfsiamese.utils.extras import install_hint
 
@@ -76,21 +75,26 @@ class AppArguments:
 
 
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
-    """The saved index in `args.index`, or one built from `args.corpus` (saved to `args.index` when given)."""
+    """The saved index in `args.index` (whatever `args.corpus`), or one built from `args.corpus` (saved to `args.index`
+    when given): `index_opening.open_index`."""
     model = model if model is not None else load_siamese_model(args.model_name_or_path)
-    saved = args.index is not None and (Path(args.index) / INDEX_CONFIG_NAME).is_file()
-    if saved:
-        return DuplicateIndex.load(args.index, model)
-    if args.corpus is None:
-        where = f" ({args.index} holds no index)" if args.index else ""
-        raise ValueError(f"pass --corpus to build an index{where}")
+    index = open_index(
+        args.model_name_or_path,
+        args.index,
+        None if args.corpus is None else lambda: _questions(args),
+        model=model,
+        build_options={"batch_size": args.batch_size},
+        index_flag="--index",
+    )
+    return cast(DuplicateIndex, index)  # None only in the helper processes of a sharded build, which the app never runs
+
+
+def _questions(args: AppArguments) -> CorpusFile:
+    """The corpus file's questions, refused when it holds none."""
     texts, ids, _ = read_corpus(args.corpus, args.corpus_format, args.text_column, args.id_column)
     if not texts:
         raise ValueError(f"{args.corpus} holds no questions")
-    index = DuplicateIndex.build(texts, model, ids=ids, batch_size=args.batch_size, show_progress_bar=True)
-    if args.index is not None:
-        index.save(args.index)
-    return index
+    return CorpusFile(texts, ids, None)
 
 
 class DuplicateSearch:

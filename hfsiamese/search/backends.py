@@ -18,6 +18,7 @@ The search backends of a `DuplicateIndex`, by name:
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Literal
 
 from hfsiamese.search.ann_index import AnnSpec
@@ -51,6 +52,24 @@ def check_backend(backend: str) -> str:
     return backend
 
 
+def check_backend_options(backend: str, spec: AnnSpec, database: str | os.PathLike | None) -> None:
+    """FAISS settings only with `backend="faiss"`, and `database` exactly with a database backend."""
+    if backend != "faiss" and not spec.is_default:
+        raise ValueError(
+            f'quantization, structure, ann and faiss_string_factory apply to backend="faiss", not {backend!r}'
+        )
+    if backend in DATABASE_BACKENDS and database is None:
+        raise ValueError(f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server')
+    if backend not in DATABASE_BACKENDS and database is not None:
+        raise ValueError(f'database= applies to backend="lancedb" or "qdrant", not {backend!r}')
+
+
+def database_location(database: str | os.PathLike) -> str:
+    """A URL as given, a folder as an absolute path (so that a saved index finds it from anywhere)."""
+    text = os.fspath(database)
+    return text if "://" in text else str(Path(text).resolve())
+
+
 def open_store(
     backend: str,
     embedding_dim: int | None,
@@ -76,4 +95,13 @@ def open_store(
     return Store.open(database, collection=collection, embedding_dim=embedding_dim, api_key=api_key)
 
 
-__all__ = ["BACKENDS", "DATABASE_BACKENDS", "IN_PROCESS_BACKENDS", "Backend", "check_backend", "open_store"]
+__all__ = [
+    "BACKENDS",
+    "DATABASE_BACKENDS",
+    "IN_PROCESS_BACKENDS",
+    "Backend",
+    "check_backend",
+    "check_backend_options",
+    "database_location",
+    "open_store",
+]

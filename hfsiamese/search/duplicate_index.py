@@ -1,11 +1,8 @@
 """
-A searchable corpus of embedded texts that answers "has this question been asked before?".
-
-`DuplicateIndex` keeps the model, the threshold, the calibration and the reranker; its store keeps and searches
-the vectors (`stores`: exact in memory, FAISS, LanceDB or Qdrant; `backends` names them). Saving and loading the
-index folder is `index_saving` (the files: `index_files`); mining duplicate pairs is `duplicate_mining`
-(`paraphrase_pairs`); building from precomputed embeddings or shards is `embedding_input`. Given a cross-encoder,
-search and mining become retrieve-then-rerank (`reranking`).
+A searchable corpus of embedded texts that answers "has this question been asked before?". `DuplicateIndex` keeps the
+model, the threshold, the calibration and the reranker; its store (`stores`, named in `backends`) keeps the vectors.
+What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_mining`,
+`index_saving`.
 """
 
 from __future__ import annotations
@@ -23,21 +20,24 @@ from hfsiamese.models.siamese.inference import check_truncate_dim
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold, stored_calibrator, threshold_in_unit
 from hfsiamese.search.ann_index import AnnSpec, ann_spec_of
-from hfsiamese.search.backends import DATABASE_BACKENDS, IN_PROCESS_BACKENDS, Backend, check_backend, open_store
-from hfsiamese.search.duplicate_mining import find_duplicates
-from hfsiamese.search.embedding_input import (
-    assembled_embeddings,
-    check_embedding_shape,
-    embedding_batches,
-    embedding_table,
+from hfsiamese.search.backends import (
+    DATABASE_BACKENDS,
+    Backend,
+    check_backend,
+    check_backend_options,
+    database_location,
+    open_store,
 )
+from hfsiamese.search.duplicate_mining import find_duplicates
+from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.index_rows import check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
+from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
 from hfsiamese.search.index_views import IndexViews
-from hfsiamese.search.input_checks import check_k, check_metadata, check_texts, id_type, plain_ids, texts_and_ids
-from hfsiamese.search.matches import decide
+from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
-from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
+from hfsiamese.search.reranking import resolve_cross_encoder
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
 if TYPE_CHECKING:
@@ -48,59 +48,42 @@ class DuplicateIndex(IndexViews):
     r"""
     Embeddings of a corpus of texts, searchable by cosine similarity, for duplicate detection.
 
-    Build it from a list of texts or a `datasets.Dataset`, search it with new texts, grow it with
-    `add`, remove texts with `delete`, save it to a folder and load it back. Scores are the cosine
-    similarity of the model's L2-normalised embeddings (also for models with a classification head,
-    whose head scores pairs, not a corpus). Where a cosine threshold is known (the model's calibrated
-    `config.threshold`, or `threshold=`), each match also says whether it counts as a duplicate. Where
-    the model is calibrated to probabilities on cosines (`model.calibrate(..., method="platt" |
-    "isotonic")`), the index keeps that map (and saves it): `find_duplicates` then gives each pair's
-    `probability` and takes `probability_threshold=`.
-
-    With a cross-encoder (`cross_encoder=` here, or per call of `search` / `find_duplicates`), the index
-    retrieves candidates and the cross-encoder reranks and decides them: `"score"` is then the
-    cross-encoder's score in [0, 1], `"retrieval_score"` the cosine, and thresholds are cross-encoder
-    scores (see `search`).
+    Build it from a list of texts or a `datasets.Dataset`, search it with new texts, grow it with `add`, remove
+    texts with `delete`, save it to a folder and load it back. Scores are the cosine similarity of the model's
+    L2-normalised embeddings (also for a model with a classification head). Where a cosine threshold is known (the
+    model's calibrated `config.threshold`, or `threshold=`), each match says whether it is a duplicate; a model
+    calibrated to probabilities on cosines (`model.calibrate(..., method="platt" | "isotonic")`) gives each pair of
+    `find_duplicates` its `probability`. With a cross-encoder, the index retrieves candidates and the cross-encoder
+    reranks and decides them (see `search`).
 
     Args:
-        model: the `SiameseModel` that embeds texts (or the folder / Hub id to load one from). An
-            index loaded without one can search precomputed embeddings and mine duplicates, but
-            not embed new texts.
+        model: the `SiameseModel` that embeds texts (or the folder / Hub id to load one from). An index loaded
+            without one can search precomputed embeddings and mine duplicates, but not embed new texts.
         tokenizer: the model's tokenizer; by default the one saved beside the model.
-        backend: `"exact"` (chunked top-k in torch, default), `"faiss"` (a FAISS index: exact, or
-            quantised and approximate, see `quantization` and `structure`), or a database at `database`:
-            `"lancedb"` or `"qdrant"` (inserts, deletes and metadata filters without a rebuild).
-        threshold: cosine similarity at or above which a match is a duplicate (default: the
-            model's `config.threshold` where it is a cosine threshold).
+        backend: `"exact"` (chunked top-k in torch, default), `"faiss"` (a FAISS index: exact, or quantised and
+            approximate), or a database at `database`: `"lancedb"` or `"qdrant"` (inserts, deletes and metadata
+            filters without a rebuild).
+        threshold: cosine similarity at or above which a match is a duplicate (default: the model's
+            `config.threshold` where it is a cosine threshold).
         batch_size, max_length: encoding settings, for the corpus and the queries alike.
         truncate_dim: keep the first that many dimensions of every embedding, re-normalised (a model trained with
             the Matryoshka loss: at 128 of 384 dimensions the index takes a third of the memory); saved with the index.
-        query_chunk_size, corpus_chunk_size: block sizes of the exact search; peak extra memory
-            is about `query_chunk_size * corpus_chunk_size * 4` bytes (256 MiB by default),
-            whatever the corpus size.
-        quantization: with `backend="faiss"`, the codes the index keeps in memory: `"none"` (float32),
-            `"int8"`, `"pq"` or `"binary"` (1 bit a dimension); quantised candidates are rescored exactly
-            against the full embeddings. Default `"auto"`: float32 up to 1M texts, beyond it the cheapest codes
-            that reach `recall_target` (binary, else int8, else float32).
-        structure: with `backend="faiss"`: `"flat"` (exhaustive), `"hnsw"` or `"ivf"` (approximate);
-            default `"auto"`: flat up to 1M texts, beyond it tuned with `quantization` (IVF, else flat).
+        query_chunk_size, corpus_chunk_size: block sizes of the exact search; peak extra memory is about
+            `query_chunk_size * corpus_chunk_size * 4` bytes (256 MiB by default), whatever the corpus size.
+        quantization: with `backend="faiss"`, the codes kept in memory: `"none"` (float32), `"int8"`, `"pq"` or
+            `"binary"`, candidates rescored exactly; `"auto"` (default): float32 up to 1M texts, beyond it the
+            cheapest codes that reach `recall_target` (the guide "Duplicate search at three scales" says how).
+        structure: with `backend="faiss"`: `"flat"`, `"hnsw"` or `"ivf"`; `"auto"` (default) tuned with `quantization`.
         rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
-        ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`: also `nlist`, `nprobe`,
-            `hnsw_m`, `ef_search`, `pq_bytes`), instead of the three options above.
-        faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index,
-            instead of `quantization` and `structure`.
-        recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95).
-            The FAISS index, when built, is measured on a sample of its own corpus (`recall_report`); with
-            `quantization` and `structure` `"auto"` the cheapest settings that reach the target are chosen
-            (`hfsiamese.search.recall_tuning`), settings asked for are kept but warned about below it. `None`:
-            nothing measured, `"auto"` chooses by corpus size alone.
-        database: with `backend="lancedb"` or `"qdrant"`, a folder (the engine embedded in this
-            process, created if missing) or the URI of a server or cluster (LanceDB: `db://...` or
-            shared object storage such as `s3://...`; Qdrant: `http(s)://...`); `collection` names the
-            table / collection there and `api_key` is the server's key.
-        cross_encoder: a default reranker for `search` and `find_duplicates` (a
-            `hfsiamese.cross_encoder.model.CrossEncoder` or its folder); a per-call `cross_encoder=` replaces it.
-            It is not saved with the index (it is a model folder of its own): pass it again to `load`.
+        ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`), instead of the three above.
+        faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index.
+        recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95),
+            measured on the corpus when the FAISS index is built (`recall_report`); `None`: nothing measured.
+        database: with `backend="lancedb"` or `"qdrant"`, a folder (the engine embedded in this process) or the
+            URI of a server (LanceDB: `db://...`, `s3://...`; Qdrant: `http(s)://...`); `collection` names the
+            table there and `api_key` is the server's key.
+        cross_encoder: a default reranker for `search` and `find_duplicates` (a `CrossEncoder` or its folder); a
+            per-call `cross_encoder=` replaces it. Not saved with the index: pass it again to `load`.
 
     Examples:
 
@@ -139,35 +122,17 @@ class DuplicateIndex(IndexViews):
         cross_encoder: Any | None = None,
         recall_target: float | None = DEFAULT_RECALL_TARGET,
     ) -> None:
-        if query_chunk_size < 1 or corpus_chunk_size < 1:
-            raise ValueError(
-                f"chunk sizes must be at least 1, got query_chunk_size={query_chunk_size}, "
-                f"corpus_chunk_size={corpus_chunk_size}"
-            )
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_sizes(batch_size, query_chunk_size, corpus_chunk_size)
         self.backend = check_backend(backend)
         spec = ann_spec_of(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
         recall_target = check_recall_target(recall_target)
-        if backend != "faiss" and not spec.is_default:
-            raise ValueError(
-                f'quantization, structure, ann and faiss_string_factory apply to backend="faiss", not {backend!r}'
-            )
-        if backend in DATABASE_BACKENDS and database is None:
-            raise ValueError(
-                f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server'
-            )
-        if backend not in DATABASE_BACKENDS and database is not None:
-            raise ValueError(f'database= applies to backend="lancedb" or "qdrant", not {backend!r}')
+        check_backend_options(backend, spec, database)
         self.model = self._resolve_model(model)
         self.tokenizer = tokenizer
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.truncate_dim = truncate_dim
+        self.batch_size, self.max_length, self.truncate_dim = batch_size, max_length, truncate_dim
         if truncate_dim is not None and self.model is not None:
             check_truncate_dim(truncate_dim, self.model.config.sentence_embedding_dim)
-        self.query_chunk_size = query_chunk_size
-        self.corpus_chunk_size = corpus_chunk_size
+        self.query_chunk_size, self.corpus_chunk_size = query_chunk_size, corpus_chunk_size
         self.threshold = check_threshold(
             threshold if threshold is not None else threshold_in_unit(getattr(self.model, "config", None), "cosine")
         )
@@ -181,7 +146,7 @@ class DuplicateIndex(IndexViews):
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
         self._spec, self._recall_target = spec, recall_target  # a FAISS store's own, once it has one
         if backend in DATABASE_BACKENDS:
-            self.database, self.collection = _database_location(database), collection
+            self.database, self.collection = database_location(database), collection
         self._store = open_store(
             backend, self.embedding_dim, spec=spec, recall_target=recall_target, database=database,
             collection=collection, api_key=api_key, query_chunk_size=query_chunk_size,
@@ -214,11 +179,11 @@ class DuplicateIndex(IndexViews):
             model, tokenizer: as in the constructor (a model is required here).
             ids: one id per text (all integers or all strings, unique); default the row numbers.
             id_column: with a `Dataset`, the column holding the ids (instead of `ids`).
-            metadata: one dict per text (e.g. `{"site": "cooking"}`) that `search(filter=...)` can
-                select on (a database backend).
-            shards_dir: encode the corpus in resumable shards of `shard_size` texts written to this
-                folder (`hfsiamese.search.shards`): a build that is interrupted and started again skips the
-                shards it finished, and under `accelerate launch` each process encodes its share.
+            metadata: one dict per text (e.g. `{"site": "cooking"}`) that `search(filter=...)` can select on (a
+                database backend).
+            shards_dir: encode the corpus in resumable shards of `shard_size` texts written to this folder
+                (`hfsiamese.search.shards`): a build started again skips the shards it finished, and under
+                `accelerate launch` each process encodes its share.
             show_progress_bar: show a tqdm bar while encoding.
             **kwargs: the constructor's options (`backend`, `threshold`, `batch_size`, chunk sizes...).
 
@@ -230,44 +195,12 @@ class DuplicateIndex(IndexViews):
         if not texts:
             raise ValueError("cannot build an index from an empty corpus")
         index = cls(model, tokenizer, **kwargs)
-        if not isinstance(index._store, InMemoryStore) and len(index._store):
-            raise ValueError(
-                f"the collection {index.collection!r} at {index.database} already holds {len(index._store)} texts: "
-                "DuplicateIndex.load it (and add), or build into another collection"
-            )
+        check_empty_store(index)
         if shards_dir is None:
             index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
-            return index._with_ann()
-        from hfsiamese.search.shards import EmbeddingShards, encode_to_shards
-
-        encode_to_shards(
-            texts,
-            shards_dir,
-            index.model,
-            index.tokenizer,
-            shard_size=shard_size,
-            batch_size=index.batch_size,
-            max_length=index.max_length,
-            truncate_dim=index.truncate_dim,
-            show_progress_bar=show_progress_bar,
-        )
-        shards = EmbeddingShards.open(shards_dir)
-        if not isinstance(index._store, InMemoryStore):
-            index.add_embeddings(texts, shards, ids, metadata=metadata)
-        else:  # the embeddings stay on disk: one memory-mapped file assembled from the shards
-            new_ids = index._check_new_ids(ids, len(texts))
-            check_metadata(metadata, len(texts), database=False)
-            table = assembled_embeddings(shards, Path(shards_dir))
-            check_embedding_shape(table, len(texts), index.embedding_dim)
-            index._store.adopt(new_ids, texts, table)
-            index._id_type = id_type(new_ids)
-        return index._with_ann()
-
-    def _with_ann(self) -> DuplicateIndex:
-        """This index, its FAISS index built (and measured) now with `backend="faiss"`: part of `build`."""
-        if self._faiss is not None:
-            self._faiss.ensure_ann()
-        return self
+        else:
+            fill_from_shards(index, texts, ids, metadata, shards_dir, shard_size, show_progress_bar)
+        return with_ann(index)
 
     def add(
         self,
@@ -278,15 +211,15 @@ class DuplicateIndex(IndexViews):
         show_progress_bar: bool = False,
     ) -> None:
         """
-        Embed `texts` and append them to the index. `ids` default to the next row numbers (only
-        possible while the index's ids are integers); an id already in the index is an error, and
-        so is an empty text. Nothing changes unless every text is embedded. A FAISS index takes the
-        new rows without a rebuild; a database has every row durably when `add` returns.
+        Embed `texts` and append them to the index. `ids` default to the next row numbers (only while the index's
+        ids are integers); an id already in the index is an error, and so is an empty text. Nothing changes unless
+        every text is embedded. A FAISS index takes the new rows without a rebuild; a database has every row durably
+        when `add` returns.
         """
         texts = check_texts(texts)
         if not texts:
             return
-        self._check_new_ids(ids, len(texts))  # before the (long) encoding
+        check_new_ids(self, ids, len(texts))  # before the (long) encoding
         self.add_embeddings(texts, self._encode(texts, show_progress_bar=show_progress_bar), ids, metadata=metadata)
 
     def add_embeddings(
@@ -297,71 +230,30 @@ class DuplicateIndex(IndexViews):
         *,
         metadata: Sequence[dict[str, Any]] | None = None,
     ) -> None:
-        """
-        `add` for texts embedded already (by this index's model: e.g. `EmbeddingShards` of a sharded
-        encoding, which are added shard by shard, never all in memory at once).
-        """
-        texts = check_texts(texts)
-        new_ids = self._check_new_ids(ids, len(texts))
-        metadata = check_metadata(metadata, len(texts), database=not isinstance(self._store, InMemoryStore))
-        kind = self._id_type or id_type(new_ids)
-        if isinstance(self._store, InMemoryStore):  # one table of every new row, then appended at once
-            self._store.add(new_ids, texts, embedding_table(embeddings, len(texts), self.embedding_dim))
-        else:  # piece by piece (shard by shard), each written to the database
-            for start, batch in embedding_batches(embeddings, len(texts), self.embedding_dim):
-                stop = start + len(batch)
-                self._store.add(
-                    new_ids[start:stop], texts[start:stop], batch, None if metadata is None else metadata[start:stop]
-                )
+        """`add` for texts embedded already (by this index's model: e.g. `EmbeddingShards` of a sharded encoding,
+        which are added shard by shard, never all in memory at once)."""
+        kind, pieces = rows_to_add(self, texts, embeddings, ids, metadata)
+        for piece in pieces:
+            self._store.add(*piece)
         self._id_type = kind
 
     def delete(self, ids: Sequence[int | str]) -> int:
-        """
-        Remove the texts with these ids (ids not in the index are ignored); returns how many were removed.
-
-        A database deletes in place. An in-process index is compacted: the kept rows are copied into
-        memory and a FAISS index is rebuilt at the next search, so for a large corpus that changes
-        every day prefer a database backend.
-        """
+        """Remove the texts with these ids (ids not in the index are ignored); returns how many were removed. A database
+        deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
+        the next search), so for a large corpus that changes every day prefer a database."""
         removed = self._store.delete(plain_ids(ids))
         if isinstance(self._store, InMemoryStore) and not len(self._store):
             self._id_type = None
         return removed
-
-    def _check_new_ids(self, ids: Sequence[int | str] | None, count: int) -> list[Any]:
-        if ids is None:
-            if self._id_type == "str":
-                raise ValueError("this index has string ids: pass ids=... for the new texts")
-            start = len(self)
-            ids = list(range(start, start + count))
-        else:
-            ids = plain_ids(ids)
-            if len(ids) != count:
-                raise ValueError(f"got {count} texts but {len(ids)} ids: give one id per text")
-        kind = id_type(ids)
-        if self._id_type is not None and kind != self._id_type:
-            raise TypeError(f"this index has {self._id_type} ids, the new ids are {kind}s")
-        seen: set[Any] = set()
-        repeated = [i for i in ids if i in seen or seen.add(i)]
-        if repeated:
-            raise ValueError(f"duplicate ids among the new texts: {sorted(set(repeated))[:5]}")
-        clashing = [i for i, present in zip(ids, self._store.contains(ids)) if present]  # one query for them all
-        if clashing:
-            raise ValueError(f"ids already in the index: {clashing[:5]}{' ...' if len(clashing) > 5 else ''}")
-        return ids
 
     def _encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
         if self.model is None:
             hint = f" (this index was built with {self.model_name_or_path!r})" if self.model_name_or_path else ""
             raise ValueError(f"embedding texts needs a model: pass model=... when creating or loading the index{hint}")
         return self.model.encode(
-            texts,
-            self.tokenizer,
-            batch_size=self.batch_size,
-            max_length=self.max_length,
-            show_progress_bar=show_progress_bar,
-            truncate_dim=self.truncate_dim,
-        )
+            texts, self.tokenizer, batch_size=self.batch_size, max_length=self.max_length,
+            show_progress_bar=show_progress_bar, truncate_dim=self.truncate_dim,
+        )  # fmt: skip
 
     @staticmethod
     def _resolve_model(model: SiameseModel | str | None) -> Any:
@@ -387,80 +279,44 @@ class DuplicateIndex(IndexViews):
         """
         The `k` indexed texts most similar to each query, best first.
 
-        Each match is a dict `{"id", "text", "score"}` (score: cosine similarity), plus
-        `"is_duplicate"` (`score >= threshold`) when a threshold is known. A single string gives
-        one list of matches; a list of strings gives one list per query (as pipelines do).
-        `k` is capped at the size of the index.
+        Each match is a dict `{"id", "text", "score"}` (score: cosine similarity), plus `"is_duplicate"`
+        (`score >= threshold`) when a threshold is known. A single string gives one list of matches; a list of
+        strings gives one list per query (as pipelines do). `k` is capped at the size of the index.
 
-        With a cross-encoder (`cross_encoder=`, else the index's own, see the constructor), the
-        bi-encoder retrieves `rerank_k` candidates per query (default `max(2 * k, 20)`; at least `k`),
-        the cross-encoder scores them all in one batched call, and the `k` it scores highest are
-        returned, best first: `"score"` is the cross-encoder's score in [0, 1], `"retrieval_score"`
-        the cosine, `"is_duplicate"` is `score >= threshold` where `threshold` is then a
-        cross-encoder score (default its calibrated `config.threshold`), and `"probability"` is
-        the cross-encoder's calibrated P(duplicate) where it stores a calibration.
+        With a cross-encoder (`cross_encoder=`, else the index's own, see the constructor), the bi-encoder retrieves
+        `rerank_k` candidates per query (default `max(2 * k, 20)`; at least `k`), the cross-encoder scores them all
+        in one batched call, and the `k` it scores highest are returned, best first: `"score"` is the
+        cross-encoder's score in [0, 1], `"retrieval_score"` the cosine, `"is_duplicate"` is `score >= threshold`
+        where `threshold` is then a cross-encoder score (default its calibrated `config.threshold`), and
+        `"probability"` is the cross-encoder's calibrated P(duplicate) where it stores a calibration.
         """
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
-        check_k(k)
-        database = not isinstance(self._store, InMemoryStore)
-        if filter is not None and not database:
-            raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
-        reranker = self._reranker(cross_encoder)
-        if reranker is None:
-            if rerank_k is not None:
-                raise ValueError(
-                    "rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k"
-                )
-            threshold = check_threshold(threshold) if threshold is not None else self.threshold
-        else:
-            rerank_k = check_rerank_k(rerank_k, k)
-            threshold = cross_encoder_threshold(reranker, threshold)
+        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k)
         if not texts:
             return []
-        self._check_not_empty()
-        if database:
+        if plan.database:
             if backend not in (None, self.backend):
                 raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
-            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), rerank_k or k, filter=filter)
+            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
         else:
             candidates = self._store.matches(
-                *self.search_embeddings(self._encode(texts), rerank_k or k, backend=backend)
+                *self.search_embeddings(self._encode(texts), plan.fetch_k, backend=backend)
             )
-        if reranker is None:
-            results = [decide(found, threshold) for found in candidates]
-        else:
-            results = [found[:k] for found in rerank_matches(reranker, texts, candidates, threshold=threshold)]
+        results = decided(plan, texts, candidates, k)
         return results[0] if single else results
-
-    def _reranker(self, cross_encoder: Any | None) -> Any | None:
-        """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
-        return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else self.cross_encoder
 
     def search_embeddings(
         self, query_embeddings: torch.Tensor, k: int = 10, *, backend: Backend | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """
-        Tensor form of `search`: `(scores, rows)`, both `(num_queries, min(k, len(index)))`, best
-        first; `rows` index `embeddings` and `corpus` (-1 where an approximate index found fewer than
-        `k`). Queries should be L2-normalised (as `model.encode` returns them) for the scores to be
-        cosine similarities. A quantised FAISS index's candidates are rescored exactly, so scores are
-        always exact cosines; only which rows are found may differ from `backend="exact"`.
+        Tensor form of `search`: `(scores, rows)`, both `(num_queries, min(k, len(index)))`, best first; `rows`
+        index `embeddings` and `corpus` (-1 where an approximate index found fewer than `k`). Queries should be
+        L2-normalised (as `model.encode` returns them) for the scores to be cosine similarities. A quantised FAISS
+        index's candidates are rescored exactly: only which rows are found may differ from `backend="exact"`.
         """
-        check_k(k)
-        if not isinstance(self._store, InMemoryStore):
-            raise ValueError(
-                "search_embeddings returns row numbers, which a database collection has none of: use search"
-            )
-        self._check_not_empty()
-        if query_embeddings.dim() != 2 or query_embeddings.shape[1] != self.embedding_dim:
-            raise ValueError(
-                f"query embeddings must have shape (num_queries, {self.embedding_dim}), got {tuple(query_embeddings.shape)}"
-            )
-        backend = check_backend(backend or self.backend)
-        if backend not in IN_PROCESS_BACKENDS:
-            raise ValueError(f"backend={backend!r} is not how this index was built: use 'exact' or 'faiss'")
-        return self._store.topk(query_embeddings.detach().float().cpu(), k, exact=backend == "exact")
+        exact = search_backend(self, query_embeddings, k, backend) == "exact"
+        return self._store.topk(query_embeddings.detach().float().cpu(), k, exact=exact)
 
     def find_duplicates(
         self,
@@ -473,41 +329,33 @@ class DuplicateIndex(IndexViews):
         candidate_threshold: float | None = None,
     ) -> list[dict[str, Any]]:
         """
-        Pairs of indexed texts that look like duplicates of each other: every pair `(a, b)`, `a`
-        before `b` in the index, whose cosine similarity is at least `threshold` (default: the
-        index's threshold), sorted by score (highest first). With a probability calibration each
-        pair also has its `probability`, and `probability_threshold=p` keeps the pairs whose
-        calibrated P(duplicate) is at least `p` instead.
+        Pairs of indexed texts that look like duplicates of each other: every pair `(a, b)`, `a` before `b` in the
+        index, whose cosine similarity is at least `threshold` (default: the index's threshold), sorted by score
+        (highest first). With a probability calibration each pair also has its `probability`, and
+        `probability_threshold=p` keeps the pairs whose calibrated P(duplicate) is at least `p` instead.
 
-        How: each text's `k` nearest other texts are found with the index's own search (the chunked
-        exact top-k, or the FAISS index with `backend="faiss"`: approximate and far faster on a large
-        corpus; a database collection is read into memory and mined exactly) and the pairs among them
-        that pass the threshold are kept, each once (see `paraphrase_pairs`): no `N x N` matrix is
-        ever built, whatever the threshold.
-        A pair is missed only inside a cluster of more than `k + 1` near-identical texts; when a
-        text's `k`-th neighbour still passes the threshold, a warning says how many texts were
-        capped: raise `k` then (`k >= len(index) - 1` is exhaustive).
+        Each text's `k` nearest other texts are searched (a database collection is read into memory and mined
+        exactly) and the pairs among them that pass are kept, each once: never an `N x N` matrix. A pair is missed
+        only inside a cluster of more than `k + 1` near-identical texts; a warning then counts the texts capped
+        (raise `k`; `k >= len(index) - 1` is exhaustive).
 
-        With a cross-encoder (`cross_encoder=`, else the index's own), the bi-encoder proposes the
-        pairs whose cosine reaches `candidate_threshold` (default: the index's threshold; a lower
-        one lets the cross-encoder find pairs the bi-encoder would miss), and the cross-encoder
-        rescores them and keeps those whose score reaches `threshold`, then a cross-encoder score
-        (default its calibrated `config.threshold`), or whose calibrated P(duplicate) reaches
-        `probability_threshold` (the cross-encoder's calibration). Each pair then has `"score"` (the
-        cross-encoder's), `"retrieval_score"` (the cosine) and, with a calibration, `"probability"`.
+        With a cross-encoder (`cross_encoder=`, else the index's own), the bi-encoder proposes the pairs whose cosine
+        reaches `candidate_threshold` (default: the index's threshold; lower finds pairs it would miss), and the
+        cross-encoder keeps those whose score reaches `threshold` (default its calibrated `config.threshold`) or whose
+        calibrated P(duplicate) reaches `probability_threshold`: `"score"` is then its score, `"retrieval_score"` the
+        cosine.
         """
         check_k(k)
-        reranker = self._reranker(cross_encoder)
+        reranker = call_reranker(self, cross_encoder)
         return find_duplicates(
             self, threshold, k, probability_threshold, show_progress_bar, reranker, candidate_threshold
         )
 
     def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """
-        Write the index to a folder (see `index_files` for its files). A folder that
-        already holds files is refused unless `overwrite=True`, which replaces the index files
-        there (other files are left alone). A FAISS index is saved with it (so loading does not
-        rebuild it); a database index saves only where its collection is (the rows are there already).
+        Write the index to a folder (see `index_files` for its files). A folder that already holds files is refused
+        unless `overwrite=True`, which replaces the index files there (other files are left alone). A FAISS index is
+        saved with it (loading does not rebuild it); a database index saves only where its collection is.
         """
         self._check_not_empty()
         self._store.save(save_directory, index_config(self), overwrite=overwrite)
@@ -523,20 +371,16 @@ class DuplicateIndex(IndexViews):
         **kwargs: Any,
     ) -> DuplicateIndex:
         """
-        Load an index saved with `save`. With a `model`, it must be the model that built the index:
-        its embeddings of the probe questions saved with the index (`PROBE_QUESTIONS`) must agree
-        (cosine >= `SAME_MODEL_MIN_COSINE`), else a `ValueError`: another model's embeddings are not
-        comparable and the search would return unrelated questions. A moved or renamed model folder
-        passes (its weights are the same); an index saved before fingerprints only checks the size and
-        warns on a different name. `**kwargs` are the constructor's options; the saved threshold is used
-        unless `threshold=` or the model's calibrated one is given, and the saved backend (and FAISS
-        index) unless `backend=` (or other FAISS settings) are given.
+        Load an index saved with `save`. With a `model`, it must be the model that built the index: its embeddings
+        of the probe questions saved with the index (`PROBE_QUESTIONS`) must agree (cosine >= `SAME_MODEL_MIN_COSINE`),
+        else a `ValueError`: another model's embeddings are not comparable. A moved or renamed model folder passes;
+        an index saved before fingerprints only checks the size and warns on a different name. `**kwargs` are the
+        constructor's options; the saved threshold is used unless `threshold=` or the model's calibrated one is
+        given, and the saved backend (and FAISS index) unless `backend=` (or other FAISS settings) are given.
 
-        `mmap=True` leaves the embeddings in the folder's file, read as they are needed (memory-mapped),
-        instead of in memory: a corpus larger than memory can be searched, through a quantised FAISS index
-        (which reads only the rows it rescores) or exactly (the whole file read once per search: about 4x
-        slower than from memory at 1M texts). The default is `True` for an index saved with quantised FAISS
-        codes (`quantization` other than `"none"`), `False` otherwise.
+        `mmap=True` leaves the embeddings in the folder's file, read as needed (memory-mapped): a corpus larger than
+        memory can be searched, best through a quantised FAISS index (an exact search reads the whole file each
+        time, about 4x slower at 1M texts). Default: `True` for an index saved with quantised FAISS codes.
         """
         return load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
 
@@ -551,11 +395,5 @@ class DuplicateIndex(IndexViews):
         self.close()
 
 
-def _database_location(database: str | os.PathLike) -> str:
-    """A URL as given, a folder as an absolute path (so that a saved index finds it from anywhere)."""
-    text = os.fspath(database)
-    return text if "://" in text else str(Path(text).resolve())
-
-
-# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (hfsiamese search).
+# INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (`index_opening` does).
 __all__ = ["DuplicateIndex", "INDEX_CONFIG_NAME"]

@@ -14,6 +14,17 @@ def check_k(k: int) -> int:
     return k
 
 
+def check_sizes(batch_size: int, query_chunk_size: int, corpus_chunk_size: int) -> None:
+    """The encoding batch and the exact search's blocks: each at least 1."""
+    if query_chunk_size < 1 or corpus_chunk_size < 1:
+        raise ValueError(
+            f"chunk sizes must be at least 1, got query_chunk_size={query_chunk_size}, "
+            f"corpus_chunk_size={corpus_chunk_size}"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+
+
 def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
     """`texts` as a list, refusing a single string, non-strings and empty texts (naming the position)."""
     if isinstance(texts, str):
@@ -94,4 +105,4 @@ def texts_and_ids(
     return check_texts(corpus, "corpus"), ids
 
 
-__all__ = ["check_k", "check_texts", "id_type", "plain_ids", "texts_and_ids"]
+__all__ = ["check_k", "check_sizes", "check_texts", "id_type", "plain_ids", "texts_and_ids"]

@@ -76,6 +76,7 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.search.embedding_shards": "hfsiamese.search.shards",
     "hfsiamese.search.lancedb_store": "hfsiamese.search.stores.lancedb_store",
     "hfsiamese.search.qdrant_store": "hfsiamese.search.stores.qdrant_store",
+    "hfsiamese.search.store_checks": "hfsiamese.search.stores.store_checks",
 }
 """Old module → the module that holds its code now."""
 

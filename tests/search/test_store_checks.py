@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese.search import store_checks
-from hfsiamese.search.store_checks import (
+from hfsiamese.search.stores import store_checks
+from hfsiamese.search.stores.store_checks import (
     check_filter,
     check_id,
     check_json_dict,

@@ -9,6 +9,7 @@ dicts built by `hfsiamese.search.matches.match`.
 
 from __future__ import annotations
 
+import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,8 @@ import numpy as np
 import torch
 
 from hfsiamese.search.index_files import write_index_folder
-from hfsiamese.search.store_checks import RESERVED_FIELDS, check_batch_size, check_rows
+from hfsiamese.search.stores.store_checks import RESERVED_FIELDS, Rows, check_batch_size, check_rows
+from hfsiamese.utils.extras import install_hint
 
 RowBatch = tuple[list[int | str], list[str], "np.ndarray | None", list[dict[str, Any]]]
 """`(ids, texts, embeddings or None, metadata)`: one batch of `iter_rows`."""
@@ -119,17 +121,10 @@ class DatabaseStore(ABC):
             check_key=self._check_key,
         )
         if rows.ids:
-            self._write(rows.ids, rows.texts, rows.vectors, rows.metadata, batch_size)
+            self._write(rows, batch_size)
 
     @abstractmethod
-    def _write(
-        self,
-        ids: list[int | str],
-        texts: list[str],
-        vectors: np.ndarray,
-        metadata: list[dict[str, Any]],
-        batch_size: int,
-    ) -> None:
+    def _write(self, rows: Rows, batch_size: int) -> None:
         """Write checked, new rows (vectors normalised), `batch_size` rows a request."""
 
     @staticmethod
@@ -187,4 +182,52 @@ class DatabaseStore(ABC):
         )
 
 
-__all__ = ["DatabaseStore", "RowBatch", "VectorStore"]
+def import_engine(module: str, backend: str, package: str) -> Any:
+    """The database engine's client module, or an ImportError naming the extra (named as the backend) that installs
+    it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f'backend="{backend}" needs the {package} package: {install_hint(backend)}') from err
+
+
+def local_folder(location: str, create: bool, engine: str) -> Path:
+    """The folder of an engine embedded in this process, made if missing (unless `create=False`, which refuses it);
+    a file there is refused."""
+    path = Path(location).expanduser()
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file, not a {engine} folder: choose a folder")
+    if not path.exists() and not create:
+        raise FileNotFoundError(f"no {engine} folder at {path}: pass create=True (and embedding_dim) to make one")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def check_creatable(collection: str, where: str, create: bool, embedding_dim: int | None) -> None:
+    """A missing collection may be created only with `create` and an `embedding_dim`."""
+    if not create:
+        raise FileNotFoundError(
+            f"no collection {collection!r} at {where}: pass create=True with embedding_dim to create it"
+        )
+    if embedding_dim is None:
+        raise ValueError(f"creating collection {collection!r} at {where} needs embedding_dim")
+
+
+def check_stored_dim(collection: str, where: str, dim: int, embedding_dim: int | None) -> None:
+    """An existing collection holds embeddings of the size asked for (when one is)."""
+    if embedding_dim is not None and dim != embedding_dim:
+        raise ValueError(
+            f"collection {collection!r} at {where} holds {dim}-dim embeddings, not {embedding_dim}: "
+            "use the model that built it, or another collection"
+        )
+
+
+__all__ = [
+    "DatabaseStore",
+    "RowBatch",
+    "VectorStore",
+    "check_creatable",
+    "check_stored_dim",
+    "import_engine",
+    "local_folder",
+]

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hfsiamese.search import store_checks
-from hfsiamese.search.store_checks import check_id
+from hfsiamese.search.stores import store_checks
+from hfsiamese.search.stores.store_checks import check_id
 
 # The table's own columns.
 KEY, ID_INT, ID_STR, TEXT, VECTOR = "id_key", "id_int", "id_str", "text", "vector"

@@ -11,7 +11,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from hfsiamese.search.store_checks import INT64_MAX, INT64_MIN, check_filter
 from hfsiamese.search.stores.lancedb_columns import (
     ID_INT,
     ID_STR,
@@ -23,6 +22,7 @@ from hfsiamese.search.stores.lancedb_columns import (
     id_key,
     value_kind,
 )
+from hfsiamese.search.stores.store_checks import INT64_MAX, INT64_MIN, check_filter
 
 # `where_sql`'s answer to a filter that no row can match (an any-of over [], a field no row has...).
 MATCHES_NOTHING = object()

@@ -102,7 +102,6 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -111,16 +110,7 @@ import torch
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
-from hfsiamese.search.store_checks import (
-    check_batch_size,
-    check_embedding_dim,
-    check_json_dict,
-    check_not_present,
-    check_vectors,
-    id_list,
-    normalise,
-)
-from hfsiamese.search.stores.base import DatabaseStore
+from hfsiamese.search.stores.base import DatabaseStore, check_creatable, check_stored_dim, import_engine, local_folder
 from hfsiamese.search.stores.lancedb_columns import (
     BASE_COLUMNS,
     ID_INT,
@@ -139,7 +129,16 @@ from hfsiamese.search.stores.lancedb_columns import (
     table_rows,
 )  # fmt: skip
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
-from hfsiamese.utils.extras import install_hint
+from hfsiamese.search.stores.store_checks import (
+    Rows,
+    check_batch_size,
+    check_embedding_dim,
+    check_json_dict,
+    check_not_present,
+    check_vectors,
+    id_list,
+    normalise,
+)
 
 logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")  # the logger its lines have always come from
 
@@ -161,11 +160,7 @@ _ID_BATCH = 10_000
 
 def import_lancedb() -> Any:
     """The `lancedb` module, or an ImportError saying which extra installs it."""
-    try:
-        import lancedb
-    except ImportError as err:
-        raise ImportError(f'backend="lancedb" needs the lancedb package: {install_hint("lancedb")}') from err
-    return lancedb
+    return import_engine("lancedb", "lancedb", "lancedb")
 
 
 def _is_uri(location: str) -> bool:
@@ -231,15 +226,8 @@ class LanceDBStore(DatabaseStore):
                 raise ValueError(
                     "api_key is for a LanceDB Cloud URI (db://...), not a local folder: drop it, or pass the URI"
                 )
-            path = Path(location).expanduser()
+            path = local_folder(location, create, "LanceDB")
             where = str(path)
-            if path.exists() and not path.is_dir():
-                raise NotADirectoryError(f"{path} is a file, not a LanceDB folder: choose a folder")
-            if not path.exists() and not create:
-                raise FileNotFoundError(
-                    f"no LanceDB folder at {path}: pass create=True (and embedding_dim) to make one"
-                )
-            path.mkdir(parents=True, exist_ok=True)
             # Every read looks for the latest version first, so this store sees what other processes commit.
             db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
         table = cls._open_table(db, collection, embedding_dim, create, where)
@@ -254,12 +242,9 @@ class LanceDBStore(DatabaseStore):
         except ValueError as err:
             if "not found" not in str(err) and "does not exist" not in str(err):
                 raise
-            if not create:
-                raise FileNotFoundError(
-                    f"no collection {collection!r} at {where}: pass create=True with embedding_dim to create it"
-                ) from None
-            if embedding_dim is None:
-                raise ValueError(f"creating collection {collection!r} at {where} needs embedding_dim") from None
+            table = None
+        if table is None:
+            check_creatable(collection, where, create, embedding_dim)
             # exist_ok: another process may have created it in the meantime; it is checked below then.
             table = db.create_table(collection, schema=base_schema(embedding_dim), exist_ok=True)
         schema = table.schema
@@ -276,12 +261,7 @@ class LanceDBStore(DatabaseStore):
                     f"table {collection!r} at {where} has no {name} column of type {wanted.type}, so it was not made "
                     "by LanceDBStore: choose another collection name"
                 )
-        dim = schema.field(VECTOR).type.list_size
-        if embedding_dim is not None and dim != embedding_dim:
-            raise ValueError(
-                f"collection {collection!r} at {where} holds {dim}-dim embeddings, not {embedding_dim}: "
-                "use the model that built it, or another collection"
-            )
+        check_stored_dim(collection, where, schema.field(VECTOR).type.list_size, embedding_dim)
         return table
 
     def close(self) -> None:
@@ -301,19 +281,13 @@ class LanceDBStore(DatabaseStore):
         """The exact number of texts in the table."""
         return self._table.count_rows()
 
-    def _write(
-        self,
-        ids: list[int | str],
-        texts: list[str],
-        vectors: np.ndarray,
-        metadata: list[dict[str, Any]],
-        batch_size: int,
-    ) -> None:
+    def _write(self, rows: Rows, batch_size: int) -> None:
         """
         All the rows in one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
         the table, and a crash in the middle leaves none of them. A metadata field new to the table is added as a
         column first (its own commit).
         """
+        ids, texts, vectors, metadata = rows
         keys = [id_key(i) for i in ids]
         table = self._table
         check_not_present(ids, self._contains_keys(keys))

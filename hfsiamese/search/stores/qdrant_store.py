@@ -56,7 +56,6 @@ import os
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,7 +63,9 @@ import torch
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
-from hfsiamese.search.store_checks import (
+from hfsiamese.search.stores.base import DatabaseStore, check_creatable, check_stored_dim, import_engine, local_folder
+from hfsiamese.search.stores.store_checks import (
+    Rows,
     check_batch_size,
     check_embedding_dim,
     check_filter,
@@ -75,8 +76,6 @@ from hfsiamese.search.store_checks import (
     id_list,
     normalise,
 )
-from hfsiamese.search.stores.base import DatabaseStore
-from hfsiamese.utils.extras import install_hint
 
 logger = logging.getLogger("hfsiamese.search.stores.qdrant_store")  # the logger its lines have always come from
 
@@ -95,11 +94,7 @@ _ID_BATCH = 1000
 
 def import_qdrant() -> Any:
     """The `qdrant_client` module, or an ImportError saying which extra installs it."""
-    try:
-        import qdrant_client
-    except ImportError as err:
-        raise ImportError(f'backend="qdrant" needs the qdrant-client package: {install_hint("qdrant")}') from err
-    return qdrant_client
+    return import_engine("qdrant_client", "qdrant", "qdrant-client")
 
 
 def point_id(user_id: int | str) -> int | str:
@@ -173,13 +168,8 @@ class QdrantStore(DatabaseStore):
         else:
             if api_key is not None:
                 raise ValueError("api_key is for a Qdrant server URL, not a local folder: drop it, or pass the URL")
-            path = Path(location).expanduser()
+            path = local_folder(location, create, "Qdrant")
             where = str(path)
-            if path.exists() and not path.is_dir():
-                raise NotADirectoryError(f"{path} is a file, not a Qdrant folder: choose a folder")
-            if not path.exists() and not create:
-                raise FileNotFoundError(f"no Qdrant folder at {path}: pass create=True (and embedding_dim) to make one")
-            path.mkdir(parents=True, exist_ok=True)
             try:
                 with _quiet_large_collection():
                     client = qdrant_client.QdrantClient(path=str(path))
@@ -221,12 +211,7 @@ class QdrantStore(DatabaseStore):
                 f"cannot reach the Qdrant server at {where} ({err}): start it, or check the URL"
             ) from err
         if not exists:
-            if not create:
-                raise FileNotFoundError(
-                    f"no collection {collection!r} at {where}: pass create=True with embedding_dim to create it"
-                )
-            if embedding_dim is None:
-                raise ValueError(f"creating collection {collection!r} at {where} needs embedding_dim")
+            check_creatable(collection, where, create, embedding_dim)
             client.create_collection(
                 collection, vectors_config=models.VectorParams(size=embedding_dim, distance=models.Distance.COSINE)
             )
@@ -242,11 +227,7 @@ class QdrantStore(DatabaseStore):
                 f"collection {collection!r} at {where} uses {vectors.distance.value} distance, not Cosine: "
                 "it was not made by QdrantStore; choose another collection name"
             )
-        if embedding_dim is not None and vectors.size != embedding_dim:
-            raise ValueError(
-                f"collection {collection!r} at {where} holds {vectors.size}-dim embeddings, not {embedding_dim}: "
-                "use the model that built it, or another collection"
-            )
+        check_stored_dim(collection, where, vectors.size, embedding_dim)
         return vectors.size
 
     def close(self) -> None:
@@ -259,18 +240,12 @@ class QdrantStore(DatabaseStore):
         """The exact number of texts in the collection."""
         return self._client.count(self.collection, exact=True).count
 
-    def _write(
-        self,
-        ids: list[int | str],
-        texts: list[str],
-        vectors: np.ndarray,
-        metadata: list[dict[str, Any]],
-        batch_size: int,
-    ) -> None:
+    def _write(self, rows: Rows, batch_size: int) -> None:
         """
         Upserted `batch_size` rows at a time with wait=True, so when `add` returns every row is acknowledged (in local
         mode: committed to the folder's sqlite).
         """
+        ids, texts, vectors, metadata = rows
         point_ids = [point_id(i) for i in ids]
         check_not_present(ids, self._contains_points(point_ids))
         models = self._models

@@ -9,7 +9,7 @@ Here: ids (ints or strings, ints within int64) and id lists; the rows of an `add
 of the right shape, finite and not all zero, one metadata dict per text, no id twice) and the L2
 normalisation of the embeddings; metadata (a dict of JSON scalars or lists of them under string keys, none
 of them a name that `search` gives back itself: "id", "text", "score"); the JSON dict of `set_metadata`;
-the shape of a search filter. `k` is checked by `input_checks.check_k`, as for the in-process backends.
+the shape of a search filter. `k` is checked by `search.input_checks.check_k`, as for the in-process backends.
 
 What depends on the engine stays in its module and is passed in where a check needs it: which metadata
 keys and filter fields it can address (Qdrant reads `.` and `[]` in a key as a path, LanceDB fields are

@@ -1,0 +1,93 @@
+"""
+What `DuplicateIndex.search` and `search_embeddings` check and decide around asking the store: the call's threshold
+and reranker, how many candidates to fetch, and the matches decided by the threshold or reranked by a cross-encoder.
+The store itself is asked in those methods, so that a warning raised while it builds its FAISS index (`faiss_tuning`)
+names the same line as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import torch
+
+from hfsiamese.models.siamese.scoring import check_threshold
+from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Backend, check_backend
+from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.matches import decide
+from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
+from hfsiamese.search.stores.in_memory import InMemoryStore
+
+if TYPE_CHECKING:
+    from hfsiamese.search.duplicate_index import DuplicateIndex
+
+
+class SearchPlan(NamedTuple):
+    """One call of `search`, checked: where the rows are, how many candidates to fetch, and who decides them."""
+
+    database: bool
+    fetch_k: int
+    threshold: float | None
+    reranker: Any | None
+
+
+def call_reranker(index: DuplicateIndex, cross_encoder: Any | None) -> Any | None:
+    """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
+    return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
+
+
+def plan_search(
+    index: DuplicateIndex,
+    texts: list[str],
+    k: int,
+    threshold: float | None,
+    filter: dict[str, Any] | None,
+    cross_encoder: Any | None,
+    rerank_k: int | None,
+) -> SearchPlan:
+    """The options of a `search` checked (and the index not empty, where there are queries)."""
+    check_k(k)
+    database = not isinstance(index._store, InMemoryStore)
+    if filter is not None and not database:
+        raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
+    reranker = call_reranker(index, cross_encoder)
+    if reranker is None:
+        if rerank_k is not None:
+            raise ValueError(
+                "rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k"
+            )
+        threshold = check_threshold(threshold) if threshold is not None else index.threshold
+    else:
+        rerank_k = check_rerank_k(rerank_k, k)
+        threshold = cross_encoder_threshold(reranker, threshold)
+    if texts:
+        index._check_not_empty()
+    return SearchPlan(database, rerank_k or k, threshold, reranker)
+
+
+def decided(
+    plan: SearchPlan, texts: list[str], candidates: list[list[dict[str, Any]]], k: int
+) -> list[list[dict[str, Any]]]:
+    """Each query's candidates decided by the threshold, or reranked by the cross-encoder and cut to `k`."""
+    if plan.reranker is None:
+        return [decide(found, plan.threshold) for found in candidates]
+    return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
+
+
+def search_backend(index: DuplicateIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
+    """The in-process backend `search_embeddings` uses, its arguments checked."""
+    check_k(k)
+    if not isinstance(index._store, InMemoryStore):
+        raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
+    index._check_not_empty()
+    if query_embeddings.dim() != 2 or query_embeddings.shape[1] != index.embedding_dim:
+        raise ValueError(
+            f"query embeddings must have shape (num_queries, {index.embedding_dim}), got {tuple(query_embeddings.shape)}"
+        )
+    backend = check_backend(backend or index.backend)
+    if backend not in IN_PROCESS_BACKENDS:
+        raise ValueError(f"backend={backend!r} is not how this index was built: use 'exact' or 'faiss'")
+    return backend
+
+
+__all__ = ["SearchPlan", "call_reranker", "decided", "plan_search", "search_backend"]
