@@ -73,6 +73,8 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.deprecation": "hfsiamese.utils.deprecation",
     "hfsiamese.extras": "hfsiamese.utils.extras",
     "hfsiamese.measurement_memory": "hfsiamese.utils.measurement_memory",
+    "hfsiamese.models.siamese.core_sharing": "hfsiamese.utils.core_sharing",
+    "hfsiamese.models.siamese.encode_precision": "hfsiamese.utils.encode_precision",
 }
 """Old module → the module that holds its code now."""
 
