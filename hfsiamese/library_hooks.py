@@ -16,7 +16,6 @@ and no generated card.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -38,17 +37,12 @@ class LibraryEncodePolicy(EncodePolicy):
         # Another process busy on these cores: fewer threads until it stops, restored after the call.
         return core_sharing.CoreSharing() if device.type == "cpu" and core_sharing.enabled() else None
 
-    def choose_precision(
-        self,
-        embed: Callable[[dict[str, torch.Tensor]], torch.Tensor],
-        *,
-        embedding_rows: int,
-        pad_id: int,
-        device: torch.device,
-        model_key: str,
-    ) -> EncodePrecision:
-        probe = encode_precision.probe_batch(embedding_rows, device, pad_id)
-        return encode_precision.choose_encode_precision(embed, probe, device, model_key=model_key)
+    def choose_precision(self, model: Any) -> EncodePrecision:
+        # Measured on the model itself: a probe batch of its vocabulary, timed both ways, remembered per architecture.
+        probe = encode_precision.probe_batch(model.embedding_rows(), model.device, model.padding_id())
+        return encode_precision.choose_encode_precision(
+            model._embed_batch, probe, model.device, model_key=model._architecture_key()
+        )
 
 
 def build_card(model: Any, **kwargs: Any) -> Any:

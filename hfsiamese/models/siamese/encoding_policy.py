@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,16 +65,11 @@ class EncodePolicy:
         """What adapts the threads of one `encode` call on `device`, or None: torch's threads as they are."""
         return None
 
-    def choose_precision(
-        self,
-        embed: Callable[[dict[str, torch.Tensor]], torch.Tensor],
-        *,
-        embedding_rows: int,
-        pad_id: int,
-        device: torch.device,
-        model_key: str,
-    ) -> EncodePrecision:
-        """What `dtype="auto"` means for the model whose batch embedding is `embed`, on `device` (called once each)."""
+    def choose_precision(self, model: Any) -> EncodePrecision:
+        """
+        What `dtype="auto"` means for `model` (an `InferenceHost`, in eval and inference mode) on its device; asked
+        once per model and device.
+        """
         return EncodePrecision(
             None, "fp32: dtype='auto' is decided by hfsiamese's measurement, which is not imported here"
         )
@@ -131,13 +125,7 @@ class EncodingPolicyMixin:
                 self.eval()
                 try:
                     with torch.inference_mode():
-                        decided[key] = self.encode_policy.choose_precision(
-                            self._embed_batch,
-                            embedding_rows=self.embedding_rows(),
-                            pad_id=self.padding_id(),
-                            device=self.device,
-                            model_key=self._architecture_key(),
-                        )
+                        decided[key] = self.encode_policy.choose_precision(self)
                 finally:
                     self.train(was_training)
             logger.info("encode(dtype='auto') on %s: %s", key, decided[key].reason)
