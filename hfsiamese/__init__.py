@@ -15,6 +15,7 @@ apply_openmp_defaults_at_import()
 from transformers import AutoConfig, AutoModel  # noqa: E402
 from transformers.pipelines import PIPELINE_REGISTRY  # noqa: E402
 
+from hfsiamese import library_hooks  # noqa: E402
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel  # noqa: E402
 from hfsiamese.loading import load_model, load_siamese_model  # noqa: E402
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig  # noqa: E402
@@ -22,6 +23,9 @@ from hfsiamese.models.siamese.modeling_siamese import SiameseModel, SiameseModel
 from hfsiamese.models.siamese.pipeline_question_duplicates import PIPELINE_TASK, QuestionDuplicatesPipeline  # noqa: E402
 from hfsiamese.utils import moved_modules  # noqa: E402
 from hfsiamese.utils.lazy_exports import lazy_exports  # noqa: E402
+
+# What the travelling model code asks of the library (encode's machine policy, push_to_hub's card), set on its classes.
+library_hooks.install()
 
 # Auto classes: `AutoModel.from_pretrained(folder)` works with hfsiamese imported, and the saved
 # config carries an `auto_map` plus the modeling code so that it also works without hfsiamese.

@@ -4,9 +4,10 @@ What hfsiamese may change in its process: nothing for a library user; the measur
 Three process-wide settings pay on a shared or AMX/AVX512-BF16 CPU, measured by this project's commands
 (`benchmarks/README.md`, "Sharing a machine", "encode's precision"):
   * OpenMP's wait policy: `GOMP_SPINCOUNT=3000` (`openmp_defaults`), which libgomp reads once, when torch loads;
-  * core sharing: fewer torch threads while other processes keep the cores busy (`models/siamese/core_sharing.py`);
+  * core sharing: fewer torch threads while other processes keep the cores busy (`utils/core_sharing.py`);
   * `encode`'s precision "auto": bf16 autocast where a timing probe of the model finds it faster
-    (`models/siamese/encode_precision.py`).
+    (`utils/encode_precision.py`).
+`encode` gets both through the hook `import hfsiamese` sets on the model classes (`library_hooks`).
 They change global state (the environment, torch's thread count, a result's last bits), which no transformers or
 sentence-transformers API does, so a library call never applies them: `import hfsiamese` sets nothing, `encode`
 runs in float32 with torch's threads as they are, and a `SiameseTrainer` built in user code keeps its threads.
@@ -143,14 +144,14 @@ def set_cpu_policy(
         changed.append(f"encode_dtype={encode_dtype!r}")
     why = reason or f"set_cpu_policy({', '.join(changed)})"
     if share_cores is not None:
-        from hfsiamese.models.siamese import core_sharing
+        from hfsiamese.utils import core_sharing
         from hfsiamese.utils.cpu_threads import threads_set_by_user
 
         _policy["share_cores"] = share_cores
         # A thread count the user chose stays theirs (OMP_NUM_THREADS; accelerate's own default does not count).
         core_sharing.configure(share_cores and not threads_set_by_user(), why)
     if encode_dtype != "unchanged":
-        from hfsiamese.models.siamese import encode_precision
+        from hfsiamese.utils import encode_precision
 
         _policy["encode_dtype"] = encode_dtype
         encode_precision.set_default_dtype(encode_dtype)
@@ -168,7 +169,7 @@ def apply_command_defaults() -> dict[str, Any]:
     """
     if not openmp_defaults.set_here():  # a command `import hfsiamese` did not recognise: set now, or say it is too late
         openmp_defaults.apply_openmp_defaults()
-    from hfsiamese.models.siamese import encode_precision
+    from hfsiamese.utils import encode_precision
     from hfsiamese.utils.measurement_memory import remember_speedup
 
     # A measured bf16 speed-up is kept per machine (~/.cache/hfsiamese/bf16_speedups.json): every run decides alike.

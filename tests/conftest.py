@@ -59,7 +59,7 @@ def unpin_machine_decisions(monkeypatch):
 def _cpu_policy_state() -> dict:
     """Where the process's CPU policy lives (module attribute -> its dict), as copies."""
     from hfsiamese import cpu_policy
-    from hfsiamese.models.siamese import core_sharing, encode_precision
+    from hfsiamese.utils import core_sharing, encode_precision
 
     holders = [(cpu_policy, "_policy"), (core_sharing, "_choice"), (encode_precision, "_process_default"),
                (encode_precision, "_memory")]  # fmt: skip

@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from hfsiamese import cpu_policy
-from hfsiamese.models.siamese import core_sharing, encode_precision, inference
-from hfsiamese.utils import openmp_defaults
+from hfsiamese.utils import core_sharing, encode_precision, openmp_defaults
 from tests.conftest import REPO_ROOT, TEXTS
 
 
@@ -93,9 +92,11 @@ def test_which_program_is_a_command(argv, orig_argv, program):
 
 def test_encode_by_default_neither_probes_nor_changes_threads(library_policy, monkeypatch, tiny_lstm, word_tokenizer):
     monkeypatch.setattr(core_sharing, "available", lambda: True)
-    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: pytest.fail("probed without dtype=auto"))
+    monkeypatch.setattr(
+        encode_precision, "choose_encode_precision", lambda *a, **k: pytest.fail("probed without dtype=auto")
+    )
     monkeypatch.setattr(torch, "set_num_threads", lambda n: pytest.fail("encode changed torch's thread count"))
-    monkeypatch.setattr(inference, "CoreSharing", lambda *a, **k: pytest.fail("encode shared cores by default"))
+    monkeypatch.setattr(core_sharing, "CoreSharing", lambda *a, **k: pytest.fail("encode shared cores by default"))
     embeddings = tiny_lstm.encode(TEXTS, word_tokenizer)
     assert embeddings.dtype == torch.float32 and tiny_lstm.resolve_encode_dtype() is None
 
@@ -103,7 +104,7 @@ def test_encode_by_default_neither_probes_nor_changes_threads(library_policy, mo
 def test_auto_given_or_opted_into_probes_and_shares_cores(library_policy, monkeypatch, tiny_lstm, word_tokenizer):
     probes = []
     monkeypatch.setattr(
-        inference, "choose_encode_precision",
+        encode_precision, "choose_encode_precision",
         lambda *a, **k: probes.append(1) or encode_precision.EncodePrecision(None, "fp32: as measured here"),
     )  # fmt: skip
     tiny_lstm.encode(TEXTS, word_tokenizer, dtype="auto")
@@ -115,7 +116,7 @@ def test_auto_given_or_opted_into_probes_and_shares_cores(library_policy, monkey
             made.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(inference, "CoreSharing", Recording)
+    monkeypatch.setattr(core_sharing, "CoreSharing", Recording)
     monkeypatch.setattr(core_sharing, "available", lambda: True)
     monkeypatch.setattr("hfsiamese.utils.cpu_threads.threads_set_by_user", lambda: False)
     policy = cpu_policy.set_cpu_policy(share_cores=True, encode_dtype="auto")

@@ -2,7 +2,7 @@
 
 The trainers add it (`SiameseTrainingArguments.share_cores`: unset follows the process's policy, on in hfsiamese's
 commands, off in a user's script unless `hfsiamese.set_cpu_policy(share_cores=True)`); the adapting itself is
-`hfsiamese.models.siamese.core_sharing.CoreSharing`, which `encode` uses too. The Trainer's loop is the only
+`hfsiamese.utils.core_sharing.CoreSharing`, which `encode` uses too. The Trainer's loop is the only
 place that runs between steps on the thread that runs the kernels, hence a callback.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from hfsiamese import cpu_policy
-from hfsiamese.models.siamese import core_sharing
+from hfsiamese.utils import core_sharing
 from hfsiamese.utils.cpu_threads import threads_set_by_user
 
 logger = logging.getLogger(__name__)

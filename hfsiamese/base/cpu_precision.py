@@ -6,7 +6,7 @@ the element-wise kernels that autocast leaves in fp32 eat what the bf16 matrix p
 not much faster. So on a CPU with native bf16 (AVX512-BF16 or AMX, as torch reports them) one training step of
 a small transformer layer is timed both ways (about a second, once per process) and bf16 is chosen only when
 it is clearly faster. On a GPU, bf16 where the device supports it. Explicit `--bf16 true/false` always wins.
-`encode(dtype="auto")` decides the same way for inference, on the model itself (`models/siamese/encode_precision.py`).
+`encode(dtype="auto")` decides the same way for inference, on the model itself (`hfsiamese.utils.encode_precision`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from hfsiamese.models.siamese.encode_precision import bf16_speedup, native_cpu_bf16, remembered_speedup
+from hfsiamese.utils.encode_precision import bf16_speedup, native_cpu_bf16, remembered_speedup
 
 BF16_VALUES = ("auto", "true", "false")
 # bf16 is chosen when the probe step runs at least this much faster than fp32 (noise, and the parts of a real

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
-from hfsiamese.models.siamese.encode_precision import EncodePrecision
+from hfsiamese.models.siamese.encoding_policy import EncodePrecision
 from hfsiamese.models.siamese.inference import SiameseInferenceMixin
 from hfsiamese.models.siamese.modeling_siamese import PairClassificationHead, SiameseModelOutput
 from hfsiamese.models.siamese.safe_loading import check_finite

@@ -77,6 +77,8 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.search.lancedb_store": "hfsiamese.search.stores.lancedb_store",
     "hfsiamese.search.qdrant_store": "hfsiamese.search.stores.qdrant_store",
     "hfsiamese.search.store_checks": "hfsiamese.search.stores.store_checks",
+    "hfsiamese.models.siamese.core_sharing": "hfsiamese.utils.core_sharing",
+    "hfsiamese.models.siamese.encode_precision": "hfsiamese.utils.encode_precision",
 }
 """Old module → the module that holds its code now."""
 

@@ -12,7 +12,7 @@ of 3,000 iterations costs a lone run about 6% and takes 2.6× (300 steps) to 2.9
 run: 140 s alone, 400 s each together) instead of 35×; 1,000 shares better (1.45× at 300 steps) but
 makes a lone run 34% slower; 10,000 or more collapse again (3.4× at 10,000, 20× at 100,000 for 60 steps).
 No single spin gives both a lone run's speed and 2× together: the spin ends the collapse, and core sharing
-(`hfsiamese/models/siamese/core_sharing.py`: fewer threads while another process holds the cores) does the rest
+(`hfsiamese/utils/core_sharing.py`: fewer threads while another process holds the cores) does the rest
 (1.18× for two whole default runs).
 
 So, in hfsiamese's commands, before torch is imported, `GOMP_SPINCOUNT` is set to `SPIN_COUNT`, unless the user

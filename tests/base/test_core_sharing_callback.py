@@ -9,7 +9,7 @@ import torch
 
 from hfsiamese import cpu_policy
 from hfsiamese.base.core_sharing_callback import CoreSharingCallback, share_cores_verdict
-from hfsiamese.models.siamese import core_sharing
+from hfsiamese.utils import core_sharing
 from tests.fixtures import tiny_training_args, trainer_on_tiny_pairs
 
 

@@ -362,15 +362,15 @@ def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(
     tmp_path, tiny_lstm, word_tokenizer, monkeypatch
 ):
     """An AMX machine's bf16 probe flips between processes: the second process must resume, not be refused."""
-    from hfsiamese.models.siamese import encode_precision, inference
-    from hfsiamese.models.siamese.encode_precision import EncodePrecision
+    from hfsiamese.utils import encode_precision
+    from hfsiamese.utils.encode_precision import EncodePrecision
 
     monkeypatch.setattr(encode_precision, "_process_default", {"dtype": "auto"})  # as in a command
     decisions = [
         EncodePrecision(torch.bfloat16, "bf16 autocast: measured faster"),
         EncodePrecision(None, "fp32: measured slower"),
     ]
-    monkeypatch.setattr(inference, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
+    monkeypatch.setattr(encode_precision, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
     texts = corpus()
     folder = tmp_path / "shards"
     first = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()

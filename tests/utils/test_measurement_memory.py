@@ -7,9 +7,8 @@ import json
 import pytest
 import torch
 
-from hfsiamese.models.siamese import encode_precision
-from hfsiamese.models.siamese.encode_precision import remembered_speedup
-from hfsiamese.utils import measurement_memory
+from hfsiamese.utils import encode_precision, measurement_memory
+from hfsiamese.utils.encode_precision import remembered_speedup
 from hfsiamese.utils.measurement_memory import remember_speedup
 
 

@@ -1,18 +1,17 @@
 """
-The inference API of a Siamese model: embed texts, score pairs, decide duplicates, classify against a
-support set.
+The inference API of a Siamese model: embed texts, score pairs, decide duplicates (and, from
+`one_shot_classification`, classify against a support set).
 
 `SiameseModel` and the onnxruntime `OnnxSiameseModel` inherit it (`model.encode(...)`, `model.predict(...)`),
-so it is written against what a model provides, declared once as `InferenceHost`. What a score is and which threshold applies comes from `scoring`; how long texts may be,
-from `token_fields`. This file travels with every checkpoint as
-remote code (the modeling file imports it relatively), so it may import only torch, transformers and
-its siblings.
+so it is written against what a model provides, declared once as `InferenceHost`. What a score is and which
+threshold applies comes from `scoring`; how long texts may be, from `token_fields`; the precision and threads
+`encode` runs with, from `encoding_policy` (given by the installed library, decided nowhere here). This file
+travels with every checkpoint as remote code (the modeling file imports it relatively), so it may import only
+torch, transformers and its siblings.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -23,16 +22,10 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer
 
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS
-from .core_sharing import CoreSharing, enabled as core_sharing_enabled
-from .encode_precision import EncodePrecision, choose_encode_precision, default_dtype, probe_batch
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
-from .scoring import (
-    embedding_pair_scores,
-    embedding_score_matrix,
-    pair_probability,
-    resolve_decision_threshold,
-    stored_calibrator,
-)
+from .encoding_policy import EncodingPolicyMixin
+from .one_shot_classification import ClassificationMixin
+from .scoring import embedding_pair_scores, pair_probability, resolve_decision_threshold, stored_calibrator
 from .token_fields import token_fields, tokenizer_max_length, warn_truncated
 
 logger = logging.getLogger(__name__)
@@ -111,8 +104,11 @@ class InferenceHost(Protocol):
         ...
 
 
-class SiameseInferenceMixin:
-    """Texts in, embeddings, scores and decisions out (mixed into a model that is an `InferenceHost`)."""
+class SiameseInferenceMixin(EncodingPolicyMixin, ClassificationMixin):
+    """
+    Texts in, embeddings, scores and decisions out (mixed into a model that is an `InferenceHost`); the precision and
+    threads of `encode` from `EncodingPolicyMixin`, `classify` from `ClassificationMixin`.
+    """
 
     # ----------------------------------------------------------------------------------------
     # The tokenizer
@@ -204,12 +200,14 @@ class SiameseInferenceMixin:
         giving their count.
 
         `dtype`: "auto" runs the encoder in bf16 autocast where this machine runs this model faster in it and
-        the embeddings agree with float32's (measured once per model and device on a small probe batch, logged,
-        `model.encode_precision()`; fp32 on CPUs without native bf16), else float32; `torch.bfloat16` forces
+        the embeddings agree with float32's (with hfsiamese imported: measured once per model and device on a small
+        probe batch, logged, `model.encode_precision()`; fp32 on CPUs without native bf16; without hfsiamese, as
+        remote code: float32, since nothing measures, see `encoding_policy`), else float32; `torch.bfloat16` forces
         autocast in that type, `torch.float32` forces float32. None (default): the precision fixed on this model
         (`set_encode_precision`, as a training run does for its evaluation), else the process's default: float32,
         or "auto" where the process opted in (`hfsiamese.set_cpu_policy(encode_dtype="auto")`; hfsiamese's
-        commands do). Embeddings are float32 either way.
+        commands do). Embeddings are float32 either way. Threads: torch's, unless hfsiamese's policy adapts them
+        (`hfsiamese.set_cpu_policy(share_cores=True)`; its commands do).
 
         Texts get the model's default prompt in front (`config.default_prompt_name`, as in training), or the
         prompt named `prompt_name`, or the text `prompt` (`""`: none); a pre-tokenised input is taken as it is.
@@ -269,8 +267,9 @@ class SiameseInferenceMixin:
 
                 progress = tqdm(total=total, desc="Encoding", unit="text")
             truncated = 0
-            # Another process busy on these cores: fewer threads until it stops (core_sharing), restored after.
-            sharing = CoreSharing() if self.device.type == "cpu" and core_sharing_enabled() else None
+            # The threads the machine policy gives this call (hfsiamese's: fewer while another process is busy on
+            # these cores), restored after; this folder's own policy leaves torch's threads as they are.
+            sharing = self._thread_adapter()
             try:
                 for chunk in chunks:
                     truncated += chunk.truncated
@@ -303,75 +302,6 @@ class SiameseInferenceMixin:
         if pad is None:
             pad = self.padding_id()
         return int(pad), getattr(tokenizer, "padding_side", "right") or "right"
-
-    def _autocast(self, dtype: torch.dtype | None) -> Any:
-        """`torch.autocast` on the model's device in `dtype`, or nothing when `dtype` is None."""
-        if dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=dtype)
-
-    def resolve_encode_dtype(self, dtype: torch.dtype | str | None = None) -> torch.dtype | None:
-        """The autocast type `encode(dtype=dtype)` runs in here (None: float32, no autocast); "auto" decides now."""
-        if dtype is None:
-            fixed = self.fixed_encode_precision()
-            if fixed is not None:
-                return fixed.dtype
-            dtype = default_dtype()
-        if isinstance(dtype, str):
-            if dtype != "auto":
-                raise ValueError(
-                    f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}"
-                )
-            return self.encode_precision().dtype
-        return None if dtype == torch.float32 else dtype
-
-    def encode_precision(self) -> EncodePrecision:
-        """
-        What `encode(dtype="auto")` uses for this model on its current device, decided on first use and kept
-        (`encode_precision.choose_encode_precision`: bf16 autocast only where measured faster and agreeing).
-        """
-        decided = self.__dict__.setdefault("_encode_precisions", {})
-        if "*" in decided:
-            return decided["*"]
-        key = str(self.device)
-        if key not in decided:
-            if self.dtype != torch.float32:
-                decided[key] = EncodePrecision(None, f"no autocast: the weights are {self.dtype}")
-            else:
-                was_training = self.training
-                self.eval()
-                try:
-                    with torch.inference_mode():
-                        probe = probe_batch(self.embedding_rows(), self.device, self.padding_id())
-                        decided[key] = choose_encode_precision(
-                            self._embed_batch, probe, self.device, model_key=self._architecture_key()
-                        )
-                finally:
-                    self.train(was_training)
-            logger.info("encode(dtype='auto') on %s: %s", key, decided[key].reason)
-        return decided[key]
-
-    def _architecture_key(self) -> str:
-        """What an encoding's speed depends on (class, attention, parameter names and shapes), not the weights: a hash."""
-        attention = getattr(getattr(self, "config", None), "_attn_implementation", None)
-        shapes = (
-            [f"{name}:{tuple(value.shape)}" for name, value in self.named_parameters()]
-            if hasattr(self, "named_parameters")
-            else []
-        )
-        text = "|".join([type(self).__name__, str(attention), *shapes])
-        return f"{type(self).__name__}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-    def fixed_encode_precision(self) -> EncodePrecision | None:
-        """The precision `set_encode_precision` fixed on this model, or None where none was fixed."""
-        return self.__dict__.get("_encode_precisions", {}).get("*")
-
-    def set_encode_precision(self, dtype: torch.dtype | None, reason: str) -> None:
-        """
-        Fix what `encode` uses on every device when given no dtype or "auto" (a training run: its own `--bf16`),
-        instead of the process default or a measurement.
-        """
-        self.__dict__["_encode_precisions"] = {"*": EncodePrecision(None if dtype == torch.float32 else dtype, reason)}
 
     # ----------------------------------------------------------------------------------------
     # Pairs
@@ -443,94 +373,5 @@ class SiameseInferenceMixin:
         b = self.encode(texts_b, tokenizer, **encode_kwargs)
         return embedding_pair_scores(a, b, self.classifier)
 
-    # ----------------------------------------------------------------------------------------
-    # One-shot classification
-    # ----------------------------------------------------------------------------------------
-    def classify(
-        self,
-        texts: Sequence[str],
-        support_texts: Sequence[str],
-        support_labels: Sequence[Any],
-        tokenizer: Any | None = None,
-        *,
-        strategy: str = "nearest",
-        threshold: float | None = None,
-        probability_threshold: float | None = None,
-        unknown_label: Any = None,
-        **encode_kwargs: Any,
-    ) -> dict[str, Any]:
-        """
-        One-shot classification against a small labelled support set, without retraining: each text
-        takes the label of its most similar support example (`strategy="nearest"`) or of the closest
-        class centroid (`"centroid"`: the re-normalised mean embedding of the class). When even the
-        best score is below `threshold` (default `config.threshold`) the text gets `unknown_label`:
-        "none of them".
 
-        The score is the one `config.threshold` was calibrated for (cosine similarity, or the head's
-        P(duplicate) when the model has a classification head), so the calibrated threshold applies
-        as is to `"nearest"`. Centroid cosines run higher than pair cosines for spread-out classes;
-        calibrate a threshold for them on held-out data if "none of them" matters. A model calibrated
-        to probabilities takes `probability_threshold=` instead, and returns each text's `probability`.
-
-        Returns:
-            `labels` (a list, one per text), `scores` (best score per text), `classes` (the distinct
-            support labels, in first-seen order), `class_scores` (`(len(texts), len(classes))`: per
-            class, the best score for "nearest" or the centroid score), and for "nearest" also
-            `support_indices` (the index of the matched support example); with a probability calibration,
-            `probability` (the calibrated P(duplicate) of each text's best score).
-
-        Examples:
-
-        ```python
-        >>> out = model.classify(["I forgot my password"], ["How do I reset my password?", "Where is my parcel?"],
-        ...                      ["account", "shipping"])
-        >>> out["labels"]
-        ['account']
-        ```
-        """
-        if strategy not in ("nearest", "centroid"):
-            raise ValueError(f"strategy must be 'nearest' or 'centroid', got {strategy!r}")
-        if isinstance(texts, str) or isinstance(support_texts, str):
-            raise TypeError("classify expects lists of texts, not a single string")
-        support_labels = list(support_labels)
-        if len(support_texts) != len(support_labels):
-            raise ValueError(
-                f"support_texts and support_labels must have the same length, got {len(support_texts)} and {len(support_labels)}"
-            )
-        if not support_labels:
-            raise ValueError("the support set is empty: pass at least one labelled example")
-        threshold = resolve_decision_threshold(
-            self.config,
-            threshold,
-            probability_threshold,
-            purpose=" to say 'none of them'",
-            hint="; threshold=float('-inf') always picks a class",
-        )
-        classes = list(dict.fromkeys(support_labels))
-        class_of_support = torch.tensor([classes.index(label) for label in support_labels])
-        queries = self.encode(texts, tokenizer, **encode_kwargs)
-        support = self.encode(list(support_texts), tokenizer, **encode_kwargs)
-        if strategy == "centroid":
-            centroids = torch.zeros(len(classes), support.shape[1]).index_add_(0, class_of_support, support)
-            support = F.normalize(centroids, p=2, dim=-1)
-            class_of_support = torch.arange(len(classes))
-        scores = embedding_score_matrix(queries, support, self.classifier)
-        class_scores = torch.full((len(queries), len(classes)), float("-inf"))
-        class_scores = class_scores.scatter_reduce(
-            1, class_of_support.expand(len(queries), -1), scores, reduce="amax", include_self=True
-        )
-        best_scores, best_support = scores.max(dim=1)
-        labels = [
-            classes[class_of_support[index]] if score >= threshold else unknown_label
-            for score, index in zip(best_scores.tolist(), best_support.tolist())
-        ]
-        result = {"labels": labels, "scores": best_scores, "classes": classes, "class_scores": class_scores}
-        probability = pair_probability(self.config, best_scores)
-        if probability is not None:
-            result["probability"] = probability
-        if strategy == "nearest":
-            result["support_indices"] = best_support
-        return result
-
-
-__all__ = ["SiameseInferenceMixin"]
+__all__ = ["InferenceHost", "SiameseInferenceMixin", "check_truncate_dim", "check_truncated_scoring"]

@@ -1,9 +1,11 @@
 """Siamese (bi-encoder) model: one shared encoder, L2-normalised embeddings, cosine similarity.
 
-This file holds the modules, the `PreTrainedModel` and its forward. `SiameseModel` also inherits its
-safetensors-only loading (`safe_loading`), its inference API (`inference`: encode, predict, classify),
-`calibrate` and the stored score-to-probability map (`calibration`), and its Hub sharing
-(`hub_sharing`: save_pretrained's pipeline entry, push_to_hub) from sibling files.
+This file holds the `PreTrainedModel`, how it embeds (one side, several sides in length-sorted sub-batches) and its
+forward. Its parts come from sibling files: the encoders (`lstm_encoder`, `static_encoder`, `transformer_encoder`:
+a pretrained `AutoModel`'s class and dropout), the layers after them (`head_layers`: Dense layers, the pair
+classification head); and `SiameseModel` inherits its safetensors-only loading (`safe_loading`), its inference API
+(`inference`: encode, predict, classify), `calibrate` and the stored score-to-probability map (`calibration`), and
+its Hub sharing (`hub_sharing`: save_pretrained's pipeline entry, push_to_hub).
 All of them are copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), with
 every file they import relatively, so they import only torch, transformers and such siblings: a
 checkpoint loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` where hfsiamese is
@@ -20,15 +22,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from .calibration import CalibrationMixin
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
+from .head_layers import DenseLayer, PairClassificationHead
 from .hub_sharing import HubSharingMixin
 from .inference import SiameseInferenceMixin
-from .pooling import masked_mean, pool
+from .lstm_encoder import LSTMEncoder
+from .padding import is_right_padded
+from .pooling import pool
 from .safe_loading import (
     SafetensorsLoadingMixin,
     check_finite,
@@ -38,6 +42,7 @@ from .safe_loading import (
 )
 from .static_encoder import StaticEncoder
 from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
+from .transformer_encoder import encoder_class, with_dropout
 
 
 @dataclass
@@ -67,148 +72,6 @@ class SiameseModelOutput(ModelOutput):
 
 # Transformer families whose embeddings module only looks `input_ids` up (see `embed_sides`).
 _INPUTS_EMBEDS_FAMILIES = frozenset({"bert", "roberta", "xlm-roberta", "mpnet", "distilbert"})
-
-
-# Dropout probabilities of transformer configs (BERT/RoBERTa/MPNet names, then DistilBERT's and others').
-_DROPOUT_ATTRIBUTES = (
-    "hidden_dropout_prob",
-    "attention_probs_dropout_prob",
-    "dropout",
-    "attention_dropout",
-    "hidden_dropout",
-    "activation_dropout",
-    "dropout_rate",  # T5
-)
-
-
-def encoder_class(config: Any) -> type[Any]:
-    """
-    The `AutoModel` class of `config`, or, for an encoder–decoder (T5, mT5, UMT5, ...), its encoder-only
-    class (`T5EncoderModel`): a Siamese model embeds with the encoder alone, and the decoder's weights
-    would only take memory.
-    """
-    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, MODEL_MAPPING
-
-    # By model type, not `config.is_encoder_decoder`: an encoder-only class saves its config with that flag off.
-    if getattr(config, "model_type", None) not in MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-        return AutoModel
-    base: Any = MODEL_MAPPING[type(config)]  # one model class per config class (typed as a pair of them)
-    name = base.__name__.replace("Model", "EncoderModel")
-    module = __import__(base.__module__, fromlist=[name])
-    if not hasattr(module, name):
-        raise ValueError(
-            f"{type(config).__name__} is an encoder-decoder without an encoder-only class ({name}): it cannot be the Siamese encoder"
-        )
-    return getattr(module, name)
-
-
-class DenseLayer(nn.Module):
-    """A linear layer and its activation, applied to the pooled vector (sentence-transformers' `Dense` module)."""
-
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, activation: str = "Identity") -> None:
-        super().__init__()
-        self.linear = nn.Linear(in_features, out_features, bias=bias)
-        # Only argument-free torch.nn activations (checked by SiameseConfig): a config is data, never code to import.
-        self.activation = getattr(nn, activation)()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.activation(self.linear(x))
-
-
-def with_dropout(config: Any, probability: float) -> Any:
-    """`config` with every dropout probability it declares set to `probability`."""
-    if not 0.0 <= probability < 1.0:
-        raise ValueError(f"encoder_dropout is a probability in [0, 1), got {probability}")
-    found = [name for name in _DROPOUT_ATTRIBUTES if isinstance(getattr(config, name, None), float)]
-    if not found:
-        raise ValueError(
-            f"encoder_dropout: {type(config).__name__} declares none of the dropout settings {_DROPOUT_ATTRIBUTES}; "
-            "set its own dropout fields through its config instead"
-        )
-    for name in found:
-        setattr(config, name, probability)
-    return config
-
-
-def _is_right_padded(attention_mask: torch.Tensor) -> bool:
-    """Is every row of the mask of the form ``1…1 0…0``?"""
-    lengths = attention_mask.sum(dim=1)
-    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
-    return torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1))
-
-
-def _lengths_of_right_padded(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Token counts per row; refuses masks that are not ``1…1 0…0`` (packing needs right padding)."""
-    lengths = attention_mask.sum(dim=1)
-    if not _is_right_padded(attention_mask):
-        raise ValueError(
-            "the LSTM encoder needs right-padded inputs (attention_mask of the form 1…1 0…0); "
-            "set tokenizer.padding_side = 'right'"
-        )
-    return lengths
-
-
-class LSTMEncoder(nn.Module):
-    """Embedding → (bi)LSTM on packed sequences → pooling over real tokens only.
-
-    Packing keeps padding out of the recurrence entirely (no compute on it, and no pad state fed
-    into the "last" pooling), which plain ``nn.LSTM`` over a padded batch would not.
-    """
-
-    def __init__(self, config: SiameseConfig) -> None:
-        super().__init__()
-        self.pooling = config.pooling
-        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_dim, padding_idx=config.pad_token_id)
-        self.dropout = nn.Dropout(config.dropout)
-        self.lstm = nn.LSTM(
-            config.embedding_dim,
-            config.hidden_size,
-            num_layers=config.num_layers,
-            bidirectional=config.bidirectional,
-            dropout=config.dropout if config.num_layers > 1 else 0.0,
-            batch_first=True,
-        )
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        if input_ids.shape[1] == 0:  # a batch of empty texts only: give each one (pad) step
-            input_ids = input_ids.new_full((input_ids.shape[0], 1), self.embeddings.padding_idx or 0)
-            attention_mask = attention_mask.new_zeros((input_ids.shape[0], 1))
-        lengths = _lengths_of_right_padded(attention_mask)
-        # An empty text still needs one step for packing; its lone (pad) token has a zero embedding.
-        safe_lengths = lengths.clamp(min=1)
-        embedded = self.dropout(self.embeddings(input_ids))
-        packed = pack_padded_sequence(embedded, safe_lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_out, (h_n, _) = self.lstm(packed)
-        if self.pooling == "last":
-            # h_n holds, per direction, the state after each row's own last real token.
-            directions = 2 if self.lstm.bidirectional else 1
-            return torch.cat([h_n[-d] for d in range(directions, 0, -1)], dim=-1)
-        states, _ = pad_packed_sequence(packed_out, batch_first=True, total_length=input_ids.shape[1])
-        mask = torch.arange(states.shape[1], device=states.device).unsqueeze(0) < safe_lengths.unsqueeze(1)
-        if self.pooling == "max":
-            return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
-        return masked_mean(states, mask)
-
-
-class PairClassificationHead(nn.Module):
-    """Classifies a pair from `[u, v, |u − v|, u * v]` (Conneau et al., 2017, InferSent features).
-
-    `|u − v|` and `u * v` are symmetric in the two texts, so the head sees how they differ and
-    agree per dimension, not just one similarity number.
-    """
-
-    def __init__(self, embedding_dim: int, hidden_size: int | None) -> None:
-        super().__init__()
-        layers: list[nn.Module] = []
-        width = 4 * embedding_dim
-        if hidden_size:
-            layers += [nn.Linear(width, hidden_size), nn.ReLU()]
-            width = hidden_size
-        layers.append(nn.Linear(width, 2))
-        self.layers = nn.Sequential(*layers)
-
-    def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return self.layers(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
 
 
 class SiamesePreTrainedModel(PreTrainedModel):
@@ -448,7 +311,7 @@ class SiameseModel(
         # Only transformer encoders are sub-batched: an LSTM packs its sequences and a static encoder
         # computes nothing on padding, so neither would gain from it.
         word_encoder = self.config.encoder_type in WORD_VOCABULARY_ENCODERS
-        if word_encoder or off or not all(_is_right_padded(mask) for mask in masks):
+        if word_encoder or off or not all(is_right_padded(mask) for mask in masks):
             return [self.embed(ids, mask, types) for (ids, _, types), mask in zip(sides, masks, strict=True)]
         width = max(ids.shape[1] for ids, _, _ in sides)
         pad_id = self.padding_id()
@@ -546,4 +409,15 @@ class SiameseModel(
         return output if return_dict is not False else output.to_tuple()
 
 
-__all__ = ["SiameseModel", "SiameseModelOutput", "SiamesePreTrainedModel", "LSTMEncoder", "StaticEncoder"]
+# Also here, where they were defined before the modules had files of their own: the names other code imports from here.
+__all__ = [
+    "SiameseModel",
+    "SiameseModelOutput",
+    "SiamesePreTrainedModel",
+    "DenseLayer",
+    "LSTMEncoder",
+    "PairClassificationHead",
+    "StaticEncoder",
+    "encoder_class",
+    "with_dropout",
+]

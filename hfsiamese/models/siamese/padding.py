@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["pad_ragged", "padded_width", "ragged_from_arrow", "ragged_from_rows", "token_positions"]
+__all__ = ["is_right_padded", "pad_ragged", "padded_width", "ragged_from_arrow", "ragged_from_rows", "token_positions"]
 
 
 def ragged_from_arrow(column: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -68,3 +68,10 @@ def pad_ragged(values: np.ndarray, positions: np.ndarray, pad_value: int) -> tor
     padded = np.full(positions.shape, pad_value, dtype=np.int64)
     padded[positions] = values
     return torch.from_numpy(padded)
+
+
+def is_right_padded(attention_mask: torch.Tensor) -> bool:
+    """Is every row of the mask of the form ``1…1 0…0``?"""
+    lengths = attention_mask.sum(dim=1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    return torch.equal(attention_mask.bool(), positions.unsqueeze(0) < lengths.unsqueeze(1))

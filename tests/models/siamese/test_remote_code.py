@@ -69,14 +69,41 @@ def test_checkpoint_loads_without_hfsiamese(encoder, tiny_lstm, tiny_bert_dir, w
     assert child["similarity"] == pytest.approx(expected, abs=1e-6)
 
 
+# encode in a child without hfsiamese: no machine policy there, float32 whatever dtype="auto" asks.
+ENCODE_CHILD = (
+    BLOCK_HFSIAMESE
+    + r"""
+import json
+import torch
+from transformers import AutoModel
+
+folder, texts = sys.argv[1], json.loads(sys.argv[2])
+model = AutoModel.from_pretrained(folder, trust_remote_code=True)
+threads = torch.get_num_threads()
+plain, auto = model.encode(texts), model.encode(texts, dtype="auto")
+print(json.dumps({"plain": plain.tolist(), "auto": auto.tolist(), "reason": model.encode_precision().reason,
+                  "threads": [threads, torch.get_num_threads()]}))
+"""
+)
+
+
+def test_remote_code_encodes_in_float32_without_the_machine_policy(tiny_lstm, word_tokenizer, tmp_path):
+    folder = tmp_path / "checkpoint"
+    tiny_lstm.save_pretrained(folder)
+    word_tokenizer.save_pretrained(folder)
+    texts = ["how do i learn python ?", "why is the sky blue ?", "how do i cook rice ?"]
+    expected = tiny_lstm.encode(texts, word_tokenizer, dtype=torch.float32)
+    child = run_without_hfsiamese(ENCODE_CHILD, [folder, json.dumps(texts)], tmp_path)
+    assert torch.allclose(torch.tensor(child["plain"]), expected, atol=1e-6) and child["auto"] == child["plain"]
+    assert child["reason"].startswith("fp32: dtype='auto' is decided by hfsiamese's measurement")
+    assert child["threads"][0] == child["threads"][1]
+
+
 TRAVELLING_DIR = Path(travelling.__file__).parent
 # Packages a checkpoint's code may import besides the standard library: what transformers itself needs.
 LIGHT_PACKAGES = {"torch", "numpy", "transformers", "huggingface_hub", "safetensors"}
-# The calls into the installed library, each made only inside the method that needs it (see docs/architecture.md).
-LIBRARY_CALLS = {
-    ("calibration.py", "hfsiamese.calibration_fitting"),
-    ("hub_sharing.py", "hfsiamese.bi_encoder.model_card"),
-}
+# The one call into the installed library, made only inside the method that needs it (see docs/architecture.md).
+LIBRARY_CALLS = {("calibration.py", "hfsiamese.calibration_fitting")}
 
 
 def _travelling_files() -> list[Path]:

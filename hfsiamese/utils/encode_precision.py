@@ -16,15 +16,17 @@ always win.
 "auto" is opt-in: `encode` without a `dtype` runs in float32 (a timing probe is not a stable decision on every
 machine, and a bf16 embedding is ~1e-3 from an fp32 one), unless the process chose "auto" as its default
 (`set_default_dtype`: hfsiamese's commands do, through `hfsiamese.cpu_policy`; a library user with
-`hfsiamese.set_cpu_policy(encode_dtype="auto")`). Where this file travels as remote code nobody sets it: float32.
+`hfsiamese.set_cpu_policy(encode_dtype="auto")`). `encode` asks this module through the machine policy hfsiamese
+installs into the model (`hfsiamese.utils.encode_policy`); a checkpoint loaded as remote code without hfsiamese
+encodes in float32, "auto" included (`models/siamese/encoding_policy.py`).
 
 `HFSIAMESE_BF16_SPEEDUP=<number>` replaces the timing (to pin the choice on a fleet of machines, and in tests).
 A timing is not a stable decision (on an AMX Xeon it flips between processes), so a process may keep measured
 speed-ups across processes (`set_speedup_memory`): hfsiamese's commands remember them per machine, torch version,
-thread count and model architecture in a file (`hfsiamese.measurement_memory`); nothing does by default.
+thread count and model architecture in a file (`hfsiamese.utils.measurement_memory`); nothing does by default.
 
-Hand-written: no library decides mixed precision by measurement; this file travels with the weights (remote
-code), so it imports only torch.
+Hand-written: no library decides mixed precision by measurement. `EncodePrecision` itself is defined in the folder
+that travels with the weights (a model keeps its decision), and imported here.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from hfsiamese.models.siamese.encoding_policy import EncodePrecision
 
 logger = logging.getLogger(__name__)
 
@@ -92,18 +95,6 @@ def set_default_dtype(dtype: torch.dtype | str | None) -> None:
 def default_dtype() -> torch.dtype | str | None:
     """`encode`'s `dtype` when none is given: None (float32) unless `set_default_dtype` chose otherwise."""
     return _process_default["dtype"]
-
-
-@dataclass(frozen=True)
-class EncodePrecision:
-    """The autocast type `encode` uses (None: float32) and why, in one phrase."""
-
-    dtype: torch.dtype | None
-    reason: str
-
-    @property
-    def name(self) -> str:
-        return "bf16 autocast" if self.dtype == torch.bfloat16 else "fp32"
 
 
 def native_cpu_bf16() -> bool:

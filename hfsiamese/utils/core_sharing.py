@@ -3,7 +3,7 @@ Fewer CPU threads while other processes keep the cores busy, all of them again o
 
 Two runs that each start one thread per core on the same cores are twice oversubscribed: every OpenMP
 barrier waits for a partner thread the other run's threads have descheduled. A short spin
-(`hfsiamese.openmp_defaults`) ends the worst of it (35× slower each → 2.9×), but a run still pays for
+(`hfsiamese.utils.openmp_defaults`) ends the worst of it (35× slower each → 2.9×), but a run still pays for
 threads it cannot have. `CoreSharing` measures, between steps or batches, how much of this process's
 cores *other* processes used over the last second (the cores' busy time from `/proc/stat` minus this
 process's own CPU time) and sets torch's thread count to the cores that are left (at least one, at most
@@ -19,8 +19,9 @@ whose threads changed is not bitwise equal to a run whose threads did not (the d
 Off unless the process opted in: hfsiamese's commands do (`hfsiamese.cpu_policy.apply_command_defaults`), a
 library user with `hfsiamese.set_cpu_policy(share_cores=True)`; both end up in `configure(True)`. Off, even then,
 when the user chose a thread count (`OMP_NUM_THREADS`, `--num_threads`), under `full_determinism`, with
-`HFSIAMESE_SHARE_CORES=0`, or `configure(False)` (the recipes' `--share_cores false`). Where this file travels as
-remote code nothing opts in: it stays off.
+`HFSIAMESE_SHARE_CORES=0`, or `configure(False)` (the recipes' `--share_cores false`). `encode` gets a `CoreSharing`
+from the machine policy hfsiamese installs into the model (`hfsiamese.utils.encode_policy`); a checkpoint loaded as
+remote code without hfsiamese keeps torch's threads.
 
 Hand-written: no library adapts an OpenMP pool to the load of a shared machine; torch's thread count
 can only be changed from the thread that runs the kernels, hence a call between steps, not a monitor thread.

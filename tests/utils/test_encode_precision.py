@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hfsiamese.models.siamese import encode_precision
-from hfsiamese.models.siamese.encode_precision import EncodePrecision, choose_encode_precision, probe_batch
+from hfsiamese.utils import encode_precision
+from hfsiamese.utils.encode_precision import EncodePrecision, choose_encode_precision, probe_batch
 
 TEXTS = ["how do i learn python", "what is the capital of france", "is this a duplicate question"] * 4
 

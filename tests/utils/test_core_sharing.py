@@ -9,8 +9,8 @@ import time
 import pytest
 import torch
 
-from hfsiamese.models.siamese import core_sharing
-from hfsiamese.models.siamese.core_sharing import RISE_AFTER, CoreSharing, read_cpu_seconds
+from hfsiamese.utils import core_sharing
+from hfsiamese.utils.core_sharing import RISE_AFTER, CoreSharing, read_cpu_seconds
 
 
 class Machine:
@@ -171,8 +171,6 @@ def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, m
     takes both cores from the second batch on, so torch runs 2 threads, then 1, and 2 again after `encode`.
     Only the CPU counters and the clock are scripted (2 s pass per batch), so the machine's load cannot decide.
     """
-    from hfsiamese.models.siamese import inference
-
     clock = [0.0]
     made = []
 
@@ -190,8 +188,8 @@ def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, m
         clock[0] += 2.0
         return embed_batch(features)
 
-    monkeypatch.setattr(inference, "CoreSharing", scripted_sharing)
-    monkeypatch.setattr(inference, "core_sharing_enabled", lambda: True)
+    monkeypatch.setattr(core_sharing, "CoreSharing", scripted_sharing)
+    monkeypatch.setattr(core_sharing, "enabled", lambda: True)
     monkeypatch.setattr(tiny_lstm, "_embed_batch", recording_embed_batch)
     texts = [f"question number {i}" for i in range(10)]
     threads_before = torch.get_num_threads()
@@ -203,7 +201,7 @@ def test_encode_adapts_between_batches_and_restores(tiny_lstm, word_tokenizer, m
         assert len(made) == 1 and [threads for _, threads, _ in made[0].changes] == [1]
 
         threads_per_batch.clear()
-        monkeypatch.setattr(inference, "core_sharing_enabled", lambda: False)
+        monkeypatch.setattr(core_sharing, "enabled", lambda: False)
         assert torch.allclose(tiny_lstm.encode(texts, word_tokenizer, batch_size=3), expected)
         assert len(made) == 1 and threads_per_batch == [2, 2, 2, 2]  # off: none made, the count untouched
     finally:
