@@ -149,13 +149,18 @@ def within_budget(ladder: list[Candidate], budget: int | None, num_texts: int, d
     return kept
 
 
-def check_budget(spec: AnnSpec, num_texts: int, dim: int) -> None:
-    """Settings asked for (not tuned) whose FAISS index would exceed `max_memory_bytes`: a one-line error."""
+def check_budget(asked: AnnSpec, num_texts: int, dim: int) -> None:
+    """Settings built untuned (asked for, or `"auto"` without a recall target: the size-based choice) whose FAISS
+    index would exceed `max_memory_bytes`: a one-line error."""
+    spec = asked.resolved(num_texts, dim)
     if not fits(spec, num_texts, dim):
+        advice = (
+            "set a recall_target to have settings within it chosen" if tunable(asked)
+            else 'leave quantization and structure "auto" to have settings within it chosen'
+        )  # fmt: skip
         raise ValueError(
             f"the FAISS index asked for ({describe(spec)}) needs {index_bytes(spec, num_texts, dim)} bytes over "
-            f"{num_texts} texts, above max_memory_bytes={spec.max_memory_bytes}: leave quantization and structure "
-            '"auto" to have settings within it chosen, or raise it'
+            f"{num_texts} texts, above max_memory_bytes={spec.max_memory_bytes}: {advice}, or raise it"
         )
 
 

@@ -353,6 +353,9 @@ def test_a_memory_budget_skips_the_settings_that_exceed_it(tmp_path, models):
             ValueError, match=r"asked for \(float32 flat \(exact\)\) needs 5120000 bytes .*above max_memory_bytes=10000"
         ):
             exact._ensure_ann()
+    untargeted = index_of(vectors, models, ann=replace(spec, max_memory_bytes=10_000), recall_target=None)
+    with pytest.raises(ValueError, match=r"binary codes in 256 IVF lists .* set a recall_target to have settings"):
+        untargeted._ensure_ann()  # "auto" without a target: the size-based choice, unmeasured, must fit too
 
 
 def test_a_corpus_below_exact_up_to_whose_exact_index_exceeds_the_budget_is_tuned(models):

@@ -51,7 +51,7 @@ def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
     asked for built as asked (and warned about below the target); nothing measured without a target."""
     asked, target, num_texts = store.spec, store.recall_target, len(store)
     if target is None or not tunable(asked):
-        check_budget(asked.resolved(num_texts, store.embedding_dim), num_texts, store.embedding_dim)
+        check_budget(asked, num_texts, store.embedding_dim)
     if target is None:
         ann = new_ann(store, asked.resolved(num_texts, store.embedding_dim))
         logger.info(
