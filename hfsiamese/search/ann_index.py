@@ -77,6 +77,9 @@ class AnnSpec:
             (an expert's escape hatch; inner-product metric; never rescored).
         exact_up_to: with both choices `"auto"`, corpora up to this many texts get exact float32 search; larger
             ones approximate settings (tuned to the index's recall target: `recall_tuning`).
+        max_memory_bytes: the most the FAISS index may hold in memory (`index_bytes`: codes, lists or graph; the
+            full embeddings stay on disk): `"auto"` skips settings that need more (exact float32 search too, at any
+            size), and settings asked for that need more are refused. None (default): no limit.
     """
 
     quantization: str = "auto"
@@ -89,6 +92,7 @@ class AnnSpec:
     pq_bytes: int | None = None
     factory: str | None = None
     exact_up_to: int = EXACT_UP_TO
+    max_memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.quantization not in (*QUANTIZATIONS, "auto"):
@@ -100,8 +104,9 @@ class AnnSpec:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.exact_up_to < 0:
             raise ValueError(f"exact_up_to must be at least 0, got {self.exact_up_to}")
-        if self.nlist is not None and self.nlist < 1:
-            raise ValueError(f"nlist must be at least 1, got {self.nlist}")
+        for name in ("nlist", "max_memory_bytes"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.factory is not None and (
             self.quantization not in ("auto", "none") or self.structure not in ("auto", "flat")
         ):
@@ -177,6 +182,26 @@ def default_nlist(num_texts: int) -> int:
     return int(min(cells, 2 ** int(math.log2(trainable)))) if trainable >= 1 else 1
 
 
+def index_bytes(spec: AnnSpec, num_texts: int, dim: int) -> int | None:
+    """
+    About how many bytes the FAISS index of a resolved `spec` holds over `num_texts` rows of `dim` dimensions (what
+    `FaissAnnIndex.memory_bytes` reports once built), known before it is built: the codes, 8 bytes of id a row in
+    IVF lists (and the list centroids), or an HNSW graph (`2 * hnsw_m` level-0 links of 4 bytes a row, about one
+    more on the upper levels, 12 bytes of bookkeeping). None for a `factory` string (not estimated).
+    """
+    if spec.factory is not None:
+        return None
+    code = {"none": 4 * dim, "int8": dim, "pq": spec.pq_bytes or _default_pq_bytes(dim), "binary": dim // 8}
+    per_row = code[spec.quantization]
+    fixed = {"none": 0, "int8": 2 * 4 * dim, "pq": 256 * 4 * dim, "binary": 0}[spec.quantization]  # trained ranges
+    if spec.structure == "ivf":
+        per_row += 8
+        fixed += (spec.nlist or default_nlist(num_texts)) * (dim // 8 if spec.quantization == "binary" else 4 * dim)
+    elif spec.structure == "hnsw":
+        per_row += 4 * (2 * spec.hnsw_m + 1) + 12
+    return per_row * num_texts + fixed
+
+
 def _default_pq_bytes(dim: int) -> int:
     # 8 dimensions per byte (48 bytes for 384 dimensions), or the largest divisor below that.
     for candidate in range(max(dim // 8, 1), 0, -1):
@@ -231,10 +256,12 @@ class FaissAnnIndex:
             factory = f"IVF{spec.nlist},{codes}"
         return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
 
-    def set_search_settings(self, nprobe: int, rescore_multiplier: int) -> None:
-        """Probe `nprobe` IVF lists and rescore `rescore_multiplier * k` candidates from now on: neither needs
-        the index retrained or refilled (how tuning tries several settings on one built index)."""
-        self.spec = replace(self.spec, nprobe=nprobe, rescore_multiplier=rescore_multiplier)
+    def set_search_settings(self, nprobe: int, rescore_multiplier: int, ef_search: int | None = None) -> None:
+        """Probe `nprobe` IVF lists, keep `ef_search` HNSW candidates (unchanged if None) and rescore
+        `rescore_multiplier * k` candidates from now on: none needs the index retrained or refilled (how tuning
+        tries several settings on one built index)."""
+        ef_search = self.spec.ef_search if ef_search is None else ef_search
+        self.spec = replace(self.spec, nprobe=nprobe, rescore_multiplier=rescore_multiplier, ef_search=ef_search)
         self._apply_search_settings()
 
     def _apply_search_settings(self) -> None:
@@ -335,5 +362,6 @@ __all__ = [
     "binarize",
     "default_nlist",
     "import_faiss",
+    "index_bytes",
     "training_sample",
 ]

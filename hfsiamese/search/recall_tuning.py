@@ -19,9 +19,14 @@ nothing else tells the user. So a `DuplicateIndex(backend="faiss")` measures the
 With `quantization` and `structure` both `"auto"`, `auto_ladder` lists candidate settings in order of cost
 (memory of the codes first, then search work), starting from the size-based choice (float32 flat up to
 `AnnSpec.exact_up_to` texts; beyond it binary codes in IVF lists, from `BINARY_MIN_DIM` dimensions on), and the
-first that reaches the target on the sample is kept. Settings that differ only at search time (lists probed,
-rescoring depth) reuse one trained index; a change of codes builds another, so the list is short: binary IVF,
-int8 IVF, int8 flat, float32 flat (exact, recall 1 by construction).
+first that reaches the target on the sample is kept. Settings that differ only at search time (lists probed, HNSW
+candidates kept, rescoring depth) reuse one trained index; a change of codes or structure builds another, so the
+list is short: binary IVF, int8 IVF, int8 HNSW (the same codes and a graph of `8 * hnsw_m` bytes a row, searched
+far faster than exhaustively), int8 flat, float32 flat (exact, recall 1 by construction).
+
+`AnnSpec.max_memory_bytes` bounds what the FAISS index may hold (`ann_index.index_bytes`, known before building):
+the ladder keeps the settings within it (exact float32 too, so a corpus below `exact_up_to` that does not fit it
+is tuned as a larger one); none within it is a one-line error that names the smallest need.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.ann_index import AnnSpec, default_nlist
+from hfsiamese.search.ann_index import AnnSpec, default_nlist, index_bytes
 
 DEFAULT_RECALL_TARGET = 0.95
 RECALL_K = 10
@@ -98,26 +103,65 @@ class Candidate:
 def auto_ladder(spec: AnnSpec, num_texts: int, dim: int) -> list[Candidate]:
     """
     The settings `"auto"` tries for a corpus of `num_texts` `dim`-dimensional embeddings, cheapest first, ending
-    with exact float32 search (which always reaches a target). `spec`'s `nprobe` and `rescore_multiplier` are the
-    first tried (then `WIDER` times more), its `nlist` (or the default for the size) sizes the IVF lists.
+    with exact float32 search (which always reaches a target) unless `spec.max_memory_bytes` leaves it out (see
+    `within_budget`). `spec`'s `nprobe`, `ef_search` and `rescore_multiplier` are the first tried (then `WIDER`
+    times more), its `nlist` (or the default for the size) sizes the IVF lists.
     """
     exact = replace(spec, quantization="none", structure="flat").resolved(num_texts, dim)
-    if num_texts <= spec.exact_up_to:
+    if num_texts <= spec.exact_up_to and fits(exact, num_texts, dim):
         return [Candidate(exact, (exact,))]
     nlist = spec.nlist or default_nlist(num_texts)
     probes, wide_probes = min(spec.nprobe, nlist), min(WIDER * spec.nprobe, nlist)
     rescore, deep_rescore = spec.rescore_multiplier, WIDER * spec.rescore_multiplier
+    ef, wide_ef = spec.ef_search, WIDER * spec.ef_search
     # Binary codes are the weak part of binary IVF: rescore deeper first. int8 scores are close to exact: the IVF
-    # lists left unprobed are the weak part, so probe more first.
-    binary_searches = [(probes, rescore), (probes, deep_rescore), (wide_probes, deep_rescore)]
-    int8_searches = [(probes, rescore), (wide_probes, rescore), (wide_probes, deep_rescore)]
+    # lists left unprobed (the HNSW candidates not kept) are the weak part, so probe (keep) more first.
+    binary_searches = [(probes, ef, rescore), (probes, ef, deep_rescore), (wide_probes, ef, deep_rescore)]
+    int8_searches = [(probes, ef, rescore), (wide_probes, ef, rescore), (wide_probes, ef, deep_rescore)]
+    hnsw_searches = [(probes, ef, rescore), (probes, wide_ef, rescore), (probes, wide_ef, deep_rescore)]
+    flat_searches = [(probes, ef, rescore), (probes, ef, deep_rescore)]
     ladder = []
     if dim >= BINARY_MIN_DIM and dim % 8 == 0:
         ladder.append(_candidate(spec, "binary", "ivf", nlist, binary_searches, num_texts, dim))
     ladder.append(_candidate(spec, "int8", "ivf", nlist, int8_searches, num_texts, dim))
-    ladder.append(_candidate(spec, "int8", "flat", None, [(probes, rescore), (probes, deep_rescore)], num_texts, dim))
+    ladder.append(_candidate(spec, "int8", "hnsw", None, hnsw_searches, num_texts, dim))
+    ladder.append(_candidate(spec, "int8", "flat", None, flat_searches, num_texts, dim))
     ladder.append(Candidate(exact, (exact,)))
-    return ladder
+    return within_budget(ladder, spec.max_memory_bytes, num_texts, dim)
+
+
+def fits(spec: AnnSpec, num_texts: int, dim: int) -> bool:
+    """Whether the FAISS index of `spec` over `num_texts` rows stays within `spec.max_memory_bytes` (if any)."""
+    need = index_bytes(spec, num_texts, dim)
+    return spec.max_memory_bytes is None or need is None or need <= spec.max_memory_bytes
+
+
+def within_budget(ladder: list[Candidate], budget: int | None, num_texts: int, dim: int) -> list[Candidate]:
+    """The candidates whose FAISS index fits `budget` bytes; none: a one-line error naming the smallest need."""
+    kept = [candidate for candidate in ladder if fits(candidate.build, num_texts, dim)]
+    if not kept:
+        needs = {describe(c.build): index_bytes(c.build, num_texts, dim) or 0 for c in ladder}
+        smallest = min(needs, key=lambda settings: needs[settings])
+        raise ValueError(
+            f"max_memory_bytes={budget} is too small for a FAISS index over {num_texts} texts of {dim} dimensions: "
+            f"the smallest, {smallest}, needs {needs[smallest]} bytes"
+        )
+    return kept
+
+
+def check_budget(asked: AnnSpec, num_texts: int, dim: int) -> None:
+    """Settings built untuned (asked for, or `"auto"` without a recall target: the size-based choice) whose FAISS
+    index would exceed `max_memory_bytes`: a one-line error."""
+    spec = asked.resolved(num_texts, dim)
+    if not fits(spec, num_texts, dim):
+        advice = (
+            "set a recall_target to have settings within it chosen" if tunable(asked)
+            else 'leave quantization and structure "auto" to have settings within it chosen'
+        )  # fmt: skip
+        raise ValueError(
+            f"the FAISS index asked for ({describe(spec)}) needs {index_bytes(spec, num_texts, dim)} bytes over "
+            f"{num_texts} texts, above max_memory_bytes={spec.max_memory_bytes}: {advice}, or raise it"
+        )
 
 
 def _candidate(
@@ -125,19 +169,21 @@ def _candidate(
     quantization: str,
     structure: str,
     nlist: int | None,
-    searches: list[tuple[int, int]],
+    searches: list[tuple[int, int, int]],
     num_texts: int,
     dim: int,
 ) -> Candidate:
     build = replace(spec, quantization=quantization, structure=structure, nlist=nlist).resolved(num_texts, dim)
     variants: list[AnnSpec] = []
-    for nprobe, rescore in searches:
-        variant = replace(build, nprobe=nprobe, rescore_multiplier=rescore)
+    for nprobe, ef_search, rescore in searches:
+        if structure != "ivf":
+            nprobe = build.nprobe  # no lists to probe: the same search
+        if structure != "hnsw":
+            ef_search = build.ef_search  # no graph: the same search
+        variant = replace(build, nprobe=nprobe, ef_search=ef_search, rescore_multiplier=rescore)
         if variant not in variants:  # probing every list already: wider is the same search
             variants.append(variant)
-    return Candidate(
-        replace(build, nprobe=variants[0].nprobe, rescore_multiplier=variants[0].rescore_multiplier), tuple(variants)
-    )
+    return Candidate(variants[0], tuple(variants))
 
 
 def sample_rows(num_rows: int, size: int = RECALL_QUERIES, seed: int = RECALL_SEED) -> np.ndarray:
@@ -284,9 +330,12 @@ __all__ = [
     "RecallProbe",
     "RecallReport",
     "auto_ladder",
+    "check_budget",
     "check_recall_target",
     "describe",
+    "fits",
     "latencies_ms",
     "sample_rows",
     "tunable",
+    "within_budget",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,12 +13,14 @@ import torch
 
 from hfsiamese.models.siamese import SiameseConfig, SiameseModel
 from hfsiamese.search import AnnSpec, DuplicateIndex
+from hfsiamese.search.ann_index import index_bytes
 from hfsiamese.search.recall_tuning import (
     RecallProbe,
     RecallReport,
     auto_ladder,
     check_recall_target,
     describe,
+    fits,
     latencies_ms,
 )
 
@@ -250,14 +253,17 @@ def test_the_ladder_starts_from_the_size_and_dimension_and_ends_exact():
     assert [c.build.is_exact for c in auto_ladder(AnnSpec(), 1_000_000, 384)] == [True]
     ladder = auto_ladder(AnnSpec(), 2_000_000, 384)
     builds = [(c.build.quantization, c.build.structure) for c in ladder]
-    assert builds == [("binary", "ivf"), ("int8", "ivf"), ("int8", "flat"), ("none", "flat")]
+    assert builds == [("binary", "ivf"), ("int8", "ivf"), ("int8", "hnsw"), ("int8", "flat"), ("none", "flat")]
     first = ladder[0].searches
     assert [(s.nprobe, s.rescore_multiplier) for s in first] == [(64, 8), (64, 32), (256, 32)]
     assert ladder[0].build.nlist == 4096 and ladder[0].build == first[0]
     assert describe(first[1]) == "binary codes in 4096 IVF lists (64 probed), 32x rescoring"
-    assert describe(ladder[2].searches[0]) == "int8 codes searched exhaustively, 8x rescoring"
-    assert describe(ladder[3].build) == "float32 flat (exact)"
-    assert [c.build.quantization for c in auto_ladder(AnnSpec(), 2_000_000, 128)] == ["int8", "int8", "none"]
+    graph = ladder[2].searches  # the graph's candidates kept wider first, then deeper rescoring
+    assert [(s.ef_search, s.rescore_multiplier) for s in graph] == [(128, 8), (512, 8), (512, 32)]
+    assert describe(graph[1]) == "int8 codes in an HNSW graph (M 32, ef 512), 8x rescoring"
+    assert describe(ladder[3].searches[0]) == "int8 codes searched exhaustively, 8x rescoring"
+    assert len(ladder[3].searches) == 2 and describe(ladder[4].build) == "float32 flat (exact)"
+    assert [c.build.quantization for c in auto_ladder(AnnSpec(), 2_000_000, 128)] == ["int8"] * 3 + ["none"]
     few_lists = auto_ladder(AnnSpec(nlist=100, nprobe=64), 2_000_000, 384)[1].searches  # probing all 100 already
     assert [(s.nprobe, s.rescore_multiplier) for s in few_lists] == [(64, 8), (100, 8), (100, 32)]
 
@@ -291,3 +297,73 @@ def test_recall_target_is_checked(models):
     with pytest.raises(ValueError, match='only a backend="faiss" index'):
         exact.rebuild_ann()
     assert RecallReport.from_dict({"recall": 0.9, "extra": 1}).k == 10
+
+
+def test_an_int8_hnsw_graph_is_chosen_where_ivf_lists_miss_neighbours(models):
+    """Many IVF lists, few probed: a row's neighbours sit in lists it does not probe; the graph finds them."""
+    vectors = dense_clusters_256()
+    index = index_of(vectors, models, ann=AnnSpec(exact_up_to=1000, nlist=256, nprobe=1))
+    index._ensure_ann()
+    report, chosen = index.recall_report, index._ann.spec
+    assert (chosen.quantization, chosen.structure) == ("int8", "hnsw") and report.meets_target
+    ivf = [trial["recall"] for trial in report.trials if "IVF" in trial["settings"]]
+    assert len(ivf) == 6 and max(ivf) < 0.95 and report.trials[-1]["settings"] == report.settings
+    assert held_out_recall(index, vectors) >= 0.95
+
+
+def test_a_memory_budget_skips_the_settings_that_exceed_it(tmp_path, models):
+    vectors = dense_clusters_256()
+    spec = AnnSpec(exact_up_to=1000, nlist=256, nprobe=1)
+    need = {s.build.structure + "/" + s.build.quantization: index_bytes(s.build, len(vectors), 256)
+            for s in auto_ladder(spec, len(vectors), 256)}  # fmt: skip
+    assert need["flat/int8"] < need["hnsw/int8"] < need["flat/none"]
+
+    # The graph does not fit: int8 codes searched exhaustively instead.
+    budget = need["hnsw/int8"] - 1
+    index = index_of(vectors, models, ann=replace(spec, max_memory_bytes=budget))
+    index._ensure_ann()
+    assert (index._ann.spec.quantization, index._ann.spec.structure) == ("int8", "flat")
+    assert index._ann.memory_bytes() <= budget and index.recall_report.meets_target
+    assert not any("HNSW" in trial["settings"] for trial in index.recall_report.trials)
+    index.save(tmp_path / "index")
+    assert DuplicateIndex.load(tmp_path / "index", *models[256]).ann_spec.max_memory_bytes == budget
+
+    # Only binary codes fit, and none reaches the target: the closest is kept, and the warning names the budget.
+    only_binary = replace(spec, max_memory_bytes=need["ivf/binary"])
+    index = index_of(vectors, models, ann=only_binary)
+    with pytest.warns(
+        UserWarning, match=rf"below the recall target 0\.95: raise max_memory_bytes \(now {need['ivf/binary']}\)"
+    ):
+        index._ensure_ann()
+    report = index.recall_report
+    assert index._ann.spec.quantization == "binary" and report.recall == max(t["recall"] for t in report.trials) < 0.95
+    assert "within max_memory_bytes" in report.reason and report.settings == describe(index._ann.spec)
+
+    # Nothing fits: one line naming the budget and the smallest need.
+    with pytest.raises(
+        ValueError,
+        match=rf"max_memory_bytes=1000 is too small .* the smallest, binary codes in 256 IVF lists .*, needs {need['ivf/binary']} bytes$",
+    ):
+        index_of(vectors, models, ann=replace(spec, max_memory_bytes=1000))._ensure_ann()
+    # Settings asked for beyond it are refused, measured or not.
+    asked = AnnSpec(quantization="none", structure="flat", max_memory_bytes=10_000)
+    for target in (0.95, None):
+        exact = index_of(vectors, models, ann=asked, recall_target=target)
+        with pytest.raises(
+            ValueError, match=r"asked for \(float32 flat \(exact\)\) needs 5120000 bytes .*above max_memory_bytes=10000"
+        ):
+            exact._ensure_ann()
+    untargeted = index_of(vectors, models, ann=replace(spec, max_memory_bytes=10_000), recall_target=None)
+    with pytest.raises(ValueError, match=r"binary codes in 256 IVF lists .* set a recall_target to have settings"):
+        untargeted._ensure_ann()  # "auto" without a target: the size-based choice, unmeasured, must fit too
+
+
+def test_a_corpus_below_exact_up_to_whose_exact_index_exceeds_the_budget_is_tuned(models):
+    vectors = separated_384()[:2000]  # fewer than exact_up_to: exact float32 unless the budget forbids it
+    exact_need = index_bytes(AnnSpec(quantization="none", structure="flat"), len(vectors), 384)
+    budget = AnnSpec(max_memory_bytes=exact_need // 2)
+    assert not fits(AnnSpec(quantization="none", structure="flat", max_memory_bytes=exact_need // 2), 2000, 384)
+    index = index_of(vectors, models, ann=budget)
+    index._ensure_ann()
+    assert not index._ann.spec.is_exact and index._ann.memory_bytes() <= exact_need // 2
+    assert index.recall_report.tuned and index.recall_report.meets_target and index.recall_report.measured

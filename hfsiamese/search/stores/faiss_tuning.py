@@ -18,9 +18,11 @@ from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, training_sample
 from hfsiamese.search.recall_tuning import (
     RECALL_K,
     REMEASURE_GROWTH,
+    Candidate,
     RecallProbe,
     RecallReport,
     auto_ladder,
+    check_budget,
     describe,
     latencies_ms,
     sample_rows,
@@ -48,6 +50,8 @@ def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
     """The FAISS index and what it was measured to find: `"auto"` settings tuned to the recall target, settings
     asked for built as asked (and warned about below the target); nothing measured without a target."""
     asked, target, num_texts = store.spec, store.recall_target, len(store)
+    if target is None or not tunable(asked):
+        check_budget(asked, num_texts, store.embedding_dim)
     if target is None:
         ann = new_ann(store, asked.resolved(num_texts, store.embedding_dim))
         logger.info(
@@ -61,11 +65,14 @@ def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
         report = measured(store, ann, recall_probe(store), tuned=False, reason="the settings asked for")
     logger.info(f"FAISS index over {num_texts} texts: {report.summary()}")
     if not report.meets_target:
+        advice = (
+            f"raise max_memory_bytes (now {asked.max_memory_bytes}) or lower recall_target" if report.tuned else
+            'leave quantization and structure "auto" to have them tuned to the target, ask for wider settings '
+            "(more nprobe, a larger rescore_multiplier, int8 codes), or lower recall_target"
+        )  # fmt: skip
         warnings.warn(
             f"the FAISS index ({report.settings}) finds {report.recall:.3f} of the exact top {report.k} (measured on "
-            f"{report.num_queries} rows of its corpus), below the recall target {target}: leave quantization and "
-            'structure "auto" to have them tuned to the target, ask for wider settings (more nprobe, a larger '
-            "rescore_multiplier, int8 codes), or lower recall_target",
+            f"{report.num_queries} rows of its corpus), below the recall target {target}: {advice}",
             UserWarning,
             stacklevel=5,
         )
@@ -74,15 +81,21 @@ def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
 
 def _tuned_ann(store: FaissStore, asked: AnnSpec, target: float) -> tuple[FaissAnnIndex, RecallReport]:
     """The first settings of `auto_ladder` (cheapest first) that reach `target` on a sample of the corpus; each
-    built index is tried at its search-time settings (lists probed, rescoring depth) before the next is built."""
+    built index is tried at its search-time settings (lists probed, HNSW candidates, rescoring depth) before the
+    next is built. Where `max_memory_bytes` leaves exact search out and nothing reaches the target, the setting
+    that came closest is kept (below the target: `build_ann` warns)."""
     probe: RecallProbe | None = None
     trials: list[dict[str, Any]] = []
+    best: tuple[float, Candidate, AnnSpec] | None = None
+    ann: FaissAnnIndex | None = None
     for candidate in auto_ladder(asked, len(store), store.embedding_dim):
+        ann = None  # the last one's memory back before the next is built
         ann = new_ann(store, candidate.build)
         if candidate.build.is_exact:
             if trials:
-                best = max(trial["recall"] for trial in trials)
-                reason = f"auto: none of {len(trials)} cheaper settings reached {target} (best {best:.3f})"
+                reason = (
+                    f"auto: none of {len(trials)} cheaper settings reached {target} (best {best_recall(trials):.3f})"
+                )
             else:
                 reason = f"auto: exact float32 search up to {asked.exact_up_to} texts"
             return ann, measured(store, ann, None, tuned=True, reason=reason, trials=trials)
@@ -90,17 +103,32 @@ def _tuned_ann(store: FaissStore, asked: AnnSpec, target: float) -> tuple[FaissA
         if probe is None:  # a single text: nothing to measure, nothing to tune
             return ann, measured(store, ann, None, tuned=True, reason="auto: the size-based choice")
         for search in candidate.searches:
-            ann.set_search_settings(search.nprobe, search.rescore_multiplier)
+            ann.set_search_settings(search.nprobe, search.rescore_multiplier, search.ef_search)
             recall = _probe_recall(store, ann, probe)
             trials.append({"settings": describe(search), "recall": round(recall, 4)})
+            if best is None or recall > best[0]:
+                best = (recall, candidate, search)
             if recall >= target:
                 reason = (
                     f"auto: the first setting tried reached {target}" if len(trials) == 1
                     else f"auto: the cheapest of {len(trials)} settings tried to reach {target}"
                 )  # fmt: skip
                 return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
-        del ann  # its memory back before the next is built
-    raise AssertionError("auto_ladder ends with exact search, which is always kept")
+    assert best is not None and probe is not None and ann is not None  # the ladder is never empty
+    recall, candidate, search = best
+    if ann.spec.quantization != candidate.build.quantization or ann.spec.structure != candidate.build.structure:
+        ann = None
+        ann = new_ann(store, candidate.build)  # the closest was an earlier index: built again
+    ann.set_search_settings(search.nprobe, search.rescore_multiplier, search.ef_search)
+    reason = (
+        f"auto: none of {len(trials)} settings within max_memory_bytes={asked.max_memory_bytes} reached {target}; "
+        "the closest kept"
+    )
+    return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
+
+
+def best_recall(trials: Sequence[dict[str, Any]]) -> float:
+    return max(trial["recall"] for trial in trials)
 
 
 def recall_probe(store: FaissStore, k: int = RECALL_K) -> RecallProbe | None:
