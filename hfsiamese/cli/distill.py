@@ -158,7 +158,7 @@ def distill(
         with training_args.main_process_first(desc="tokenising pairs"):
             train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
         trainer = run.trainer(training_args, train_dataset, eval_dataset)
-        metrics = train_evaluate_save(trainer, train_samples=len(train_dataset), card=card, earlier_metrics=metrics)
+        metrics = train_evaluate_save(trainer, card=card, earlier_metrics=metrics)
     else:
         metrics.update(eval_metrics)
         save_run(trainer, metrics, card=card)

@@ -143,13 +143,8 @@ def train(
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)
     # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
-    metrics = train_evaluate_save(
-        trainer,
-        train_samples=len(train_dataset),
-        card=model_card_kwargs(model_args, data_args),
-        resume_from=resume_from,
-        test_dataset=test_dataset,
-    )
+    card = model_card_kwargs(model_args, data_args)
+    metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     if model_args.export_sentence_transformers and trainer.is_world_process_zero():
         export_sentence_transformers(
             model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
@@ -182,13 +177,8 @@ def train_cross_encoder(
             len(eval_dataset),
         )
     trainer = run.trainer(training_args, train_dataset, eval_dataset)
-    metrics = train_evaluate_save(
-        trainer,
-        train_samples=len(train_dataset),
-        card=model_card_kwargs(model_args, data_args),
-        resume_from=resume_from,
-        test_dataset=test_dataset,
-    )
+    card = model_card_kwargs(model_args, data_args)
+    metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True, split_command=split_command)
     return metrics
 

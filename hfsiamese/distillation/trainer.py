@@ -31,23 +31,12 @@ class DistillationTrainer(SiameseTrainer):
         args: SiameseTrainingArguments | None = None,
         *,
         teacher_vectors: torch.Tensor,
-        train_dataset: datasets.Dataset | None = None,
-        eval_dataset: datasets.Dataset | None = None,
-        processing_class: Any | None = None,
-        loss: EmbeddingDistillationLoss | None = None,
         **kwargs: Any,
     ) -> None:
-        """As `SiameseTrainer`, plus `teacher_vectors`: the teacher's embedding of every question the rows point at."""
+        """As `SiameseTrainer` (its `loss`: an `EmbeddingDistillationLoss`), plus `teacher_vectors`: the teacher's
+        embedding of every question the training rows point at."""
         self.teacher_vectors = teacher_vectors
-        super().__init__(
-            model=model,
-            args=args,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=processing_class,
-            loss=loss,
-            **kwargs,
-        )
+        super().__init__(model=model, args=args, **kwargs)
 
     def default_collator(self, processing_class: Any) -> DistillationCollator:
         """The student's pair collator (`processing_class`: its tokenizer), with the teacher's vectors of both sides."""

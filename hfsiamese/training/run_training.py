@@ -18,14 +18,14 @@ from hfsiamese.training.run_end import save_run
 def train_and_evaluate(
     trainer: PairTrainer,
     *,
-    train_samples: int,
     resume_from: str | None = None,
     test_dataset: datasets.Dataset | None = None,
 ) -> dict[str, float]:
     """Train (from the checkpoint `resume_from`, if any), then evaluate on the validation pairs (calibrating the
-    threshold) and on `test_dataset` at that threshold: the training, `train_samples`, `eval_*` and `test_*` metrics."""
+    threshold) and on `test_dataset` at that threshold: the training metrics with `train_samples` (the training
+    rows), the `eval_*` and the `test_*` metrics."""
     metrics = dict(trainer.train(resume_from_checkpoint=resume_from).metrics)
-    metrics["train_samples"] = train_samples
+    metrics["train_samples"] = len(trainer.train_dataset)  # type: ignore[arg-type]  # a datasets.Dataset
     metrics.update(trainer.evaluate())
     if test_dataset is not None:
         metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
@@ -35,7 +35,6 @@ def train_and_evaluate(
 def train_evaluate_save(
     trainer: PairTrainer,
     *,
-    train_samples: int,
     card: Mapping[str, Any],
     resume_from: str | None = None,
     test_dataset: datasets.Dataset | None = None,
@@ -47,9 +46,7 @@ def train_evaluate_save(
     run's metrics, which are returned.
     """
     metrics = dict(earlier_metrics or {})
-    metrics.update(
-        train_and_evaluate(trainer, train_samples=train_samples, resume_from=resume_from, test_dataset=test_dataset)
-    )
+    metrics.update(train_and_evaluate(trainer, resume_from=resume_from, test_dataset=test_dataset))
     save_run(trainer, metrics, card=card)
     return metrics
 
