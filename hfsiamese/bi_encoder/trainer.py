@@ -82,19 +82,10 @@ class SiameseTrainer(PairTrainer):
         training_questions: np.ndarray | None = None,
         **kwargs: Any,
     ) -> None:
-        """
-        As `PairTrainer`, plus `loss` (else `args.build_loss()`).
-        """
+        """As `PairTrainer`, plus `loss` (else `args.build_loss()`)."""
         self._given_loss = loss  # None: `args.build_loss()`, once the arguments are checked (`check_inputs`)
         super().__init__(
-            model=model,
-            args=args,
-            data_collator=data_collator,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=processing_class,
-            training_questions=training_questions,
-            **kwargs,
+            model, args, data_collator, train_dataset, eval_dataset, processing_class, training_questions, **kwargs
         )
         # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
         check_sharded_training(self)
