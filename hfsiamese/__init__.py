@@ -1,9 +1,10 @@
 """hfsiamese: Siamese (bi-encoder) networks and cross-encoders for duplicate-question and paraphrase detection.
 
 Every family is reachable from here: the bi-encoder (`SiameseModel`, `SiameseTrainer`,
-`SiameseTrainingArguments`), the cross-encoder (`CrossEncoder`, `CrossEncoderTrainer`), search
-(`DuplicateIndex`), data (`load_pairs`) and the one loader (`load_model`). Names other than the model classes
-are imported when first used, so `import hfsiamese` stays as light as loading a model needs.
+`SiameseTrainingArguments`), the cross-encoder (`CrossEncoder`, `CrossEncoderTrainer`,
+`CrossEncoderTrainingArguments`), the trainer both build on (`PairTrainer`), search (`DuplicateIndex`), data
+(`load_pairs`) and the one loader (`load_model`). Names other than the model classes are imported when first used,
+so `import hfsiamese` stays as light as loading a model needs.
 """
 
 # Before anything loads torch (and with it OpenMP, which reads its wait policy once): in a hfsiamese command only,
@@ -54,6 +55,8 @@ _LAZY = {
     "SiameseTrainingArguments": "hfsiamese.bi_encoder.training_args",
     "CrossEncoder": "hfsiamese.cross_encoder.model",
     "CrossEncoderTrainer": "hfsiamese.cross_encoder.trainer",
+    "CrossEncoderTrainingArguments": "hfsiamese.cross_encoder.training_args",
+    "PairTrainer": "hfsiamese.base.trainer",
     "DuplicateIndex": "hfsiamese.search.duplicate_index",
     "load_pairs": "hfsiamese.data.loading",
     "NonFiniteLossError": "hfsiamese.base.nonfinite_loss",

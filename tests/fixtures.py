@@ -53,8 +53,9 @@ def tiny_eval_pairs() -> datasets.Dataset:
     )
 
 
-def tiny_training_args(tmp_path: Path, **overrides: Any) -> Any:
-    """SiameseTrainingArguments of a few CPU steps writing under `tmp_path`; `overrides` replace any value."""
+def tiny_training_args(tmp_path: Path, arguments_class: type | None = None, **overrides: Any) -> Any:
+    """Training arguments (`arguments_class`, default SiameseTrainingArguments) of a few CPU steps writing under
+    `tmp_path`; `overrides` replace any value."""
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 
     values = dict(
@@ -69,7 +70,7 @@ def tiny_training_args(tmp_path: Path, **overrides: Any) -> Any:
         disable_tqdm=True,
     )
     values.update(overrides)
-    return SiameseTrainingArguments(**values)
+    return (arguments_class or SiameseTrainingArguments)(**values)
 
 
 def trainer_on_tiny_pairs(model: Any, tokenizer: Any, args: Any) -> Any:

@@ -3,8 +3,8 @@ Saving a pair model's training run so that a crash never leaves a half-written f
 
 Checkpoints are written under `tmp-checkpoint-N/` and renamed in one step (`atomic_save.CheckpointStaging`);
 the final model is saved atomically (`save_model_atomically`); a push of a checkpoint carries the modeling
-code beside its weights; every save holds the fingerprint of the training questions. Both trainers of pair
-models (`SiameseTrainer`, `CrossEncoderTrainer`) mix it in, before `transformers.Trainer`.
+code beside its weights; every save holds the fingerprint of the training questions. `PairTrainer`, the base of
+both families' trainers, mixes it in before `transformers.Trainer`.
 """
 
 from __future__ import annotations

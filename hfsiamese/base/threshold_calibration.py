@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import datasets
 import numpy as np
 from transformers import EvalPrediction
 from transformers.utils import logging
@@ -102,28 +101,4 @@ class ThresholdCalibration:
         return threshold
 
 
-class CalibratingEvaluationMixin:
-    """`evaluate` that calibrates on validation and only applies elsewhere (mixed in before `transformers.Trainer`;
-    needs `self.calibration`, the `ThresholdCalibration` that is also its `compute_metrics`)."""
-
-    calibration: ThresholdCalibration
-
-    def evaluate(
-        self,
-        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
-        ignore_keys: list[str] | None = None,
-        metric_key_prefix: str = "eval",
-    ) -> dict[str, float]:
-        """
-        Score labelled pairs. On the validation set (`metric_key_prefix="eval"`, the Trainer's own
-        evaluations included) the threshold is calibrated and stored in `config.threshold` when
-        `calibrate_threshold`; any other prefix (e.g. `"test"`) is scored at the stored threshold,
-        so a test set never tunes the threshold it is judged by.
-        """
-        with self.calibration.evaluating(metric_key_prefix):
-            metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
-        self.calibration.store(metrics, metric_key_prefix)
-        return metrics
-
-
-__all__ = ["CalibratingEvaluationMixin", "ThresholdCalibration"]
+__all__ = ["ThresholdCalibration"]

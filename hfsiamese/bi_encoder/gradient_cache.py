@@ -19,10 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS
 
@@ -88,14 +86,3 @@ def gradient_cache_step(
             start = index * mini_batch_size
             embeddings.backward(gradient[start : start + embeddings.shape[0]].to(embeddings.dtype))
     return loss.detach()
-
-
-def all_reduce_gradients(parameters: Any) -> None:
-    """Average `.grad` over processes, as DDP would have (it does not see passes run outside its forward)."""
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return
-    world = dist.get_world_size()
-    for parameter in parameters:
-        if parameter.grad is not None:
-            dist.all_reduce(parameter.grad)
-            parameter.grad.div_(world)

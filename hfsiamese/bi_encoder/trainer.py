@@ -1,9 +1,10 @@
 """`SiameseTrainer`: the transformers Trainer with in-batch losses, group-aware batches and calibration.
 
-The class keeps only what a Trainer subclass must override; each job it hands on lives in a module
-of its own: `batch_sampling` (which pairs share a batch), `nonfinite_loss` (the NaN/inf policy),
-`loss_statistics`, `atomic_save` and `checkpoints` (saves that appear only complete, and resuming),
-`lora_checkpoints` (resuming a LoRA run, whose checkpoints hold merged weights), `threshold_calibration`; `create_model_card` hands what the trainer knows of the run to `hfsiamese.bi_encoder.model_card`.
+The class keeps only what the bi-encoder changes of `hfsiamese.base.trainer.PairTrainer` (calibration, staged
+saving, the NaN/inf policy, logging, core sharing: both families'); each job it hands on lives in a module of its
+own: `batch_sampling` (which pairs share a batch), `gradient_cache`, `lora_checkpoints` (resuming a LoRA run, whose
+checkpoints hold merged weights), `truncated_evaluation`; `create_model_card` hands what the trainer knows of the
+run to `hfsiamese.bi_encoder.model_card`.
 """
 
 from __future__ import annotations
@@ -18,23 +19,14 @@ import datasets
 import numpy as np
 import torch
 from torch import nn
-from transformers import Trainer
 
-from hfsiamese.base.atomic_save import CheckpointStaging
-from hfsiamese.base.checkpoints import resolve_resume_checkpoint
-from hfsiamese.base.core_sharing_callback import CoreSharingCallback
-from hfsiamese.base.loss_statistics import LossStatistics
-from hfsiamese.base.nonfinite_loss import NonFiniteLossError, NonFiniteLossGuard, SkippedBatch
-from hfsiamese.base.sharded_training import (
-    check_sharded_training,
-    is_sharded,
-    use_fsdp2_layers_without_input_embeddings,
-)
-from hfsiamese.base.staged_saving import StagedSavingMixin
-from hfsiamese.base.threshold_calibration import CalibratingEvaluationMixin, ThresholdCalibration
+from hfsiamese.base.gradient_averaging import all_reduce_gradients
+from hfsiamese.base.nonfinite_loss import NonFiniteLossError
+from hfsiamese.base.sharded_training import check_sharded_training, use_fsdp2_layers_without_input_embeddings
+from hfsiamese.base.trainer import PairTrainer
 from hfsiamese.bi_encoder.batch_sampling import length_grouped_sampler, training_sampler
 from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_training_labels
-from hfsiamese.bi_encoder.gradient_cache import all_reduce_gradients, gradient_cache_step, side_inputs
+from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
 from hfsiamese.bi_encoder.lora_checkpoints import load_lora_checkpoint
 from hfsiamese.bi_encoder.model_card import build_model_card, metrics_from_log_history
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
@@ -44,17 +36,15 @@ from hfsiamese.data.collator import SiamesePairCollator
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese.scoring import pair_scores
-from hfsiamese.utils.console import use_single_progress_bar
-from hfsiamese.utils.process_group import check_process_group
 
 BATCH_ONLY_KEYS = ("labels", "group_ids")
 
 
-class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
+class SiameseTrainer(PairTrainer):
     """
     Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
 
-    Overrides only what the Siamese setting changes:
+    Overrides only what the Siamese setting changes (the rest is `PairTrainer`'s):
     - `compute_loss`: embeds both sides and applies the loss of `args.loss` (or `loss=`) to the whole
       batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`);
     - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
@@ -64,13 +54,21 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
       classification head's probability) and reports accuracy/precision/recall/F1 at the calibrated
       threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`.
       With a Matryoshka loss, the same metrics at each smaller size it trains (`eval_dim128_...`);
-    - saving: checkpoints and the final model appear on disk only once complete, each with the
-      fingerprint of the questions it was trained on (`training_questions`, hashes: see
-      `hfsiamese.data.question_fingerprints`), so that an evaluation on them can be told apart;
-    - a NaN/inf loss stops training, or with `nan_policy="skip"` drops the batch.
+    - training: with `gradient_cache_mini_batch_size`, a GradCache step (the whole batch's in-batch loss in
+      the memory of a mini-batch); a LoRA run resumes from its checkpoints' adapters and head.
+
+    As every `PairTrainer`: checkpoints and the final model appear on disk only once complete, each with the
+    fingerprint of the questions it was trained on (`training_questions`, hashes: see
+    `hfsiamese.data.question_fingerprints`), so that an evaluation on them can be told apart; a NaN/inf loss
+    stops training, or with `nan_policy="skip"` drops the batch.
     """
 
     args: SiameseTrainingArguments
+    loss_fn: SiameseLoss
+
+    arguments_class = SiameseTrainingArguments
+    default_output_dir = "outputs/siamese"
+    collator_class = SiamesePairCollator
 
     def __init__(
         self,
@@ -84,60 +82,38 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
         training_questions: np.ndarray | None = None,
         **kwargs: Any,
     ) -> None:
-        """
-        As `transformers.Trainer`, plus `loss` (else `args.build_loss()`) and `training_questions`: the
-        hashes of the training questions (`hfsiamese.data.question_fingerprints.pair_question_hashes`),
-        saved beside the weights at every save; the recipes pass them.
-        """
-        if args is None:
-            args = SiameseTrainingArguments(output_dir="outputs/siamese")
-        if not isinstance(args, SiameseTrainingArguments):
-            raise TypeError("SiameseTrainer needs SiameseTrainingArguments (it adds the loss and calibration options)")
-        if data_collator is None:
-            if processing_class is None:
-                raise ValueError("pass processing_class=tokenizer (used to pad pairs) or a data_collator")
-            data_collator = SiamesePairCollator(processing_class)
+        """As `PairTrainer`, plus `loss` (else `args.build_loss()`)."""
+        self._given_loss = loss  # None: `args.build_loss()`, once the arguments are checked (`check_inputs`)
+        super().__init__(
+            model, args, data_collator, train_dataset, eval_dataset, processing_class, training_questions, **kwargs
+        )
+        # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
+        check_sharded_training(self)
+        use_fsdp2_layers_without_input_embeddings(self)
+        # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
+        self.loss_is_scaled_for_ga = False
+        self._group_sampler: NoDuplicateGroupSampler | None = None
+        # A Matryoshka loss's smaller sizes, which evaluation reports too (`eval_dim128_average_precision`, ...).
+        self.evaluation_dims = truncated_evaluation_dims(self.loss_fn, self.model)
+        self.calibration.truncated_dims = self.evaluation_dims
+
+    def check_inputs(
+        self,
+        model: nn.Module | None,
+        args: SiameseTrainingArguments,  # type: ignore[override]
+        train_dataset: datasets.Dataset | None,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None,
+    ) -> None:
+        """Both datasets hold pairs; the loss (built from `args` unless given) is one, and the labels suit it."""
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
             check_pair_columns(name, dataset)
-        loss_fn = loss if loss is not None else args.build_loss()
+        loss_fn = self._given_loss if self._given_loss is not None else args.build_loss()
         if not isinstance(loss_fn, SiameseLoss):
             raise TypeError(
                 f"loss must be a hfsiamese.losses.SiameseLoss (it declares what it needs), got {type(loss_fn).__name__}"
             )
         check_training_labels(train_dataset, loss_fn, args.loss)
-        check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
-        self.calibration = ThresholdCalibration(args, lambda: self.accelerator.unwrap_model(self.model).config)
-        kwargs.setdefault("compute_metrics", self.calibration)
-        super().__init__(
-            model=model,
-            args=args,
-            data_collator=data_collator,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=processing_class,
-            **kwargs,
-        )
-        use_single_progress_bar(self)
-        self.add_callback(CoreSharingCallback())
-        if hasattr(self.model, "set_encode_precision"):  # evaluation's encode calls follow the run's --bf16
-            reason = getattr(args, "precision_reason", None) or f"bf16 {args.bf16}"
-            self.model.set_encode_precision(
-                torch.bfloat16 if args.bf16 else None, f"the training run's precision ({reason})"
-            )
-        # FSDP/DeepSpeed (from accelerate's config): refuse what bypasses their wrapper; FSDP2's layer units.
-        check_sharded_training(self)
-        use_fsdp2_layers_without_input_embeddings(self)
         self.loss_fn = loss_fn
-        self.loss_statistics = LossStatistics()
-        self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
-        self.checkpoint_staging = CheckpointStaging()
-        self.training_questions = training_questions
-        # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
-        self.loss_is_scaled_for_ga = False
-        self._group_sampler: NoDuplicateGroupSampler | None = None
-        # A Matryoshka loss's smaller sizes, which evaluation reports too (`eval_dim128_average_precision`, ...).
-        self.evaluation_dims = truncated_evaluation_dims(loss_fn, self.model)
-        self.calibration.truncated_dims = self.evaluation_dims
 
     # ------------------------------------------------------------------------------------------
     # Batches
@@ -177,13 +153,7 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
             if sampler_fn is not None:
                 sampler_fn = partial(_sampler_of_view, sampler_fn)
             dataset = arrow_batch_dataset(dataset)
-        # Pinned host memory only speeds copies to an accelerator; on a CPU run torch warns about it per loader.
-        pin_memory = self.args.dataloader_pin_memory
-        self.args.dataloader_pin_memory = pin_memory and self.args.device.type != "cpu"
-        try:
-            return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
-        finally:
-            self.args.dataloader_pin_memory = pin_memory
+        return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
 
     def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
         """
@@ -246,41 +216,13 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
             self.loss_statistics.add(output.stats)
         return output.loss
 
-    def train(
-        self,
-        resume_from_checkpoint: str | bool | None = None,
-        trial: Any = None,
-        ignore_keys_for_eval: list[str] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """
-        The Trainer's `train`; `resume_from_checkpoint` also takes "auto" (like True: the newest
-        checkpoint in `output_dir`), passes over incomplete checkpoint folders, and fails with a
-        clear error when there is none.
-        """
-        resume_from_checkpoint = resolve_resume_checkpoint(resume_from_checkpoint, self.args.output_dir)
-        return super().train(resume_from_checkpoint, trial, ignore_keys_for_eval, **kwargs)
-
-    def training_step(
+    def pair_training_step(
         self, model: nn.Module, inputs: dict[str, torch.Tensor], num_items_in_batch: torch.Tensor | int | None = None
     ) -> torch.Tensor:
-        """
-        The Trainer's step, or a GradCache step when `gradient_cache_mini_batch_size` is set. A batch
-        whose loss is NaN/inf stops training or, with `nan_policy="skip"`, is dropped before any
-        backward pass (`nonfinite_loss`).
-        """
-        try:
-            if not self.args.gradient_cache_mini_batch_size:
-                return super().training_step(model, inputs, num_items_in_batch)
-            return self._gradient_cache_step(model, inputs)
-        except SkippedBatch as skipped:
-            if self.accelerator.num_processes > 1 and self.accelerator.sync_gradients and not is_sharded(self):
-                # The skipped batch was this step's last, whose backward would have averaged the
-                # gradients of the earlier accumulated batches over processes: average them here.
-                # (FSDP/DeepSpeed own their gradients; there `check_sharded_training` refuses skip with accumulation.)
-                all_reduce_gradients(self.accelerator.unwrap_model(model).parameters())
-            # Returned as is: the Trainer's `logging_nan_inf_filter` keeps it out of the logged loss.
-            return skipped.loss
+        """The Trainer's step, or a GradCache step when `gradient_cache_mini_batch_size` is set."""
+        if not self.args.gradient_cache_mini_batch_size:
+            return super().pair_training_step(model, inputs, num_items_in_batch)
+        return self._gradient_cache_step(model, inputs)
 
     def _gradient_cache_step(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """One GradCache forward/backward (`gradient_cache_mini_batch_size`)."""
@@ -309,14 +251,6 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
         if self.accelerator.sync_gradients:
             all_reduce_gradients(unwrapped.parameters())
         return loss / self.current_gradient_accumulation_steps
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        """Add the loss's own statistics (e.g. how many negatives were hard), averaged since the last log,
-        and with `nan_policy="skip"` the number of batches skipped since training (re)started."""
-        if self.loss_statistics and "loss" in logs:
-            logs.update({f"loss_{name}": mean for name, mean in self.loss_statistics.pop_means().items()})
-        self.nonfinite_loss.add_to_logs(logs)
-        super().log(logs, start_time)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
         """The Trainer's, or for a LoRA run its adapters and head: its checkpoints hold merged weights (`lora_checkpoints`)."""
@@ -378,7 +312,7 @@ class SiameseTrainer(StagedSavingMixin, CalibratingEvaluationMixin, Trainer):
             return
         args = self.args
         model = self.accelerator.unwrap_model(self.model)
-        repo_id = getattr(self, "hub_model_id", None) or args.hub_model_id or args.output_dir
+        repo_id = self.hub_repo_id()
         if sentence_transformers_path and Path(sentence_transformers_path).resolve() == Path(args.output_dir).resolve():
             sentence_transformers_path = repo_id  # exported into this very folder: it loads from the same place
         card = build_model_card(

@@ -1,17 +1,13 @@
-"""Training arguments of `SiameseTrainer`: the Trainer's own, plus the loss and calibration options."""
+"""Training arguments of `SiameseTrainer`: every pair model's (`PairTrainingArguments`), plus the loss and its
+options, the batch sampling and the gradient cache."""
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import torch
-from transformers import TrainingArguments
-
-from hfsiamese.base.cpu_precision import choose_bf16
-from hfsiamese.base.nonfinite_loss import NAN_POLICIES
+from hfsiamese.base.training_args import PairTrainingArguments
 from hfsiamese.losses import (
     LOSS_OPTIONS,
     LOSSES,
@@ -21,16 +17,16 @@ from hfsiamese.losses import (
     get_loss,
     loss_kwargs_for,
 )
-from hfsiamese.metrics.thresholds import check_calibration_options
 
 
 @dataclass
-class SiameseTrainingArguments(TrainingArguments):
+class SiameseTrainingArguments(PairTrainingArguments):
     """
-    [`TrainingArguments`] for [`SiameseTrainer`].
+    [`PairTrainingArguments`] for [`SiameseTrainer`]: with the loss, its options, `no_duplicate_batches` and
+    `gradient_cache_mini_batch_size`.
 
-    Differences from the Trainer's defaults: `remove_unused_columns=False`, because the duplicate
-    group ids the sampler and loss need are not arguments of the model's `forward`.
+    `remove_unused_columns` stays False, as for every pair model: the duplicate group ids the sampler and loss
+    need are not arguments of the model's `forward`.
 
     The loss options are one field each, named as the losses name them (`hfsiamese.losses.LOSS_OPTIONS`);
     unset (None) keeps the chosen loss's own default.
@@ -38,14 +34,6 @@ class SiameseTrainingArguments(TrainingArguments):
 
     _argument_group_name = "training: the Trainer's arguments and the loss's options"  # a --help section
 
-    bf16: str = field(
-        default="false",
-        metadata={
-            "help": "bfloat16 autocast: 'true', 'false', or 'auto': where the device computes in bf16 natively and, on a CPU, a "
-            "measured training step runs at least 1.2x as fast as in fp32 (hfsiamese.base.cpu_precision; the choice and "
-            "its reason are logged). The MiniLM and pretrained recipes default to auto."
-        },
-    )
     loss: str = field(
         default="hard_negative_triplet",
         metadata={"help": f"Training loss, by name. Available: {sorted(LOSSES)}."},
@@ -144,25 +132,6 @@ class SiameseTrainingArguments(TrainingArguments):
             "mini-batch while the in-batch loss still sees the whole batch (same loss and gradients, ~1.3x compute)."
         },
     )
-    calibrate_threshold: bool = field(
-        default=True,
-        metadata={
-            "help": "At each evaluation, choose the threshold that is best for `calibrate_for` on the evaluation "
-            "pairs and store it in model.config.threshold."
-        },
-    )
-    calibrate_for: str = field(
-        default="accuracy",
-        metadata={
-            "help": "What threshold calibration optimises: 'accuracy' or 'f1' (maximised), or 'precision': the "
-            "lowest threshold whose precision reaches target_precision (the most recall at that precision).",
-            "choices": ["accuracy", "f1", "precision"],
-        },
-    )
-    target_precision: float | None = field(
-        default=None,
-        metadata={"help": "calibrate_for='precision': the precision the threshold must reach, in (0, 1]."},
-    )
     no_duplicate_batches: bool = field(
         default=True,
         metadata={
@@ -170,55 +139,12 @@ class SiameseTrainingArguments(TrainingArguments):
             "needs a `group_id` column."
         },
     )
-    share_cores: bool | None = field(
-        default=None,
-        metadata={
-            "help": "On a CPU, use fewer threads while other processes keep this run's cores busy, all of them again "
-            "once the cores are free (hfsiamese.models.siamese.core_sharing: two runs sharing a machine then split "
-            "the cores instead of fighting over them). Unset: the process's policy, on in the recipes and commands, "
-            "off in your own script unless hfsiamese.set_cpu_policy(share_cores=True). Off when you choose the thread "
-            "count (--num_threads, OMP_NUM_THREADS) or full_determinism, or with HFSIAMESE_SHARE_CORES=0.",
-            "nargs": "?",  # `--share_cores` alone means true, as for the other switches
-            "const": True,
-        },
-    )
-    num_threads: int | None = field(
-        default=None,
-        metadata={
-            "help": "CPU threads per process, set by the recipes (in your own script: "
-            "hfsiamese.utils.cpu_threads.apply_cpu_threads(args.num_threads)). Unset: your OMP_NUM_THREADS if you set it, "
-            "else the cores this process owns divided by the processes of the job on this machine (`accelerate "
-            "launch` would otherwise leave one thread per process)."
-        },
-    )
-    nan_policy: str = field(
-        default="raise",
-        metadata={
-            "help": "What a NaN or infinite training loss does: 'raise' stops training with an error naming the step "
-            "and the batch; 'skip' drops the batch (no backward pass, no update from it) and counts it in the logs "
-            "as `skipped_batches`.",
-            "choices": ["raise", "skip"],
-        },
-    )
-    overwrite_output_dir: bool = field(
-        default=False, metadata={"help": "Allow writing into a non-empty output_dir (the recipes refuse otherwise)."}
-    )
     remove_unused_columns: bool = field(
         default=False,
         metadata={"help": "Kept False: the `group_id` column is used by the sampler and the loss, not by forward."},
     )
 
     def __post_init__(self) -> None:
-        # `--bf16 auto` is settled before the Trainer's own checks, which take a bool (and bf16 on a CPU needs use_cpu).
-        on_cpu = (
-            self.use_cpu
-            or os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true")
-            or not torch.cuda.is_available()
-        )
-        choice = choose_bf16(self.bf16, device_type="cpu" if on_cpu else "cuda")
-        self.bf16, self.precision_reason = choice.bf16, choice.reason
-        if choice.bf16 and on_cpu and not torch.cuda.is_available():
-            self.use_cpu = True
         super().__post_init__()
         # Renamed loss and option names still read (configs and scripts written before), stored as the current ones.
         self.loss = current_loss_name(self.loss)
@@ -227,9 +153,6 @@ class SiameseTrainingArguments(TrainingArguments):
             self.ranking_weight, self.triplet_weight = renamed["ranking_weight"], None
         if self.loss not in LOSSES:
             raise ValueError(f"unknown loss {self.loss!r}; available: {sorted(LOSSES)}")
-        if self.nan_policy not in NAN_POLICIES:
-            raise ValueError(f"nan_policy must be 'raise' or 'skip', got {self.nan_policy!r}")
-        check_calibration_options(self.calibrate_for, self.target_precision)
         if self.per_device_train_batch_size < 2:
             raise ValueError(
                 f"per_device_train_batch_size={self.per_device_train_batch_size}: in-batch negatives need at least "

@@ -14,8 +14,8 @@ Stage 2 (`--fine_tune`, on by default): the student is fine-tuned on the labels 
 the figures compare. `<output_dir>/all_results.json` holds the teacher's validation metrics
 (`teacher_eval_*`), the student's after stage 1 (`distillation_eval_*`) and after stage 2 (`eval_*`).
 
-The steps are the package's (`hfsiamese.runs` for the run's start, folder and end, `hfsiamese.distillation`,
-`hfsiamese.training`, `hfsiamese.trainer`); this module only puts them in order. Several processes:
+The steps are the package's (`hfsiamese.training` for the run's start, folder, training and end,
+`hfsiamese.distillation` for the teacher and stage 1); this module only puts them in order. Several processes:
 `accelerate launch -m hfsiamese.cli.distill ...`.
 """
 
@@ -27,7 +27,6 @@ import sys
 import torch
 from transformers import HfArgumentParser
 
-from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
@@ -56,6 +55,7 @@ from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run, save_run
 from hfsiamese.training.run_folder import claim_output_dir
 from hfsiamese.training.run_start import start_run
+from hfsiamese.training.run_training import train_evaluate_save
 from hfsiamese.utils.console import configure_training_console
 
 DEFAULT_CONFIG = DISTILL_CONFIG
@@ -137,15 +137,13 @@ def distill(
             targets.dim,
         )
     stage1_args = distillation_training_args(training_args, distill_args)
-    trainer = DistillationTrainer(
-        model=model,
-        args=stage1_args,
+    trainer = run.trainer(
+        stage1_args,
+        stage1_dataset,
+        eval_dataset,
+        trainer_class=DistillationTrainer,
         teacher_vectors=targets.vectors,
-        train_dataset=stage1_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
         loss=stage1_args.build_loss(),
-        training_questions=run.training_questions,
     )
     stage1_metrics = dict(trainer.train().metrics)
     # Evaluating calibrates config.threshold, which save_model then stores with the weights.
@@ -154,25 +152,16 @@ def distill(
     metrics["distillation_train_samples"] = len(stage1_dataset)
 
     # Stage 2: fine-tuning on the labels, as `hfsiamese train` trains.
+    card = model_card_kwargs(model_args, data_args)
+    card["arguments"]["teacher_model_name_or_path"] = distill_args.teacher_model_name_or_path
     if distill_args.fine_tune:
         with training_args.main_process_first(desc="tokenising pairs"):
             train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
-        trainer = SiameseTrainer(
-            model=model,
-            args=training_args,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=tokenizer,
-            loss=loss,
-            training_questions=run.training_questions,
-        )
-        metrics.update(trainer.train().metrics)
-        metrics["train_samples"] = len(train_dataset)
-        eval_metrics = trainer.evaluate()
-    metrics.update(eval_metrics)
-    card = model_card_kwargs(model_args, data_args)
-    card["arguments"]["teacher_model_name_or_path"] = distill_args.teacher_model_name_or_path
-    save_run(trainer, metrics, card=card)
+        trainer = run.trainer(training_args, train_dataset, eval_dataset)
+        metrics = train_evaluate_save(trainer, card=card, earlier_metrics=metrics)
+    else:
+        metrics.update(eval_metrics)
+        save_run(trainer, metrics, card=card)
     end_run(trainer, metrics, corpus_file=data_args.train_file or default_train_file, split_command=split_command)
     return metrics
 

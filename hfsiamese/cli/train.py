@@ -23,8 +23,9 @@ clone).
 With `--architecture cross_encoder` the same command trains a cross-encoder (`hfsiamese.cross_encoder`): both
 questions read together, binary cross-entropy on labelled pairs, the same splits, calibration and outputs.
 
-The steps are the package's (`hfsiamese.runs` for the run's start, folder and end, `hfsiamese.training` for
-the arguments and data, `hfsiamese.trainer`); this module only puts them in order.
+The steps are the package's (`hfsiamese.training` for the run's arguments, data, start, folder, training and end;
+the families' trainers and arguments, `SiameseTrainingArguments` or `CrossEncoderTrainingArguments` by
+`--architecture`); this module only puts them in order.
 """
 
 from __future__ import annotations
@@ -37,10 +38,15 @@ from transformers import HfArgumentParser
 
 from hfsiamese.base.checkpoints import resolve_resume_checkpoint
 from hfsiamese.bi_encoder.sentence_transformers_export import check_export, export_sentence_transformers
-from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.command_line import run_recipe
-from hfsiamese.cli.config_and_flags import default_config_of, parse_config_and_flags
+from hfsiamese.cli.config_and_flags import (
+    config_file_of,
+    default_config_of,
+    flag_value,
+    parse_config_and_flags,
+    read_config_file,
+)
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     PRETRAINED_CONFIG,
@@ -51,12 +57,13 @@ from hfsiamese.cli.configs import (
 )
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
+from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
-from hfsiamese.training.run_end import end_run, save_run
+from hfsiamese.training.run_end import end_run
 from hfsiamese.training.run_folder import claim_output_dir
 from hfsiamese.training.run_start import refuse_bi_encoder_losses, start_cross_encoder_run, start_run
+from hfsiamese.training.run_training import train_evaluate_save
 from hfsiamese.utils.console import configure_training_console
 
 logger = logging.getLogger("hfsiamese.cli.train")
@@ -71,18 +78,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return {}
     typed = argv  # as the user typed it, for the `hfsiamese split` command the summary prints
     argv = resolve_config_argument(argv)  # a shipped config by name, or the user's file
-    parser = HfArgumentParser(
-        (ModelArguments, DataArguments, SiameseTrainingArguments), prog="hfsiamese train", description=DESCRIPTION
-    )
     default_config = default_config_of(argv, DEFAULT_CONFIG, pretrained_config=PRETRAINED_CONFIG)
+    arguments_class = training_arguments_class(argv, default_config)
+    if arguments_class is CrossEncoderTrainingArguments:
+        refuse_bi_encoder_losses(argv, default_config)  # by name, before the parser calls them unknown
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments, arguments_class), prog="hfsiamese train", description=DESCRIPTION
+    )
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
     require_training_data(data_args.train_file, data_args.dataset_name)  # said before the output folder is made
 
     configure_training_console(training_args.should_log)
     if model_args.architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
-    if model_args.architecture == "cross_encoder":
-        refuse_bi_encoder_losses(argv, default_config)
     trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
     split_command = held_out_command(typed, default_config)
     with claim_output_dir(
@@ -124,15 +132,7 @@ def train(
             len(eval_dataset),
         )
 
-    trainer = SiameseTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        loss=loss,
-        training_questions=run.training_questions,
-    )
+    trainer = run.trainer(training_args, train_dataset, eval_dataset)
     zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
     if model_args.export_sentence_transformers and (trainer.is_fsdp_enabled or zero_stage == 3):
         # The export reads the live model, whose weights FSDP and ZeRO-3 leave sharded over the processes.
@@ -142,18 +142,9 @@ def train(
         )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)
-    train_result = trainer.train(resume_from_checkpoint=resume_from)
-    metrics = dict(train_result.metrics)
-    metrics["train_samples"] = len(train_dataset)
-    # Evaluating calibrates config.threshold, which save_model then stores with the weights.
-    eval_metrics = trainer.evaluate()
-    metrics.update(eval_metrics)
-    if test_dataset is not None:
-        # Scored at the threshold just calibrated on validation, never re-fitted on test.
-        eval_metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
-        metrics.update(eval_metrics)
     # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
-    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
+    card = model_card_kwargs(model_args, data_args)
+    metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     if model_args.export_sentence_transformers and trainer.is_world_process_zero():
         export_sentence_transformers(
             model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
@@ -165,7 +156,7 @@ def train(
 def train_cross_encoder(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: SiameseTrainingArguments,
+    training_args: CrossEncoderTrainingArguments,
     *,
     split_command: str | None = None,
 ) -> dict[str, float]:
@@ -185,22 +176,22 @@ def train_cross_encoder(
             run.cross_encoder.pair_order,
             len(eval_dataset),
         )
-    trainer = CrossEncoderTrainer(
-        model=run.cross_encoder.model,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=run.cross_encoder.tokenizer,
-        training_questions=run.training_questions,
-    )
-    train_result = trainer.train(resume_from_checkpoint=resume_from)
-    metrics = {**train_result.metrics, "train_samples": len(train_dataset)}
-    metrics.update(trainer.evaluate())  # calibrates config.threshold, which save_model then stores
-    if test_dataset is not None:
-        metrics.update(trainer.evaluate(test_dataset, metric_key_prefix="test"))
-    save_run(trainer, metrics, card=model_card_kwargs(model_args, data_args))
+    trainer = run.trainer(training_args, train_dataset, eval_dataset)
+    card = model_card_kwargs(model_args, data_args)
+    metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True, split_command=split_command)
     return metrics
+
+
+def training_arguments_class(
+    argv: list[str], default_config: str | Path
+) -> type[SiameseTrainingArguments] | type[CrossEncoderTrainingArguments]:
+    """The run's family's arguments: `--architecture` on the command line, else the config's, else a bi-encoder's."""
+    architecture = flag_value("architecture", argv)
+    config_file = config_file_of(argv, default_config)
+    if architecture is None and config_file is not None:
+        architecture = read_config_file(config_file).get("architecture")
+    return CrossEncoderTrainingArguments if architecture == "cross_encoder" else SiameseTrainingArguments
 
 
 def default_train_file(data_args: DataArguments) -> Path | None:

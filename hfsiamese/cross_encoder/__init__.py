@@ -1,7 +1,7 @@
 """The cross-encoder family: both questions of a pair read together by one transformer, for what a bi-encoder
 cannot do as well: deciding a pair (`CrossEncoder.predict`), reranking a bi-encoder's candidates
 (`DuplicateIndex(..., cross_encoder=)`), and labelling silver training pairs (`hfsiamese.distillation.silver_pairs`).
-Its model (a plain sequence-classification checkpoint), pair inputs, building, trainer, card and ONNX export and
+Its model (a plain sequence-classification checkpoint), pair inputs, building, trainer and its arguments, card and ONNX export and
 serving are all in this folder."""
 
 from hfsiamese.utils.lazy_exports import lazy_exports
@@ -15,6 +15,7 @@ _EXPORTS = {
     "CrossPairCollator": "hfsiamese.cross_encoder.pair_inputs",
     "tokenize_cross_pairs": "hfsiamese.cross_encoder.pair_inputs",
     "CrossEncoderTrainer": "hfsiamese.cross_encoder.trainer",
+    "CrossEncoderTrainingArguments": "hfsiamese.cross_encoder.training_args",
     "build_cross_encoder": "hfsiamese.cross_encoder.model_building",
     "export_cross_encoder_onnx": "hfsiamese.cross_encoder.onnx_export",
 }

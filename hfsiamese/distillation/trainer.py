@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from hfsiamese.bi_encoder.trainer import BATCH_ONLY_KEYS, SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.data.collator import SiamesePairCollator
 from hfsiamese.distillation.collator import TEACHER_KEYS, DistillationCollator
 from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
@@ -21,38 +22,39 @@ class DistillationTrainer(SiameseTrainer):
     Stage 1 of distillation: batches carry the teacher's vectors of both sides (`DistillationCollator`,
     from `teacher_vectors` and the training rows' `teacher_row_a`/`teacher_row_b`), and the loss
     (`EmbeddingDistillationLoss`, `--loss embedding_distillation`) gets them beside the student's
-    embeddings. Evaluation, saving and calibration are the `SiameseTrainer`'s.
+    embeddings. Evaluation, saving and calibration are the `SiameseTrainer`'s (hence `PairTrainer`'s).
     """
 
     def __init__(
         self,
         model: nn.Module | None = None,
-        args: Any = None,
+        args: SiameseTrainingArguments | None = None,
         *,
         teacher_vectors: torch.Tensor,
-        train_dataset: datasets.Dataset | None = None,
-        eval_dataset: datasets.Dataset | None = None,
-        processing_class: Any | None = None,
-        loss: EmbeddingDistillationLoss | None = None,
         **kwargs: Any,
     ) -> None:
-        if processing_class is None:
-            raise ValueError("pass processing_class=tokenizer (the student's, used to pad pairs)")
-        if args is not None and args.gradient_cache_mini_batch_size:
+        """As `SiameseTrainer` (its `loss`: an `EmbeddingDistillationLoss`), plus `teacher_vectors`: the teacher's
+        embedding of every question the training rows point at."""
+        self.teacher_vectors = teacher_vectors
+        super().__init__(model=model, args=args, **kwargs)
+
+    def default_collator(self, processing_class: Any) -> DistillationCollator:
+        """The student's pair collator (`processing_class`: its tokenizer), with the teacher's vectors of both sides."""
+        return DistillationCollator(SiamesePairCollator(processing_class), self.teacher_vectors)
+
+    def check_inputs(
+        self,
+        model: nn.Module | None,
+        args: SiameseTrainingArguments,  # type: ignore[override]
+        train_dataset: datasets.Dataset | None,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None,
+    ) -> None:
+        """As `SiameseTrainer`; the loss is an `EmbeddingDistillationLoss`, which the gradient cache cannot feed."""
+        if args.gradient_cache_mini_batch_size:
             raise ValueError(
                 "gradient_cache_mini_batch_size is not supported by distillation: its loss needs the teacher's vectors"
             )
-        collator = DistillationCollator(SiamesePairCollator(processing_class), teacher_vectors)
-        super().__init__(
-            model=model,
-            args=args,
-            data_collator=collator,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=processing_class,
-            loss=loss,
-            **kwargs,
-        )
+        super().check_inputs(model, args, train_dataset, eval_dataset)
         if not isinstance(self.loss_fn, EmbeddingDistillationLoss):
             raise TypeError(
                 f"DistillationTrainer trains with EmbeddingDistillationLoss (--loss embedding_distillation), got "

@@ -1,4 +1,5 @@
-"""The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer.
+"""The start of a training run, the same for every training recipe: seeds, threads, data, loss, model, tokenizer,
+and the trainer built on them.
 
 `hfsiamese train` and `hfsiamese distill` begin alike once their output folder is claimed; the order
 of the steps is part of the result (the model's initialisation draws from the generators seeded first,
@@ -19,10 +20,14 @@ from transformers import PreTrainedTokenizerBase, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
+from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.config_and_flags import config_file_of, value_given
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.model_building import build_cross_encoder
 from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
+from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
+from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.data import tokenize_pairs
 from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fingerprint
 from hfsiamese.losses import LOSS_OPTIONS, SiameseLoss
@@ -59,11 +64,33 @@ class StartedRun:
             prompt=self.model.config.prompt_text(),
         )
 
+    def trainer(
+        self,
+        args: SiameseTrainingArguments,
+        train_dataset: datasets.Dataset,
+        eval_dataset: datasets.Dataset,
+        *,
+        trainer_class: type[SiameseTrainer] = SiameseTrainer,
+        **kwargs: Any,
+    ) -> SiameseTrainer:
+        """A `trainer_class` for this run's model on these pairs: its tokenizer, its loss (unless `loss=` is given),
+        its training questions; `kwargs` go to the trainer too (a `DistillationTrainer`'s `teacher_vectors`)."""
+        kwargs.setdefault("loss", self.loss)
+        return trainer_class(
+            model=self.model,
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=self.tokenizer,
+            training_questions=self.training_questions,
+            **kwargs,
+        )
+
 
 def start_run(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: Any,
+    training_args: SiameseTrainingArguments,
     *,
     default_train_file: str | Path | None,
     resume_from: str | None = None,
@@ -132,10 +159,24 @@ class StartedCrossEncoderRun:
             num_proc=self.data_args.preprocessing_num_workers,
         )
 
+    def trainer(
+        self, args: CrossEncoderTrainingArguments, train_dataset: datasets.Dataset, eval_dataset: datasets.Dataset
+    ) -> CrossEncoderTrainer:
+        """A `CrossEncoderTrainer` for this run's cross-encoder on these tokenised pairs, with its training questions."""
+        return CrossEncoderTrainer(
+            model=self.cross_encoder.model,
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=self.cross_encoder.tokenizer,
+            training_questions=self.training_questions,
+        )
+
 
 def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | None) -> None:
     """A cross-encoder trains with binary cross-entropy: `--loss` or a loss option, on the command line or in the
-    config, is refused by name rather than silently ignored."""
+    config, is refused by name, as a bi-encoder setting (`CrossEncoderTrainingArguments` has no such field, which
+    the parser would call only an unknown key). Called before the command line is parsed."""
     config_file = config_file_of(argv, default_config)
     given = [name for name in ("loss", *sorted(LOSS_OPTIONS)) if value_given(name, argv, config_file)]
     if given:
@@ -146,7 +187,11 @@ def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | N
 
 
 def start_cross_encoder_run(
-    model_args: ModelArguments, data_args: DataArguments, training_args: Any, *, default_train_file: str | Path | None
+    model_args: ModelArguments,
+    data_args: DataArguments,
+    training_args: CrossEncoderTrainingArguments,
+    *,
+    default_train_file: str | Path | None,
 ) -> StartedCrossEncoderRun:
     """
     As `start_run`, for a cross-encoder: seed, threads, splits, then the model: a saved cross-encoder to continue

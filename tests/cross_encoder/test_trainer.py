@@ -8,6 +8,7 @@ from transformers import AutoModelForSequenceClassification
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.pair_inputs import CrossPairCollator, tokenize_cross_pairs
 from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
+from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE
 from tests.fixtures import tiny_eval_pairs, tiny_pairs, tiny_training_args
 
@@ -40,7 +41,7 @@ def _trainer(cross, tmp_path, **overrides):
     tokenizer = cross.tokenizer
     return CrossEncoderTrainer(
         model=cross.model,
-        args=tiny_training_args(tmp_path, **overrides),
+        args=tiny_training_args(tmp_path, CrossEncoderTrainingArguments, **overrides),
         train_dataset=tokenize_cross_pairs(_labelled_training_pairs(), tokenizer, both_orders=True),
         eval_dataset=tokenize_cross_pairs(tiny_eval_pairs(), tokenizer, swapped_columns=True),
         processing_class=tokenizer,
@@ -94,7 +95,7 @@ def test_soft_labels_train_and_the_loss_is_binary_cross_entropy(tiny_cross_encod
     soft = [0.7, 0.95, 0.8, 0.6, 0.9] * (len(pairs) // 5 + 1)  # mostly duplicates, none certain
     pairs = pairs.remove_columns("label").add_column("label", soft[: len(pairs)])
     trainer = CrossEncoderTrainer(
-        model=cross.model, args=tiny_training_args(tmp_path, max_steps=12, learning_rate=1e-2),
+        model=cross.model, args=tiny_training_args(tmp_path, CrossEncoderTrainingArguments, max_steps=12, learning_rate=1e-2),
         train_dataset=tokenize_cross_pairs(pairs, cross.tokenizer, both_orders=True), processing_class=cross.tokenizer,
         training_questions=None,
     )  # fmt: skip
@@ -123,18 +124,27 @@ def test_soft_labels_train_and_the_loss_is_binary_cross_entropy(tiny_cross_encod
 def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):
     with pytest.raises(ValueError, match="one-logit sequence-classification model"):
         CrossEncoderTrainer(
-            model=tiny_lstm, args=tiny_training_args(tmp_path), processing_class=tiny_cross_encoder.tokenizer
+            model=tiny_lstm,
+            args=tiny_training_args(tmp_path, CrossEncoderTrainingArguments),
+            processing_class=tiny_cross_encoder.tokenizer,
         )
-    with pytest.raises(ValueError, match="gradient_cache_mini_batch_size applies to in-batch losses"):
-        _trainer(tiny_cross_encoder, tmp_path, gradient_cache_mini_batch_size=2)
+    with (
+        pytest.raises(ValueError, match="gradient_cache_mini_batch_size applies to in-batch losses"),
+        pytest.warns(FutureWarning, match="CrossEncoderTrainer takes CrossEncoderTrainingArguments"),
+    ):
+        CrossEncoderTrainer(
+            model=tiny_cross_encoder.model,
+            args=tiny_training_args(tmp_path, gradient_cache_mini_batch_size=2),  # the old arguments class
+            processing_class=tiny_cross_encoder.tokenizer,
+        )
     with pytest.raises(ValueError, match="no input_ids column"):
         CrossEncoderTrainer(
-            model=tiny_cross_encoder.model, args=tiny_training_args(tmp_path), train_dataset=tiny_pairs(),
+            model=tiny_cross_encoder.model, args=tiny_training_args(tmp_path, CrossEncoderTrainingArguments), train_dataset=tiny_pairs(),
             processing_class=tiny_cross_encoder.tokenizer,
         )  # fmt: skip
     trainer = CrossEncoderTrainer(
         model=tiny_cross_encoder.model,
-        args=tiny_training_args(tmp_path),
+        args=tiny_training_args(tmp_path, CrossEncoderTrainingArguments),
         train_dataset=tokenize_cross_pairs(_labelled_training_pairs(), tiny_cross_encoder.tokenizer),
         eval_dataset=tokenize_cross_pairs(tiny_eval_pairs(), tiny_cross_encoder.tokenizer),  # no swapped columns
         processing_class=tiny_cross_encoder.tokenizer,
