@@ -70,14 +70,20 @@ class NonFiniteLossGuard:
 
 
 def describe_batch(inputs: dict[str, torch.Tensor], tokenizer: Any, rows: int = 2) -> str:
-    """The batch in words: its size, first duplicate groups and first pairs of texts."""
-    size = inputs["input_ids_a"].shape[0]
+    """The batch in words: its size, first duplicate groups and first pairs of texts (a bi-encoder's batch has
+    each side's tokens, `input_ids_a`/`input_ids_b`; a cross-encoder's one sequence a pair, `input_ids`)."""
+    paired = "input_ids_a" in inputs
+    size = (inputs["input_ids_a"] if paired else inputs["input_ids"]).shape[0]
     parts = []
     if inputs.get("group_ids") is not None:
         parts.append(f"group ids {inputs['group_ids'][:rows].tolist()}")
     if hasattr(tokenizer, "batch_decode"):
-        sides = [tokenizer.batch_decode(inputs[f"input_ids_{s}"][:rows], skip_special_tokens=True) for s in "ab"]
-        parts.append("pairs " + "; ".join(f"{a!r} / {b!r}" for a, b in zip(*sides)))
+        if paired:
+            sides = [tokenizer.batch_decode(inputs[f"input_ids_{s}"][:rows], skip_special_tokens=True) for s in "ab"]
+            parts.append("pairs " + "; ".join(f"{a!r} / {b!r}" for a, b in zip(*sides)))
+        else:
+            texts = tokenizer.batch_decode(inputs["input_ids"][:rows], skip_special_tokens=True)
+            parts.append("pairs " + "; ".join(repr(text) for text in texts))
     return f"in a batch of {size} pairs (first {rows}: {', '.join(parts) or 'no detail available'})"
 
 

@@ -125,3 +125,17 @@ def test_finite_losses_train_as_before(word_tokenizer, tmp_path):
 def test_unknown_policy_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="nan_policy must be 'raise' or 'skip'"):
         SiameseTrainingArguments(output_dir=str(tmp_path), nan_policy="ignore", use_cpu=True)
+
+
+def test_a_cross_encoder_batch_is_described_by_its_pair_sequences():
+    """A cross-encoder's batch holds one sequence a pair (`input_ids`), not two sides: the error still names it."""
+    from hfsiamese.base.nonfinite_loss import describe_batch
+
+    class Tokenizer:
+        def batch_decode(self, ids, skip_special_tokens=True):
+            return [f"q{int(row[0])} [SEP] q{int(row[1])}" for row in ids]
+
+    batch = {"input_ids": torch.tensor([[1, 2], [3, 4], [5, 6]]), "labels": torch.tensor([1.0, 0.0, 1.0])}
+    assert describe_batch(batch, Tokenizer()) == "in a batch of 3 pairs (first 2: pairs 'q1 [SEP] q2'; 'q3 [SEP] q4')"
+    paired = {"input_ids_a": torch.tensor([[1], [2]]), "input_ids_b": torch.tensor([[3], [4]])}
+    assert describe_batch(paired, None) == "in a batch of 2 pairs (first 2: no detail available)"
