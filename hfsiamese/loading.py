@@ -9,7 +9,7 @@ A bi-encoder's export also has `model_type` `"siamese_onnx"`, which routes trans
 entry loads as one too.
 
 The other loaders are this one with fewer families: `load_siamese_model` (what `DuplicateIndex`, `hfsiamese search`
-and the web app call) refuses a cross-encoder, which cannot embed texts; `hfsiamese.cross_encoder.model.load_pair_model`
+and the web app call) refuses a cross-encoder, which cannot embed texts; `hfsiamese.loading.load_pair_model`
 (`hfsiamese evaluate`, `hfsiamese calibrate`) is `load_model`; `hfsiamese.distillation.load_teacher` loads a saved
 bi-encoder with it.
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel
+from hfsiamese.cross_encoder.config_kind import is_cross_encoder_config, is_cross_encoder_folder
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
 from hfsiamese.models.siamese.safe_loading import clear_loading_errors
 from hfsiamese.utils.onnx_runtime import onnx_entry
@@ -120,7 +121,9 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
             "with hfsiamese train (model_name_or_path) or CrossEncoder.from_base_model"
         )
     if kind == CROSS_ENCODER:
-        from hfsiamese.cross_encoder.model import CrossEncoder  # imports this module: imported when first needed
+        from hfsiamese.cross_encoder.model import (
+            CrossEncoder,  # imported when first needed: `import hfsiamese` stays light
+        )
 
         return CrossEncoder.from_pretrained(source, **kwargs)
     if kind == BI_ENCODER_ONNX:
@@ -130,25 +133,13 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
     return AutoModel.from_pretrained(source, **kwargs)
 
 
-def is_cross_encoder_config(config: Any) -> bool:
+def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
     """
-    Does a transformers config (or its dict) describe a one-logit sequence-classification model, a cross-encoder
-    (`hfsiamese.cross_encoder.model.CrossEncoder`)? Asked here, below the cross-encoder, so that the loaders can refuse one
-    where a bi-encoder is needed without importing it.
+    A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
+    (`hfsiamese evaluate`, `hfsiamese calibrate`): `load_model`, which loads a cross-encoder, a Siamese checkpoint
+    or the ONNX export of either.
     """
-    values = config if isinstance(config, dict) else config.to_dict()
-    labels = len(values.get("id2label") or {}) or values.get("num_labels")
-    return labels == 1 and any(name.endswith("ForSequenceClassification") for name in values.get("architectures") or [])
-
-
-def is_cross_encoder_folder(name_or_path: str | os.PathLike) -> bool:
-    """Does `name_or_path` name a local folder (or a cached Hub id) holding a cross-encoder's config?"""
-    from transformers import AutoConfig
-
-    try:
-        return is_cross_encoder_config(AutoConfig.from_pretrained(str(name_or_path)))
-    except (OSError, ValueError):
-        return False
+    return load_model(name_or_path, **kwargs)
 
 
 __all__ = [
@@ -158,6 +149,7 @@ __all__ = [
     "config_values",
     "is_cross_encoder_config",
     "is_cross_encoder_folder",
+    "load_pair_model",
     "is_onnx_folder",
     "load_model",
     "load_siamese_model",

@@ -10,10 +10,10 @@ import torch
 
 from hfsiamese import OnnxSiameseModel, SiameseModel, load_model, load_siamese_model
 from hfsiamese.bi_encoder.onnx_export import export_onnx
-from hfsiamese.cross_encoder.model import CrossEncoder, load_pair_model
+from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
 from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
-from hfsiamese.loading import is_onnx_folder
+from hfsiamese.loading import is_onnx_folder, load_pair_model
 from tests.conftest import TEXTS
 
 

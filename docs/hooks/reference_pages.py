@@ -62,7 +62,7 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
     ),
     "silver-pairs": (
         "hfsiamese silver-pairs [CONFIG] --cross_encoder DIR --output_file FILE [--option value ...]",
-        ["hfsiamese.training.arguments:DataArguments", "hfsiamese.distillation.silver_arguments:SilverPairsArguments"],
+        ["hfsiamese.training.arguments:DataArguments", "hfsiamese.cli.silver_pairs_arguments:SilverPairsArguments"],
     ),
     "split": (
         "hfsiamese split [CONFIG] --output_file FILE [--option value ...]",

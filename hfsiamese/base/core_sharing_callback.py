@@ -13,7 +13,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from hfsiamese import cpu_policy
+import hfsiamese.cpu_policy as cpu_policy
 from hfsiamese.utils import core_sharing
 from hfsiamese.utils.cpu_threads import threads_set_by_user
 

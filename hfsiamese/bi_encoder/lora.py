@@ -23,8 +23,8 @@ from torch import nn
 from hfsiamese.utils.extras import install_hint
 
 if TYPE_CHECKING:
+    from hfsiamese.base.model_arguments import ModelArguments
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
-    from hfsiamese.training.arguments import ModelArguments
 
 logger = logging.getLogger(__name__)
 

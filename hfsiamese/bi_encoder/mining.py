@@ -11,7 +11,7 @@ import torch
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.groups import question_groups
 from hfsiamese.data.question_ids import question_texts
-from hfsiamese.search.exact import topk_cosine
+from hfsiamese.utils.exact_topk import topk_cosine
 
 __all__ = ["mine_hard_negatives"]
 

@@ -35,8 +35,8 @@ from hfsiamese.models.siamese.sub_batching import AUTO, TokenBudget, check_sub_b
 from hfsiamese.utils.hub_access import require_local_or_cached
 
 if TYPE_CHECKING:
+    from hfsiamese.base.model_arguments import ModelArguments
     from hfsiamese.losses.base import SiameseLoss
-    from hfsiamese.training.arguments import ModelArguments
 
 logger = logging.getLogger(__name__)
 

@@ -29,9 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hfsiamese.bi_encoder.onnx_model import CLASSIFIER_FILE_NAME, INPUT_NAMES, OUTPUT_NAME, OnnxSiameseConfig
-from hfsiamese.models.siamese.adapters import merged_copy
-from hfsiamese.utils.onnx_export_steps import (
+from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     FP32_TOLERANCE,
     QUANTIZATIONS,
@@ -42,6 +40,8 @@ from hfsiamese.utils.onnx_export_steps import (
     quantized_graph,
     write_graph,
 )
+from hfsiamese.bi_encoder.onnx_model import CLASSIFIER_FILE_NAME, INPUT_NAMES, OUTPUT_NAME, OnnxSiameseConfig
+from hfsiamese.models.siamese.adapters import merged_copy
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_session
 from hfsiamese.utils.output_dirs import give_umask_mode
 

@@ -29,8 +29,8 @@ from hfsiamese.bi_encoder.calibrated_folder import (
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.cross_encoder.model import load_pair_model
 from hfsiamese.data import load_pairs
+from hfsiamese.loading import load_pair_model
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = (

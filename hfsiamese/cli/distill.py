@@ -37,6 +37,7 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
+from hfsiamese.cli.run_folder import claim_output_dir
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.distillation import (
@@ -53,7 +54,6 @@ from hfsiamese.evaluation import evaluate_pairs
 from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run, save_run
-from hfsiamese.training.run_folder import claim_output_dir
 from hfsiamese.training.run_start import start_run
 from hfsiamese.training.run_training import train_evaluate_save
 from hfsiamese.utils.console import configure_training_console

@@ -31,7 +31,6 @@ from transformers import AutoTokenizer, HfArgumentParser
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.cross_encoder.model import load_pair_model
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import (
     EvaluationArguments,
@@ -42,6 +41,7 @@ from hfsiamese.evaluation import (
     score_labelled_pairs,
     training_overlap_of,
 )
+from hfsiamese.loading import load_pair_model
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
 from hfsiamese.reporting import check_report_dir, write_evaluation_report

@@ -40,10 +40,10 @@ from hfsiamese.cli.configs import (
     resolve_config_argument,
 )
 from hfsiamese.cli.data_command import json_lines_output
+from hfsiamese.cli.silver_pairs_arguments import parse_silver_pairs_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.distillation import load_teacher
-from hfsiamese.distillation.silver_arguments import parse_silver_pairs_command
 from hfsiamese.distillation.silver_pairs import SILVER_SOURCES, label_silver_pairs, silver_threshold
 from hfsiamese.training.preparation import load_splits
 from hfsiamese.utils.console import configure_quiet_console

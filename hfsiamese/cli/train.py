@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from transformers import HfArgumentParser
@@ -46,6 +47,7 @@ from hfsiamese.cli.config_and_flags import (
     flag_value,
     parse_config_and_flags,
     read_config_file,
+    value_given,
 )
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
@@ -55,14 +57,15 @@ from hfsiamese.cli.configs import (
     require_training_data,
     resolve_config_argument,
 )
+from hfsiamese.cli.run_folder import claim_output_dir
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
+from hfsiamese.losses import LOSS_OPTIONS
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run
-from hfsiamese.training.run_folder import claim_output_dir
-from hfsiamese.training.run_start import refuse_bi_encoder_losses, start_cross_encoder_run, start_run
+from hfsiamese.training.run_start import start_cross_encoder_run, start_run
 from hfsiamese.training.run_training import train_evaluate_save
 from hfsiamese.utils.console import configure_training_console
 
@@ -192,6 +195,19 @@ def training_arguments_class(
     if architecture is None and config_file is not None:
         architecture = read_config_file(config_file).get("architecture")
     return CrossEncoderTrainingArguments if architecture == "cross_encoder" else SiameseTrainingArguments
+
+
+def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | None) -> None:
+    """A cross-encoder trains with binary cross-entropy: `--loss` or a loss option, on the command line or in the
+    config, is refused by name, as a bi-encoder setting (`CrossEncoderTrainingArguments` has no such field, which
+    the parser would call only an unknown key). Called before the command line is parsed."""
+    config_file = config_file_of(argv, default_config)
+    given = [name for name in ("loss", *sorted(LOSS_OPTIONS)) if value_given(name, argv, config_file)]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: bi-encoder loss settings; a cross-encoder (architecture cross_encoder) trains with "
+            "binary cross-entropy on the pair labels"
+        )
 
 
 def default_train_file(data_args: DataArguments) -> Path | None:

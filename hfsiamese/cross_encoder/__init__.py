@@ -9,9 +9,9 @@ from hfsiamese.utils.lazy_exports import lazy_exports
 _EXPORTS = {
     "PAIR_ORDERS": "hfsiamese.cross_encoder.model",
     "CrossEncoder": "hfsiamese.cross_encoder.model",
-    "is_cross_encoder_config": "hfsiamese.cross_encoder.model",
-    "is_cross_encoder_folder": "hfsiamese.cross_encoder.model",
-    "load_pair_model": "hfsiamese.cross_encoder.model",
+    "is_cross_encoder_config": "hfsiamese.cross_encoder.config_kind",
+    "is_cross_encoder_folder": "hfsiamese.cross_encoder.config_kind",
+    "load_pair_model": "hfsiamese.loading",
     "CrossPairCollator": "hfsiamese.cross_encoder.pair_inputs",
     "tokenize_cross_pairs": "hfsiamese.cross_encoder.pair_inputs",
     "CrossEncoderTrainer": "hfsiamese.cross_encoder.trainer",

@@ -29,9 +29,9 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
 
+from hfsiamese.cross_encoder.config_kind import is_cross_encoder_config, is_cross_encoder_folder
 from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
 from hfsiamese.cross_encoder.pair_inputs import encode_pairs
-from hfsiamese.loading import is_cross_encoder_config, is_cross_encoder_folder, load_model
 from hfsiamese.models.siamese.calibration import CalibrationMixin
 from hfsiamese.models.siamese.safe_loading import (
     check_complete,
@@ -318,13 +318,4 @@ def _checked_pairs(texts_a: Sequence[str], texts_b: Sequence[str]) -> tuple[list
     return texts_a, texts_b
 
 
-def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
-    """
-    A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
-    (`hfsiamese evaluate`, `hfsiamese calibrate`): `hfsiamese.loading.load_model`, which loads a cross-encoder, a
-    Siamese checkpoint or the ONNX export of either.
-    """
-    return load_model(name_or_path, **kwargs)
-
-
-__all__ = ["PAIR_ORDERS", "CrossEncoder", "is_cross_encoder_config", "is_cross_encoder_folder", "load_pair_model"]
+__all__ = ["PAIR_ORDERS", "CrossEncoder", "is_cross_encoder_config", "is_cross_encoder_folder"]

@@ -17,7 +17,7 @@ from hfsiamese.models.siamese.modeling_siamese import with_dropout
 from hfsiamese.utils.hub_access import require_local_or_cached
 
 if TYPE_CHECKING:
-    from hfsiamese.training.arguments import ModelArguments
+    from hfsiamese.base.model_arguments import ModelArguments
 
 __all__ = ["build_cross_encoder"]
 

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
-from hfsiamese.utils.onnx_export_steps import (
+from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     FP32_TOLERANCE,
     check_export_request,
@@ -30,6 +29,7 @@ from hfsiamese.utils.onnx_export_steps import (
     quantized_graph,
     write_graph,
 )
+from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, onnx_entry, open_session
 
 # (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.

@@ -9,7 +9,7 @@ Distillation of a transformer teacher into a fast student (LSTM or static encode
 `hfsiamese distill` puts the steps in order; `DistillationArguments` holds the options of stage 1.
 
 A cross-encoder teaches too: `silver_pairs` pairs up the training questions and labels them with it
-(`hfsiamese silver-pairs`, command line in `silver_arguments`), and the recipes train on gold + silver.
+(`hfsiamese silver-pairs`, whose command line is `hfsiamese/cli/silver_pairs_arguments.py`), and the recipes train on gold + silver.
 """
 
 from hfsiamese.distillation.arguments import DistillationArguments, distillation_training_args

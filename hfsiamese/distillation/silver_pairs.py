@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from hfsiamese.data.question_ids import first_positions, identity_name, question_codes, question_keys, question_texts
-from hfsiamese.search.exact import topk_cosine
+from hfsiamese.utils.exact_topk import topk_cosine
 
 if TYPE_CHECKING:
     from hfsiamese.cross_encoder.model import CrossEncoder

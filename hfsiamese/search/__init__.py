@@ -3,10 +3,10 @@ corpus encoding in resumable shards, and reranking search candidates with a cros
 
 from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.duplicate_index import DuplicateIndex
-from hfsiamese.search.exact import topk_cosine
 from hfsiamese.search.reranking import rerank_matches, rerank_pairs
 from hfsiamese.search.shards import EmbeddingShards, encode_to_shards, encode_to_shards_ray
 from hfsiamese.search.stores.base import VectorStore
+from hfsiamese.utils.exact_topk import topk_cosine
 
 __all__ = [
     "AnnSpec",

@@ -8,21 +8,19 @@ collection is read into an exact in-memory store and mined there.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hfsiamese.models.siamese.scoring import check_threshold, resolve_decision_threshold, resolve_threshold
+from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.paraphrase_pairs import paraphrase_pairs
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold, rerank_pairs
 from hfsiamese.search.stores.in_memory import InMemoryStore
-
-if TYPE_CHECKING:
-    from hfsiamese.search.duplicate_index import DuplicateIndex
 
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
 
 def find_duplicates(
-    index: DuplicateIndex,
+    index: IndexViews,
     threshold: float | None,
     k: int,
     probability_threshold: float | None,
@@ -45,7 +43,7 @@ def find_duplicates(
     return _mine_pairs(index, store, threshold, k, probability_threshold, show_progress_bar)
 
 
-def _in_memory_copy(index: DuplicateIndex) -> InMemoryStore:
+def _in_memory_copy(index: IndexViews) -> InMemoryStore:
     """An exact in-memory store of a database collection's rows (to mine pairs among them)."""
     store = InMemoryStore(
         index.embedding_dim, query_chunk_size=index.query_chunk_size, corpus_chunk_size=index.corpus_chunk_size
@@ -57,7 +55,7 @@ def _in_memory_copy(index: DuplicateIndex) -> InMemoryStore:
 
 
 def _reranked(
-    index: DuplicateIndex,
+    index: IndexViews,
     store: InMemoryStore,
     reranker: Any,
     threshold: float | None,
@@ -84,7 +82,7 @@ def _reranked(
 
 
 def _mine_pairs(
-    index: DuplicateIndex,
+    index: IndexViews,
     store: InMemoryStore,
     threshold: float | None,
     k: int,

@@ -6,19 +6,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hfsiamese.search.embedding_input import assembled_embeddings, check_embedding_shape
 from hfsiamese.search.index_rows import check_new_ids
+from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_metadata, id_type
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
-if TYPE_CHECKING:
-    from hfsiamese.search.duplicate_index import DuplicateIndex
 
-
-def check_empty_store(index: DuplicateIndex) -> None:
+def check_empty_store(index: IndexViews) -> None:
     """A database collection that holds texts already is loaded, not built into."""
     if not isinstance(index._store, InMemoryStore) and len(index._store):
         raise ValueError(
@@ -28,7 +26,7 @@ def check_empty_store(index: DuplicateIndex) -> None:
 
 
 def fill_from_shards(
-    index: DuplicateIndex,
+    index: IndexViews,
     texts: list[str],
     ids: Sequence[int | str] | None,
     metadata: Sequence[dict[str, Any]] | None,
@@ -63,7 +61,7 @@ def fill_from_shards(
         index._id_type = id_type(new_ids)
 
 
-def with_ann(index: DuplicateIndex) -> DuplicateIndex:
+def with_ann(index: IndexViews) -> IndexViews:
     """`index`, its FAISS index built (and measured) now with `backend="faiss"`: the last step of `build`."""
     if isinstance(index._store, FaissStore):
         index._store.ensure_ann()

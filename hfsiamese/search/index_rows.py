@@ -4,17 +4,15 @@ kind, none twice, none kept already), then handed to its store."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hfsiamese.search.embedding_input import embedding_batches, embedding_table
+from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_metadata, check_texts, id_type, plain_ids
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
-if TYPE_CHECKING:
-    from hfsiamese.search.duplicate_index import DuplicateIndex
 
-
-def check_new_ids(index: DuplicateIndex, ids: Sequence[int | str] | None, count: int) -> list[Any]:
+def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int) -> list[Any]:
     """The ids of `count` new texts (default: the next row numbers), refused where of the other kind than the index's,
     repeated, or kept already."""
     if ids is None:
@@ -40,7 +38,7 @@ def check_new_ids(index: DuplicateIndex, ids: Sequence[int | str] | None, count:
 
 
 def rows_to_add(
-    index: DuplicateIndex,
+    index: IndexViews,
     texts: Sequence[str],
     embeddings: Any,
     ids: Sequence[int | str] | None,

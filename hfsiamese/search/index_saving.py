@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -20,12 +21,10 @@ from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.backends import DATABASE_BACKENDS
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME, read_index_folder
+from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.recall_tuning import RecallReport
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
-
-if TYPE_CHECKING:
-    from hfsiamese.search.duplicate_index import DuplicateIndex
 
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
@@ -42,7 +41,7 @@ PROBE_QUESTIONS = (
 SAME_MODEL_MIN_COSINE = 0.95
 
 
-def index_config(index: DuplicateIndex) -> dict[str, Any]:
+def index_config(index: IndexViews) -> dict[str, Any]:
     """The `index_config.json` of `index` (the store adds what it keeps: a FAISS index's settings)."""
     config: dict[str, Any] = {
         "model_name_or_path": index.model_name_or_path,
@@ -68,8 +67,8 @@ def index_config(index: DuplicateIndex) -> dict[str, Any]:
 
 
 def load_index(
-    cls: type[DuplicateIndex], path: Path, model: Any, tokenizer: Any, mmap: bool | None, kwargs: dict[str, Any]
-) -> DuplicateIndex:
+    cls: Callable[..., IndexViews], path: Path, model: Any, tokenizer: Any, mmap: bool | None, kwargs: dict[str, Any]
+) -> IndexViews:
     """`DuplicateIndex.load` (see there)."""
     config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
     kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
@@ -133,7 +132,7 @@ def load_index(
     return index
 
 
-def _check_model(index: DuplicateIndex, config: dict[str, Any], path: Path) -> None:
+def _check_model(index: IndexViews, config: dict[str, Any], path: Path) -> None:
     """Refuse a model of another size, or (by the saved fingerprint) another model; warn on a name only."""
     model_dim = index.truncate_dim or index.model.config.sentence_embedding_dim
     if model_dim != config["embedding_dim"]:
@@ -152,7 +151,7 @@ def _check_model(index: DuplicateIndex, config: dict[str, Any], path: Path) -> N
         )
 
 
-def _check_same_model(index: DuplicateIndex, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
+def _check_same_model(index: IndexViews, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
     """Refuse a model whose embeddings of the saved probe questions differ from the building model's."""
     saved = torch.tensor(fingerprint["embeddings"], dtype=torch.float32)
     now = index._encode(list(fingerprint["texts"])).float().cpu()

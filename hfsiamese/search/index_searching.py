@@ -7,19 +7,17 @@ names the same line as before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
 from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Backend, check_backend
+from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import decide
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
 from hfsiamese.search.stores.in_memory import InMemoryStore
-
-if TYPE_CHECKING:
-    from hfsiamese.search.duplicate_index import DuplicateIndex
 
 
 class SearchPlan(NamedTuple):
@@ -31,13 +29,13 @@ class SearchPlan(NamedTuple):
     reranker: Any | None
 
 
-def call_reranker(index: DuplicateIndex, cross_encoder: Any | None) -> Any | None:
+def call_reranker(index: IndexViews, cross_encoder: Any | None) -> Any | None:
     """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
     return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
 
 
 def plan_search(
-    index: DuplicateIndex,
+    index: IndexViews,
     texts: list[str],
     k: int,
     threshold: float | None,
@@ -74,7 +72,7 @@ def decided(
     return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
 
 
-def search_backend(index: DuplicateIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
+def search_backend(index: IndexViews, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
     """The in-process backend `search_embeddings` uses, its arguments checked."""
     check_k(k)
     if not isinstance(index._store, InMemoryStore):

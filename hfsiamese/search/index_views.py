@@ -3,6 +3,7 @@ to search), kept apart from what the index does (embed, search, mine, save) so t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import datasets
@@ -26,6 +27,21 @@ class IndexViews:
     threshold: float | None
     database: str
     collection: str
+    # What `DuplicateIndex` sets and defines, declared here so that the modules doing its work (index_building,
+    # index_rows, index_saving, index_searching, duplicate_mining) take this base and never import the index.
+    model: Any
+    tokenizer: Any
+    calibrator: Any
+    cross_encoder: Any
+    batch_size: int
+    max_length: int | None
+    truncate_dim: int | None
+    query_chunk_size: int
+    corpus_chunk_size: int
+    _id_type: Any
+    _model_fingerprint: Any
+    _encode: Callable[..., torch.Tensor]
+    add_embeddings: Callable[..., Any]
 
     def __len__(self) -> int:
         return len(self._store)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from hfsiamese.search.exact import topk_cosine
+from hfsiamese.utils.exact_topk import topk_cosine
 
 
 class ParaphrasePairs(NamedTuple):

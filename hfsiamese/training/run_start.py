@@ -9,7 +9,6 @@ the LSTM vocabulary is trained on the split made next), so it is written once, h
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from transformers.trainer_utils import enable_full_determinism
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
-from hfsiamese.cli.config_and_flags import config_file_of, value_given
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.model_building import build_cross_encoder
 from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
@@ -30,7 +28,7 @@ from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.data import tokenize_pairs
 from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fingerprint
-from hfsiamese.losses import LOSS_OPTIONS, SiameseLoss
+from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese import SiameseModel
 from hfsiamese.training.arguments import DataArguments, ModelArguments
 from hfsiamese.training.preparation import load_splits
@@ -173,19 +171,6 @@ class StartedCrossEncoderRun:
         )
 
 
-def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | None) -> None:
-    """A cross-encoder trains with binary cross-entropy: `--loss` or a loss option, on the command line or in the
-    config, is refused by name, as a bi-encoder setting (`CrossEncoderTrainingArguments` has no such field, which
-    the parser would call only an unknown key). Called before the command line is parsed."""
-    config_file = config_file_of(argv, default_config)
-    given = [name for name in ("loss", *sorted(LOSS_OPTIONS)) if value_given(name, argv, config_file)]
-    if given:
-        raise ValueError(
-            f"{', '.join(given)}: bi-encoder loss settings; a cross-encoder (architecture cross_encoder) trains with "
-            "binary cross-entropy on the pair labels"
-        )
-
-
 def start_cross_encoder_run(
     model_args: ModelArguments,
     data_args: DataArguments,
@@ -203,4 +188,4 @@ def start_cross_encoder_run(
     return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions)
 
 
-__all__ = ["StartedCrossEncoderRun", "StartedRun", "refuse_bi_encoder_losses", "start_cross_encoder_run", "start_run"]
+__all__ = ["StartedCrossEncoderRun", "StartedRun", "start_cross_encoder_run", "start_run"]

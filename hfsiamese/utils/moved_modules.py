@@ -61,7 +61,7 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.runs.run_start": "hfsiamese.training.run_start",
     "hfsiamese.runs.run_end": "hfsiamese.training.run_end",
     "hfsiamese.runs.run_summary": "hfsiamese.training.run_summary",
-    "hfsiamese.runs.run_folder": "hfsiamese.training.run_folder",
+    "hfsiamese.runs.run_folder": "hfsiamese.cli.run_folder",
     "hfsiamese.runs.zero3_construction": "hfsiamese.training.zero3_construction",
     "hfsiamese.runs.console": "hfsiamese.utils.console",
     "hfsiamese.runs.cpu_threads": "hfsiamese.utils.cpu_threads",
@@ -77,6 +77,8 @@ MOVED_MODULES: dict[str, str] = {
     "hfsiamese.search.lancedb_store": "hfsiamese.search.stores.lancedb_store",
     "hfsiamese.search.qdrant_store": "hfsiamese.search.stores.qdrant_store",
     "hfsiamese.search.store_checks": "hfsiamese.search.stores.store_checks",
+    "hfsiamese.search.exact": "hfsiamese.utils.exact_topk",
+    "hfsiamese.distillation.silver_arguments": "hfsiamese.cli.silver_pairs_arguments",
     "hfsiamese.models.siamese.core_sharing": "hfsiamese.utils.core_sharing",
     "hfsiamese.models.siamese.encode_precision": "hfsiamese.utils.encode_precision",
 }
@@ -115,7 +117,7 @@ MOVED_PACKAGES: dict[str, dict[str, str]] = {
         "apply_cpu_threads": "hfsiamese.utils.cpu_threads",
         "end_run": "hfsiamese.training.run_end",
         "save_run": "hfsiamese.training.run_end",
-        "claim_output_dir": "hfsiamese.training.run_folder",
+        "claim_output_dir": "hfsiamese.cli.run_folder",
     },
 }
 """Old package → the names it exported, each with the module that holds it now."""

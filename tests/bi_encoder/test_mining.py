@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
-from hfsiamese.search.exact import topk_cosine
+from hfsiamese.utils.exact_topk import topk_cosine
 
 
 class TableModel:

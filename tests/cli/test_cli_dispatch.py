@@ -27,7 +27,7 @@ HELP_FIELDS = {
     "search": ("hfsiamese.cli.search:SearchArguments",),
     "app": ("hfsiamese.search.app:AppArguments",),
     "silver-pairs": (
-        "hfsiamese.distillation.silver_arguments:SilverPairsArguments",
+        "hfsiamese.cli.silver_pairs_arguments:SilverPairsArguments",
         "hfsiamese.training:DataArguments",
     ),
     "split": ("hfsiamese.cli.split:SplitArguments", "hfsiamese.training:DataArguments"),

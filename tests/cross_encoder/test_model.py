@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-from hfsiamese.cross_encoder.model import CrossEncoder, is_cross_encoder_folder, load_pair_model
-from hfsiamese.loading import load_siamese_model
+from hfsiamese.cross_encoder.model import CrossEncoder, is_cross_encoder_folder
+from hfsiamese.loading import load_pair_model, load_siamese_model
 from tests.conftest import TEXTS
 from tests.helpers import run_without_hfsiamese
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, training_sample
+from hfsiamese.search.embedding_table import EmbeddingTable
 from hfsiamese.search.recall_tuning import (
     RECALL_K,
     REMEASURE_GROWTH,
@@ -29,13 +31,33 @@ from hfsiamese.search.recall_tuning import (
     tunable,
 )
 
-if TYPE_CHECKING:
-    from hfsiamese.search.stores.faiss_store import FaissStore
+
+class TunableStore(Protocol):
+    """What building and measuring a FAISS index needs of its store (`stores/faiss_store.py`'s `FaissStore`
+    fulfils it): declared here so that the store imports its tuning, never the other way round."""
+
+    ann: FaissAnnIndex | None
+    recall: RecallReport | None
+    recall_target: float | None
+    spec: AnnSpec
+    embedding_dim: int
+    table: EmbeddingTable
+
+    def __len__(self) -> int: ...
+
+    def ann_topk(
+        self, ann: FaissAnnIndex, queries: np.ndarray, k: int, *, own_row: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def exact_topk(
+        self, queries: torch.Tensor, k: int, exclude_indices: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+
 
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
 
-def new_ann(store: FaissStore, spec: AnnSpec) -> FaissAnnIndex:
+def new_ann(store: TunableStore, spec: AnnSpec) -> FaissAnnIndex:
     """A FAISS index of these settings over every row: trained on a seeded sample, then filled chunk by chunk."""
     ann = FaissAnnIndex(spec, store.embedding_dim)
     sample = training_sample(len(store), spec)
@@ -46,7 +68,7 @@ def new_ann(store: FaissStore, spec: AnnSpec) -> FaissAnnIndex:
     return ann
 
 
-def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
+def build_ann(store: TunableStore) -> tuple[FaissAnnIndex, RecallReport | None]:
     """The FAISS index and what it was measured to find: `"auto"` settings tuned to the recall target, settings
     asked for built as asked (and warned about below the target); nothing measured without a target."""
     asked, target, num_texts = store.spec, store.recall_target, len(store)
@@ -79,7 +101,7 @@ def build_ann(store: FaissStore) -> tuple[FaissAnnIndex, RecallReport | None]:
     return ann, report
 
 
-def _tuned_ann(store: FaissStore, asked: AnnSpec, target: float) -> tuple[FaissAnnIndex, RecallReport]:
+def _tuned_ann(store: TunableStore, asked: AnnSpec, target: float) -> tuple[FaissAnnIndex, RecallReport]:
     """The first settings of `auto_ladder` (cheapest first) that reach `target` on a sample of the corpus; each
     built index is tried at its search-time settings (lists probed, HNSW candidates, rescoring depth) before the
     next is built. Where `max_memory_bytes` leaves exact search out and nothing reaches the target, the setting
@@ -131,7 +153,7 @@ def best_recall(trials: Sequence[dict[str, Any]]) -> float:
     return max(trial["recall"] for trial in trials)
 
 
-def recall_probe(store: FaissStore, k: int = RECALL_K) -> RecallProbe | None:
+def recall_probe(store: TunableStore, k: int = RECALL_K) -> RecallProbe | None:
     """Seeded sample rows of the corpus and their exact top k (own rows left out); None under two texts."""
     k = min(k, len(store) - 1)
     if k < 1:
@@ -142,13 +164,13 @@ def recall_probe(store: FaissStore, k: int = RECALL_K) -> RecallProbe | None:
     return RecallProbe(own, queries, exact_rows.numpy(), store.table.gather)
 
 
-def _probe_recall(store: FaissStore, ann: FaissAnnIndex, probe: RecallProbe) -> float:
+def _probe_recall(store: TunableStore, ann: FaissAnnIndex, probe: RecallProbe) -> float:
     _, rows = store.ann_topk(ann, probe.queries, probe.k, own_row=True)
     return probe.recall(rows.numpy())
 
 
 def measured(
-    store: FaissStore,
+    store: TunableStore,
     ann: FaissAnnIndex,
     probe: RecallProbe | None,
     *,
@@ -172,7 +194,7 @@ def measured(
     )  # fmt: skip
 
 
-def remeasure_after_growth(store: FaissStore) -> None:
+def remeasure_after_growth(store: TunableStore) -> None:
     """Measure the FAISS index again once it holds `REMEASURE_GROWTH` times the rows it was measured at (its IVF
     lists and int8 ranges were fitted on the smaller corpus); below the target, warn and suggest `rebuild_ann`."""
     ann, report, target = store.ann, store.recall, store.recall_target
