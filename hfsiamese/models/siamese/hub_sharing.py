@@ -139,7 +139,7 @@ class HubSharingMixin:
 def _give_umask_mode(folder: Path) -> None:
     """
     safetensors writes its files 0600; give the weights the mode of every other file here (the umask's), or a model
-    saved by one user cannot be served by another. (hfsiamese.runs.output_dirs.give_umask_mode does the same for the
+    saved by one user cannot be served by another. (hfsiamese.utils.output_dirs.give_umask_mode does the same for the
     library's other files; this file travels and cannot import it.)
     """
     umask = os.umask(0)
