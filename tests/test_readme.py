@@ -566,7 +566,9 @@ DOCS_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
         "README.md",
     ),
     r"^card = ModelCard\.load\(\"outputs/lstm_qqp/README\.md\"\)": _model_card,
-    r"sentence_transformers_export outputs/minilm_qqp outputs/minilm_qqp_st$": files("outputs/minilm_qqp_st/modules.json"),
+    r"sentence_transformers_export outputs/minilm_qqp outputs/minilm_qqp_st$": files(
+        "outputs/minilm_qqp_st/modules.json"
+    ),
     r"^st = SentenceTransformer\(\"outputs/minilm_qqp_st\"\)": _sentence_transformers_encodes,
     # guides/several-gpus.md, experiment-tracking.md
     r"--output_dir outputs/lstm_qqp_2proc$": trained_model("outputs/lstm_qqp_2proc"),
