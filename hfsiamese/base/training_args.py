@@ -61,7 +61,7 @@ class PairTrainingArguments(TrainingArguments):
         default=None,
         metadata={
             "help": "On a CPU, use fewer threads while other processes keep this run's cores busy, all of them again "
-            "once the cores are free (hfsiamese.models.siamese.core_sharing: two runs sharing a machine then split "
+            "once the cores are free (hfsiamese.utils.core_sharing: two runs sharing a machine then split "
             "the cores instead of fighting over them). Unset: the process's policy, on in the recipes and commands, "
             "off in your own script unless hfsiamese.set_cpu_policy(share_cores=True). Off when you choose the thread "
             "count (--num_threads, OMP_NUM_THREADS) or full_determinism, or with HFSIAMESE_SHARE_CORES=0.",

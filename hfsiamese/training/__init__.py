@@ -1,8 +1,7 @@
 """
-Setting up a training run from what the user asked: the training recipes' arguments, the data it trains and validates on (loaded, de-duplicated, split by duplicate group, viewed as
-the loss needs, hard negatives mined), and the model and tokenizer it starts from (an LSTM or static
-encoder with a word vocabulary trained here, all-MiniLM-L6-v2 by default, any `AutoModel`, or a saved
-Siamese checkpoint).
+One training run from what the user asked, the same for either family: its arguments, its data (loaded,
+de-duplicated, split by duplicate group, viewed as the loss needs), its start (seeds, threads, model: built by the
+family's `model_building`), train/evaluate/save (`run_training`), and its end (saving, the summary).
 """
 
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
