@@ -25,7 +25,7 @@ from hfsiamese.base.nonfinite_loss import NonFiniteLossError
 from hfsiamese.base.sharded_training import check_sharded_training, use_fsdp2_layers_without_input_embeddings
 from hfsiamese.base.trainer import PairTrainer
 from hfsiamese.bi_encoder.batch_sampling import length_grouped_sampler, training_sampler
-from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_training_labels
+from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_teacher_scores, check_training_labels
 from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
 from hfsiamese.bi_encoder.lora_checkpoints import load_lora_checkpoint
 from hfsiamese.bi_encoder.model_card import build_model_card, metrics_from_log_history
@@ -35,9 +35,11 @@ from hfsiamese.data.arrow_batches import arrow_batch_dataset
 from hfsiamese.data.collator import SiamesePairCollator
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
 from hfsiamese.losses import SiameseLoss
+from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 from hfsiamese.models.siamese.scoring import pair_scores
 
-BATCH_ONLY_KEYS = ("labels", "group_ids")
+# What a batch holds for the loss (or the evaluation) but not for the model's forward.
+BATCH_ONLY_KEYS = ("labels", "group_ids", TEACHER_SCORES_COLUMN)
 
 
 class SiameseTrainer(PairTrainer):
@@ -46,7 +48,8 @@ class SiameseTrainer(PairTrainer):
 
     Overrides only what the Siamese setting changes (the rest is `PairTrainer`'s):
     - `compute_loss`: embeds both sides and applies the loss of `args.loss` (or `loss=`) to the whole
-      batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`);
+      batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`: a teacher's scores too,
+      from a `teacher_scores` column, for `margin_mse` and `listwise_kl`);
     - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
       in-batch negatives are real negatives; with `train_sampling_strategy="group_by_length"` the
       batches also gather pairs of similar length, so little padding is computed;
@@ -113,6 +116,7 @@ class SiameseTrainer(PairTrainer):
                 f"loss must be a hfsiamese.losses.SiameseLoss (it declares what it needs), got {type(loss_fn).__name__}"
             )
         check_training_labels(train_dataset, loss_fn, args.loss)
+        check_teacher_scores(train_dataset, loss_fn, args.loss)
         self.loss_fn = loss_fn
 
     # ------------------------------------------------------------------------------------------
@@ -210,6 +214,7 @@ class SiameseTrainer(PairTrainer):
             group_ids=inputs.get("group_ids"),
             negatives=embeddings_n if loss_fn.uses_negatives else None,
             logits=logits if loss_fn.uses_logits else None,
+            teacher_scores=inputs.get(TEACHER_SCORES_COLUMN) if loss_fn.requires_teacher_scores else None,
         )
         if self.model.training:
             self.nonfinite_loss.check(output.loss, inputs, self)

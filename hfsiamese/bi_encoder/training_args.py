@@ -58,7 +58,24 @@ class SiameseTrainingArguments(PairTrainingArguments):
     )
     temperature: float | None = field(
         default=None,
-        metadata={"help": "multiple_negatives_ranking, contrastive_ranking: softmax temperature (default 0.05)."},
+        metadata={
+            "help": "multiple_negatives_ranking, contrastive_ranking, listwise_kl (the student's): softmax temperature "
+            "(default 0.05)."
+        },
+    )
+    teacher_temperature: float | None = field(
+        default=None,
+        metadata={
+            "help": "listwise_kl: softmax temperature of the teacher's scores (default: temperature; 1.0 takes a "
+            "cross-encoder's logits as they are)."
+        },
+    )
+    similarity_scale: float | None = field(
+        default=None,
+        metadata={
+            "help": "margin_mse: the student's cosines are multiplied by this before their margins are compared with "
+            "the teacher's (default 1.0; about 5-10 for a cross-encoder teacher's logits)."
+        },
     )
     symmetric: bool | None = field(
         default=None, metadata={"help": "multiple_negatives_ranking: add the second-to-first direction."}

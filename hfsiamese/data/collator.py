@@ -8,9 +8,11 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 from hfsiamese.models.siamese.padding import (
     pad_ragged,
     padded_width,
@@ -29,6 +31,7 @@ PAIR_BATCH_COLUMNS = (
     *(f"{field}_{side}" for side in SIDES + OPTIONAL_SIDES for field in TOKEN_FIELDS),
     *LABEL_COLUMNS,
     GROUP_COLUMN,
+    TEACHER_SCORES_COLUMN,
 )
 
 # The same batch, whichever way it came: rows as dicts, or one Arrow table (`arrow_batches.py`).
@@ -74,6 +77,8 @@ class SiamesePairCollator:
         with_mask = "attention_mask" in getattr(self.tokenizer, "model_input_names", ())
         batch: dict[str, torch.Tensor] = {}
         for side in SIDES + tuple(side for side in OPTIONAL_SIDES if f"input_ids_{side}" in names):
+            if side in OPTIONAL_SIDES:
+                self._check_negatives_per_row(columns, f"input_ids_{side}")
             ids, lengths = columns.ragged(f"input_ids_{side}")
             positions = token_positions(
                 lengths, padded_width(lengths, self.pad_to_multiple_of), self.tokenizer.padding_side
@@ -95,7 +100,19 @@ class SiamesePairCollator:
             batch["labels"] = columns.scalars(label)
         if GROUP_COLUMN in names:
             batch["group_ids"] = columns.scalars(GROUP_COLUMN)
+        if TEACHER_SCORES_COLUMN in names:
+            batch[TEACHER_SCORES_COLUMN] = teacher_scores_tensor(columns)
         return batch
+
+    @staticmethod
+    def _check_negatives_per_row(columns: _RowColumns | _ArrowColumns, name: str) -> None:
+        """Rows holding lists of negatives: as many in every row of the batch (they are flattened row after row)."""
+        counts = columns.group_sizes(name)
+        if counts is not None and len(np.unique(counts)) > 1:
+            raise ValueError(
+                f"the rows of one batch hold different numbers of negatives ({', '.join(map(str, np.unique(counts)))}): "
+                "give every row the same number"
+            )
 
     def _pad_token_id(self) -> int:
         """The pad id, refused where `tokenizer.pad` refuses it (even for a batch needing no padding)."""
@@ -109,6 +126,17 @@ class SiamesePairCollator:
         return int(pad_id)
 
 
+def teacher_scores_tensor(columns: _RowColumns | _ArrowColumns) -> torch.Tensor:
+    """The `teacher_scores` column as `(batch, scores per row)` float32; rows of different lengths are refused."""
+    values, lengths = columns.floats(TEACHER_SCORES_COLUMN)
+    if len(np.unique(lengths)) > 1:
+        raise ValueError(
+            f"{TEACHER_SCORES_COLUMN} rows hold different numbers of scores in one batch "
+            f"({', '.join(map(str, np.unique(lengths)))}): give every row the same number of negatives"
+        )
+    return torch.from_numpy(values.astype(np.float32).reshape(len(lengths), -1))
+
+
 class _RowColumns:
     """A list of row dicts seen column by column (its first row names the columns, as before)."""
 
@@ -118,7 +146,24 @@ class _RowColumns:
         self.names = list(rows[0]) if rows else []
 
     def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        return ragged_from_rows([row[name] for row in self.rows])
+        """Flat values and per-sequence lengths; rows holding lists of sequences give theirs row after row."""
+        values = [row[name] for row in self.rows]
+        if self.group_sizes(name) is not None:
+            values = [sequence for row in values for sequence in row]
+        return ragged_from_rows(values)
+
+    def group_sizes(self, name: str) -> np.ndarray | None:
+        """How many sequences each row holds, for a column of lists of sequences; None for one sequence per row."""
+        first = next((row[name] for row in self.rows if len(row[name])), None)
+        if first is None or np.ndim(first[0]) == 0:
+            return None
+        return np.fromiter((len(row[name]) for row in self.rows), dtype=np.int64, count=self.num_rows)
+
+    def floats(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Flat float64 values and per-row lengths of a column of lists of numbers."""
+        rows = [np.asarray(row[name], dtype=np.float64).reshape(-1) for row in self.rows]
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        return (np.concatenate(rows) if rows else np.empty(0)), lengths
 
     def scalars(self, name: str) -> torch.Tensor:
         return torch.tensor([row[name] for row in self.rows], dtype=torch.long)
@@ -133,7 +178,28 @@ class _ArrowColumns:
         self.names = table.schema.names
 
     def ragged(self, name: str) -> tuple[np.ndarray, np.ndarray]:
-        return ragged_from_arrow(self.table.column(name), name)
+        """Flat values and per-sequence lengths; rows holding lists of sequences give theirs row after row."""
+        column = self.table.column(name)
+        if self.group_sizes(name) is not None:
+            column = pc.list_flatten(column)
+        return ragged_from_arrow(column, name)
+
+    def group_sizes(self, name: str) -> np.ndarray | None:
+        """How many sequences each row holds, for a column of lists of sequences; None for one sequence per row."""
+        column = self.table.column(name)
+        if not _is_list(column.type) or not _is_list(column.type.value_type):
+            return None
+        if column.null_count:
+            raise ValueError(f"column {name!r} holds {column.null_count} null rows: tokenise every text first")
+        return pc.list_value_length(column).to_numpy().astype(np.int64)
+
+    def floats(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Flat float64 values and per-row lengths of a list column of numbers."""
+        column = self.table.column(name)
+        if column.null_count:
+            raise ValueError(f"column {name!r} holds {column.null_count} null rows")
+        values = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float64)
+        return values, pc.list_value_length(column).to_numpy().astype(np.int64)
 
     def scalars(self, name: str) -> torch.Tensor:
         """One int64 value per row (labels, group ids)."""
@@ -141,3 +207,7 @@ class _ArrowColumns:
         if column.null_count:
             raise ValueError(f"column {name!r} holds {column.null_count} null rows")
         return torch.from_numpy(np.array(column.to_numpy(), dtype=np.int64))  # a copy: Arrow buffers are read-only
+
+
+def _is_list(arrow_type: pa.DataType) -> bool:
+    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import datasets
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
@@ -32,7 +34,8 @@ def tokenize_pairs(
     """
     Add `input_ids_a`, `attention_mask_a` (and `token_type_ids_a` where the tokenizer makes them)
     for the first texts and the `_b` columns for the second (and `_n` for explicit negatives when
-    the data set has a `negative_column`, as `hfsiamese.data.triplets` makes), truncated to
+    the data set has a `negative_column`, as `hfsiamese.data.triplets` makes; a column holding a list
+    of texts per row, several negatives, gives a list of token lists per row), truncated to
     `max_length` (the tokenizer's `model_max_length` by default, at most 512), with a warning
     giving the count of texts that were cut. Padding is left to the collator. The `label` column
     becomes `labels`, the name the Trainer passes to the loss. Text columns (and the stored
@@ -56,16 +59,16 @@ def tokenize_pairs(
         out: dict[str, list] = {}
         truncated = [0] * len(indices)
         for side, column in sides:
-            texts = batch[column]
-            _check_texts(texts, column, indices)
+            texts, counts = _side_texts(batch[column], column, indices)
             encoded = tokenizer(
                 [prompt + text for text in texts] if prompt else texts, truncation=True, max_length=max_length
             )
-            for i, cut in enumerate(truncated_flags(encoded, max_length)):
-                truncated[i] += cut
+            owners = range(len(indices)) if counts is None else np.repeat(np.arange(len(indices)), counts)
+            for owner, cut in zip(owners, truncated_flags(encoded, max_length), strict=True):
+                truncated[owner] += cut
             for field in TOKEN_FIELDS:
                 if field in encoded:
-                    out[f"{field}_{side}"] = encoded[field]
+                    out[f"{field}_{side}"] = encoded[field] if counts is None else _regrouped(encoded[field], counts)
         out[_TRUNCATED_COLUMN] = truncated
         return out
 
@@ -78,10 +81,41 @@ def tokenize_pairs(
     )
     cut = pc.sum(column_arrow(tokenized, _TRUNCATED_COLUMN)).as_py() or 0
     tokenized = tokenized.remove_columns(_TRUNCATED_COLUMN)
-    warn_truncated(cut, len(tokenized) * len(sides), max_length)
+    warn_truncated(cut, _text_count(tokenized, len(sides)), max_length)
     if "label" in tokenized.column_names and "labels" not in tokenized.column_names:
         tokenized = tokenized.rename_column("label", "labels")
     return tokenized
+
+
+def _text_count(tokenized: datasets.Dataset, sides: int) -> int:
+    """How many texts were tokenised: one per row and side, or for lists of negatives each of them."""
+    column = column_arrow(tokenized, "input_ids_n") if "input_ids_n" in tokenized.column_names else None
+    if column is None or not pa.types.is_list(column.type.value_type):
+        return len(tokenized) * sides
+    return len(tokenized) * (sides - 1) + (pc.sum(pc.list_value_length(column)).as_py() or 0)
+
+
+def _side_texts(values: list[Any], column: str, indices: list[int]) -> tuple[list[Any], list[int] | None]:
+    """
+    The texts of one side of a batch, flat, and how many each row holds: None for one text per row; a
+    column of lists of texts (several negatives per row) gives its texts row after row, and each row's count.
+    """
+    if not any(isinstance(value, (list, tuple)) for value in values):
+        _check_texts(values, column, indices)
+        return values, None
+    counts = []
+    for position, value in enumerate(values):
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"column {column!r} holds lists of texts but row {indices[position]} holds {value!r}")
+        _check_texts(list(value), column, [indices[position]] * len(value))
+        counts.append(len(value))
+    return [text for value in values for text in value], counts
+
+
+def _regrouped(sequences: list[Any], counts: list[int]) -> list[list[Any]]:
+    """Flat per-text sequences back into one list per row (`counts[i]` texts for row i)."""
+    ends = np.cumsum(counts)
+    return [sequences[end - count : end] for end, count in zip(ends, counts, strict=True)]
 
 
 def _check_texts(texts: list[Any], column: str, indices: list[int]) -> None:

@@ -4,7 +4,7 @@ Losses for Siamese training, one per module, selected by name in `SiameseTrainin
 The contract (`base.SiameseLoss`), which the trainer and the recipes read and nothing else guesses:
 
 - Call: ``loss.compute(embeddings_a, embeddings_b, *, labels=None, group_ids=None, negatives=None,
-  logits=None, teacher_a=None, teacher_b=None)`` returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
+  logits=None, teacher_a=None, teacher_b=None, teacher_scores=None)`` returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
   device tensors, e.g. how many negatives were hard; the trainer averages them between logs).
   ``loss(embeddings_a, embeddings_b, ...)`` returns the scalar alone.
 - Declarations: ``requires_labels`` (trains on labelled pairs, 0/1; otherwise on duplicate pairs
@@ -12,7 +12,9 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
   ``requires_negatives`` (cannot run without them), ``uses_logits`` (needs the model's
   classification head), ``uses_in_batch_negatives`` (the batch's other rows are negatives, so
   batches must not hold two pairs of one duplicate group) and ``requires_teacher`` (learns a
-  teacher's embeddings, ``teacher_a``/``teacher_b``: `EmbeddingDistillationLoss`).
+  teacher's embeddings, ``teacher_a``/``teacher_b``: `EmbeddingDistillationLoss`) and
+  ``requires_teacher_scores`` (learns a teacher's scores of each row's positive and ``k`` negatives,
+  ``teacher_scores``, with the negatives ``k`` per row: `MarginMSELoss`, `ListwiseKLLoss`).
 - Checks: shapes, labels and the declared inputs are checked once, in the base class, with the
   same wording for every loss.
 - Options: the keyword arguments of ``__init__``; ``loss.get_config_dict()`` gives their values
@@ -26,12 +28,15 @@ from hfsiamese.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from hfsiamese.losses.contrastive_ranking import ContrastiveRankingLoss
 from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
 from hfsiamese.losses.hard_negative_triplet import HardNegativeTripletLoss
+from hfsiamese.losses.listwise_kl import ListwiseKLLoss
+from hfsiamese.losses.margin_mse import MarginMSELoss
 from hfsiamese.losses.matryoshka import MatryoshkaLoss
 from hfsiamese.losses.multiple_negatives_ranking import MultipleNegativesRankingLoss
 from hfsiamese.losses.registry import (
     LOSS_OPTIONS,
     LOSSES,
     RENAMED_LOSSES,
+    TEACHER_SCORE_LOSSES,
     current_loss_name,
     current_loss_options,
     get_loss,
@@ -48,6 +53,8 @@ __all__ = [
     "ContrastiveRankingLoss",
     "EmbeddingDistillationLoss",
     "HardNegativeTripletLoss",
+    "ListwiseKLLoss",
+    "MarginMSELoss",
     "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
     "OnlineContrastiveLoss",
@@ -56,6 +63,7 @@ __all__ = [
     "TripletLoss",
     "VerificationIdentificationLoss",
     "RENAMED_LOSSES",
+    "TEACHER_SCORE_LOSSES",
     "current_loss_name",
     "current_loss_options",
     "get_loss",

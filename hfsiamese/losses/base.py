@@ -13,6 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from hfsiamese.losses.teacher_scores import teacher_scores_inputs
+
 
 @dataclass(frozen=True)
 class SiameseLossOutput:
@@ -51,6 +53,10 @@ class SiameseLoss(nn.Module):
       hold two pairs of one duplicate group (or must pass ``group_ids`` to mask them).
     - ``requires_teacher``: learns a teacher's embeddings of both sides (``teacher_a=``,
       ``teacher_b=`` to `compute`); only `hfsiamese.distillation.DistillationTrainer` passes them.
+    - ``requires_teacher_scores``: learns a teacher's scores of each row's query with its positive
+      and its ``k`` negatives (``teacher_scores=``, ``(batch, 1 + k)``, from the data's
+      ``teacher_scores`` column); ``negatives`` then hold ``k`` rows per row, ``(batch * k, dim)``,
+      row ``i``'s at ``i*k .. i*k + k - 1``, and reach `_compute` as ``(batch, k, dim)``.
 
     Subclasses implement `_compute` (the inputs already checked) and take their options as
     keyword arguments of ``__init__``, stored under the same names: `get_config_dict` reads them
@@ -62,6 +68,7 @@ class SiameseLoss(nn.Module):
     uses_logits: bool = False
     uses_in_batch_negatives: bool = False
     requires_teacher: bool = False
+    requires_teacher_scores: bool = False
     #: What makes explicit negatives optional, named in the error when a loss requiring them gets none.
     negatives_optional_with: str | None = None
 
@@ -80,6 +87,7 @@ class SiameseLoss(nn.Module):
         logits: torch.Tensor | None = None,
         teacher_a: torch.Tensor | None = None,
         teacher_b: torch.Tensor | None = None,
+        teacher_scores: torch.Tensor | None = None,
     ) -> SiameseLossOutput:
         """Check the inputs against the declarations, then compute the loss and its statistics."""
         self.check_inputs(embeddings_a, embeddings_b, labels=labels, negatives=negatives, logits=logits)
@@ -87,6 +95,8 @@ class SiameseLoss(nn.Module):
         if self.requires_teacher:  # only a loss that declares it takes the teacher's embeddings
             self.check_teacher(embeddings_a, teacher_a, teacher_b)
             inputs.update(teacher_a=teacher_a.to(embeddings_a.dtype), teacher_b=teacher_b.to(embeddings_b.dtype))
+        if self.requires_teacher_scores:  # only a loss that declares it takes the teacher's scores
+            inputs.update(teacher_scores_inputs(type(self).__name__, embeddings_a, negatives, teacher_scores))
         return self._compute(embeddings_a, embeddings_b, **inputs)
 
     def forward(
@@ -100,10 +110,12 @@ class SiameseLoss(nn.Module):
         logits: torch.Tensor | None = None,
         teacher_a: torch.Tensor | None = None,
         teacher_b: torch.Tensor | None = None,
+        teacher_scores: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """The scalar loss (`compute` without the statistics)."""
         inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
-        return self.compute(embeddings_a, embeddings_b, teacher_a=teacher_a, teacher_b=teacher_b, **inputs).loss
+        teacher = {"teacher_a": teacher_a, "teacher_b": teacher_b, "teacher_scores": teacher_scores}
+        return self.compute(embeddings_a, embeddings_b, **teacher, **inputs).loss
 
     def _compute(
         self,
@@ -149,7 +161,9 @@ class SiameseLoss(nn.Module):
                 f"embeddings_a and embeddings_b must both be (batch, dim), got {tuple(embeddings_a.shape)} "
                 f"and {tuple(embeddings_b.shape)}"
             )
-        if negatives is not None and self.uses_negatives and negatives.shape != embeddings_a.shape:
+        # A teacher-score loss's negatives are k per row, checked against its scores (`teacher_scores_inputs`).
+        one_per_row = not self.requires_teacher_scores
+        if negatives is not None and self.uses_negatives and one_per_row and negatives.shape != embeddings_a.shape:
             raise ValueError(
                 f"negatives must be (batch, dim) = {tuple(embeddings_a.shape)}, got {tuple(negatives.shape)}"
             )
@@ -166,7 +180,8 @@ class SiameseLoss(nn.Module):
             raise ValueError(f"{name} takes no explicit `negatives`: its negatives are the pairs labelled 0")
         if negatives is None and self.requires_negatives:
             alternative = f", or {self.negatives_optional_with}" if self.negatives_optional_with else ""
-            raise ValueError(f"{name} needs `negatives` (one explicit negative per anchor){alternative}")
+            per_anchor = "one explicit negative" if one_per_row else "explicit negatives"
+            raise ValueError(f"{name} needs `negatives` ({per_anchor} per anchor){alternative}")
         if self.uses_logits and logits is None:
             raise ValueError(
                 f"{name} needs the logits of a classification head: build the model with SiameseConfig(classifier_head=True)"

@@ -14,9 +14,14 @@ from hfsiamese.losses.embedding_losses import (
     registered_class,
     registered_name,
 )
+from hfsiamese.losses.listwise_kl import ListwiseKLLoss
+from hfsiamese.losses.margin_mse import MarginMSELoss
 from hfsiamese.losses.matryoshka import NAME as MATRYOSHKA, MatryoshkaLoss
 
-LOSSES: dict[str, type[SiameseLoss]] = {**EMBEDDING_LOSSES, MATRYOSHKA: MatryoshkaLoss}
+# The losses on a teacher's scores of each row's candidates (the `teacher_scores` column): not wrapped by `matryoshka`.
+TEACHER_SCORE_LOSSES: dict[str, type[SiameseLoss]] = {"margin_mse": MarginMSELoss, "listwise_kl": ListwiseKLLoss}
+
+LOSSES: dict[str, type[SiameseLoss]] = {**EMBEDDING_LOSSES, **TEACHER_SCORE_LOSSES, MATRYOSHKA: MatryoshkaLoss}
 
 # Every option any registered loss takes, once each: the training arguments hold one field per name
 # and the model card reports them, so a new loss option cannot be forgotten in either.
@@ -57,6 +62,7 @@ __all__ = [
     "LOSS_OPTIONS",
     "RENAMED_LOSSES",
     "RENAMED_LOSS_OPTIONS",
+    "TEACHER_SCORE_LOSSES",
     "current_loss_name",
     "current_loss_options",
     "get_loss",
