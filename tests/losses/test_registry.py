@@ -27,6 +27,8 @@ ALL_OPTIONS = {
     "matryoshka_loss": "multiple_negatives_ranking",
     "matryoshka_dims": [4, 2],
     "matryoshka_weights": [1.0, 0.5],
+    "teacher_temperature": 1.0,
+    "similarity_scale": 5.0,
 }
 EXPECTED_KWARGS = {
     "hard_negative_triplet": {
@@ -50,6 +52,8 @@ EXPECTED_KWARGS = {
     "multiple_negatives_ranking": {"temperature", "symmetric", "gather_across_devices"},
     "verification_identification": {"margin", "verification_weight"},
     "embedding_distillation": {"embedding_weight", "score_weight"},
+    "margin_mse": {"similarity_scale"},
+    "listwise_kl": {"temperature", "teacher_temperature"},
     # Its own options, and those of the loss it wraps (`matryoshka_loss`).
     "matryoshka": {
         "matryoshka_loss",
@@ -61,7 +65,8 @@ EXPECTED_KWARGS = {
     },
 }
 DECLARATIONS = (
-    "requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives", "requires_teacher"
+    "requires_labels", "uses_negatives", "requires_negatives", "uses_logits", "uses_in_batch_negatives", "requires_teacher",
+    "requires_teacher_scores",
 )  # fmt: skip
 
 
@@ -82,7 +87,7 @@ def test_common_interface(name):
     for method in (loss_class.forward, loss_class.compute):
         parameters = inspect.signature(method).parameters
         assert list(parameters)[:3] == ["self", "embeddings_a", "embeddings_b"]
-        for keyword in ("labels", "group_ids", "negatives", "logits"):
+        for keyword in ("labels", "group_ids", "negatives", "logits", "teacher_scores"):
             assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY and parameters[keyword].default is None
 
 
@@ -108,6 +113,8 @@ def test_every_loss_runs_on_what_it_declares(name):
         inputs["labels"] = torch.tensor([1, 0, 1, 0])
     if loss_fn.uses_negatives:
         inputs["negatives"] = n
+    if loss_fn.requires_teacher_scores:  # one negative per row, the teacher's scores of the positive and of it
+        inputs["teacher_scores"] = torch.tensor([[0.9, 0.1], [0.5, 0.4], [0.8, -0.2], [0.3, 0.6]])
     if loss_fn.uses_logits:
         inputs["logits"] = torch.randn(4, 2)
     if loss_fn.requires_teacher:
