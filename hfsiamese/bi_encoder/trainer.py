@@ -123,11 +123,16 @@ class SiameseTrainer(PairTrainer):
     # Batches
     # ------------------------------------------------------------------------------------------
     def _get_train_sampler(self, train_dataset: datasets.Dataset | None = None) -> torch.utils.data.Sampler | None:
-        if not self.args.no_duplicate_batches:
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        # Rows a teacher scored compare only their own candidates: without duplicate groups, plain shuffled batches.
+        ungrouped_scores = self.loss_fn.requires_teacher_scores and "group_id" not in getattr(
+            dataset, "column_names", []
+        )
+        if not self.args.no_duplicate_batches or ungrouped_scores:
             return super()._get_train_sampler(train_dataset)
         by_length = self.args.train_sampling_strategy == "group_by_length"
         self._group_sampler = training_sampler(
-            train_dataset if train_dataset is not None else self.train_dataset,
+            dataset,
             batch_size=self._train_batch_size,
             seed=self.args.seed,
             length_column=self.args.length_column_name if by_length else None,

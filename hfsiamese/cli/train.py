@@ -127,11 +127,11 @@ def train(
         test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
     if training_args.process_index == 0:
         logger.info(
-            "train: %d rows (%s, loss %s) in %d duplicate groups; validation: %d labelled pairs",
+            "train: %d rows (%s, loss %s) in %s duplicate groups; validation: %d labelled pairs",
             len(train_dataset),
             data_args.train_view,
             training_args.loss,
-            len(set(train_dataset["group_id"])),
+            len(set(train_dataset["group_id"])) if "group_id" in train_dataset.column_names else "no",
             len(eval_dataset),
         )
 

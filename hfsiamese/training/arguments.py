@@ -48,6 +48,16 @@ class DataArguments:
             "pairs only."
         },
     )
+    teacher_scores_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Rows a teacher scored, which the losses on its scores (margin_mse, listwise_kl) train on instead of "
+            "the pairs (the teacher_scores view): JSON lines (or .json, .parquet) of question1 (the query), question2 "
+            "(its positive), negative (a list of texts) and teacher_scores ([score(q,p), score(q,n1), ...]), every row "
+            "as many negatives. Validation still comes from the pairs; a row holding a validation or test question is "
+            "refused."
+        },
+    )
     data_format: str | None = field(
         default=None, metadata={"help": "Force a format (see hfsiamese.data.PAIR_FORMATS)."}
     )
@@ -69,8 +79,9 @@ class DataArguments:
             "help": "Training rows: 'duplicate_pairs' (label-1 pairs), 'group_pairs' (all pairs within each duplicate group), "
             "'labelled_pairs' (duplicates and non-duplicates), 'triplets' (negatives from labelled non-duplicates, "
             "mined with the initial model where a pair's group has none), "
-            "'mined_triplets' (negatives mined with the initial model), or 'auto': what the loss needs "
-            "(labelled losses: labelled_pairs; triplet: mined_triplets; others: duplicate_pairs)."
+            "'mined_triplets' (negatives mined with the initial model), 'teacher_scores' (the rows of "
+            "teacher_scores_file), or 'auto': what the loss needs (labelled losses: labelled_pairs; triplet: "
+            "mined_triplets; margin_mse, listwise_kl: teacher_scores; others: duplicate_pairs)."
         },
     )
     mining_top_k: int = field(default=50, metadata={"help": "mined_triplets, triplets: nearest candidates considered."})

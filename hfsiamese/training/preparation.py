@@ -27,6 +27,7 @@ from hfsiamese.data.groups import SILVER_COLUMN, assign_duplicate_groups
 from hfsiamese.data.loading import load_pairs
 from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
 from hfsiamese.data.splits import split_by_group, split_report
+from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 SOURCE_ROW = "__source_row"
 
 TRAIN_VIEWS: tuple[str, ...] = (
-    "auto", "duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "mined_triplets",
+    "auto", "duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "mined_triplets", "teacher_scores",
 )  # fmt: skip
 
 
@@ -54,6 +55,8 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
     `validation_file`, validation (and test) are split off by connected question components.
     With `data_args.silver_pairs_file`, its silver pairs follow the gold training pairs (`with_silver_pairs`)
     before the duplicate groups are drawn, so that a silver duplicate joins groups as a gold one does.
+    With `data_args.teacher_scores_file`, its rows are checked to hold no validation or test question (they are read
+    again, as the training rows, by `training_view`).
     """
     columns = dict(
         format=data_args.data_format,
@@ -89,6 +92,10 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
     if data_args.silver_pairs_file:
         held_out = [split for name, split in splits.items() if name != "train"]
         splits["train"] = with_silver_pairs(splits["train"], held_out, data_args.silver_pairs_file)
+    if data_args.teacher_scores_file:  # said now, before any training: its rows must hold no held-out question
+        held_out = [split for name, split in splits.items() if name != "train"]
+        teacher_rows = load_teacher_score_rows(data_args.teacher_scores_file)
+        refuse_held_out_questions(teacher_rows, held_out, data_args.teacher_scores_file)
     splits["train"] = assign_duplicate_groups(splits["train"])
     if not (column_numpy(splits["train"], "label") == 1).any():
         raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
@@ -159,6 +166,8 @@ def with_silver_pairs(
 
 def view_for_loss(loss: SiameseLoss) -> str:
     """The view `train_view="auto"` picks: what the loss declares it needs."""
+    if loss.requires_teacher_scores:
+        return "teacher_scores"
     if loss.requires_labels:
         return "labelled_pairs"
     if loss.requires_negatives:
@@ -180,6 +189,20 @@ def training_view(
     be found) warns plainly: the loss then sees a small, biased part of the data.
     """
     view = view_for_loss(loss) if data_args.train_view == "auto" else data_args.train_view
+    if view == "teacher_scores":
+        if not data_args.teacher_scores_file:
+            raise ValueError(
+                "the teacher_scores view (losses margin_mse, listwise_kl) trains on rows a teacher scored: give "
+                "--teacher_scores_file (question1, question2, negative, teacher_scores; hfsiamese.data.teacher_score_rows)"
+            )
+        return load_teacher_score_rows(data_args.teacher_scores_file)
+    if data_args.teacher_scores_file:
+        warnings.warn(
+            f"teacher_scores_file is read by the teacher_scores view only (losses margin_mse, listwise_kl); the "
+            f"{view} view ignores it",
+            UserWarning,
+            stacklevel=2,
+        )
     if view == "duplicate_pairs":
         return duplicate_pairs(train_pairs)
     if view == "group_pairs":

@@ -1,0 +1,77 @@
+"""
+Rows scored by a teacher, for the losses that learn its scores (`margin_mse`, `listwise_kl`): a query, its
+positive, its negatives and the teacher's score of the query with each.
+
+The file's columns (JSON lines, JSON or Parquet):
+
+- ``question1``: the query (a text);
+- ``question2``: its positive (a text);
+- ``negative``: its negatives, a list of texts (or one text: one negative);
+- ``teacher_scores``: the teacher's scores, a list of floats ``[score(q, p), score(q, n_1), ..., score(q, n_k)]``,
+  the positive's first, then the negatives' in the order of ``negative``.
+
+Every row holds the same number of negatives (and one score more): rows of different lengths are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hfsiamese.data.arrow_columns import column_arrow
+
+TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
+_READERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+__all__ = ["TEACHER_SCORE_ROW_COLUMNS", "load_teacher_score_rows", "refuse_held_out_questions"]
+
+
+def load_teacher_score_rows(path: str | Path) -> datasets.Dataset:
+    """The rows of `path` in `TEACHER_SCORE_ROW_COLUMNS` (other columns dropped); a missing column is a ValueError naming it."""
+    source = Path(path)
+    reader = _READERS.get(source.suffix.lower())
+    if reader is None:
+        raise ValueError(f"{source}: teacher-score rows are read from {sorted(_READERS)} files, not {source.suffix!r}")
+    if not source.is_file():
+        raise FileNotFoundError(f"teacher-score rows: no file {source}")
+    rows = datasets.load_dataset(reader, data_files=str(source), split="train")
+    missing = [column for column in TEACHER_SCORE_ROW_COLUMNS if column not in rows.column_names]
+    if missing:
+        raise ValueError(
+            f"{source} lacks the columns {missing}: teacher-score rows hold question1 (the query), question2 (its "
+            "positive), negative (a list of texts) and teacher_scores ([score(q,p), score(q,n1), ...])"
+        )
+    if len(rows) == 0:
+        raise ValueError(f"{source} holds no rows")
+    return rows.select_columns(list(TEACHER_SCORE_ROW_COLUMNS))
+
+
+def refuse_held_out_questions(rows: datasets.Dataset, held_out: Sequence[datasets.Dataset], source: str) -> None:
+    """
+    A row whose query, positive or a negative is a question of a `held_out` split (validation, test; by text) is a
+    ValueError naming their count: training on it would let the validation figures see training data.
+    """
+    texts = [column_arrow(split, name) for split in held_out if len(split) for name in ("question1", "question2")]
+    if not texts:
+        return
+    held = pa.chunked_array([chunk for column in texts for chunk in column.chunks], type=pa.string()).unique()
+    leaking = np.zeros(len(rows), dtype=bool)
+    for name in ("question1", "question2"):
+        leaking |= pc.is_in(column_arrow(rows, name), value_set=held).to_numpy(zero_copy_only=False)
+    negatives = column_arrow(rows, "negative")
+    if pa.types.is_list(negatives.type):
+        owners = pc.list_parent_indices(negatives).to_numpy()
+        found = pc.is_in(pc.list_flatten(negatives), value_set=held).to_numpy(zero_copy_only=False)
+        leaking[owners[found]] = True
+    else:
+        leaking |= pc.is_in(negatives, value_set=held).to_numpy(zero_copy_only=False)
+    if leaking.any():
+        raise ValueError(
+            f"{int(leaking.sum())} of {len(rows)} teacher-score rows in {source} hold a validation or test question: "
+            "score rows of this configuration's training split only (its queries, positives and negatives)"
+        )
