@@ -6,8 +6,11 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.losses import TEACHER_SCORE_LOSSES
 
 DISTILLATION_LOSS = "embedding_distillation"
+#: What stage 1 learns of the teacher: its embeddings (the default), its scores of scored rows, or both, in that order.
+DISTILLATION_TARGETS = ("embeddings", "scores", "both")
 
 
 @dataclass
@@ -40,6 +43,21 @@ class DistillationArguments:
             "every pair within a duplicate group too (capped by max_pairs_per_group)."
         },
     )
+    distillation_targets: str = field(
+        default="embeddings",
+        metadata={
+            "help": "What stage 1 learns of the teacher: 'embeddings' (its embeddings and similarities of the training "
+            "pairs, --loss embedding_distillation), 'scores' (the teacher's scores of the rows of --teacher_scores_file, "
+            "with --score_distillation_loss), or 'both' (the embeddings, then the scores)."
+        },
+    )
+    score_distillation_loss: str = field(
+        default="margin_mse",
+        metadata={
+            "help": f"distillation_targets scores/both: the loss on the teacher's scores, one of {sorted(TEACHER_SCORE_LOSSES)} "
+            "(its options as usual: --similarity_scale, --temperature, --teacher_temperature)."
+        },
+    )
     fine_tune: bool = field(
         default=True,
         metadata={"help": "Stage 2: fine-tune the distilled student on the labels with --loss (default on)."},
@@ -56,20 +74,40 @@ class DistillationArguments:
             raise ValueError(f"teacher_batch_size must be a positive integer, got {self.teacher_batch_size}")
         if self.distillation_epochs <= 0 and self.distillation_max_steps <= 0:
             raise ValueError("stage 1 needs distillation_epochs > 0 or distillation_max_steps > 0")
+        if self.distillation_targets not in DISTILLATION_TARGETS:
+            raise ValueError(
+                f"distillation_targets must be one of {DISTILLATION_TARGETS}, got {self.distillation_targets!r}"
+            )
+        if self.score_distillation_loss not in TEACHER_SCORE_LOSSES:
+            raise ValueError(
+                f"score_distillation_loss must be one of {sorted(TEACHER_SCORE_LOSSES)} (a loss on a teacher's scores), "
+                f"got {self.score_distillation_loss!r}"
+            )
+
+    @property
+    def learns_embeddings(self) -> bool:
+        """Stage 1 learns the teacher's embeddings (`distillation_targets` embeddings or both)."""
+        return self.distillation_targets != "scores"
+
+    @property
+    def learns_scores(self) -> bool:
+        """Stage 1 learns the teacher's scores of `--teacher_scores_file`'s rows (`distillation_targets` scores or both)."""
+        return self.distillation_targets != "embeddings"
 
 
 def distillation_training_args(
-    training_args: SiameseTrainingArguments, distill_args: DistillationArguments
+    training_args: SiameseTrainingArguments, distill_args: DistillationArguments, *, scores: bool = False
 ) -> SiameseTrainingArguments:
     """
     Stage 1's training arguments: the run's own (batch size, schedule type, precision, device, ...)
-    with the distillation loss, stage 1's length and learning rate, no evaluation or checkpoint during
+    with the distillation loss (with `scores`, `score_distillation_loss`: the part learning the teacher's
+    scores), stage 1's length and learning rate, no evaluation or checkpoint during
     it (the recipe evaluates once after it), and plain random batches: the teacher's scores are the
     targets, so two pairs of one duplicate group in a batch are no false negatives.
     """
     return dataclasses.replace(
         training_args,
-        loss=DISTILLATION_LOSS,
+        loss=distill_args.score_distillation_loss if scores else DISTILLATION_LOSS,
         num_train_epochs=distill_args.distillation_epochs,
         max_steps=distill_args.distillation_max_steps,
         learning_rate=distill_args.distillation_learning_rate or training_args.learning_rate,
@@ -81,4 +119,4 @@ def distillation_training_args(
     )
 
 
-__all__ = ["DISTILLATION_LOSS", "DistillationArguments", "distillation_training_args"]
+__all__ = ["DISTILLATION_LOSS", "DISTILLATION_TARGETS", "DistillationArguments", "distillation_training_args"]
