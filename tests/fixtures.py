@@ -96,3 +96,20 @@ def random_rows(
     b = rng.integers(0, n_questions, n_pairs)
     y = (rng.random(n_pairs) < p_dup).astype(int)
     return [(f"question {i}", f"Question  {j} ", int(v)) for i, j, v in zip(a, b, y)]
+
+
+def write_scored_rows(path: Path, train_pairs: datasets.Dataset, count: int = 40) -> Path:
+    """
+    `count` teacher-scored rows of training questions only, as JSON lines at `path`: a training pair (query,
+    positive), two other pairs' second questions as negatives, and fixed teacher scores preferring the positive.
+    """
+    import json
+
+    first, second = list(train_pairs["question1"])[:count], list(train_pairs["question2"])[:count]
+    rows = [
+        {"question1": first[i], "question2": second[i], "negative": [second[(i + 1) % count], second[(i + 2) % count]],
+         "teacher_scores": [0.9, 0.2, 0.1]}
+        for i in range(count)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
+from hfsiamese.losses.base import SiameseLossOutput
+from hfsiamese.losses.teacher_score_loss import TeacherScoreLoss
 from hfsiamese.losses.teacher_scores import student_scores
 
 
-class ListwiseKLLoss(SiameseLoss):
+class ListwiseKLLoss(TeacherScoreLoss):
     r"""
     KL divergence from the teacher's distribution over each row's candidates to the student's.
 
@@ -44,13 +45,6 @@ class ListwiseKLLoss(SiameseLoss):
         >>> bool(loss_fn(q, p, negatives=n, teacher_scores=scores) >= 0)
         True
     """
-
-    uses_negatives = True
-    requires_teacher_scores = True
-
-    @property
-    def requires_negatives(self) -> bool:
-        return True
 
     def __init__(self, temperature: float = 0.05, teacher_temperature: float | None = None) -> None:
         super().__init__()

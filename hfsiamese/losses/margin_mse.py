@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
+from hfsiamese.losses.base import SiameseLossOutput
+from hfsiamese.losses.teacher_score_loss import TeacherScoreLoss
 from hfsiamese.losses.teacher_scores import student_scores
 
 
-class MarginMSELoss(SiameseLoss):
+class MarginMSELoss(TeacherScoreLoss):
     r"""
     Mean squared error between the student's and the teacher's margins, one per negative.
 
@@ -36,13 +37,6 @@ class MarginMSELoss(SiameseLoss):
         >>> bool(loss_fn(q, p, negatives=n, teacher_scores=scores) >= 0)
         True
     """
-
-    uses_negatives = True
-    requires_teacher_scores = True
-
-    @property
-    def requires_negatives(self) -> bool:
-        return True
 
     def __init__(self, similarity_scale: float = 1.0) -> None:
         super().__init__()

@@ -11,7 +11,7 @@ from hfsiamese.distillation import DistillationArguments, distillation_training_
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits
 from tests.conftest import QQP_FILE, REPO_ROOT
-from tests.fixtures import tiny_training_args
+from tests.fixtures import tiny_training_args, write_scored_rows
 from tests.helpers import recipe_flags
 
 STATIC = REPO_ROOT / "recipes" / "configs" / "static_distilled_qqp.yaml"
@@ -26,15 +26,7 @@ TINY = dict(
 def scored_file(tmp_path_factory):
     """40 rows of the run's training questions: a pair, and two other pairs' second questions as negatives."""
     train = load_splits(DataArguments(**SIZES), default_train_file=QQP_FILE)["train"]
-    first, second = list(train["question1"])[:40], list(train["question2"])[:40]
-    rows = [
-        {"question1": first[i], "question2": second[i], "negative": [second[(i + 1) % 40], second[(i + 2) % 40]],
-         "teacher_scores": [0.9, 0.2, 0.1]}
-        for i in range(40)
-    ]  # fmt: skip
-    path = tmp_path_factory.mktemp("scored") / "scored.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return write_scored_rows(tmp_path_factory.mktemp("scored") / "scored.jsonl", train)
 
 
 def distill(tmp_path, teacher, **flags):

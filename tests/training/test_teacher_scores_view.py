@@ -9,6 +9,7 @@ from hfsiamese.losses import get_loss
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits, training_view
 from tests.conftest import QQP_FILE
+from tests.fixtures import write_scored_rows
 from tests.helpers import TINY_LSTM_BASE, recipe_flags
 
 SIZES = {"max_train_pairs": 200, "max_eval_pairs": 64}
@@ -18,15 +19,7 @@ SIZES = {"max_train_pairs": 200, "max_eval_pairs": 64}
 def scored_file(tmp_path_factory):
     """Rows of training questions only: each pair's first question, its second, and two other second questions."""
     train = load_splits(DataArguments(train_file=str(QQP_FILE), **SIZES))["train"]
-    first, second = list(train["question1"])[:40], list(train["question2"])[:40]
-    rows = [
-        {"question1": first[i], "question2": second[i], "negative": [second[(i + 1) % 40], second[(i + 2) % 40]],
-         "teacher_scores": [0.9, 0.2, 0.1]}
-        for i in range(40)
-    ]  # fmt: skip
-    path = tmp_path_factory.mktemp("scored") / "scored.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
+    return write_scored_rows(tmp_path_factory.mktemp("scored") / "scored.jsonl", train)
 
 
 def test_the_view_is_the_file_and_needs_it(scored_file):
