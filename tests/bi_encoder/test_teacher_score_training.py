@@ -87,3 +87,15 @@ def test_other_losses_do_not_see_the_scores(word_tokenizer, tmp_path):
     run = trainer(word_tokenizer, tmp_path, "multiple_negatives_ranking", rows, max_steps=2)
     run.train()
     assert run.state.global_step == 2
+
+
+def test_the_gradient_cache_gives_the_same_steps(word_tokenizer, tmp_path):
+    """Negatives k per row are embedded in mini-batches like any side: the same losses step by step."""
+    rows = scored_rows()
+    logged = []
+    for mini_batch in (None, 2):
+        run = trainer(word_tokenizer, tmp_path / str(mini_batch), "margin_mse", rows, max_steps=3,
+                      gradient_cache_mini_batch_size=mini_batch)  # fmt: skip
+        run.train()
+        logged.append([entry["loss"] for entry in run.state.log_history if "loss" in entry])
+    assert logged[0] == pytest.approx(logged[1], rel=1e-5)
