@@ -81,6 +81,9 @@ class MineArguments:
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: the model's)."})
     query_chunk_size: int = field(default=1024, metadata={"help": "Queries searched at once (bounds memory)."})
 
+    def __post_init__(self) -> None:
+        self.filters()  # a filter out of range is a usage error, said before any work
+
     def filters(self) -> NegativeFilters:
         return NegativeFilters(
             num_negatives=self.num_negatives,
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese mine --pairs PAIRS --model_name_or_path MODEL --output_path OUT`: the counts (printed)."""
     parser = HfArgumentParser(MineArguments, prog="hfsiamese mine", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, list(sys.argv[1:] if argv is None else argv))
-    filters = args.filters()  # a bad filter, said before any work
+    filters = args.filters()
     output = check_output_path(args.output_path, overwrite=args.overwrite_output)
     configure_quiet_console()
     import torch

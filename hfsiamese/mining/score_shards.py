@@ -4,8 +4,8 @@ The shards folder of a teacher-scoring run (`teacher_scoring`): what makes it re
 Rows are cut into shards of `shard_size` consecutive rows, each one Parquet file (`row`, `teacher_scores`) written
 under a temporary name and moved into place whole, as the corpus encoding's shards are (`hfsiamese.search.shards`,
 whose file naming this reuses): a file named `shard-00000.parquet` is complete and a rerun skips it. The manifest
-(`teacher_scores.json`) records the data set's fingerprint, the shard size and the teacher (its name, kind and its
-scores of probe pairs), so a rerun with other rows, another shard size or another teacher is refused instead of
+(`teacher_scores.json`) records the data set's fingerprint, the shard size, the length limit and the teacher (its name, kind and its
+scores of probe pairs), so a rerun with other rows, another shard size or length limit, or another teacher is refused instead of
 mixing two runs' scores.
 """
 
@@ -36,7 +36,7 @@ __all__ = [
 SCORES_MANIFEST_NAME = "teacher_scores.json"
 FORMAT_VERSION = 1
 PROBE_TOLERANCE = 1e-3  # the same teacher on CPU and GPU agrees far closer; another teacher does not
-_KEYS = ("format_version", "num_rows", "rows_sha256", "shard_size", "teacher")
+_KEYS = ("format_version", "num_rows", "rows_sha256", "shard_size", "max_length", "teacher")
 
 
 def rows_fingerprint(rows: list[list[str]]) -> str:
@@ -71,6 +71,8 @@ def _difference(saved: dict[str, Any], expected: dict[str, Any]) -> str | None:
         return f"other rows ({saved['num_rows']} rows, sha256 {saved['rows_sha256'][:12]})"
     if saved["shard_size"] != expected["shard_size"]:
         return f"shard_size={saved['shard_size']} (pass that shard size to resume)"
+    if saved["max_length"] != expected["max_length"]:
+        return f"max_length={saved['max_length']} (pass that max_length to resume)"
     before, now = saved["teacher"], expected["teacher"]
     same_kind = before.get("kind") == now["kind"] and len(before.get("probe_scores", [])) == len(now["probe_scores"])
     if not same_kind or not np.allclose(before["probe_scores"], now["probe_scores"], atol=PROBE_TOLERANCE, rtol=0):

@@ -103,7 +103,7 @@ def score_groups(
     """
     `groups` (columns `query`, `positive`, `negatives`: `mined_formats`' groups-with-scores) with its
     `teacher_scores` column (re)written by `teacher` (see `pair_scorer`), scored `shard_size` rows at a time into
-    `shards_dir`. Shards already in `shards_dir` (of the same rows, shard size and teacher) are read, not scored
+    `shards_dir`. Shards already in `shards_dir` (of the same rows, shard size, `max_length` and teacher) are read, not scored
     again; a folder of another run is refused. The folder is left in place (`score_shards.remove_score_shards`).
     """
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
@@ -122,6 +122,7 @@ def score_groups(
         "num_rows": len(rows),
         "rows_sha256": rows_fingerprint(rows),
         "shard_size": shard_size,
+        "max_length": max_length,
         "teacher": scorer.fingerprint(),
     }
     check_scores_folder(shards_dir, expected)
