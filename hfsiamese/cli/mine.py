@@ -31,7 +31,7 @@ from transformers import HfArgumentParser
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.mining.dataset_files import check_output_path, load_dataset_file, save_dataset_file
+from hfsiamese.mining.dataset_files import OUTPUT_PATH_HELP, check_output_path, load_dataset_file, save_dataset_file
 from hfsiamese.mining.mined_formats import OUTPUT_FORMATS
 from hfsiamese.mining.negative_filters import NegativeFilters
 from hfsiamese.mining.negative_mining import MINING_BACKENDS
@@ -48,9 +48,7 @@ class MineArguments:
 
     pairs: str = field(metadata={"help": "Pair file (any format load_pairs reads) or a save_to_disk folder."})
     model_name_or_path: str = field(metadata={"help": "The bi-encoder that searches (a Siamese checkpoint)."})
-    output_path: str = field(
-        metadata={"help": "Where to write: .parquet, .jsonl, or no suffix for a save_to_disk folder."}
-    )
+    output_path: str = field(metadata={"help": OUTPUT_PATH_HELP})
     format: str = field(default="triplet", metadata={"help": "Layout of the output.", "choices": OUTPUT_FORMATS})
     overwrite_output: bool = field(default=False, metadata={"help": "Replace an existing --output_path."})
     num_negatives: int = field(default=1, metadata={"help": "Negatives per query."})

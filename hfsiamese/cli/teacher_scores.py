@@ -25,7 +25,7 @@ from transformers import HfArgumentParser
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.mining.dataset_files import check_output_path, load_dataset_file, save_dataset_file
+from hfsiamese.mining.dataset_files import OUTPUT_PATH_HELP, check_output_path, load_dataset_file, save_dataset_file
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = (
@@ -41,9 +41,7 @@ class TeacherScoresArguments:
 
     groups: str = field(metadata={"help": "Mined groups (query, positive, negatives): .parquet, .jsonl or a folder."})
     teacher: str = field(metadata={"help": "A cross-encoder or a bi-encoder (folder or Hub id)."})
-    output_path: str = field(
-        metadata={"help": "Where to write: .parquet, .jsonl, or no suffix for a save_to_disk folder."}
-    )
+    output_path: str = field(metadata={"help": OUTPUT_PATH_HELP})
     shards_dir: str | None = field(
         default=None, metadata={"help": "Folder of the resumable shards (default: --output_path + '.shards')."}
     )

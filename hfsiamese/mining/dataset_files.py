@@ -13,9 +13,10 @@ from pathlib import Path
 
 import datasets
 
-__all__ = ["DATASET_SUFFIXES", "check_output_path", "load_dataset_file", "save_dataset_file"]
+__all__ = ["DATASET_SUFFIXES", "OUTPUT_PATH_HELP", "check_output_path", "load_dataset_file", "save_dataset_file"]
 
 DATASET_SUFFIXES = (".parquet", ".jsonl", ".json")
+OUTPUT_PATH_HELP = "Where to write: .parquet, .jsonl, or no suffix for a save_to_disk folder."
 
 
 def _kind(path: Path) -> str:

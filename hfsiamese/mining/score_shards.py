@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hfsiamese.search.shards.manifest import corpus_fingerprint
-from hfsiamese.search.shards.shard_files import SHARD_PATTERN, partial_name, shard_path
+from hfsiamese.search.shards.shard_files import SHARD_PATTERN, partial_name, shard_path, write_table_whole
 from hfsiamese.utils.json_files import read_json_record
 
 __all__ = [
@@ -88,18 +88,7 @@ def write_score_shard(shards_dir: Path, index: int, start: int, scores: list[lis
             "teacher_scores": pa.array(scores, type=pa.list_(pa.float32())),
         }
     )
-    final = shard_path(shards_dir, index)
-    partial = partial_name(final)
-    try:
-        with open(partial, "wb") as handle:
-            pq.write_table(table, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, final)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return final
+    return write_table_whole(table, shard_path(shards_dir, index))
 
 
 def read_score_shard(path: Path, rows: range) -> list[list[float]]:
