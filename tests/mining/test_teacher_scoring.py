@@ -57,6 +57,19 @@ def test_a_stopped_run_continues_from_its_finished_shards(tmp_path):
     assert not shards.exists()
 
 
+def test_a_half_written_shard_of_a_killed_run_never_counts(tmp_path):
+    """A run killed while writing leaves only a `.partial` file: the rerun scores that shard and removes the file."""
+    whole = score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "whole", shard_size=2)
+    shards = tmp_path / "shards"
+    with pytest.raises(KeyboardInterrupt):
+        score_groups(GROUPS, StoppingCrossEncoder(stop_at=2), shards, shard_size=2)  # stopped before any shard
+    (shards / ".shard-00000.parquet.0123456789ab.partial").write_bytes(b"PAR1 half")
+    teacher = TableCrossEncoder(SCORES)
+    assert score_groups(GROUPS, teacher, shards, shard_size=2).to_dict() == whole.to_dict()
+    assert teacher.calls == [2, 5, 6, 2]
+    assert not list(shards.glob(".*.partial"))
+
+
 def test_a_folder_of_another_run_is_refused(tmp_path):
     shards = tmp_path / "shards"
     score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2)
