@@ -68,6 +68,14 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
         "hfsiamese split [CONFIG] --output_file FILE [--option value ...]",
         ["hfsiamese.training.arguments:DataArguments", "hfsiamese.cli.split:SplitArguments"],
     ),
+    "mine": (
+        "hfsiamese mine [CONFIG] --pairs FILE --model_name_or_path DIR --output_path PATH [--option value ...]",
+        ["hfsiamese.cli.mine:MineArguments"],
+    ),
+    "teacher-scores": (
+        "hfsiamese teacher-scores [CONFIG] --groups PATH --teacher DIR --output_path PATH [--option value ...]",
+        ["hfsiamese.cli.teacher_scores:TeacherScoresArguments"],
+    ),
 }
 # The shipped configs: (folder relative to the repository root, what its files configure)
 CONFIG_FOLDERS: list[tuple[str, str]] = [

@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("search", "search a corpus for duplicates of new questions (builds or loads an index)"),
     "app": ("app", "serve a duplicate-search web app for a corpus (Gradio)"),
     "silver-pairs": ("silver_pairs", "label silver training pairs with a cross-encoder"),
+    "mine": ("mine", "mine hard negatives for each duplicate pair with a bi-encoder (training data)"),
+    "teacher-scores": ("teacher_scores", "score mined groups with a teacher, resumably (for score distillation)"),
     "split": ("split", "write the pairs a training config held out (to evaluate on)"),
     "env": ("env", "print versions, devices and installed extras for a bug report"),
     "configs": ("configs", "list the shipped training and launcher configs (--path NAME: one's file)"),

@@ -31,6 +31,8 @@ HELP_FIELDS = {
         "hfsiamese.training:DataArguments",
     ),
     "split": ("hfsiamese.cli.split:SplitArguments", "hfsiamese.training:DataArguments"),
+    "mine": ("hfsiamese.cli.mine:MineArguments",),
+    "teacher-scores": ("hfsiamese.cli.teacher_scores:TeacherScoresArguments",),
 }
 
 

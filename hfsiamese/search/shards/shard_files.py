@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,11 +59,19 @@ def write_shard(shards_dir: Path, index: int, start: int, embeddings: np.ndarray
             "embedding": pa.FixedSizeListArray.from_arrays(pa.array(embeddings.reshape(-1), type=pa.float32()), dim),
         }
     )
-    final = shard_path(shards_dir, index)
+    # Embeddings hardly compress; spare the CPU.
+    return write_table_whole(table, shard_path(shards_dir, index), compression="none")
+
+
+def write_table_whole(table: pa.Table, final: Path, **write_options: Any) -> Path:
+    """
+    Write `table` as Parquet under a temporary name beside `final`, flushed to disk, and move it into place: a
+    process killed while writing leaves a `.partial` file that never counts (`write_options`: `pq.write_table`'s).
+    """
     partial = partial_name(final)
     try:
         with open(partial, "wb") as handle:
-            pq.write_table(table, handle, compression="none")  # embeddings hardly compress; spare the CPU
+            pq.write_table(table, handle, **write_options)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, final)

@@ -1,0 +1,299 @@
+"""
+Hard negatives mined from a pair data set with any bi-encoder, searched exactly or with FAISS (`DuplicateIndex`).
+
+Unlike the training recipe's miner (`hfsiamese.bi_encoder.mining`, the model being trained, between epochs), this is
+a data-preparation step before training: a (usually stronger) model finds each duplicate pair's nearest
+non-duplicates once, an optional cross-encoder drops the candidates it calls duplicates (false negatives), and the
+result is written in the layout a loss reads (`mined_formats`), optionally scored by a teacher (`teacher_scoring`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import torch
+
+from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.groups import question_groups
+from hfsiamese.data.question_ids import identity_name, question_keys, question_texts
+from hfsiamese.mining.held_out import HeldOutQuestions, held_out_mask
+from hfsiamese.mining.negative_filters import NegativeFilters, allowed_candidates
+from hfsiamese.search.reranking import (
+    NO_CROSS_ENCODER_THRESHOLD,
+    cross_encoder_scores,
+    cross_encoder_threshold,
+    resolve_cross_encoder,
+)
+
+if TYPE_CHECKING:
+    from hfsiamese.models.siamese.modeling_siamese import SiameseModel
+    from hfsiamese.search.duplicate_index import DuplicateIndex
+
+__all__ = ["MINING_BACKENDS", "MinedNegatives", "mine_negatives", "pairs_with_labels"]
+
+MINING_BACKENDS = ("exact", "faiss")
+
+
+@dataclass(frozen=True)
+class MinedNegatives:
+    """
+    Each query's negatives, as codes into `texts` (one text per distinct question).
+
+    `query_codes`/`positive_codes` are `(queries,)`; `negative_codes` is `(queries, num_negatives)`, best first, -1
+    where fewer were found; `positive_scores` and `negative_scores` are the bi-encoder's cosines (NaN where no
+    negative). `cross_encoder_scores`, where a cross-encoder rescored, is `(queries, 1 + num_negatives)`: its score
+    of (query, positive) then of each negative. Write it out with `to_dataset` (see `mined_formats`).
+    """
+
+    texts: list[str]
+    query_codes: np.ndarray
+    positive_codes: np.ndarray
+    positive_scores: np.ndarray
+    negative_codes: np.ndarray
+    negative_scores: np.ndarray
+    cross_encoder_scores: np.ndarray | None = None
+    held_out_questions: int = 0  # questions of the pairs left out as held out
+
+    @property
+    def num_negatives(self) -> int:
+        return int(self.negative_codes.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.query_codes)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.summary().items())})"
+
+    def to_dataset(self, format: str = "triplet") -> datasets.Dataset:
+        """The mined data in one of `mined_formats.OUTPUT_FORMATS`."""
+        from hfsiamese.mining.mined_formats import mined_dataset
+
+        return mined_dataset(self, format)
+
+    def summary(self) -> dict[str, int]:
+        """Counts: queries, negatives found, queries with all `num_negatives`."""
+        found = self.negative_codes >= 0
+        return {
+            "queries": len(self),
+            "negatives": int(found.sum()),
+            "queries_with_all_negatives": int(found.all(axis=1).sum()),
+            "queries_without_negatives": int((~found.any(axis=1)).sum()),
+            "held_out_questions": self.held_out_questions,
+        }
+
+
+def pairs_with_labels(pairs: datasets.Dataset) -> datasets.Dataset:
+    """`pairs` with `question1`, `question2` and `label` (an `is_duplicate` column is read as the label)."""
+    if "label" not in pairs.column_names and "is_duplicate" in pairs.column_names:
+        pairs = pairs.rename_column("is_duplicate", "label")
+    missing = [name for name in ("question1", "question2", "label") if name not in pairs.column_names]
+    if missing:
+        raise ValueError(f"the pairs lack {missing} (columns: {pairs.column_names})")
+    return pairs
+
+
+def mine_negatives(
+    pairs: datasets.Dataset,
+    model: SiameseModel | str,
+    tokenizer: Any | None = None,
+    *,
+    filters: NegativeFilters | None = None,
+    held_out: HeldOutQuestions | None = None,
+    cross_encoder: Any | None = None,
+    cross_encoder_threshold: float | None = None,
+    backend: str = "exact",
+    index_options: dict[str, Any] | None = None,
+    batch_size: int = 64,
+    query_chunk_size: int = 1024,
+    show_progress_bar: bool = False,
+) -> MinedNegatives:
+    """
+    Hard negatives for each duplicate pair of `pairs`: its question1 (the query) against all questions of `pairs`.
+
+    The questions (identified as everywhere in hfsiamese: ids, else folded text) are embedded once with `model` and
+    indexed (`DuplicateIndex`, `backend` "exact" or "faiss"; `index_options` are its other options); each query's
+    nearest questions are searched in chunks of `query_chunk_size` queries, so memory is `query_chunk_size` x
+    (`filters.max_rank` + the largest duplicate group) candidates, never queries x corpus. A candidate is never of
+    the query's duplicate group (the transitive closure of the label-1 pairs, `hfsiamese.data.groups`) and never a
+    `held_out` question (a pair holding a held-out question gives no query either); `filters` say which of the rest
+    qualify (`NegativeFilters`: rank window, margins, ceiling, how many).
+
+    With `cross_encoder` (a `CrossEncoder` or its folder), every candidate that passes the filters is scored by it
+    and dropped where it scores at least `cross_encoder_threshold` (default: its calibrated `config.threshold`): the
+    cross-encoder calls it a duplicate. Its scores are kept (`MinedNegatives.cross_encoder_scores`).
+    """
+    filters = filters or NegativeFilters()
+    if backend not in MINING_BACKENDS:
+        raise ValueError(f"backend must be one of {MINING_BACKENDS}, got {backend!r}")
+    if isinstance(query_chunk_size, bool) or not isinstance(query_chunk_size, int) or query_chunk_size < 1:
+        raise ValueError(f"query_chunk_size must be a positive integer, got {query_chunk_size!r}")
+    reranker, threshold = _checked_cross_encoder(cross_encoder, cross_encoder_threshold)
+    pairs = pairs_with_labels(pairs)
+    codes1, codes2, group_of, first = question_groups(pairs)
+    texts = question_texts(pairs, first).to_pylist()
+    held = held_out_mask(held_out, texts, _question_ids(pairs, first))
+    queries, positives = _queries(pairs, codes1, codes2, held)
+    corpus_codes = np.flatnonzero(~held)
+    index = _build_index(texts, corpus_codes, model, tokenizer, backend, index_options, batch_size, show_progress_bar)
+    search = _ChunkSearch(index, corpus_codes, group_of, len(texts), filters, reranker, threshold, batch_size)
+    progress = _progress(len(queries), show_progress_bar)
+    parts = []
+    try:
+        for start in range(0, len(queries), query_chunk_size):
+            stop = start + query_chunk_size
+            parts.append(search.chunk(texts, queries[start:stop], positives[start:stop]))
+            if progress is not None:
+                progress.update(len(queries[start:stop]))
+    finally:
+        if progress is not None:
+            progress.close()
+    negative_codes, positive_scores, negative_scores = (np.concatenate([part[i] for part in parts]) for i in range(3))
+    rescored = np.concatenate([part[3] for part in parts]) if reranker is not None else None
+    return MinedNegatives(
+        texts, queries, positives, positive_scores, negative_codes, negative_scores, rescored, int(held.sum())
+    )
+
+
+def _checked_cross_encoder(cross_encoder: Any | None, threshold: float | None) -> tuple[Any | None, float | None]:
+    """The reranker and its decision threshold, checked before any encoding."""
+    if cross_encoder is None:
+        if threshold is not None:
+            raise ValueError("cross_encoder_threshold applies only with a cross_encoder")
+        return None, None
+    reranker = resolve_cross_encoder(cross_encoder)
+    decision = cross_encoder_threshold(reranker, threshold)
+    if decision is None:
+        raise ValueError(NO_CROSS_ENCODER_THRESHOLD.replace("threshold=", "cross_encoder_threshold="))
+    return reranker, decision
+
+
+def _question_ids(pairs: datasets.Dataset, first: np.ndarray) -> list[str] | None:
+    """Each question's id (a string), where the pairs carry ids."""
+    if identity_name(pairs) != "question ids":
+        return None
+    key1, key2 = question_keys(pairs)
+    return pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).take(pa.array(first)).to_pylist()
+
+
+def _queries(
+    pairs: datasets.Dataset, codes1: np.ndarray, codes2: np.ndarray, held: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(query, positive) codes of the duplicate pairs: neither question held out, not a question with itself."""
+    duplicate = column_numpy(pairs, "label") == 1
+    keep = duplicate & ~held[codes1] & ~held[codes2] & (codes1 != codes2)
+    if not keep.any():
+        why = " without a held-out question" if (duplicate & (codes1 != codes2)).any() else ""
+        raise ValueError(f"the pairs hold no duplicate pair (label 1){why} to mine negatives for")
+    return codes1[keep], codes2[keep]
+
+
+def _build_index(
+    texts: list[str],
+    corpus_codes: np.ndarray,
+    model: Any,
+    tokenizer: Any,
+    backend: str,
+    index_options: dict[str, Any] | None,
+    batch_size: int,
+    show_progress_bar: bool,
+) -> DuplicateIndex:
+    """Every question that may be a negative (none held out), embedded once; ids are the question codes."""
+    from hfsiamese.search.duplicate_index import DuplicateIndex
+
+    options = {"batch_size": batch_size, **(index_options or {})}
+    corpus = [texts[code] for code in corpus_codes]
+    return DuplicateIndex.build(
+        corpus, model, tokenizer, ids=corpus_codes.tolist(), backend=backend,
+        show_progress_bar=show_progress_bar, **options,
+    )  # fmt: skip
+
+
+class _ChunkSearch:
+    """One chunk of queries: searched, filtered, optionally rescored, packed into `num_negatives` columns."""
+
+    def __init__(
+        self,
+        index: DuplicateIndex,
+        corpus_codes: np.ndarray,
+        group_of: np.ndarray,
+        num_questions: int,
+        filters: NegativeFilters,
+        reranker: Any | None,
+        threshold: float | None,
+        batch_size: int,
+    ) -> None:
+        self.index, self.filters, self.reranker, self.threshold = index, filters, reranker, threshold
+        self.batch_size = batch_size
+        self.corpus_codes = torch.from_numpy(corpus_codes)
+        self.group_of = torch.from_numpy(group_of)
+        self.embeddings = index.embeddings
+        self.row_of = np.full(num_questions, -1, dtype=np.int64)  # question code -> row of the index
+        self.row_of[corpus_codes] = np.arange(len(corpus_codes))
+        self.group_sizes = np.bincount(group_of[corpus_codes], minlength=int(group_of.max()) + 1)
+
+    def chunk(self, texts: list[str], queries: np.ndarray, positives: np.ndarray) -> tuple[Any, ...]:
+        """(negative codes, positive scores, negative scores, cross-encoder scores or None) of these queries."""
+        query_vectors = self.embeddings[self.row_of[queries]]
+        positive_scores = (query_vectors * self.embeddings[self.row_of[positives]]).sum(dim=1)
+        # Enough candidates that `max_rank` remain once the query's own group is dropped.
+        fetch = min(len(self.index), self.filters.max_rank + int(self.group_sizes[self.group_of[queries]].max()))
+        scores, rows = self.index.search_embeddings(query_vectors, fetch)
+        found = rows >= 0
+        codes = torch.where(found, self.corpus_codes[rows.clamp(min=0)], -1)
+        own_group = self.group_of[codes.clamp(min=0)] == self.group_of[torch.from_numpy(queries)].unsqueeze(1)
+        allowed = allowed_candidates(scores, found & ~own_group, positive_scores, self.filters)
+        rescored = None
+        if self.reranker is not None:
+            allowed, rescored = self._rescored(texts, queries, positives, codes, allowed)
+        return self._packed(codes, scores, positive_scores, allowed, rescored)
+
+    def _rescored(
+        self, texts: list[str], queries: np.ndarray, positives: np.ndarray, codes: torch.Tensor, allowed: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`allowed` less what the cross-encoder calls duplicates; its scores (positive first, then candidates)."""
+        row, column = allowed.nonzero(as_tuple=True)
+        candidates = codes[row, column].numpy()
+        texts_a = [texts[code] for code in queries[row.numpy()]] + [texts[code] for code in queries]
+        texts_b = [texts[code] for code in candidates] + [texts[code] for code in positives]
+        scored = cross_encoder_scores(self.reranker, texts_a, texts_b, batch_size=self.batch_size)
+        candidate_scores = torch.full(codes.shape, float("nan"))
+        candidate_scores[row, column] = scored[: len(row)]
+        allowed = allowed.clone()
+        allowed[row, column] = scored[: len(row)] < self.threshold
+        return allowed, torch.cat([scored[len(row) :].unsqueeze(1), candidate_scores], dim=1)
+
+    def _packed(
+        self,
+        codes: torch.Tensor,
+        scores: torch.Tensor,
+        positive_scores: torch.Tensor,
+        allowed: torch.Tensor,
+        rescored: torch.Tensor | None,
+    ) -> tuple[Any, ...]:
+        n = self.filters.num_negatives
+        slot = allowed.cumsum(dim=1) - 1
+        chosen = allowed & (slot < n)
+        row, column = chosen.nonzero(as_tuple=True)
+        negative_codes = torch.full((len(codes), n), -1, dtype=torch.long)
+        negative_scores = torch.full((len(codes), n), float("nan"))
+        negative_codes[row, slot[row, column]] = codes[row, column]
+        negative_scores[row, slot[row, column]] = scores[row, column].float()
+        packed = (negative_codes.numpy(), positive_scores.float().numpy(), negative_scores.numpy())
+        if rescored is None:
+            return (*packed, None)
+        cross = torch.full((len(codes), 1 + n), float("nan"))
+        cross[:, 0] = rescored[:, 0]
+        cross[row, 1 + slot[row, column]] = rescored[row, 1 + column]
+        return (*packed, cross.numpy())
+
+
+def _progress(total: int, show: bool) -> Any:
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="Mining negatives", unit="query")
