@@ -11,6 +11,8 @@ The file's columns (JSON lines, JSON or Parquet):
   the positive's first, then the negatives' in the order of ``negative``.
 
 Every row holds the same number of negatives (and one score more): rows of different lengths are refused.
+The `groups-with-scores` layout `hfsiamese mine` / `hfsiamese teacher-scores` write (``query``, ``positive``,
+``negatives``, ``teacher_scores``: sentence-transformers' names) is read too, renamed to the columns above.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import pyarrow.compute as pc
 from hfsiamese.data.arrow_columns import column_arrow
 
 TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
+# The mined groups' names (hfsiamese.mining.mined_formats) -> the names the training pairs use.
+MINED_GROUP_NAMES = {"query": "question1", "positive": "question2", "negatives": "negative"}
 _READERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
 __all__ = ["TEACHER_SCORE_ROW_COLUMNS", "load_teacher_score_rows", "refuse_held_out_questions"]
@@ -40,6 +44,8 @@ def load_teacher_score_rows(path: str | Path) -> datasets.Dataset:
     if not source.is_file():
         raise FileNotFoundError(f"teacher-score rows: no file {source}")
     rows = datasets.load_dataset(reader, data_files=str(source), split="train")
+    if not set(MINED_GROUP_NAMES.values()) & set(rows.column_names):
+        rows = rows.rename_columns({old: new for old, new in MINED_GROUP_NAMES.items() if old in rows.column_names})
     missing = [column for column in TEACHER_SCORE_ROW_COLUMNS if column not in rows.column_names]
     if missing:
         raise ValueError(
