@@ -87,6 +87,31 @@ def _loaded(model: Any, revision: str | None) -> Any:
     return load_model(model, **({"revision": revision} if revision else {}))
 
 
+def _prepared(model: Any, revision: str | None, device: str | None, batch_size: int | None, family: str) -> Any:
+    """The model an adapter wraps: loaded when named, refused when not of `family`, moved to `device` if one is given."""
+    require_mteb()
+    model = _loaded(model, revision)
+    belongs, other = (
+        (_is_bi_encoder, "MtebCrossEncoder") if family == "bi-encoder" else (_is_cross_encoder, "MtebBiEncoder")
+    )
+    if not belongs(model):
+        raise TypeError(f"{type(model).__name__} is no hfsiamese {family} (the other family goes in {other})")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+    if device is not None:
+        model.to(device)
+    return model
+
+
+def _run_options(batch_size: int | None, mteb_options: dict[str, Any]) -> dict[str, Any]:
+    """What a call of the model takes from MTEB's `encode_kwargs`: the adapter's batch size first, then MTEB's."""
+    _check_precision(mteb_options.get("precision"))
+    return {
+        "batch_size": batch_size or mteb_options.get("batch_size", 64),
+        "show_progress_bar": bool(mteb_options.get("show_progress_bar", False)),
+    }
+
+
 class MtebBiEncoder:
     """
     A hfsiamese bi-encoder (`SiameseModel`, or its ONNX export) as an MTEB encoder: `encode` embeds the texts of
@@ -115,17 +140,7 @@ class MtebBiEncoder:
         truncate_dim: int | None = None,
         name: str | None = None,
     ) -> None:
-        require_mteb()
-        model = _loaded(model, revision)
-        if not _is_bi_encoder(model):
-            raise TypeError(
-                f"{type(model).__name__} is no hfsiamese bi-encoder (a cross-encoder goes in MtebCrossEncoder)"
-            )
-        if device is not None:
-            model.to(device)
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        self.model = model
+        self.model = model = _prepared(model, revision, device, batch_size, "bi-encoder")
         self.tokenizer = model._resolve_tokenizer(tokenizer)  # a model saved without one: said so now, not mid-run
         self.batch_size = batch_size
         self.encode_options = {"max_length": max_length, "dtype": dtype, "truncate_dim": truncate_dim}
@@ -160,14 +175,11 @@ class MtebBiEncoder:
         **kwargs: Any,
     ) -> np.ndarray:
         """The L2-normalised float32 embeddings of the dataloader's texts, in its order (MTEB's `encode`)."""
-        _check_precision(kwargs.get("precision"))
-        texts = _texts(inputs, "inputs")
         embeddings = self.model.encode(
-            texts,
+            _texts(inputs, "inputs"),
             self.tokenizer,
-            batch_size=self.batch_size or kwargs.get("batch_size", 64),
-            show_progress_bar=bool(kwargs.get("show_progress_bar", False)),
             prompt_name=self._prompt_name(task_metadata, prompt_type),
+            **_run_options(self.batch_size, kwargs),
             **self.encode_options,
         )
         return embeddings.numpy()
@@ -207,17 +219,7 @@ class MtebCrossEncoder:
         dtype: torch.dtype | None = None,
         name: str | None = None,
     ) -> None:
-        require_mteb()
-        model = _loaded(model, revision)
-        if not _is_cross_encoder(model):
-            raise TypeError(
-                f"{type(model).__name__} is no hfsiamese cross-encoder (a bi-encoder goes in MtebBiEncoder)"
-            )
-        if device is not None:
-            model.to(device)
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-        self.model = model
+        self.model = model = _prepared(model, revision, device, batch_size, "cross-encoder")
         self.batch_size = batch_size
         self.score_options = {"max_length": max_length, "dtype": dtype}
         self.mteb_model_meta = model_meta(
@@ -244,17 +246,11 @@ class MtebCrossEncoder:
         **kwargs: Any,
     ) -> np.ndarray:
         """The score of each pair (`inputs1[i]`, `inputs2[i]`), in [0, 1] (MTEB's `predict`)."""
-        _check_precision(kwargs.get("precision"))
+        options = _run_options(self.batch_size, kwargs)
         queries, documents = _texts(inputs1, "queries"), _texts(inputs2, "documents")
         if len(queries) != len(documents):
             raise ValueError(f"{len(queries)} queries but {len(documents)} documents: MTEB pairs them one to one")
-        scores = self.model.score_pairs(
-            queries,
-            documents,
-            batch_size=self.batch_size or kwargs.get("batch_size", 64),
-            show_progress_bar=bool(kwargs.get("show_progress_bar", False)),
-            **self.score_options,
-        )
+        scores = self.model.score_pairs(queries, documents, **options, **self.score_options)
         return scores.numpy()
 
 

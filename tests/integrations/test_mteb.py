@@ -63,14 +63,6 @@ def spread_cross_encoder():
     return CrossEncoder(BertForSequenceClassification(config), tokenizer, pair_order="both")
 
 
-@pytest.fixture
-def saved_lstm(tiny_lstm, word_tokenizer, tmp_path):
-    folder = tmp_path / "tiny_lstm"
-    tiny_lstm.save_pretrained(folder)
-    word_tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_the_adapters_are_what_mteb_takes_them_for(bi_encoder, tiny_cross_encoder):
     # A bi-encoder is an encoder only: were it a cross-encoder too, pair-classification tasks would refuse it.
     assert isinstance(bi_encoder, EncoderProtocol)
@@ -167,7 +159,10 @@ def test_the_model_s_own_batch_size_and_prompts_reach_encode(word_tokenizer, mon
     assert calls == [(32, None, 8), (32, None, 8)]  # mteb.evaluate's batch size when none is set
 
 
-def test_metadata_comes_from_the_checkpoint(saved_lstm, word_tokenizer):
+def test_metadata_comes_from_the_checkpoint(tiny_lstm, word_tokenizer, tmp_path):
+    saved_lstm = tmp_path / "tiny_lstm"
+    tiny_lstm.save_pretrained(saved_lstm)
+    word_tokenizer.save_pretrained(saved_lstm)
     adapter = to_mteb(str(saved_lstm))
     assert isinstance(adapter, MtebBiEncoder)
     meta = adapter.mteb_model_meta
