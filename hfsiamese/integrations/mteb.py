@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hfsiamese.integrations.mteb_metadata import model_meta
+from hfsiamese.models.siamese.inference import check_truncate_dim
 from hfsiamese.utils.extras import install_hint
 
 
@@ -145,6 +146,8 @@ class MtebBiEncoder:
         self.batch_size = batch_size
         self.encode_options = {"max_length": max_length, "dtype": dtype, "truncate_dim": truncate_dim}
         full_dim = model.config.sentence_embedding_dim
+        if truncate_dim is not None:
+            check_truncate_dim(truncate_dim, full_dim)  # refused now, not at the first task
         self.mteb_model_meta = model_meta(
             loader=type(self),
             module=model,

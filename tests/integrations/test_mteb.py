@@ -205,6 +205,8 @@ def test_each_adapter_refuses_the_other_family(tiny_lstm, word_tokenizer, tiny_c
         MtebBiEncoder(tiny_lstm)  # built in memory, saved nowhere: no tokenizer to find
     with pytest.raises(ValueError, match="batch_size"):
         MtebBiEncoder(tiny_lstm, tokenizer=word_tokenizer, batch_size=0)
+    with pytest.raises(ValueError, match="truncate_dim"):
+        MtebBiEncoder(tiny_lstm, tokenizer=word_tokenizer, truncate_dim=7)  # wider than its 6 dimensions
 
 
 def test_quantised_precision_is_refused(bi_encoder):
