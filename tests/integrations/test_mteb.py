@@ -185,6 +185,25 @@ def test_metadata_comes_from_the_checkpoint(tiny_lstm, word_tokenizer, tmp_path)
     assert (named.revision, named.name, named.embed_dim) == ("v1", "me/lstm", 4)
 
 
+def test_an_onnx_export_scores_as_its_pytorch_model(tiny_lstm, word_tokenizer, tmp_path):
+    from hfsiamese.bi_encoder.onnx_export import export_onnx
+
+    source, exported = tmp_path / "trained", tmp_path / "onnx"
+    tiny_lstm.save_pretrained(source)
+    word_tokenizer.save_pretrained(source)
+    export_onnx(tiny_lstm.eval(), word_tokenizer, exported, source_dir=source)
+    onnx_adapter = to_mteb(str(exported))
+    meta = onnx_adapter.mteb_model_meta
+    assert meta.framework == ["ONNX"] and meta.n_parameters is None  # its weights are in the graph
+    assert meta.embed_dim == tiny_lstm.config.sentence_embedding_dim
+    assert meta.revision == MtebBiEncoder(str(exported)).mteb_model_meta.revision  # the graph's bytes, read again
+
+    task = pairs_task(labels_of_duplicates=0)  # duplicates labelled 0: an AP between 0 and 1, to compare
+    onnx_scores = evaluate(onnx_adapter, task)
+    torch_scores = evaluate(MtebBiEncoder(tiny_lstm, tokenizer=word_tokenizer), task)
+    assert onnx_scores["cosine_ap"] == pytest.approx(torch_scores["cosine_ap"], abs=1e-6)
+
+
 def test_cross_encoder_metadata(tiny_cross_encoder_dir, tiny_cross_encoder):
     meta = to_mteb(str(tiny_cross_encoder_dir)).mteb_model_meta
     assert meta.is_cross_encoder
