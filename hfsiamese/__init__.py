@@ -65,6 +65,9 @@ _LAZY = {
     "export_onnx": "hfsiamese.bi_encoder.onnx_export",
     "export_cross_encoder_onnx": "hfsiamese.cross_encoder.onnx_export",
     "export_sentence_transformers": "hfsiamese.bi_encoder.sentence_transformers_export",
+    "to_mteb": "hfsiamese.integrations.mteb",
+    "MtebBiEncoder": "hfsiamese.integrations.mteb",
+    "MtebCrossEncoder": "hfsiamese.integrations.mteb",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 

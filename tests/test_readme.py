@@ -413,6 +413,19 @@ def _calibrated_in_python(ran: Ran) -> None:
     assert "probability" in out and 0.0 <= float(out["probability"][0]) <= 1.0, out
 
 
+def _mteb_scored(ran: Ran) -> None:
+    """MTEB on the held-out pairs: its AP is the one `hfsiamese evaluate` computes (up to tied scores' rounding), and the
+    cross-encoder's reranking score is a MAP."""
+    from hfsiamese import load_model
+    from hfsiamese.evaluation import evaluate_pairs
+
+    scores, pairs = ran.namespace["scores"], ran.namespace["pairs"]
+    own = evaluate_pairs(load_model(ran.root / "outputs/lstm_qqp"), pairs, threshold=0.5)["average_precision"]
+    assert abs(scores["cosine_ap"] - own) < 0.01, (scores["cosine_ap"], own)
+    assert scores["max_ap"] >= scores["cosine_ap"]
+    assert 0.0 < ran.namespace["result"].task_results[0].get_score() <= 1.0
+
+
 def _pipeline_decides(ran: Ran) -> None:
     """The `question-duplicates` pipeline: a score and a decision for a pair."""
     out = ran.namespace["pipe"](("How do I learn Python?", "What is the best way to learn Python?"))
@@ -527,6 +540,8 @@ DOCS_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
     ),
     r"^report = model\.calibrate\(": _calibrated_in_python,
     r"support_labels=": _classified,
+    # guides/public-benchmarks.md
+    r"name=\"QQPHeldOut\"": _mteb_scored,
     # guides/duplicate-search.md
     r"index\.save\(\"outputs/qqp_index\"\)": all_of(
         files("outputs/qqp_index/embeddings.npy", "outputs/qqp_index/corpus/", "outputs/qqp_index/index_config.json"),
