@@ -40,6 +40,8 @@ class IndexViews:
     corpus_chunk_size: int
     _id_type: Any
     _model_fingerprint: Any
+    _hybrid: Any  # lexical.hybrid_settings.HybridSpec, or None: dense search only
+    _lexical: Any  # lexical.hybrid_search.LexicalSide, or None
     _encode: Callable[..., torch.Tensor]
     add_embeddings: Callable[..., Any]
 
