@@ -73,4 +73,19 @@ def saved_hybrid_options(saved: Any, where: str) -> dict[str, Any]:
     return options
 
 
-__all__ = ["HYBRID_BACKENDS", "HybridSpec", "check_hybrid", "saved_hybrid_options"]
+def hybrid_flags(hybrid: str | None, rrf_k: int | None, lexical_weight: float | None) -> dict[str, Any]:
+    """The `--hybrid`, `--rrf_k` and `--lexical_weight` flags of `hfsiamese search` and `hfsiamese app` as
+    `DuplicateIndex` options: none given, none (a saved index keeps its own); `--hybrid none`, dense only."""
+    if hybrid in (None, "none"):
+        if rrf_k is not None or lexical_weight is not None:
+            raise ValueError("--rrf_k and --lexical_weight apply with --hybrid rrf or weighted")
+        return {} if hybrid is None else {"hybrid": None}
+    options: dict[str, Any] = {"hybrid": hybrid}
+    if rrf_k is not None:
+        options["rrf_k"] = rrf_k
+    if lexical_weight is not None:
+        options["lexical_weight"] = lexical_weight
+    return options
+
+
+__all__ = ["HYBRID_BACKENDS", "HybridSpec", "check_hybrid", "hybrid_flags", "saved_hybrid_options"]

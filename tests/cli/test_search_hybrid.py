@@ -1,0 +1,57 @@
+"""`hfsiamese search --hybrid`: keyword + dense search from the command line, kept with a saved index."""
+
+import pytest
+import torch
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cli.search import main
+from tests.conftest import TEXTS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, word_tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="lstm",
+        vocab_size=len(word_tokenizer),
+        embedding_dim=8,
+        hidden_size=6,
+        pad_token_id=0,
+        threshold=0.9,
+    )
+    path = tmp_path_factory.mktemp("hybrid_model")
+    SiameseModel(config).save_pretrained(path)
+    word_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hybrid_corpus") / "questions.txt"
+    path.write_text("\n".join(TEXTS), encoding="utf-8")
+    return path
+
+
+def test_hybrid_flag_builds_saves_and_reuses(tmp_path, model_dir, corpus_file, capsys):
+    base = ["--model_name_or_path", str(model_dir), "--query", "sky blue", "--k", "2", "--index_dir", str(tmp_path)]
+    built = main([*base, "--corpus", str(corpus_file), "--hybrid", "weighted", "--lexical_weight", "0.5", "--json"])
+    assert built["hybrid"] == "weighted"
+    best = built["results"][0]["matches"][0]
+    assert best["text"] == TEXTS[4] and best["lexical_score"] > 0 and "hybrid_score" in best
+    assert best["is_duplicate"] == (best["score"] >= 0.9)  # the cosine decides
+    capsys.readouterr()
+    assert main(base)["results"] == built["results"]  # the saved index searches as it was saved
+    dense = main([*base, "--hybrid", "none"])
+    assert "hybrid" not in dense and "hybrid_score" not in dense["results"][0]["matches"][0]
+    assert main([*base, "--hybrid", "rrf"])["hybrid"] == "rrf"
+
+
+def test_hybrid_flags_are_checked(tmp_path, model_dir, corpus_file):
+    base = ["--model_name_or_path", str(model_dir), "--corpus", str(corpus_file), "--query", "sky"]
+    with pytest.raises(UsageError, match="--rrf_k and --lexical_weight apply with --hybrid rrf or weighted"):
+        main([*base, "--lexical_weight", "0.5"])
+    with pytest.raises(ValueError, match=r"lexical_weight applies to hybrid=\"weighted\""):
+        main([*base, "--hybrid", "rrf", "--lexical_weight", "0.5"])
+    with pytest.raises(UsageError, match="argument --hybrid: invalid choice: 'bm25'"):
+        main([*base, "--hybrid", "bm25"])
