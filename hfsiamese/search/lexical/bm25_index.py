@@ -22,7 +22,6 @@ import numpy as np
 from hfsiamese.utils.extras import install_hint
 
 LEXICAL_DIR_NAME = "lexical_bm25"  # in a saved index folder
-LEXICAL_EXTRA = "lexical"  # the pyproject extra that installs bm25s
 # The tokenisation, written down so that a saved index is searched with the one that built it.
 STOPWORDS = "en"
 _SETTINGS_NAME = "hfsiamese_lexical.json"
@@ -33,9 +32,8 @@ def import_bm25s() -> Any:
     try:
         import bm25s
     except ImportError as err:
-        raise ImportError(
-            f"hybrid= (keyword + dense search) needs the bm25s package: {install_hint(LEXICAL_EXTRA)}"
-        ) from err
+        hint = install_hint("lexical")
+        raise ImportError(f"hybrid= (keyword + dense search) needs the bm25s package: {hint}") from err
     return bm25s
 
 
@@ -109,4 +107,4 @@ def remove_saved(directory: Path) -> None:
     shutil.rmtree(directory / LEXICAL_DIR_NAME, ignore_errors=True)
 
 
-__all__ = ["LEXICAL_DIR_NAME", "LEXICAL_EXTRA", "STOPWORDS", "Bm25Index", "import_bm25s", "remove_saved", "tokenize"]
+__all__ = ["LEXICAL_DIR_NAME", "STOPWORDS", "Bm25Index", "import_bm25s", "remove_saved", "tokenize"]

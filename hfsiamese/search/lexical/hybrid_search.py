@@ -67,23 +67,33 @@ class HybridHits(NamedTuple):
 
 
 def hybrid_search_embeddings(
-    index: Any, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
+    index: Any,
+    queries: list[str],
+    query_embeddings: torch.Tensor,
+    k: int,
+    *,
+    backend: str | None = None,
+    exclude_rows: list[int] | None = None,
 ) -> HybridHits:
     """
     The fused top `k` of each query (its text for BM25, its L2-normalised embedding for the cosine): the dense and
-    BM25 lists, each `max(2 * k, MIN_DEPTH)` deep, fused by the index's `hybrid` rule.
+    BM25 lists, each `max(2 * k, MIN_DEPTH)` deep, fused by the index's `hybrid` rule. `exclude_rows`: one row per
+    query left out of both lists before they are fused (a corpus searched with its own texts, as
+    `hfsiamese.evaluation.evaluate_retrieval` does).
     """
     spec: HybridSpec = index._hybrid
     store: InMemoryStore = index._store
-    depth = min(len(store), max(2 * k, MIN_DEPTH))
+    excluded = 0 if exclude_rows is None else 1
+    depth = min(len(store), max(2 * k, MIN_DEPTH) + excluded)
     dense_scores, dense_rows = index.search_embeddings(query_embeddings, depth, backend=backend)
     lexical_scores, lexical_rows = index._lexical.index_of(store).topk(queries, depth)
     embedded = query_embeddings.detach().float().cpu().numpy()
-    width = min(k, len(store))
+    width = min(k, len(store) - excluded)
     out = HybridHits(*(torch.full((len(queries), width), fill) for fill in (float("-inf"), -1, 0.0, 0.0)))
     for q in range(len(queries)):
-        dense = {r: s for r, s in zip(dense_rows[q].tolist(), dense_scores[q].tolist()) if r >= 0}
-        lexical = {int(r): float(s) for r, s in zip(lexical_rows[q], lexical_scores[q]) if r >= 0}
+        left_out = -1 if exclude_rows is None else exclude_rows[q]
+        dense = {r: s for r, s in zip(dense_rows[q].tolist(), dense_scores[q].tolist()) if r >= 0 and r != left_out}
+        lexical = {int(r): float(s) for r, s in zip(lexical_rows[q], lexical_scores[q]) if r >= 0 and r != left_out}
         cosines = dict(dense)
         found_by_bm25_only = [r for r in lexical if r not in dense]
         if found_by_bm25_only:  # their exact cosine: the decision stays the dense model's

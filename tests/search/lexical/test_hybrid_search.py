@@ -68,6 +68,14 @@ def test_rrf_scores_are_the_hand_computed_ones(rare_word_index):
     assert hits.lexical_scores[0, 2] == 0 and hits.lexical_scores[0, 1] > hits.lexical_scores[0, 0] > 0
 
 
+def test_a_row_left_out_of_both_lists_before_fusion(rare_word_index):
+    # a corpus searched with its own texts (as evaluate_retrieval): row 1 left out, the others move up a rank
+    index = rare_word_index(hybrid="rrf")
+    hits = hybrid_search_embeddings(index, [QUERY], index._encode([QUERY]), 10, exclude_rows=[1])
+    assert hits.rows[0].tolist() == [0, 2, 3, 4, 5]  # k capped at the 5 rows left
+    assert hits.fused_scores[0, :2].tolist() == pytest.approx([1 / 65 + 1 / 61, 1 / 61])
+
+
 def test_faiss_backend_searches_alike(rare_word_index):
     exact = rare_word_index(hybrid="rrf").search(QUERY, k=3)
     faiss = rare_word_index(hybrid="rrf", backend="faiss", recall_target=None).search(QUERY, k=3)
