@@ -1,29 +1,17 @@
 """`hfsiamese search --hybrid`: keyword + dense search from the command line, kept with a saved index."""
 
 import pytest
-import torch
 
-from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli.command_line import UsageError
 from hfsiamese.cli.search import main
 from tests.conftest import TEXTS
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, word_tokenizer):
-    torch.manual_seed(0)
-    config = SiameseConfig(
-        encoder_type="lstm",
-        vocab_size=len(word_tokenizer),
-        embedding_dim=8,
-        hidden_size=6,
-        pad_token_id=0,
-        threshold=0.9,
-    )
-    path = tmp_path_factory.mktemp("hybrid_model")
-    SiameseModel(config).save_pretrained(path)
-    word_tokenizer.save_pretrained(path)
-    return path
+@pytest.fixture
+def model_dir(tmp_path, tiny_lstm, word_tokenizer):
+    tiny_lstm.save_pretrained(tmp_path / "model")
+    word_tokenizer.save_pretrained(tmp_path / "model")
+    return tmp_path / "model"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +22,8 @@ def corpus_file(tmp_path_factory):
 
 
 def test_hybrid_flag_builds_saves_and_reuses(tmp_path, model_dir, corpus_file, capsys):
-    base = ["--model_name_or_path", str(model_dir), "--query", "sky blue", "--k", "2", "--index_dir", str(tmp_path)]
+    base = ["--model_name_or_path", str(model_dir), "--query", "sky blue", "--k", "2", "--threshold", "0.9"]
+    base += ["--index_dir", str(tmp_path / "index")]
     built = main([*base, "--corpus", str(corpus_file), "--hybrid", "weighted", "--lexical_weight", "0.5", "--json"])
     assert built["hybrid"] == "weighted"
     best = built["results"][0]["matches"][0]
