@@ -63,7 +63,10 @@ class Bm25Index:
         k = min(k, self.num_texts)
         if k == 0 or not queries:
             return np.zeros((len(queries), k), dtype=np.float32), np.full((len(queries), k), -1, dtype=np.int64)
-        rows, scores = self.retriever.retrieve(tokenize(queries), k=k, show_progress=False, n_threads=0)
+        # numpy, in this thread: "auto" would take jax where installed (which claims accelerators)
+        rows, scores = self.retriever.retrieve(
+            tokenize(queries), k=k, show_progress=False, n_threads=0, backend_selection="numpy"
+        )
         rows, scores = np.asarray(rows, dtype=np.int64), np.asarray(scores, dtype=np.float32)
         rows[scores <= 0] = -1
         return np.where(rows >= 0, scores, 0).astype(np.float32), rows

@@ -110,6 +110,7 @@ def test_saved_and_loaded_with_its_settings_and_bm25_index(tiny_lstm, word_token
     assert (tmp_path / "index" / "lexical_bm25").is_dir()
     loaded = DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer)
     assert loaded.hybrid == "weighted" and loaded._hybrid.lexical_weight == 0.5
+    assert "backend='exact', hybrid='weighted', model=" in repr(loaded)
     assert loaded._lexical._bm25 is not None  # taken from the folder, not rebuilt
     assert loaded.search(["how do i learn python ?", "sky blue"], k=3) == expected
     # told otherwise at load: dense only, or another rule
