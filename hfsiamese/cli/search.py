@@ -38,7 +38,7 @@ reranks them: the score shown is the cross-encoder's, in [0, 1], "duplicate" fol
 threshold (or --threshold, then a cross-encoder score), and --json also gives each match's
 `retrieval_score` (the cosine). The cross-encoder is never saved into --index_dir.
 
-With --hybrid rrf or weighted (backends exact and faiss), BM25 keyword matches are fused with the
+With --hybrid rrf or weighted (backends exact, faiss and lancedb), BM25 keyword matches are fused with the
 embedding's (see `DuplicateIndex`): the order follows the fused score, the score shown and
 "duplicate" stay the cosine's; --json also gives each match's `hybrid_score` and `lexical_score`.
 A saved index is searched as it was saved unless --hybrid is given (`--hybrid none`: dense only).

@@ -37,7 +37,12 @@ from hfsiamese.search.index_searching import call_reranker, decided, plan_search
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
 from hfsiamese.search.lexical.bm25_index import import_bm25s
-from hfsiamese.search.lexical.hybrid_search import LexicalSide, hybrid_matches, save_lexical
+from hfsiamese.search.lexical.hybrid_search import (
+    LexicalSide,
+    database_hybrid_matches,
+    hybrid_matches,
+    save_lexical,
+)
 from hfsiamese.search.lexical.hybrid_settings import check_hybrid
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 from hfsiamese.search.reranking import resolve_cross_encoder
@@ -90,7 +95,8 @@ class DuplicateIndex(IndexViews):
         hybrid: keyword + dense search (`hfsiamese.search.lexical`; the `bm25s` package): `"rrf"` (reciprocal rank
             fusion of the BM25 and cosine lists, constant `rrf_k`, default 60) or `"weighted"` (a weighted sum of
             normalised scores, `lexical_weight` the BM25 share, default 0.3); `None` (default): dense only. With
-            `backend="exact"` or `"faiss"`; saved with the index. Fusion orders the candidates; `"score"`, the
+            `backend="exact"` or `"faiss"` (a BM25 index in this process, saved with the index) or `"lancedb"` (the
+            table's own full-text index); the setting is saved with the index. Fusion orders the candidates; `"score"`, the
             threshold and the calibrated probability stay the cosine's (see `search` and `find_duplicates`).
 
     Examples:
@@ -319,7 +325,10 @@ class DuplicateIndex(IndexViews):
         if plan.database:
             if backend not in (None, self.backend):
                 raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
-            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
+            if self._hybrid is not None:
+                candidates = database_hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, filter)
+            else:
+                candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
         elif self._hybrid is not None:
             candidates = hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, backend=backend)
         else:

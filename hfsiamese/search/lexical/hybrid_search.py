@@ -49,8 +49,9 @@ class LexicalSide:
 
 
 def save_lexical(index: Any, directory: Path) -> None:
-    """Write the index's BM25 index into its saved folder, or remove an older one there (saved without hybrid)."""
-    if index._lexical is None:
+    """Write the index's BM25 index into its saved folder, or remove an older one there (saved without hybrid, or a
+    database's folder: its keyword index is in the database)."""
+    if index._lexical is None or not isinstance(index._store, InMemoryStore):
         remove_saved(directory)
     else:
         index._lexical.save(index._store, directory)
@@ -99,15 +100,22 @@ def hybrid_search_embeddings(
         if found_by_bm25_only:  # their exact cosine: the decision stays the dense model's
             vectors = store.table.gather(np.asarray(found_by_bm25_only, dtype=np.int64))
             cosines.update(zip(found_by_bm25_only, (vectors @ embedded[q]).tolist()))
-        if spec.method == "rrf":
-            fused = reciprocal_rank_fusion([list(dense), list(lexical)], spec.rrf_k)
-        else:
-            dense_range = (min(dense.values()), max(dense.values())) if dense else None
-            fused = weighted_fusion(cosines, lexical, spec.lexical_weight, dense_range=dense_range)
+        fused = fuse(spec, dense, lexical, cosines)
         for column, (row, score) in enumerate(fused[:width]):
             out.rows[q, column], out.fused_scores[q, column] = row, score
             out.scores[q, column], out.lexical_scores[q, column] = cosines[row], lexical.get(row, 0.0)
     return out
+
+
+def fuse(
+    spec: HybridSpec, dense: dict[Any, float], lexical: dict[Any, float], cosines: dict[Any, float]
+) -> list[tuple[Any, float]]:
+    """One query's candidates fused, best first: `dense` and `lexical` its two lists (cosine, BM25: best first),
+    `cosines` the cosine of every candidate of either."""
+    if spec.method == "rrf":
+        return reciprocal_rank_fusion([list(dense), list(lexical)], spec.rrf_k)
+    dense_range = (min(dense.values()), max(dense.values())) if dense else None
+    return weighted_fusion(cosines, lexical, spec.lexical_weight, dense_range=dense_range)
 
 
 def hybrid_matches(
@@ -121,6 +129,33 @@ def hybrid_matches(
         kept = rows >= 0
         for match, fused_score, lexical_score in zip(found, fused[kept].tolist(), lexical[kept].tolist()):
             match["hybrid_score"], match["lexical_score"] = fused_score, lexical_score
+    return results
+
+
+def database_hybrid_matches(
+    index: Any, queries: list[str], query_embeddings: torch.Tensor, k: int, filter: dict[str, Any] | None
+) -> list[list[dict[str, Any]]]:
+    """`hybrid_matches` in a LanceDB table: its vector search and its own full-text index (`lancedb_full_text`), both
+    under the same `filter`, fused by id."""
+    from hfsiamese.search.lexical.lancedb_full_text import full_text_search
+
+    store = index._store
+    depth = max(2 * k, MIN_DEPTH)
+    vectors = query_embeddings.detach().float().cpu().numpy()
+    results = []
+    for found, hits in zip(
+        store.search(vectors, depth, filter=filter), full_text_search(store, queries, vectors, depth, filter)
+    ):
+        by_id = {m["id"]: m for m in found}
+        dense = {m["id"]: m["score"] for m in found}
+        lexical = {}
+        for hit, bm25 in hits:
+            by_id.setdefault(hit["id"], hit)
+            lexical[hit["id"]] = bm25
+        fused = fuse(index._hybrid, dense, lexical, {i: m["score"] for i, m in by_id.items()})
+        results.append(
+            [{**by_id[i], "hybrid_score": score, "lexical_score": lexical.get(i, 0.0)} for i, score in fused[:k]]
+        )
     return results
 
 
@@ -178,6 +213,8 @@ def with_lexical_pairs(
 __all__ = [
     "MIN_DEPTH",
     "HybridHits",
+    "database_hybrid_matches",
+    "fuse",
     "LexicalSide",
     "hybrid_matches",
     "hybrid_search_embeddings",

@@ -10,8 +10,9 @@ from typing import Any
 
 from hfsiamese.search.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, HYBRID_METHODS, RRF_K
 
-# The backends whose texts live in this process, where the BM25 index is kept beside them.
-HYBRID_BACKENDS = ("exact", "faiss")
+# In process, a BM25 index (bm25s) beside the texts; in LanceDB, the table's own full-text index. Qdrant's keyword
+# side would be a sparse vector per text, which a collection must be created with: not yet.
+HYBRID_BACKENDS = ("exact", "faiss", "lancedb")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ def check_hybrid(
         raise ValueError(f"hybrid must be None, 'rrf' or 'weighted', got {hybrid!r}")
     if backend not in HYBRID_BACKENDS:
         raise ValueError(
-            f'hybrid= keeps a BM25 index beside texts held in this process: use backend="exact" or "faiss", not {backend!r}'
+            f'hybrid= needs a keyword index: backend="exact" or "faiss" (BM25 in this process) or "lancedb" (its '
+            f"full-text index), not {backend!r}"
         )
     if hybrid == "rrf":
         if lexical_weight is not None:

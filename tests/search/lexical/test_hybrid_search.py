@@ -176,10 +176,10 @@ def test_refusals_are_one_line(tiny_lstm, options, message):
     assert "\n" not in str(caught.value)
 
 
-def test_a_database_backend_is_refused(tiny_lstm, tmp_path):
-    pytest.importorskip("lancedb")
-    with pytest.raises(ValueError, match=r'hybrid= keeps a BM25 index .* use backend="exact" or "faiss"'):
-        DuplicateIndex(tiny_lstm, backend="lancedb", database=tmp_path / "db", hybrid="rrf")
+def test_qdrant_is_refused(tiny_lstm, tmp_path):
+    pytest.importorskip("qdrant_client")
+    with pytest.raises(ValueError, match=r'hybrid= needs a keyword index: .* "lancedb" .*, not \'qdrant\''):
+        DuplicateIndex(tiny_lstm, backend="qdrant", database=tmp_path / "db", hybrid="rrf")
 
 
 def test_the_app_builds_a_hybrid_index(tmp_path, tiny_lstm, word_tokenizer):
@@ -195,3 +195,41 @@ def test_the_app_builds_a_hybrid_index(tmp_path, tiny_lstm, word_tokenizer):
     assert verdict.startswith("Closest earlier question") and TEXTS[4] in table.splitlines()[2]
     with pytest.raises(ValueError, match="--rrf_k and --lexical_weight apply with --hybrid rrf or weighted"):
         load_or_build_index(AppArguments(model_name_or_path=str(tmp_path / "model"), corpus=str(corpus), rrf_k=5))
+
+
+def test_lancedb_uses_its_full_text_index_under_the_same_filter(tiny_lstm, word_tokenizer, tmp_path):
+    pytest.importorskip("lancedb")
+    dim = tiny_lstm.config.sentence_embedding_dim
+    vectors = torch.stack([unit(dim, c, 1 + i % (dim - 1)) for i, c in enumerate(COSINES)])
+    sites = [{"site": "a" if i else "b"} for i in range(len(CORPUS))]  # row 0 alone on site b
+
+    def index_with(**options):
+        index = DuplicateIndex(
+            tiny_lstm, word_tokenizer, threshold=0.9, backend="lancedb", database=tmp_path / "db", **options
+        )
+        index._encode = lambda texts, **_: torch.stack([unit(dim, 1.0, 1)] * len(texts))
+        return index
+
+    index = index_with(hybrid="rrf", collection="hybrid")
+    index.add_embeddings(CORPUS, vectors, metadata=sites)
+    matches = index.search(QUERY, k=2)
+    assert [m["id"] for m in matches] == [1, 0] and [m["is_duplicate"] for m in matches] == [True, False]
+    assert matches[1]["score"] == pytest.approx(0.1) and matches[1]["site"] == "b" and matches[1]["lexical_score"] > 0
+    assert [m["id"] for m in index.search(QUERY, k=2, filter={"site": "a"})] == [1, 2]  # BM25 filtered alike
+    in_process = DuplicateIndex(tiny_lstm, word_tokenizer, hybrid="rrf")
+    in_process.add_embeddings(CORPUS, vectors)
+    assert index.find_duplicates(0.5, k=1) == in_process.find_duplicates(0.5, k=1)  # mined in memory, BM25 too
+    index.add_embeddings(["zyxel router keeps rebooting"], vectors[4:5], ids=[100], metadata=[{"site": "a"}])
+    assert any(m["id"] == 100 and m["lexical_score"] > 0 for m in index.search("zyxel", k=3))  # found since added
+    index.delete([100])
+    assert all(m["id"] != 100 for m in index.search("zyxel", k=6))
+    index.save(tmp_path / "saved")
+    assert not (tmp_path / "saved" / "lexical_bm25").exists()  # the keyword index is the database's
+    index.close()
+    loaded = DuplicateIndex.load(tmp_path / "saved")  # (its fingerprint is of the stand-in encoder)
+    assert loaded.hybrid == "rrf"
+    loaded.close()
+    dense = index_with(collection="dense")
+    dense.add_embeddings(CORPUS, vectors, metadata=sites)
+    assert [m["id"] for m in dense.search(QUERY, k=2)] == [1, 2]
+    dense.close()
