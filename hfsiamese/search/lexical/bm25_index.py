@@ -46,22 +46,24 @@ def tokenize(texts: list[str]) -> list[list[str]]:
 class Bm25Index:
     """BM25 (Lucene's variant, bm25s defaults k1=1.5, b=0.75) over a list of texts, searched by their row numbers."""
 
-    def __init__(self, retriever: Any, num_texts: int) -> None:
-        self.retriever, self.num_texts = retriever, num_texts
+    def __init__(self, retriever: Any | None, num_texts: int) -> None:
+        self.retriever, self.num_texts = retriever, num_texts  # no retriever: no text has a word to match
 
     @classmethod
     def build(cls, texts: list[str]) -> Bm25Index:
         bm25s = import_bm25s()
+        tokens = tokenize(texts)
+        if not any(tokens):  # bm25s cannot index a corpus without a single word
+            return cls(None, len(texts))
         retriever = bm25s.BM25()
-        if texts:
-            retriever.index(tokenize(texts), show_progress=False)
+        retriever.index(tokens, show_progress=False)
         return cls(retriever, len(texts))
 
     def topk(self, queries: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """`(scores, rows)`, both `(len(queries), min(k, num_texts))`, best first; rows sharing no word with the query
         (score 0) are -1 with score 0."""
         k = min(k, self.num_texts)
-        if k == 0 or not queries:
+        if k == 0 or not queries or self.retriever is None:
             return np.zeros((len(queries), k), dtype=np.float32), np.full((len(queries), k), -1, dtype=np.int64)
         # numpy, in this thread: "auto" would take jax where installed (which claims accelerators)
         rows, scores = self.retriever.retrieve(
@@ -77,7 +79,7 @@ class Bm25Index:
         staging = directory / f".{LEXICAL_DIR_NAME}-saving"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        if self.num_texts:
+        if self.retriever is not None:
             self.retriever.save(str(staging), show_progress=False)
         settings = {"num_texts": self.num_texts, "stopwords": STOPWORDS}
         (staging / _SETTINGS_NAME).write_text(json.dumps(settings) + "\n", encoding="utf-8")
@@ -93,8 +95,10 @@ class Bm25Index:
             settings = json.loads((folder / _SETTINGS_NAME).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if settings.get("num_texts") != num_texts or settings.get("stopwords") != STOPWORDS or not num_texts:
+        if settings.get("num_texts") != num_texts or settings.get("stopwords") != STOPWORDS:
             return None
+        if not (folder / "params.index.json").is_file():  # saved without a retriever: no text had a word
+            return cls(None, num_texts)
         bm25s = import_bm25s()
         try:
             retriever = bm25s.BM25.load(str(folder), allow_pickle=False, show_progress=False)

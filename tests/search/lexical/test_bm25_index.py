@@ -44,6 +44,14 @@ def test_saved_and_loaded_alike_and_a_mismatch_is_not_taken(tmp_path):
     assert not (tmp_path / LEXICAL_DIR_NAME).exists() and Bm25Index.load(tmp_path, len(TEXTS)) is None
 
 
+def test_texts_without_a_single_word_match_nothing(tmp_path):
+    index = Bm25Index.build(["the", "a an", "?"])
+    scores, rows = index.topk(["the sky", ""], 2)
+    assert rows.tolist() == [[-1, -1], [-1, -1]] and scores.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    index.save(tmp_path)
+    assert Bm25Index.load(tmp_path, 3).topk(["sky"], 5)[1].tolist() == [[-1, -1, -1]]
+
+
 def test_without_bm25s_the_error_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "bm25s", None)
     with pytest.raises(ImportError, match=r"hybrid= .* needs the bm25s package: .*\[lexical\]"):
