@@ -40,7 +40,8 @@ threshold (or --threshold, then a cross-encoder score), and --json also gives ea
 
 With --hybrid rrf or weighted (backends exact, faiss and lancedb), BM25 keyword matches are fused with the
 embedding's (see `DuplicateIndex`): the order follows the fused score, the score shown and
-"duplicate" stay the cosine's; --json also gives each match's `hybrid_score` and `lexical_score`.
+"duplicate" stay the cosine's, the fused score is shown in brackets; --json also gives each match's
+`hybrid_score` and `lexical_score`.
 A saved index is searched as it was saved unless --hybrid is given (`--hybrid none`: dense only).
 """
 
@@ -279,6 +280,8 @@ def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> s
         for rank, match in enumerate(matches, start=1):
             flag = "duplicate" if match.get("is_duplicate") else ""
             retrieved = f" (cosine {match['retrieval_score']:.4f})" if "retrieval_score" in match else ""  # reranked
+            if "hybrid_score" in match and not retrieved:  # keyword + dense: ordered by the fused score
+                retrieved = f" (fused {match['hybrid_score']:.4f})"
             lines.append(f"  {rank:>2}. {match['score']:.4f}{retrieved} {flag:<9}  [{match['id']}] {match['text']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n")

@@ -31,6 +31,8 @@ def test_hybrid_flag_builds_saves_and_reuses(tmp_path, model_dir, corpus_file, c
     assert best["is_duplicate"] == (best["score"] >= 0.9)  # the cosine decides
     capsys.readouterr()
     assert main(base)["results"] == built["results"]  # the saved index searches as it was saved
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "Query: sky blue" and " (fused " in printed[1] and f"[4] {TEXTS[4]}" in printed[1]
     dense = main([*base, "--hybrid", "none"])
     assert "hybrid" not in dense and "hybrid_score" not in dense["results"][0]["matches"][0]
     assert main([*base, "--hybrid", "rrf"])["hybrid"] == "rrf"
