@@ -166,7 +166,7 @@ class DuplicateSearch:
             return _message("The index is empty."), ""
         probabilities = self._probabilities(matches)
         reranked = "retrieval_score" in matches[0]
-        best = matches[0]
+        best = max(matches, key=lambda m: m["score"])  # the first, but for keyword + dense (fused order)
         if threshold is None:
             verdict = (
                 f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."

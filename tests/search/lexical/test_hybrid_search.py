@@ -182,6 +182,13 @@ def test_qdrant_is_refused(tiny_lstm, tmp_path):
         DuplicateIndex(tiny_lstm, backend="qdrant", database=tmp_path / "db", hybrid="rrf")
 
 
+def test_the_app_verdict_follows_the_best_cosine_not_the_fused_order(rare_word_index, tiny_lstm):
+    index = rare_word_index(hybrid="weighted", lexical_weight=1.0)  # BM25 order: row 0 (cosine 0.1) first
+    verdict, table = DuplicateSearch(tiny_lstm, index, k=2).search(QUERY)
+    assert verdict.startswith("**Already asked** — the best match scores 0.950")
+    assert CORPUS[0] in table.splitlines()[2] and CORPUS[1] in table.splitlines()[3]
+
+
 def test_the_app_builds_a_hybrid_index(tmp_path, tiny_lstm, word_tokenizer):
     tiny_lstm.save_pretrained(tmp_path / "model")
     word_tokenizer.save_pretrained(tmp_path / "model")
