@@ -96,8 +96,8 @@ class DuplicateIndex(IndexViews):
             fusion of the BM25 and cosine lists, constant `rrf_k`, default 60) or `"weighted"` (a weighted sum of
             normalised scores, `lexical_weight` the BM25 share, default 0.3); `None` (default): dense only. With
             `backend="exact"` or `"faiss"` (a BM25 index in this process, saved with the index) or `"lancedb"` (the
-            table's own full-text index); the setting is saved with the index. Fusion orders the candidates; `"score"`, the
-            threshold and the calibrated probability stay the cosine's (see `search` and `find_duplicates`).
+            table's own full-text index); the setting is saved with the index. Fusion orders the candidates:
+            `"score"`, the threshold and the calibrated probability stay the cosine's (see `search`, `find_duplicates`).
 
     Examples:
 
