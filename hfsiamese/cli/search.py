@@ -16,6 +16,9 @@
     hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.csv --text_column question \\
         --metadata_column site --backend lancedb --database outputs/questions_db --index_dir outputs/db_index \\
         --query "How do I learn Python?" --filter site=stackoverflow
+    # keyword + dense: BM25 beside the embedding, for questions that share rare words (saved with the index)
+    hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.txt --hybrid rrf \\
+        --query "error 0x80070005 when installing Python 3.12"
 
 The corpus is read as:
   * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
@@ -34,6 +37,12 @@ the bi-encoder retrieves --rerank_k candidates per query (default max(2k, 20)) a
 reranks them: the score shown is the cross-encoder's, in [0, 1], "duplicate" follows its calibrated
 threshold (or --threshold, then a cross-encoder score), and --json also gives each match's
 `retrieval_score` (the cosine). The cross-encoder is never saved into --index_dir.
+
+With --hybrid rrf or weighted (backends exact, faiss and lancedb), BM25 keyword matches are fused with the
+embedding's (see `DuplicateIndex`): the order follows the fused score, the score shown and
+"duplicate" stay the cosine's, the fused score is shown in brackets; --json also gives each match's
+`hybrid_score` and `lexical_score`.
+A saved index is searched as it was saved unless --hybrid is given (`--hybrid none`: dense only).
 """
 
 from __future__ import annotations
@@ -53,6 +62,8 @@ from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.lexical.fusion import HYBRID_METHODS
+from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.utils.console import configure_quiet_console
@@ -157,6 +168,19 @@ class SearchArguments:
         default=None,
         metadata={"help": "Candidates per query the cross-encoder reranks (default: max(2k, 20)); at least --k."},
     )
+    hybrid: str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword + dense search: rrf (reciprocal rank fusion) or weighted (normalised scores) of BM25 and "
+            "the cosine; none: dense only (default: a saved index's own, else none).",
+            "choices": ("none", *HYBRID_METHODS),
+        },
+    )
+    rrf_k: int | None = field(default=None, metadata={"help": "With --hybrid rrf: the rank constant (default 60)."})
+    lexical_weight: float | None = field(
+        default=None,
+        metadata={"help": "With --hybrid weighted: BM25's share of the fused score, in [0, 1] (default 0.3)."},
+    )
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: tokenizer's)."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
@@ -213,7 +237,16 @@ def index_options(args: SearchArguments) -> dict[str, Any]:
         options.update(database=args.database, collection=args.collection)
     elif args.database is not None:
         raise UsageError("--database applies to --backend lancedb or qdrant")
+    options.update(hybrid_options(args))
     return options
+
+
+def hybrid_options(args: SearchArguments) -> dict[str, Any]:
+    """The --hybrid flags as DuplicateIndex options (none given: a saved index's own)."""
+    try:
+        return hybrid_flags(args.hybrid, args.rrf_k, args.lexical_weight)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
@@ -247,6 +280,8 @@ def format_results(queries: list[str], results: list[list[dict[str, Any]]]) -> s
         for rank, match in enumerate(matches, start=1):
             flag = "duplicate" if match.get("is_duplicate") else ""
             retrieved = f" (cosine {match['retrieval_score']:.4f})" if "retrieval_score" in match else ""  # reranked
+            if "hybrid_score" in match and not retrieved:  # keyword + dense: ordered by the fused score
+                retrieved = f" (fused {match['hybrid_score']:.4f})"
             lines.append(f"  {rank:>2}. {match['score']:.4f}{retrieved} {flag:<9}  [{match['id']}] {match['text']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n")
@@ -285,6 +320,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if index is None:
         return {}
     output = {"model_name_or_path": args.model_name_or_path, "num_texts": len(index), "k": args.k}
+    if index.hybrid is not None:
+        output["hybrid"] = index.hybrid
     if cross_encoder is None:
         results = index.search(args.query, k=args.k, filter=search_filter)
         output["threshold"] = index.threshold

@@ -26,6 +26,8 @@ from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.lexical.fusion import HYBRID_METHODS
+from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
 from hfsiamese.utils.extras import install_hint
 
@@ -72,6 +74,18 @@ class AppArguments:
         default=None,
         metadata={"help": "Candidates per search the cross-encoder reranks (default: max(2k, 20)); at least --k."},
     )
+    hybrid: str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword + dense search: rrf or weighted fusion of BM25 and the cosine; none: dense only "
+            "(default: a saved index's own, else none). Scores and verdicts stay the cosine's.",
+            "choices": ("none", *HYBRID_METHODS),
+        },
+    )
+    rrf_k: int | None = field(default=None, metadata={"help": "With --hybrid rrf: the rank constant (default 60)."})
+    lexical_weight: float | None = field(
+        default=None, metadata={"help": "With --hybrid weighted: BM25's share of the fused score (default 0.3)."}
+    )
 
 
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
@@ -83,6 +97,7 @@ def load_or_build_index(args: AppArguments, model: Any | None = None) -> Duplica
         args.index,
         None if args.corpus is None else lambda: _questions(args),
         model=model,
+        options=hybrid_flags(args.hybrid, args.rrf_k, args.lexical_weight),
         build_options={"batch_size": args.batch_size},
         index_flag="--index",
     )
@@ -151,7 +166,7 @@ class DuplicateSearch:
             return _message("The index is empty."), ""
         probabilities = self._probabilities(matches)
         reranked = "retrieval_score" in matches[0]
-        best = matches[0]
+        best = max(matches, key=lambda m: m["score"])  # the first, but for keyword + dense (fused order)
         if threshold is None:
             verdict = (
                 f"Closest earlier question (score {best['score']:.3f}); the model has no threshold to call duplicates."
@@ -242,6 +257,8 @@ def build_app(
         if app.cross_encoder is not None:
             name = getattr(app.cross_encoder, "name_or_path", None) or "a cross-encoder"
             reranker = f", reranked by `{html.escape(str(name))}`"
+        if getattr(app.index, "hybrid", None) is not None:  # keyword + dense: the order is the fused one
+            reranker = f", keyword + dense ({app.index.hybrid}){reranker}"
         gr.Markdown(f"Searching {size} with `{html.escape(str(app.model.name_or_path or 'the model'))}`{reranker}.")
         with gr.Tab("Search"):
             question = gr.Textbox(label="New question", lines=2, elem_id="question")

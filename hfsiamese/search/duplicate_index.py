@@ -36,6 +36,14 @@ from hfsiamese.search.index_saving import index_config, load_index
 from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
+from hfsiamese.search.lexical.bm25_index import import_bm25s
+from hfsiamese.search.lexical.hybrid_search import (
+    LexicalSide,
+    database_hybrid_matches,
+    hybrid_matches,
+    save_lexical,
+)
+from hfsiamese.search.lexical.hybrid_settings import check_hybrid
 from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 from hfsiamese.search.reranking import resolve_cross_encoder
 from hfsiamese.search.stores.in_memory import InMemoryStore
@@ -84,6 +92,12 @@ class DuplicateIndex(IndexViews):
             table there and `api_key` is the server's key.
         cross_encoder: a default reranker for `search` and `find_duplicates` (a `CrossEncoder` or its folder); a
             per-call `cross_encoder=` replaces it. Not saved with the index: pass it again to `load`.
+        hybrid: keyword + dense search (`hfsiamese.search.lexical`; the `bm25s` package): `"rrf"` (reciprocal rank
+            fusion of the BM25 and cosine lists, constant `rrf_k`, default 60) or `"weighted"` (a weighted sum of
+            normalised scores, `lexical_weight` the BM25 share, default 0.3); `None` (default): dense only. With
+            `backend="exact"` or `"faiss"` (a BM25 index in this process, saved with the index) or `"lancedb"` (the
+            table's own full-text index); the setting is saved with the index. Fusion orders the candidates:
+            `"score"`, the threshold and the calibrated probability stay the cosine's (see `search`, `find_duplicates`).
 
     Examples:
 
@@ -121,12 +135,20 @@ class DuplicateIndex(IndexViews):
         api_key: str | None = None,
         cross_encoder: Any | None = None,
         recall_target: float | None = DEFAULT_RECALL_TARGET,
+        hybrid: str | None = None,
+        rrf_k: int | None = None,
+        lexical_weight: float | None = None,
     ) -> None:
         check_sizes(batch_size, query_chunk_size, corpus_chunk_size)
         self.backend = check_backend(backend)
         spec = ann_spec_of(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
         recall_target = check_recall_target(recall_target)
         check_backend_options(backend, spec, database)
+        self._hybrid = check_hybrid(hybrid, rrf_k, lexical_weight, backend)
+        self.hybrid: str | None = None if self._hybrid is None else self._hybrid.method
+        self._lexical: LexicalSide | None = None if self._hybrid is None else LexicalSide()
+        if self._hybrid is not None:
+            import_bm25s()  # said before any encoding
         self.model = self._resolve_model(model)
         self.tokenizer = tokenizer
         self.batch_size, self.max_length, self.truncate_dim = batch_size, max_length, truncate_dim
@@ -289,6 +311,11 @@ class DuplicateIndex(IndexViews):
         cross-encoder's score in [0, 1], `"retrieval_score"` the cosine, `"is_duplicate"` is `score >= threshold`
         where `threshold` is then a cross-encoder score (default its calibrated `config.threshold`), and
         `"probability"` is the cross-encoder's calibrated P(duplicate) where it stores a calibration.
+
+        With `hybrid=` (see the constructor), the candidates are the fusion of the cosine's and BM25's top lists,
+        best fused first: each match also has `"hybrid_score"` (the fused score, which orders them) and
+        `"lexical_score"` (BM25; 0 where it shares no word with the query), while `"score"` stays the cosine and
+        `"is_duplicate"` its verdict; a cross-encoder reranks the fused candidates.
         """
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
@@ -298,7 +325,12 @@ class DuplicateIndex(IndexViews):
         if plan.database:
             if backend not in (None, self.backend):
                 raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
-            candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
+            if self._hybrid is not None:
+                candidates = database_hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, filter)
+            else:
+                candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
+        elif self._hybrid is not None:
+            candidates = hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, backend=backend)
         else:
             candidates = self._store.matches(
                 *self.search_embeddings(self._encode(texts), plan.fetch_k, backend=backend)
@@ -344,6 +376,10 @@ class DuplicateIndex(IndexViews):
         cross-encoder keeps those whose score reaches `threshold` (default its calibrated `config.threshold`) or whose
         calibrated P(duplicate) reaches `probability_threshold`: `"score"` is then its score, `"retrieval_score"` the
         cosine.
+
+        With `hybrid=`, each text's `k` best BM25 matches are candidates too, beside its `k` nearest by cosine: a pair
+        is still decided by its cosine (or the calibrated probability of it), so hybrid mining finds every pair the
+        dense mining finds, and those sharing rare words that `k` closer texts kept out of the dense neighbours.
         """
         check_k(k)
         reranker = call_reranker(self, cross_encoder)
@@ -359,6 +395,7 @@ class DuplicateIndex(IndexViews):
         """
         self._check_not_empty()
         self._store.save(save_directory, index_config(self), overwrite=overwrite)
+        save_lexical(self, Path(save_directory))  # derived from the texts: rebuilt at load if missing
 
     @classmethod
     def load(

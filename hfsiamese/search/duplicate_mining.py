@@ -12,6 +12,7 @@ from typing import Any
 
 from hfsiamese.models.siamese.scoring import check_threshold, resolve_decision_threshold, resolve_threshold
 from hfsiamese.search.index_views import IndexViews
+from hfsiamese.search.lexical.hybrid_search import with_lexical_pairs
 from hfsiamese.search.paraphrase_pairs import paraphrase_pairs
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold, rerank_pairs
 from hfsiamese.search.stores.in_memory import InMemoryStore
@@ -112,6 +113,11 @@ def _mine_pairs(
         query_chunk_size=index.query_chunk_size,
         show_progress_bar=show_progress_bar,
     )
+    if index._lexical is not None:  # each text's BM25 neighbours as candidates too, decided by the cosine
+        found = with_lexical_pairs(
+            found, store, index._lexical, threshold, k, query_chunk_size=index.query_chunk_size,
+            show_progress_bar=show_progress_bar,
+        )  # fmt: skip
     if found.capped:
         logger.warning(
             f"{found.capped} texts have all {min(k, len(store) - 1)} nearest neighbours at or above the threshold "

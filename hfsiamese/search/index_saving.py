@@ -22,6 +22,7 @@ from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.backends import DATABASE_BACKENDS
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME, read_index_folder
 from hfsiamese.search.index_views import IndexViews
+from hfsiamese.search.lexical.hybrid_settings import saved_hybrid_options
 from hfsiamese.search.recall_tuning import RecallReport
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
@@ -53,6 +54,8 @@ def index_config(index: IndexViews) -> dict[str, Any]:
         "calibration": None if index.calibrator is None else index.calibrator.to_dict(),
         "backend": index.backend,
     }
+    if index._hybrid is not None:  # absent without hybrid: such configs are as before
+        config["hybrid"] = index._hybrid.to_dict()
     if index.model is not None:
         probes = index._encode(list(PROBE_QUESTIONS)).float()
         config["model_fingerprint"] = {
@@ -77,6 +80,8 @@ def load_index(
     if saved_recall is not None:
         kwargs.setdefault("recall_target", saved_recall.target)  # the target it was measured against, unless told
     kwargs.setdefault("backend", config.get("backend", "exact"))
+    if not {"hybrid", "rrf_k", "lexical_weight"} & kwargs.keys():  # searched as saved, unless told
+        kwargs.update(saved_hybrid_options(config.get("hybrid"), str(path / INDEX_CONFIG_NAME)))
     database = config.get("database")
     if kwargs["backend"] in DATABASE_BACKENDS and database is not None:
         kwargs.setdefault("database", database["location"])
@@ -102,6 +107,8 @@ def load_index(
         )
     store.embedding_dim = index.embedding_dim
     store.table, store.corpus = table, corpus
+    if index._lexical is not None:
+        index._lexical.take_saved(store, path)
     index._id_type = "int" if store.int_ids else "str"
     saved_spec = AnnSpec.from_dict(config["ann"]) if config.get("ann") else None
     if isinstance(store, FaissStore) and ann_file is not None and saved_spec is not None:

@@ -40,6 +40,8 @@ class IndexViews:
     corpus_chunk_size: int
     _id_type: Any
     _model_fingerprint: Any
+    _hybrid: Any  # lexical.hybrid_settings.HybridSpec, or None: dense search only
+    _lexical: Any  # lexical.hybrid_search.LexicalSide, or None
     _encode: Callable[..., torch.Tensor]
     add_embeddings: Callable[..., Any]
 
@@ -50,9 +52,11 @@ class IndexViews:
         database = not isinstance(self._store, InMemoryStore)
         where = f", database={self.database!r}, collection={self.collection!r}" if database else ""
         faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
+        hybrid = f", hybrid={self._hybrid.method!r}" if getattr(self, "_hybrid", None) is not None else ""
         return (
             f"{type(self).__name__}(num_texts={len(self)}, embedding_dim={self.embedding_dim}, "
-            f"backend={self.backend!r}{where}{faiss}, model={self.model_name_or_path!r}, threshold={self.threshold})"
+            f"backend={self.backend!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
+            f"threshold={self.threshold})"
         )
 
     @property
