@@ -24,6 +24,8 @@ from hfsiamese.search.recall_tuning import (
     RecallProbe,
     RecallReport,
     auto_ladder,
+    between_queries,
+    between_rows,
     check_budget,
     describe,
     latencies_ms,
@@ -108,7 +110,7 @@ def _tuned_ann(store: TunableStore, asked: AnnSpec, target: float) -> tuple[Fais
     that came closest is kept (below the target: `build_ann` warns)."""
     probe: RecallProbe | None = None
     trials: list[dict[str, Any]] = []
-    best: tuple[float, Candidate, AnnSpec] | None = None
+    best: tuple[tuple[float, dict[str, float]], Candidate, AnnSpec] | None = None
     ann: FaissAnnIndex | None = None
     for candidate in auto_ladder(asked, len(store), store.embedding_dim):
         ann = None  # the last one's memory back before the next is built
@@ -126,18 +128,19 @@ def _tuned_ann(store: TunableStore, asked: AnnSpec, target: float) -> tuple[Fais
             return ann, measured(store, ann, None, tuned=True, reason="auto: the size-based choice")
         for search in candidate.searches:
             ann.set_search_settings(search.nprobe, search.rescore_multiplier, search.ef_search)
-            recall = _probe_recall(store, ann, probe)
-            trials.append({"settings": describe(search), "recall": round(recall, 4)})
-            if best is None or recall > best[0]:
-                best = (recall, candidate, search)
+            figures = _probe_recall(store, ann, probe)
+            trials.append(_trial(search, figures))
+            recall = min(figures.values())
+            if best is None or recall > best[0][0]:
+                best = ((recall, figures), candidate, search)
             if recall >= target:
                 reason = (
                     f"auto: the first setting tried reached {target}" if len(trials) == 1
                     else f"auto: the cheapest of {len(trials)} settings tried to reach {target}"
                 )  # fmt: skip
-                return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
+                return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, figures=figures)
     assert best is not None and probe is not None and ann is not None  # the ladder is never empty
-    recall, candidate, search = best
+    (_, figures), candidate, search = best
     if ann.spec.quantization != candidate.build.quantization or ann.spec.structure != candidate.build.structure:
         ann = None
         ann = new_ann(store, candidate.build)  # the closest was an earlier index: built again
@@ -146,7 +149,7 @@ def _tuned_ann(store: TunableStore, asked: AnnSpec, target: float) -> tuple[Fais
         f"auto: none of {len(trials)} settings within max_memory_bytes={asked.max_memory_bytes} reached {target}; "
         "the closest kept"
     )
-    return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, recall=recall)
+    return ann, measured(store, ann, probe, tuned=True, reason=reason, trials=trials, figures=figures)
 
 
 def best_recall(trials: Sequence[dict[str, Any]]) -> float:
@@ -154,19 +157,31 @@ def best_recall(trials: Sequence[dict[str, Any]]) -> float:
 
 
 def recall_probe(store: TunableStore, k: int = RECALL_K) -> RecallProbe | None:
-    """Seeded sample rows of the corpus and their exact top k (own rows left out); None under two texts."""
+    """Seeded sample rows of the corpus and as many between-row queries (`recall_tuning`), with their exact top k
+    (own rows left out); None under two texts."""
     k = min(k, len(store) - 1)
     if k < 1:
         return None
     own = sample_rows(len(store))
-    queries = store.table.gather(own, pread=True)
-    _, exact_rows = store.exact_topk(torch.from_numpy(queries), k, exclude_indices=torch.from_numpy(own))
-    return RecallProbe(own, queries, exact_rows.numpy(), store.table.gather)
+    first, second = between_rows(len(store))
+    between = between_queries(store.table.gather(first, pread=True), store.table.gather(second, pread=True))
+    queries = np.concatenate([store.table.gather(own, pread=True), between])
+    own_rows = np.concatenate([own, np.full(len(between), -1, dtype=np.int64)])
+    _, exact_rows = store.exact_topk(torch.from_numpy(queries), k, exclude_indices=torch.from_numpy(own_rows))
+    return RecallProbe(own_rows, queries, exact_rows.numpy(), store.table.gather)
 
 
-def _probe_recall(store: TunableStore, ann: FaissAnnIndex, probe: RecallProbe) -> float:
+def _probe_recall(store: TunableStore, ann: FaissAnnIndex, probe: RecallProbe) -> dict[str, float]:
+    """Recall of `ann` on `probe`, by kind of query (`RecallProbe.recall_by_kind`)."""
     _, rows = store.ann_topk(ann, probe.queries, probe.k, own_row=True)
-    return probe.recall(rows.numpy())
+    return probe.recall_by_kind(rows.numpy())
+
+
+def _trial(search: AnnSpec, figures: dict[str, float]) -> dict[str, Any]:
+    """One line of a tuning's trials: the settings and their recall (the lower of the kinds), each kind's too."""
+    return {"settings": describe(search), "recall": round(min(figures.values()), 4)} | {
+        f"recall_{kind}": round(value, 4) for kind, value in figures.items()
+    }
 
 
 def measured(
@@ -177,20 +192,21 @@ def measured(
     tuned: bool,
     reason: str,
     trials: Sequence[dict[str, Any]] = (),
-    recall: float | None = None,
+    figures: dict[str, float] | None = None,
 ) -> RecallReport:
-    """The report of `ann` on `probe` (its recall measured unless given; latency timed query by query). Exact
-    search, or a probe of None (under two texts), is not measured: it finds the exact top k."""
+    """The report of `ann` on `probe` (its recall by kind of query measured unless given; latency timed query by
+    query). Exact search, or a probe of None (under two texts), is not measured: it finds the exact top k."""
     common = {"num_texts": len(store), "target": store.recall_target, "settings": describe(ann.spec), "tuned": tuned,
               "reason": reason, "trials": tuple(trials)}  # fmt: skip
     if probe is None or ann.spec.is_exact:
         return RecallReport(recall=1.0, k=RECALL_K, num_queries=0, p50_ms=None, p99_ms=None, **common)
-    if recall is None:
-        recall = _probe_recall(store, ann, probe)
+    if figures is None:
+        figures = _probe_recall(store, ann, probe)
     p50, p99, timed = latencies_ms(lambda query: store.ann_topk(ann, query, probe.k), probe.queries)
+    by_kind = {f"recall_{kind}": round(value, 4) for kind, value in figures.items()}
     return RecallReport(
-        recall=round(recall, 4), k=probe.k, num_queries=len(probe.own_rows), p50_ms=p50, p99_ms=p99,
-        timed_queries=timed, **common,
+        recall=round(min(figures.values()), 4), k=probe.k, num_queries=len(probe.own_rows), p50_ms=p50,
+        p99_ms=p99, timed_queries=timed, **by_kind, **common,
     )  # fmt: skip
 
 
