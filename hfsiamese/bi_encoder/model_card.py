@@ -215,6 +215,7 @@ def build_model_card(
     train_rows: int | None = None,
     eval_pairs: int | None = None,
     global_step: int | None = None,
+    training_datasets: Sequence[Mapping[str, Any]] | None = None,
     base_model: str | None = None,
     language: str | list[str] | None = None,
     license: str | None = None,
@@ -238,6 +239,8 @@ def build_model_card(
         dataset_name / dataset_id / dataset_config: a readable name of the training data, and its Hub data
             set id and configuration if it has one (they go to the `datasets` metadata and the `model-index`).
         train_rows / eval_pairs / global_step: sizes of the run, when known.
+        training_datasets: a run on several data sets: each one's `name`, `rows`, `loss` (its name) and `weight`
+            (None unless given), listed with the run's `multi_dataset_sampling`.
         base_model: the Hub id of the pretrained encoder; ignored unless it is a Hub id.
         language / license / tags: Hub metadata (`hfsiamese` and the task tags are always added).
         sentence_transformers_path: where a sentence-transformers export of the model lies, if any.
@@ -280,6 +283,8 @@ def build_model_card(
         train_rows=train_rows,
         eval_pairs=eval_pairs,
         global_step=global_step,
+        training_datasets=list(training_datasets or []),
+        multi_dataset_sampling=getattr(training_args, "multi_dataset_sampling", None),
         train_runtime=metrics.get("train_runtime"),
         loss=trained_loss_name,
         loss_summary=_loss_summary(trained_loss_name) if trained_loss_name in LOSSES else None,
