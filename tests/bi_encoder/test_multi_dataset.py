@@ -122,8 +122,9 @@ def test_model_card_lists_the_data_sets(tiny_lstm, word_tokenizer, tmp_path):
     trainer.create_model_card()
     card = (tmp_path / "out" / "README.md").read_text()
     assert "proportional sampling" in card
-    assert "- duplicates: 24 training rows, loss `multiple_negatives_ranking`, weight 2" in card
-    assert "- labelled: 16 training rows, loss `contrastive`, weight 1" in card
+    assert "- duplicates: 24 training rows, loss `multiple_negatives_ranking`, weight 2\n" in card
+    assert "- labelled: 16 training rows, loss `contrastive`, weight 1\n" in card
+    assert "multi_dataset_sampling: proportional" in card  # read back by `hfsiamese train`
 
 
 def test_one_data_set_keeps_its_sampler(tiny_lstm, word_tokenizer, tmp_path):
