@@ -177,7 +177,10 @@ def overall_eval_dataset(parts: Mapping[str, datasets.Dataset]) -> datasets.Data
         c for c in first.column_names if c in PAIR_BATCH_COLUMNS and all(c in p.column_names for p in parts.values())
     ]
     features = first.select_columns(columns).features
-    return datasets.concatenate_datasets([part.select_columns(columns).cast(features) for part in parts.values()])
+    selected = [part.select_columns(columns) for part in parts.values()]
+    return datasets.concatenate_datasets(
+        [part if part.features == features else part.cast(features) for part in selected]
+    )
 
 
 __all__ = [

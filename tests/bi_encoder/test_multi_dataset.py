@@ -86,6 +86,17 @@ def test_round_robin_alternates_the_data_sets(tiny_lstm, word_tokenizer, tmp_pat
     assert [next(iter(event[1])) for event in trainer.batches()] == [0, 1, 0, 1, 0, 1]
 
 
+def test_gradient_cache_steps_use_each_data_sets_loss(tiny_lstm, word_tokenizer, tmp_path):
+    trainer = _trainer(
+        word_tokenizer, tiny_lstm, tmp_path, max_steps=4, multi_dataset_sampling="round_robin",
+        gradient_cache_mini_batch_size=2,
+    )  # fmt: skip
+    trainer.train()
+    called = [event[1] for event in trainer.events if event[0] == "loss"]
+    steps = [name for k, name in enumerate(called) if k == 0 or called[k - 1] != name]  # one entry per step
+    assert steps == ["duplicates", "labelled", "duplicates", "labelled"]
+
+
 def test_the_arguments_loss_serves_every_data_set(tiny_lstm, word_tokenizer, tmp_path):
     train = {"a": tokenize_pairs(_pairs(), word_tokenizer), "b": tokenize_pairs(_pairs(6), word_tokenizer)}
     trainer = SiameseTrainer(
