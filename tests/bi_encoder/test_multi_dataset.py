@@ -7,7 +7,12 @@ from hfsiamese.data import tokenize_pairs
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
 from hfsiamese.losses import get_loss
 from tests.conftest import TEXTS
-from tests.fixtures import tiny_eval_pairs as _eval_pairs, tiny_pairs as _pairs, tiny_training_args as _args
+from tests.fixtures import (
+    tiny_eval_pairs as _eval_pairs,
+    tiny_pairs as _pairs,
+    tiny_training_args as _args,
+    trainer_on_tiny_pairs,
+)
 
 
 def _labelled_pairs(n: int = 16) -> datasets.Dataset:
@@ -139,12 +144,7 @@ def test_model_card_lists_the_data_sets(tiny_lstm, word_tokenizer, tmp_path):
 
 
 def test_one_data_set_keeps_its_sampler(tiny_lstm, word_tokenizer, tmp_path):
-    trainer = SiameseTrainer(
-        model=tiny_lstm,
-        args=_args(tmp_path),
-        train_dataset=tokenize_pairs(_pairs(), word_tokenizer),
-        processing_class=word_tokenizer,
-    )
+    trainer = trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, _args(tmp_path))
     assert trainer.named_losses is None
     assert type(trainer._get_train_sampler()) is NoDuplicateGroupSampler
 

@@ -10,6 +10,7 @@ import pytest
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.losses import ContrastiveLoss, MultipleNegativesRankingLoss
 from hfsiamese.training.arguments import DataArguments, model_card_kwargs
+from hfsiamese.training.preparation import load_splits
 from hfsiamese.training.several_datasets import dataset_weights, training_datasets
 from tests.conftest import QQP_FILE
 from tests.helpers import TINY_LSTM_BASE, recipe_flags, run_offline
@@ -71,6 +72,11 @@ def model_card_kwargs_dataset(data_args):
 def test_refusals(entries, top, message):
     with pytest.raises(ValueError, match=message):
         _entries(*entries, **top)
+
+
+def test_commands_of_one_data_set_refuse_several():
+    with pytest.raises(ValueError, match="give this command one data set's own flags"):
+        load_splits(DataArguments(train_datasets=[{"train_file": "a.csv"}]))
 
 
 def test_a_bad_json_list_is_one_line():
