@@ -164,7 +164,9 @@ class SiameseTrainer(PairTrainer):
             )
         for name, part in parts.items():
             check_pair_columns(f"train_dataset[{name!r}]", part)
-        self.named_losses = NamedLosses(list(parts), self._given_loss or args.build_loss())
+        self.named_losses = NamedLosses(
+            list(parts), self._given_loss if self._given_loss is not None else args.build_loss()
+        )
         for (name, part), loss in zip(parts.items(), self.named_losses.losses, strict=True):
             check_training_labels(part, loss, f"{loss_name(loss) or type(loss).__name__} (data set {name!r})")
         ordered_weights(list(parts), self.dataset_weights, args.multi_dataset_sampling)
@@ -434,7 +436,7 @@ class SiameseTrainer(PairTrainer):
             if isinstance(self.train_dataset, (datasets.Dataset, MultiDatasetView))
             else None,
             training_datasets=self._training_datasets_of_card(),
-            eval_pairs=len(self.eval_dataset) if isinstance(self.eval_dataset, datasets.Dataset) else None,
+            eval_pairs=_eval_pairs(self.eval_dataset),
             global_step=self.state.global_step or None,
             base_model=finetuned_from,
             language=language,
@@ -466,6 +468,13 @@ __all__ = ["NonFiniteLossError", "SiameseTrainer"]
 
 def _first(value: str | list[str] | None) -> str | None:
     return value[0] if isinstance(value, list) and value else value or None
+
+
+def _eval_pairs(eval_dataset: Any) -> int | None:
+    """The validation pairs: of the data set, or of all of a dict's."""
+    if isinstance(eval_dataset, Mapping):
+        return sum(len(part) for part in eval_dataset.values())
+    return len(eval_dataset) if isinstance(eval_dataset, datasets.Dataset) else None
 
 
 def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:

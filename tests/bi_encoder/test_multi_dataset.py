@@ -171,6 +171,7 @@ def test_one_data_set_keeps_its_sampler(tiny_lstm, word_tokenizer, tmp_path):
         (dict(dataset_weights={"duplicates": 1, "labelled": 1}, multi_dataset_sampling="round_robin"), "proportional"),
         (dict(loss=get_loss("multiple_negatives_ranking")), "duplicate pairs only"),  # the labelled set's 0 labels
         (dict(remove_unused_columns=True), "remove_unused_columns=False"),
+        (dict(loss={}), "no loss for the training data set 'duplicates'"),
     ],
 )
 def test_refusals(tiny_lstm, word_tokenizer, tmp_path, options, message):

@@ -107,3 +107,4 @@ def test_train_on_two_files_each_with_its_loss(tmp_path):
     assert "- first: 223 training rows, loss `multiple_negatives_ranking`, weight 2\n" in card
     assert "- second: 360 training rows, loss `contrastive`, weight 1\n" in card
     assert "| validation: first |" in card and "| validation: second |" in card
+    assert f"{results['eval_num_pairs']} labelled validation pairs" in card
