@@ -91,6 +91,16 @@ def test_round_robin_alternates_the_data_sets(tiny_lstm, word_tokenizer, tmp_pat
     assert [next(iter(event[1])) for event in trainer.batches()] == [0, 1, 0, 1, 0, 1]
 
 
+@pytest.mark.parametrize(
+    "options", [dict(train_sampling_strategy="group_by_length"), dict(no_duplicate_batches=False)], ids=str
+)
+def test_length_grouped_or_plain_batches_keep_to_one_data_set(tiny_lstm, word_tokenizer, tmp_path, options):
+    trainer = _trainer(word_tokenizer, tiny_lstm, tmp_path, max_steps=6, **options)
+    trainer.train()
+    assert all(len(event[1]) == 1 for event in trainer.batches())
+    assert len(trainer.batches()) == 6
+
+
 def test_gradient_cache_steps_use_each_data_sets_loss(tiny_lstm, word_tokenizer, tmp_path):
     trainer = _trainer(
         word_tokenizer, tiny_lstm, tmp_path, max_steps=4, multi_dataset_sampling="round_robin",
