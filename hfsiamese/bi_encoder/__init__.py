@@ -1,6 +1,6 @@
 """The bi-encoder (Siamese) family: its trainer and training arguments, how a run builds its model (LSTM or
 static vocabularies, pretrained and sentence-transformers folders, LoRA, decoder tokens), its gradient cache,
-batch sampling and hard-negative mining, its model card, calibrated copies, and its exports (ONNX, the
+batch sampling (several data sets in one run too) and hard-negative mining, its model card, calibrated copies, and its exports (ONNX, the
 sentence-transformers layout). The model itself is `hfsiamese.models.siamese`: the folder that travels with
 every checkpoint."""
 
@@ -12,6 +12,7 @@ _EXPORTS = {
     "build_model_and_tokenizer": "hfsiamese.bi_encoder.model_building",
     "check_same_vocabulary": "hfsiamese.bi_encoder.model_building",
     "build_model_card": "hfsiamese.bi_encoder.model_card",
+    "MultiDatasetView": "hfsiamese.bi_encoder.multi_dataset",
     "CalibrationArguments": "hfsiamese.bi_encoder.calibrated_folder",
     "ExportArguments": "hfsiamese.bi_encoder.onnx_export",
     "export_onnx": "hfsiamese.bi_encoder.onnx_export",

@@ -165,9 +165,14 @@ def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None
     return rows
 
 
-def _metric_rows(metrics: Mapping[str, float]) -> list[dict[str, Any]]:
+def _metric_rows(metrics: Mapping[str, float], dataset_names: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One row per split, and with several data sets one per data set and split (`eval_<name>_*`, `test_<name>_*`)."""
     rows = []
-    for prefix, split in SPLITS:
+    splits = [
+        *SPLITS,
+        *((f"{prefix}_{name}", f"{split}: {name}") for prefix, split in SPLITS for name in dataset_names),
+    ]
+    for prefix, split in splits:
         values = {key: metrics.get(f"{prefix}_{key}") for key, _, _ in METRICS}
         if all(v is None for v in values.values()):
             continue
@@ -215,6 +220,7 @@ def build_model_card(
     train_rows: int | None = None,
     eval_pairs: int | None = None,
     global_step: int | None = None,
+    training_datasets: Sequence[Mapping[str, Any]] | None = None,
     base_model: str | None = None,
     language: str | list[str] | None = None,
     license: str | None = None,
@@ -238,6 +244,8 @@ def build_model_card(
         dataset_name / dataset_id / dataset_config: a readable name of the training data, and its Hub data
             set id and configuration if it has one (they go to the `datasets` metadata and the `model-index`).
         train_rows / eval_pairs / global_step: sizes of the run, when known.
+        training_datasets: a run on several data sets: each one's `name`, `rows`, `loss` (its name) and `weight`
+            (None unless given), listed with the run's `multi_dataset_sampling`.
         base_model: the Hub id of the pretrained encoder; ignored unless it is a Hub id.
         language / license / tags: Hub metadata (`hfsiamese` and the task tags are always added).
         sentence_transformers_path: where a sentence-transformers export of the model lies, if any.
@@ -265,7 +273,7 @@ def build_model_card(
         model_name=model_name,
         eval_results=results or None,
     )
-    config_yaml = _recipe_config(arguments, training_args)
+    config_yaml = _recipe_config(arguments, training_args, several_datasets=bool(training_datasets))
     trained_loss_name, loss_options = _trained_loss(loss, training_args)
     card = ModelCard.from_template(
         card_data,
@@ -280,21 +288,27 @@ def build_model_card(
         train_rows=train_rows,
         eval_pairs=eval_pairs,
         global_step=global_step,
+        training_datasets=list(training_datasets or []),
+        multi_dataset_sampling=getattr(training_args, "multi_dataset_sampling", None),
         train_runtime=metrics.get("train_runtime"),
         loss=trained_loss_name,
         loss_summary=_loss_summary(trained_loss_name) if trained_loss_name in LOSSES else None,
         loss_options=loss_options,
         config_yaml=config_yaml,
         metric_columns=[(key, pretty.split(" at ")[0]) for key, _, pretty in METRICS],
-        metric_rows=_metric_rows(metrics),
+        metric_rows=_metric_rows(metrics, [str(part["name"]) for part in training_datasets or []]),
         sentence_transformers_path=sentence_transformers_path,
     )
     return card
 
 
-def _recipe_config(arguments: Mapping[str, Any] | None, training_args: Any | None) -> str | None:
+def _recipe_config(
+    arguments: Mapping[str, Any] | None, training_args: Any | None, *, several_datasets: bool = False
+) -> str | None:
     values = {k: v for k, v in dict(arguments or {}).items() if v is not None}
     values.update(_training_arguments(training_args))
+    if several_datasets and hasattr(training_args, "multi_dataset_sampling"):
+        values["multi_dataset_sampling"] = training_args.multi_dataset_sampling
     if not values:
         return None
     return yaml.safe_dump(values, sort_keys=False, allow_unicode=True).strip()

@@ -10,7 +10,7 @@ run to `hfsiamese.bi_encoder.model_card`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,17 +29,27 @@ from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_teache
 from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
 from hfsiamese.bi_encoder.lora_checkpoints import load_lora_checkpoint
 from hfsiamese.bi_encoder.model_card import build_model_card, metrics_from_log_history
+from hfsiamese.bi_encoder.multi_dataset import (
+    DATASET_INDEX,
+    MultiDatasetCollator,
+    MultiDatasetView,
+    NamedLosses,
+    multi_dataset_sampler,
+    ordered_weights,
+    overall_eval_dataset,
+)
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.bi_encoder.truncated_evaluation import truncated_evaluation_dims, truncated_scores
 from hfsiamese.data.arrow_batches import arrow_batch_dataset
 from hfsiamese.data.collator import SiamesePairCollator
+from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
-from hfsiamese.losses import SiameseLoss
+from hfsiamese.losses import SiameseLoss, loss_name
 from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 from hfsiamese.models.siamese.scoring import pair_scores
 
 # What a batch holds for the loss (or the evaluation) but not for the model's forward.
-BATCH_ONLY_KEYS = ("labels", "group_ids", TEACHER_SCORES_COLUMN)
+BATCH_ONLY_KEYS = ("labels", "group_ids", TEACHER_SCORES_COLUMN, DATASET_INDEX)
 
 
 class SiameseTrainer(PairTrainer):
@@ -58,7 +68,11 @@ class SiameseTrainer(PairTrainer):
       threshold, average precision and ROC-AUC; the threshold is stored in `model.config.threshold`.
       With a Matryoshka loss, the same metrics at each smaller size it trains (`eval_dim128_...`);
     - training: with `gradient_cache_mini_batch_size`, a GradCache step (the whole batch's in-batch loss in
-      the memory of a mini-batch); a LoRA run resumes from its checkpoints' adapters and head.
+      the memory of a mini-batch); a LoRA run resumes from its checkpoints' adapters and head;
+    - several data sets: `train_dataset` may be a dict name → Dataset, with `loss` a dict name → loss (or one
+      loss for all) and `dataset_weights` (name → weight, for `multi_dataset_sampling="proportional"`); a batch
+      never mixes data sets (`hfsiamese.bi_encoder.multi_dataset`). A dict `eval_dataset` reports the metrics
+      of all its pairs together (`eval_*`, which calibrate the threshold) and of each data set (`eval_<name>_*`).
 
     As every `PairTrainer`: checkpoints and the final model appear on disk only once complete, each with the
     fingerprint of the questions it was trained on (`training_questions`, hashes: see
@@ -78,15 +92,25 @@ class SiameseTrainer(PairTrainer):
         model: nn.Module | None = None,
         args: SiameseTrainingArguments | None = None,
         data_collator: Any | None = None,
-        train_dataset: datasets.Dataset | None = None,
+        train_dataset: datasets.Dataset | Mapping[str, datasets.Dataset] | None = None,
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
         processing_class: Any | None = None,
-        loss: SiameseLoss | None = None,
+        loss: SiameseLoss | Mapping[str, SiameseLoss] | None = None,
         training_questions: np.ndarray | None = None,
+        dataset_weights: Mapping[str, float] | None = None,
         **kwargs: Any,
     ) -> None:
-        """As `PairTrainer`, plus `loss` (else `args.build_loss()`)."""
+        """As `PairTrainer`, plus `loss` (else `args.build_loss()`; a dict: one per training data set) and
+        `dataset_weights` (several training data sets, proportional sampling: name → weight)."""
         self._given_loss = loss  # None: `args.build_loss()`, once the arguments are checked (`check_inputs`)
+        self.dataset_weights = dict(dataset_weights) if dataset_weights is not None else None
+        self.named_losses: NamedLosses | None = None  # several training data sets: the loss of each
+        self._overall_eval: tuple[int, datasets.Dataset] | None = None
+        if isinstance(train_dataset, Mapping):
+            self._train_parts: dict[str, datasets.Dataset] | None = dict(train_dataset)
+            train_dataset = MultiDatasetView(self._train_parts)
+        else:
+            self._train_parts = None
         super().__init__(
             model, args, data_collator, train_dataset, eval_dataset, processing_class, training_questions, **kwargs
         )
@@ -95,9 +119,12 @@ class SiameseTrainer(PairTrainer):
         use_fsdp2_layers_without_input_embeddings(self)
         # Our losses are per-batch means: the Trainer divides them by the accumulation steps.
         self.loss_is_scaled_for_ga = False
-        self._group_sampler: NoDuplicateGroupSampler | None = None
+        self._group_sampler: NoDuplicateGroupSampler | MultiDatasetSampler | None = None
         # A Matryoshka loss's smaller sizes, which evaluation reports too (`eval_dim128_average_precision`, ...).
-        self.evaluation_dims = truncated_evaluation_dims(self.loss_fn, self.model)
+        losses = self.named_losses.losses if self.named_losses is not None else [self.loss_fn]
+        self.evaluation_dims = next(
+            (dims for loss in losses if (dims := truncated_evaluation_dims(loss, self.model))), ()
+        )
         self.calibration.truncated_dims = self.evaluation_dims
 
     def check_inputs(
@@ -107,7 +134,19 @@ class SiameseTrainer(PairTrainer):
         train_dataset: datasets.Dataset | None,
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None,
     ) -> None:
-        """Both datasets hold pairs; the loss (built from `args` unless given) is one, and the labels suit it."""
+        """Both datasets hold pairs; the loss (built from `args` unless given) is one, and the labels suit it.
+        Several training data sets: a loss for each (the same one, or a dict naming each), weights naming each."""
+        if self._train_parts is not None:
+            self._check_training_parts(args, self._train_parts)
+            return
+        if self.dataset_weights is not None:
+            raise ValueError(
+                "dataset_weights needs several training data sets (train_dataset as a dict name → Dataset)"
+            )
+        if isinstance(self._given_loss, Mapping):
+            raise ValueError(
+                "a dict of losses needs several training data sets (train_dataset as a dict name → Dataset)"
+            )
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
             check_pair_columns(name, dataset)
         loss_fn = self._given_loss if self._given_loss is not None else args.build_loss()
@@ -119,18 +158,49 @@ class SiameseTrainer(PairTrainer):
         check_teacher_scores(train_dataset, loss_fn, args.loss)
         self.loss_fn = loss_fn
 
+    def _check_training_parts(self, args: SiameseTrainingArguments, parts: dict[str, datasets.Dataset]) -> None:
+        """Several training data sets: each holds pairs its loss can train on; the weights name each once."""
+        if not parts:
+            raise ValueError("train_dataset is an empty dict: name at least one data set")
+        if args.remove_unused_columns:
+            raise ValueError(
+                "several training data sets need remove_unused_columns=False (batches carry their data set)"
+            )
+        for name, part in parts.items():
+            check_pair_columns(f"train_dataset[{name!r}]", part)
+        self.named_losses = NamedLosses(
+            list(parts), self._given_loss if self._given_loss is not None else args.build_loss()
+        )
+        for (name, part), loss in zip(parts.items(), self.named_losses.losses, strict=True):
+            check_training_labels(part, loss, f"{loss_name(loss) or type(loss).__name__} (data set {name!r})")
+        ordered_weights(list(parts), self.dataset_weights, args.multi_dataset_sampling)
+        self.loss_fn = self.named_losses.losses[0]
+
     # ------------------------------------------------------------------------------------------
     # Batches
     # ------------------------------------------------------------------------------------------
     def _get_train_sampler(self, train_dataset: datasets.Dataset | None = None) -> torch.utils.data.Sampler | None:
+        by_length = self.args.train_sampling_strategy == "group_by_length"
         dataset = train_dataset if train_dataset is not None else self.train_dataset
+        if isinstance(dataset, MultiDatasetView):
+            # The processes' batches of one step come from one data set: one loss per step.
+            self._group_sampler = multi_dataset_sampler(
+                dataset,
+                batch_size=self._train_batch_size,
+                seed=self.args.seed,
+                strategy=self.args.multi_dataset_sampling,
+                weights=self.dataset_weights,
+                num_processes=self.accelerator.num_processes,
+                no_duplicate_batches=self.args.no_duplicate_batches,
+                length_column=self.args.length_column_name if by_length else None,
+            )
+            return self._group_sampler
         # Rows a teacher scored compare only their own candidates: without duplicate groups, plain shuffled batches.
         ungrouped_scores = self.loss_fn.requires_teacher_scores and "group_id" not in getattr(
             dataset, "column_names", []
         )
         if not self.args.no_duplicate_batches or ungrouped_scores:
             return super()._get_train_sampler(train_dataset)
-        by_length = self.args.train_sampling_strategy == "group_by_length"
         self._group_sampler = training_sampler(
             dataset,
             batch_size=self._train_batch_size,
@@ -154,11 +224,17 @@ class SiameseTrainer(PairTrainer):
         still see the `datasets.Dataset`. With `remove_unused_columns` the Trainer wraps the collator in a
         row-dict filter, so the rows then travel as dicts (the collator pads those the same way).
         """
-        if (
-            isinstance(dataset, datasets.Dataset)
-            and isinstance(self.data_collator, SiamesePairCollator)
-            and not self.args.remove_unused_columns
-        ):
+        arrow = isinstance(self.data_collator, SiamesePairCollator) and not self.args.remove_unused_columns
+        if isinstance(dataset, MultiDatasetView):
+            # Batches of one data set each, marked with it (`DATASET_INDEX`) for the loss.
+            collator = self.data_collator
+            self.data_collator = MultiDatasetCollator(collator)
+            try:
+                view = dataset.with_arrow_batches() if arrow else dataset
+                return super()._get_dataloader(view, description, batch_size, sampler_fn, is_training, dataloader_key)
+            finally:
+                self.data_collator = collator
+        if isinstance(dataset, datasets.Dataset) and arrow:
             if sampler_fn is not None:
                 sampler_fn = partial(_sampler_of_view, sampler_fn)
             dataset = arrow_batch_dataset(dataset)
@@ -210,8 +286,9 @@ class SiameseTrainer(PairTrainer):
         embeddings_n: torch.Tensor | None,
         logits: torch.Tensor | None,
     ) -> torch.Tensor:
-        """Apply the loss, passing it what it declares it uses; in training, check the value and keep the statistics."""
-        loss_fn = self.loss_fn
+        """Apply the loss (of the batch's data set, with several), passing it what it declares it uses; in training,
+        check the value and keep the statistics."""
+        loss_fn = self.named_losses.of_batch(inputs) if self.named_losses is not None else self.loss_fn
         output = loss_fn.compute(
             embeddings_a,
             embeddings_b,
@@ -275,6 +352,33 @@ class SiameseTrainer(PairTrainer):
     # ------------------------------------------------------------------------------------------
     # Evaluation
     # ------------------------------------------------------------------------------------------
+    def evaluate(
+        self,
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "eval",
+    ) -> dict[str, float]:
+        """
+        As `PairTrainer.evaluate`; a dict of data sets is scored as one (`<prefix>_*`: on the validation sets this
+        calibrates the threshold), then each at that threshold (`<prefix>_<name>_*`).
+        """
+        parts = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if not isinstance(parts, Mapping):
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        metrics = super().evaluate(self._overall_eval_dataset(parts), ignore_keys, metric_key_prefix)
+        for name, part in parts.items():
+            metrics.update(super().evaluate(part, ignore_keys, f"{metric_key_prefix}_{name}"))
+        return metrics
+
+    def _overall_eval_dataset(self, parts: Mapping[str, datasets.Dataset]) -> datasets.Dataset:
+        """All pairs of `parts` as one data set (kept for the trainer's own dict, evaluated at every evaluation)."""
+        if self._overall_eval is not None and self._overall_eval[0] == id(parts):
+            return self._overall_eval[1]
+        overall = overall_eval_dataset(parts)
+        if parts is self.eval_dataset:
+            self._overall_eval = (id(parts), overall)
+        return overall
+
     def prediction_step(
         self,
         model: nn.Module,
@@ -337,8 +441,11 @@ class SiameseTrainer(PairTrainer):
             dataset_name=", ".join(dataset) if isinstance(dataset, list) else dataset,
             dataset_id=_first(dataset_tags),
             dataset_config=_first(dataset_args),
-            train_rows=len(self.train_dataset) if isinstance(self.train_dataset, datasets.Dataset) else None,
-            eval_pairs=len(self.eval_dataset) if isinstance(self.eval_dataset, datasets.Dataset) else None,
+            train_rows=len(self.train_dataset)
+            if isinstance(self.train_dataset, (datasets.Dataset, MultiDatasetView))
+            else None,
+            training_datasets=self._training_datasets_of_card(),
+            eval_pairs=_eval_pairs(self.eval_dataset),
             global_step=self.state.global_step or None,
             base_model=finetuned_from,
             language=language,
@@ -349,12 +456,34 @@ class SiameseTrainer(PairTrainer):
         os.makedirs(args.output_dir, exist_ok=True)
         card.save(os.path.join(args.output_dir, "README.md"))
 
+    def _training_datasets_of_card(self) -> list[dict[str, Any]] | None:
+        """Several training data sets: each one's name, rows, loss and weight, for the model card."""
+        if self._train_parts is None or self.named_losses is None:
+            return None
+        weights = self.dataset_weights or {}
+        return [
+            {
+                "name": name,
+                "rows": len(part),
+                "loss": loss_name(loss) or type(loss).__name__,
+                "weight": weights.get(name),
+            }
+            for (name, part), loss in zip(self._train_parts.items(), self.named_losses.losses, strict=True)
+        ]
+
 
 __all__ = ["NonFiniteLossError", "SiameseTrainer"]
 
 
 def _first(value: str | list[str] | None) -> str | None:
     return value[0] if isinstance(value, list) and value else value or None
+
+
+def _eval_pairs(eval_dataset: Any) -> int | None:
+    """The validation pairs: of the data set, or of all of a dict's."""
+    if isinstance(eval_dataset, Mapping):
+        return sum(len(part) for part in eval_dataset.values())
+    return len(eval_dataset) if isinstance(eval_dataset, datasets.Dataset) else None
 
 
 def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from hfsiamese.base.training_args import PairTrainingArguments
+from hfsiamese.data.multi_dataset_sampler import MULTI_DATASET_SAMPLING
 from hfsiamese.losses import (
     LOSS_OPTIONS,
     LOSSES,
@@ -160,6 +161,14 @@ class SiameseTrainingArguments(PairTrainingArguments):
         default=False,
         metadata={"help": "Kept False: the `group_id` column is used by the sampler and the loss, not by forward."},
     )
+    multi_dataset_sampling: str = field(
+        default="proportional",
+        metadata={
+            "help": "Several training data sets: 'proportional' (each step's data set drawn at random, in proportion "
+            "to its size or its weight) or 'round_robin' (the data sets take turns; the epoch ends with the smallest). "
+            "A batch never mixes data sets."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -178,6 +187,10 @@ class SiameseTrainingArguments(PairTrainingArguments):
         if self.gradient_cache_mini_batch_size is not None and self.gradient_cache_mini_batch_size < 1:
             raise ValueError(
                 f"gradient_cache_mini_batch_size must be positive, got {self.gradient_cache_mini_batch_size}"
+            )
+        if self.multi_dataset_sampling not in MULTI_DATASET_SAMPLING:
+            raise ValueError(
+                f"multi_dataset_sampling must be one of {MULTI_DATASET_SAMPLING}, got {self.multi_dataset_sampling!r}"
             )
         # Build the loss once to validate its options now, not at the first training step.
         self.build_loss()

@@ -35,10 +35,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import datasets
 from transformers import HfArgumentParser
 
 from hfsiamese.base.checkpoints import resolve_resume_checkpoint
 from hfsiamese.bi_encoder.sentence_transformers_export import check_export, export_sentence_transformers
+from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import (
@@ -61,12 +63,13 @@ from hfsiamese.cli.run_folder import claim_output_dir
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
-from hfsiamese.losses import LOSS_OPTIONS
+from hfsiamese.losses import LOSS_OPTIONS, loss_name
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run
-from hfsiamese.training.run_start import start_cross_encoder_run, start_run
+from hfsiamese.training.run_start import StartedRun, start_cross_encoder_run, start_run
 from hfsiamese.training.run_training import train_evaluate_save
+from hfsiamese.training.several_datasets import several_datasets_inputs
 from hfsiamese.utils.console import configure_training_console
 
 logger = logging.getLogger("hfsiamese.cli.train")
@@ -89,13 +92,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         (ModelArguments, DataArguments, arguments_class), prog="hfsiamese train", description=DESCRIPTION
     )
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
-    require_training_data(data_args.train_file, data_args.dataset_name)  # said before the output folder is made
+    if not data_args.train_datasets:  # several data sets name their own (`hfsiamese.training.several_datasets`)
+        require_training_data(data_args.train_file, data_args.dataset_name)  # said before the output folder is made
 
     configure_training_console(training_args.should_log)
     if model_args.architecture not in ARCHITECTURES:
         raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
     trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
-    split_command = held_out_command(typed, default_config)
+    # Several data sets have no one held-out split to write: no `hfsiamese split` line then.
+    split_command = None if data_args.train_datasets else held_out_command(typed, default_config)
     with claim_output_dir(
         training_args, data_args, argv, default_config, trained_with=trained_with
     ):  # named, checked, locked
@@ -121,21 +126,23 @@ def train(
     if model_args.export_sentence_transformers:
         # An LSTM, or an export already there, fails now rather than after training.
         check_export(model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
-    with training_args.main_process_first(desc="tokenising pairs"):
-        train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
-        eval_dataset = run.tokenize(splits["validation"])
-        test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
-    if training_args.process_index == 0:
-        logger.info(
-            "train: %d rows (%s, loss %s) in %s duplicate groups; validation: %d labelled pairs",
-            len(train_dataset),
-            data_args.train_view,
-            training_args.loss,
-            len(set(train_dataset["group_id"])) if "group_id" in train_dataset.column_names else "no",
-            len(eval_dataset),
-        )
-
-    trainer = run.trainer(training_args, train_dataset, eval_dataset)
+    if run.parts is not None:
+        trainer, test_dataset = several_datasets_trainer(run, training_args)
+    else:
+        with training_args.main_process_first(desc="tokenising pairs"):
+            train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
+            eval_dataset = run.tokenize(splits["validation"])
+            test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
+        if training_args.process_index == 0:
+            logger.info(
+                "train: %d rows (%s, loss %s) in %s duplicate groups; validation: %d labelled pairs",
+                len(train_dataset),
+                data_args.train_view,
+                training_args.loss,
+                len(set(train_dataset["group_id"])) if "group_id" in train_dataset.column_names else "no",
+                len(eval_dataset),
+            )
+        trainer = run.trainer(training_args, train_dataset, eval_dataset)
     zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
     if model_args.export_sentence_transformers and (trainer.is_fsdp_enabled or zero_stage == 3):
         # The export reads the live model, whose weights FSDP and ZeRO-3 leave sharded over the processes.
@@ -154,6 +161,24 @@ def train(
         )
     end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), split_command=split_command)
     return metrics
+
+
+def several_datasets_trainer(
+    run: StartedRun, training_args: SiameseTrainingArguments
+) -> tuple[SiameseTrainer, dict[str, datasets.Dataset] | None]:
+    """The trainer of a run on several data sets (`train_datasets`), and their test pairs if any."""
+    with training_args.main_process_first(desc="tokenising pairs"):
+        inputs = several_datasets_inputs(run)
+    if training_args.process_index == 0:
+        for name, rows in inputs.train.items():
+            logger.info(
+                "train %s: %d rows (loss %s); validation: %d labelled pairs",
+                name, len(rows), loss_name(inputs.losses[name]), len(inputs.validation[name]),
+            )  # fmt: skip
+    trainer = run.trainer(
+        training_args, inputs.train, inputs.validation, loss=inputs.losses, dataset_weights=inputs.weights
+    )
+    return trainer, inputs.test
 
 
 def train_cross_encoder(
@@ -216,7 +241,9 @@ def default_train_file(data_args: DataArguments) -> Path | None:
 
 
 def corpus_file_of(data_args: DataArguments) -> str | Path | None:
-    """The questions the end-of-run search command names: the training file (none for a Hub data set)."""
+    """The questions the end-of-run search command names: the training file (none for a Hub data set or several)."""
+    if data_args.train_datasets:
+        return None
     return data_args.train_file or default_train_file(data_args)
 
 

@@ -9,6 +9,7 @@ from hfsiamese.data.collator import SiamesePairCollator
 from hfsiamese.data.deduplication import DeduplicationReport, deduplicate_pairs
 from hfsiamese.data.groups import assign_duplicate_groups
 from hfsiamese.data.loading import PAIR_FORMATS, HubUnreachableError, load_pairs
+from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
 from hfsiamese.data.preprocessing import tokenize_pairs
 from hfsiamese.data.question_ids import distinct_questions, with_question_keys
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
@@ -25,6 +26,7 @@ __all__ = [
     "normalize_texts",
     "PAIR_FORMATS",
     "HubUnreachableError",
+    "MultiDatasetSampler",
     "NoDuplicateGroupSampler",
     "SiamesePairCollator",
     "assign_duplicate_groups",

@@ -55,6 +55,10 @@ class DistillationTrainer(SiameseTrainer):
                 "gradient_cache_mini_batch_size is not supported by distillation: its loss needs the teacher's vectors"
             )
         super().check_inputs(model, args, train_dataset, eval_dataset)
+        if self.named_losses is not None:
+            raise ValueError(
+                "DistillationTrainer trains on one data set: pass train_dataset as one Dataset, not a dict"
+            )
         if not isinstance(self.loss_fn, EmbeddingDistillationLoss):
             raise TypeError(
                 f"DistillationTrainer trains with EmbeddingDistillationLoss (--loss embedding_distillation), got "

@@ -6,6 +6,7 @@ and tests take the very same dataclasses the recipes parse (with `hfsiamese.cli.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,14 @@ class DataArguments:
     _argument_group_name = "data: where the pairs come from and how validation is split off"  # a --help section
 
     train_file: str | None = field(default=None, metadata={"help": "Pair file (default: the embedded QQP pairs)."})
+    train_datasets: list[dict[str, Any]] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Several data sets in one run, each with its own loss (a config's list; on the command line as JSON): "
+            "each entry gives train_file or dataset_name, and may give name, loss (and its options), weight (for "
+            "multi_dataset_sampling proportional), columns and any other data argument; the rest comes from the top level."
+        },
+    )
     dataset_name: str | None = field(
         default=None,
         metadata={
@@ -107,6 +116,11 @@ class DataArguments:
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
     def __post_init__(self) -> None:
+        if isinstance(self.train_datasets, str):  # from the command line
+            try:
+                self.train_datasets = json.loads(self.train_datasets)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"--train_datasets must be a JSON list of data sets: {err}") from None
         # `--dataset_name owner/name:config`, the old spelling, kept for one release.
         if self.dataset_name and ":" in self.dataset_name:
             name, _, config = self.dataset_name.partition(":")
@@ -134,7 +148,10 @@ class DataArguments:
 
 def model_card_kwargs(model_args: ModelArguments, data_args: DataArguments) -> dict[str, Any]:
     """What the model card says about the run beyond what the trainer knows: data, base model, license, arguments."""
-    if data_args.dataset_name:
+    if data_args.train_datasets:
+        data: dict[str, Any] = dict(dataset=[str(entry.get("name") or entry.get("train_file") or entry.get("dataset_name"))
+                                             for entry in data_args.train_datasets])  # fmt: skip
+    elif data_args.dataset_name:
         data = dict(
             dataset=data_args.dataset_source,
             dataset_tags=data_args.dataset_name,

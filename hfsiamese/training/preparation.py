@@ -66,6 +66,11 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
         id1_column=data_args.id1_column,
         id2_column=data_args.id2_column,
     )
+    if data_args.train_datasets:
+        raise ValueError(
+            "train_datasets lists several data sets, which `hfsiamese train` alone reads: give this command one data "
+            "set's own flags (its --train_file or --dataset_name, its columns)"
+        )
     if data_args.dataset_name and data_args.train_file:
         raise ValueError("pass either --train_file or --dataset_name, not both")
     if data_args.dataset_source:

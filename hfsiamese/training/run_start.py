@@ -32,6 +32,12 @@ from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese import SiameseModel
 from hfsiamese.training.arguments import DataArguments, ModelArguments
 from hfsiamese.training.preparation import load_splits
+from hfsiamese.training.several_datasets import (
+    TrainingDataset,
+    combined_training_pairs,
+    load_several_splits,
+    training_datasets,
+)
 from hfsiamese.training.zero3_construction import built_whole_under_zero3
 from hfsiamese.utils import openmp_defaults
 from hfsiamese.utils.cpu_threads import apply_cpu_threads
@@ -51,6 +57,11 @@ class StartedRun:
     model_args: ModelArguments
     data_args: DataArguments
     training_questions: np.ndarray
+    # Several data sets (`train_datasets`): each one's entry, splits and loss; `splits` then holds only their
+    # training pairs together (`combined_training_pairs`) and `loss` the one the model was built for.
+    entries: list[TrainingDataset] | None = None
+    parts: dict[str, datasets.DatasetDict] | None = None
+    losses: dict[str, SiameseLoss] | None = None
 
     def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
         """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`, the model's default prompt)."""
@@ -65,8 +76,8 @@ class StartedRun:
     def trainer(
         self,
         args: SiameseTrainingArguments,
-        train_dataset: datasets.Dataset,
-        eval_dataset: datasets.Dataset,
+        train_dataset: datasets.Dataset | dict[str, datasets.Dataset],
+        eval_dataset: datasets.Dataset | dict[str, datasets.Dataset],
         *,
         trainer_class: type[SiameseTrainer] = SiameseTrainer,
         **kwargs: Any,
@@ -99,8 +110,17 @@ def start_run(
     first), build the loss, then the model and tokenizer; a run resumed from `resume_from` must rebuild
     that checkpoint's vocabulary, and a tokenizer of another model fails here, naming its file.
     """
-    splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
-    loss = training_args.build_loss()
+    entries = training_datasets(data_args) if data_args.train_datasets else None
+    parts, losses = None, None
+    if entries is not None:
+        losses = {entry.name: entry.build_loss(training_args) for entry in entries}  # a bad loss fails before the data
+        parts = _seeded_process_and_several_splits(entries, training_args)
+        splits = datasets.DatasetDict(train=combined_training_pairs(parts))
+        # A classification head when any data set's loss trains on logits.
+        loss = next((each for each in losses.values() if each.uses_logits), next(iter(losses.values())))
+    else:
+        splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
+        loss = training_args.build_loss()
     with built_whole_under_zero3(training_args):  # DeepSpeed ZeRO-3 shards it when the Trainer starts
         model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
     if resume_from is not None:
@@ -112,13 +132,29 @@ def start_run(
         earlier = read_fingerprint(model_args.model_name_or_path)
         if earlier is not None:
             training_questions = np.union1d(training_questions, earlier)
-    return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions)
+    return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions, entries, parts, losses)
 
 
 def _seeded_process_and_splits(
     data_args: DataArguments, training_args: Any, default_train_file: str | Path | None
 ) -> datasets.DatasetDict:
     """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process first)."""
+    _seed_and_threads(training_args)
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        return load_splits(data_args, default_train_file=default_train_file)
+
+
+def _seeded_process_and_several_splits(
+    entries: list[TrainingDataset], training_args: Any
+) -> dict[str, datasets.DatasetDict]:
+    """As `_seeded_process_and_splits`, for several data sets: each one's splits."""
+    _seed_and_threads(training_args)
+    with training_args.main_process_first(desc="loading and splitting pairs"):
+        return load_several_splits(entries)
+
+
+def _seed_and_threads(training_args: Any) -> None:
+    """Seed as the Trainer seeds itself, take the process's cores, and say so."""
     enable_full_determinism(training_args.seed) if training_args.full_determinism else set_seed(training_args.seed)
     # CPU float results depend on the thread count (it splits reductions): compare runs with equal counts.
     threads = apply_cpu_threads(training_args.num_threads)
@@ -128,8 +164,6 @@ def _seeded_process_and_splits(
         logger.info(
             "precision: %s", getattr(training_args, "precision_reason", "bf16" if training_args.bf16 else "fp32")
         )
-    with training_args.main_process_first(desc="loading and splitting pairs"):
-        return load_splits(data_args, default_train_file=default_train_file)
 
 
 @dataclass
@@ -182,6 +216,10 @@ def start_cross_encoder_run(
     As `start_run`, for a cross-encoder: seed, threads, splits, then the model: a saved cross-encoder to continue
     training, or a new one-logit head on `model_args.model_name_or_path` (default: all-MiniLM-L6-v2).
     """
+    if data_args.train_datasets:
+        raise ValueError(
+            "train_datasets (several data sets) trains a bi-encoder; a cross-encoder trains on one data set"
+        )
     splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
     cross_encoder = build_cross_encoder(model_args)
     training_questions = pair_question_hashes(splits["train"])

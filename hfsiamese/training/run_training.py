@@ -19,7 +19,7 @@ def train_and_evaluate(
     trainer: PairTrainer,
     *,
     resume_from: str | None = None,
-    test_dataset: datasets.Dataset | None = None,
+    test_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
 ) -> dict[str, float]:
     """Train (from the checkpoint `resume_from`, if any), then evaluate on the validation pairs (calibrating the
     threshold) and on `test_dataset` at that threshold: the training metrics with `train_samples` (the training
@@ -37,7 +37,7 @@ def train_evaluate_save(
     *,
     card: Mapping[str, Any],
     resume_from: str | None = None,
-    test_dataset: datasets.Dataset | None = None,
+    test_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
     earlier_metrics: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """

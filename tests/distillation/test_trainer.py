@@ -97,3 +97,15 @@ def test_refuses_another_loss_and_rows_without_teacher_vectors(stage1, word_toke
     )
     with pytest.raises(ValueError, match="teacher's vectors"):
         trainer.train()
+
+
+def test_refuses_several_data_sets(stage1, word_tokenizer, tmp_path):
+    dataset, targets = stage1
+    with pytest.raises(ValueError, match="DistillationTrainer trains on one data set"):
+        DistillationTrainer(
+            model=student(word_tokenizer, targets.dim),
+            args=tiny_training_args(tmp_path, loss="embedding_distillation"),
+            teacher_vectors=targets.vectors,
+            train_dataset={"a": dataset, "b": dataset},
+            processing_class=word_tokenizer,
+        )
