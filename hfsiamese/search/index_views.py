@@ -40,6 +40,7 @@ class IndexViews:
     corpus_chunk_size: int
     _id_type: Any
     _model_fingerprint: Any
+    _groups: Any  # the `DuplicateGroups` (`hfsiamese.search.groups.index_groups`)
     _encode: Callable[..., torch.Tensor]
     add_embeddings: Callable[..., Any]
 
