@@ -17,7 +17,9 @@ n-grams, so the groups are findable and the chains realistic).
 
 Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports included) is its alone:
 
-* `index`: the corpus, its embeddings, an exact `DuplicateIndex` saved to the work folder (not timed in the target);
+* `index`: the corpus, its embeddings, a `DuplicateIndex` (`--backend exact`, or `faiss` with `--quantization` and
+  `--structure`: at 1M an exact scan of every pair is 10^12 dot products, so the target is for
+  `--backend faiss --structure hnsw` or another approximate index) saved to the work folder (not timed in the target);
 * `groups GUARD`: `DuplicateIndex.load` (memory-mapped) then `find_groups(threshold, k, guard=GUARD)`: seconds,
   peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups;
 * `community`: `sentence_transformers.util.community_detection` over the same embeddings at the same threshold
@@ -101,7 +103,10 @@ def stage_index(args, workdir: Path) -> None:
         from benchmarks.search.search_scale import load_model
 
         model, tokenizer = load_model(args.model_name_or_path)
-    index = DuplicateIndex.build(texts, model, tokenizer, threshold=args.threshold, show_progress_bar=False)
+    options = {"backend": args.backend}
+    if args.backend == "faiss":
+        options.update(quantization=args.quantization, structure=args.structure)
+    index = DuplicateIndex.build(texts, model, tokenizer, threshold=args.threshold, **options)
     index.save(workdir / "index", overwrite=True)
     emit("stage", "index", num_texts=len(texts), num_known_groups=len(set(known)),
          seconds=round(time.perf_counter() - start, 1))  # fmt: skip
@@ -153,6 +158,9 @@ def main() -> None:
     parser.add_argument("--model_name_or_path", default="tfidf", help="tfidf, a bi-encoder folder, or minilm")
     parser.add_argument("--threshold", type=float, default=0.7, help="the cosine of a duplicate pair")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--backend", default="exact", choices=("exact", "faiss"), help="the index's (mining's) search")
+    parser.add_argument("--quantization", default="auto", help="with --backend faiss")
+    parser.add_argument("--structure", default="auto", help="with --backend faiss (hnsw: no N x N scan at 1M)")
     parser.add_argument("--guard", action="append", choices=GUARDS, help="guards to run (default: all)")
     parser.add_argument("--community_timeout", type=float, default=900, help="seconds (0: skip community_detection)")
     parser.add_argument("--source", default=str(SOURCE))
@@ -163,7 +171,8 @@ def main() -> None:
     parser.add_argument("--stage", default=None, help=argparse_hidden())
     parser.add_argument("stage_arguments", nargs="*", help=argparse_hidden())
     args = parser.parse_args()
-    workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{args.num_texts}-{Path(args.model_name_or_path).name}")
+    name = f"{args.num_texts}-{Path(args.model_name_or_path).name}-{args.backend}"
+    workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{name}")
     workdir.mkdir(parents=True, exist_ok=True)
     if args.stage == "index":
         return stage_index(args, workdir)
@@ -172,7 +181,8 @@ def main() -> None:
     if args.stage == "community":
         return stage_community(args, workdir)
     flags = [f"--num_texts={args.num_texts}", f"--model_name_or_path={args.model_name_or_path}",
-             f"--threshold={args.threshold}", f"--k={args.k}", f"--source={args.source}", f"--seed={args.seed}"]  # fmt: skip
+             f"--threshold={args.threshold}", f"--k={args.k}", f"--source={args.source}", f"--seed={args.seed}",
+             f"--backend={args.backend}", f"--quantization={args.quantization}", f"--structure={args.structure}"]  # fmt: skip
     if args.num_sources:
         flags.append(f"--num_sources={args.num_sources}")
     rows = [run_stage(__file__, "index", workdir, flags)]
@@ -192,7 +202,9 @@ def main() -> None:
     table = markdown_table(columns, ([row.get(c) for c in columns] for row in rows))
     result = {"command": command_line(__file__), "machine": machine(), "rows": rows}
     note = f"{rows[0]['num_texts']:,} texts of {rows[0]['num_known_groups']:,} known groups, {args.model_name_or_path}, cosine {args.threshold}, k={args.k}; {machine()}"
-    write_results(Path(args.output_dir or workdir), "groups_scale", result, table, note)
+    output_dir = Path(args.output_dir or workdir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_results(output_dir, "groups_scale", result, table, note)
 
 
 def run_community(workdir: Path, flags: list[str], timeout: float) -> dict:
