@@ -15,6 +15,7 @@ assign_groups=True)` keeps them current; `--output_file` also writes one row per
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,8 +25,9 @@ from transformers import HfArgumentParser
 
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
+from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.group_storage import save_groups_file
 from hfsiamese.search.groups.row_lookup import RowLookup
@@ -36,17 +38,19 @@ from hfsiamese.utils.console import configure_quiet_console
 DESCRIPTION = "Group a corpus's duplicate questions, each group with a canonical question to link to."
 
 
+def same_as_search(name: str) -> Any:
+    """The `hfsiamese search` option of that name (its default and help): the corpus is read alike."""
+    option = next(f for f in dataclasses.fields(SearchArguments) if f.name == name)
+    return field(default=option.default, metadata=dict(option.metadata))
+
+
 @dataclass
 class GroupsArguments:
     model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
     corpus: str | None = field(default=None, metadata={"help": "File of texts (formats as hfsiamese search)."})
-    corpus_format: str = field(
-        default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS}
-    )
-    text_column: str | None = field(default=None, metadata={"help": "Text column of a table corpus."})
-    id_column: str | None = field(
-        default=None, metadata={"help": "Id column of a table corpus (default: row numbers)."}
-    )
+    corpus_format: str = same_as_search("corpus_format")
+    text_column: str | None = same_as_search("text_column")
+    id_column: str | None = same_as_search("id_column")
     index_dir: str | None = field(
         default=None,
         metadata={
