@@ -29,7 +29,7 @@ from hfsiamese.search.backends import (
     open_store,
 )
 from hfsiamese.search.duplicate_mining import find_duplicates
-from hfsiamese.search.groups.clustering import DEFAULT_GUARD
+from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.index_groups import NOT_READ, after_delete, assign, current_groups, keep_groups

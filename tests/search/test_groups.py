@@ -50,8 +50,10 @@ def test_the_constructed_chain_alone_is_split():
     group_of, canonical_rows, scores = guarded_groups(graph, lambda rows: vectors[rows], 0.8, "canonical", "earliest")
     assert group_of.tolist() == [0, 0, 1] and canonical_rows.tolist() == [0, 2]
     assert scores[1] == pytest.approx(np.cos(np.radians(35)), abs=1e-6) and scores[2] == 1.0
-    group_of, canonical_rows, _ = guarded_groups(graph, lambda rows: vectors[rows], 0.8, "canonical", "most_central")
-    assert group_of.tolist() == [0, 0, 0] and canonical_rows.tolist() == [1]  # B is within 35° of both
+    group_of, _, _ = guarded_groups(graph, lambda rows: vectors[rows], 0.8, "mean", "earliest")
+    assert group_of.tolist() == [0, 0, 1]  # C's mean cosine to A and B is 0.58
+    group_of, canonical_rows, _ = guarded_groups(graph, lambda rows: vectors[rows], 0.8, "none", "most_central")
+    assert group_of.tolist() == [0, 0, 0] and canonical_rows.tolist() == [1]  # the chain whole, B at its centre
 
 
 def test_groups_name_a_canonical_and_scores_against_it():
@@ -105,10 +107,11 @@ def test_a_member_that_belonged_through_a_deleted_canonical_splits_off():
     assert groups.canonical_of(groups.group_of(1)) == 1 and groups.group_of(2) != groups.group_of(1)
 
 
-@pytest.mark.parametrize("guard", ["canonical", "none"])
+@pytest.mark.parametrize("guard", ["canonical", "mean", "none"])
+@pytest.mark.parametrize("canonical", ["earliest", "most_central"])
 @pytest.mark.parametrize("batch", [1, 3])
-def test_incremental_assignment_equals_a_rebuild(guard, batch):
-    rebuilt = build().find_groups(guard=guard)
+def test_incremental_assignment_equals_a_rebuild(guard, canonical, batch):
+    rebuilt = build().find_groups(guard=guard, canonical=canonical)
     index = DuplicateIndex(model(), threshold=THRESHOLD)
     index.add(corpus()[:batch], assign_groups=True)
     index.groups.settings = rebuilt.settings  # the same rule as the rebuild

@@ -4,11 +4,14 @@ bounded by the pairs, never `N x N`), each split again where it chains (A≈B, B
 
 The guards (`GUARDS`):
 
-* `"canonical"` (the default): every member must reach the threshold against the group's canonical question; the
-  members that do not are grouped again among themselves (their own components, their own canonical).
-* `"mean"`: every member's mean cosine to the other members must reach the threshold; those below it are grouped
-  again among themselves, the rest re-checked (their mean has changed).
+* `"canonical"` (the default): a question joins a group only if its cosine to the group's canonical reaches the
+  threshold;
+* `"mean"`: only if its mean cosine to the group's members does;
 * `"none"`: plain connected components (chains kept whole).
+
+With a guard, the questions are placed in index order (`placement.place`): each joins the group of its most
+similar earlier duplicate whose guard it passes, else starts one, exactly as `add(..., assign_groups=True)` places a
+new question, so that keeping the groups current agrees with a rebuild.
 
 Why `"canonical"` is the default: measured with `benchmarks/search/groups_scale.py` on 20,000 synthetic questions
 with known groups (seeded near-copies of 2,000 real QQP questions, each copy's source its known group; character
@@ -29,25 +32,22 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from hfsiamese.search.groups.canonical import choose_canonical
-
-GUARDS = ("canonical", "mean", "none")
-DEFAULT_GUARD = "canonical"
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.guards import DEFAULT_GUARD, GUARDS, check_guard
+from hfsiamese.search.groups.placement import place
 
 # `vectors(rows)`: the L2-normalised float32 embeddings of these rows, `(len(rows), dim)`.
 RowVectors = Callable[[np.ndarray], np.ndarray]
+# Rows whose embeddings are read at once while placing them in order.
+_ROW_CHUNK = 4096
 
 
-def check_guard(guard: str) -> str:
-    if guard not in GUARDS:
-        raise ValueError(f"guard must be one of {GUARDS}, got {guard!r}")
-    return guard
-
-
-def pair_graph(num_rows: int, rows_a: Any, rows_b: Any) -> csr_matrix:
-    """The `num_rows x num_rows` sparse graph of the pairs (one entry a pair: components read it undirected)."""
+def pair_graph(num_rows: int, rows_a: Any, rows_b: Any, scores: Any = None) -> csr_matrix:
+    """The `num_rows x num_rows` sparse graph of the pairs, both ways, weighted by their cosines (1 where none)."""
     rows_a, rows_b = np.asarray(rows_a, dtype=np.int64), np.asarray(rows_b, dtype=np.int64)
-    ones = np.ones(len(rows_a), dtype=np.int8)
-    return coo_matrix((ones, (rows_a, rows_b)), shape=(num_rows, num_rows)).tocsr()
+    weights = np.ones(len(rows_a), dtype=np.float32) if scores is None else np.asarray(scores, dtype=np.float32)
+    both = (np.concatenate([rows_a, rows_b]), np.concatenate([rows_b, rows_a]))
+    return coo_matrix((np.concatenate([weights, weights]), both), shape=(num_rows, num_rows)).tocsr()
 
 
 def components(graph: csr_matrix, rows: np.ndarray | None = None, *, min_size: int = 1) -> list[np.ndarray]:
@@ -62,20 +62,6 @@ def components(graph: csr_matrix, rows: np.ndarray | None = None, *, min_size: i
     return sorted(found, key=lambda piece: int(piece[0]))
 
 
-def _kept(vectors: np.ndarray, canonical: int, threshold: float, guard: str) -> np.ndarray:
-    """Which members pass the guard (the canonical always does, for `"canonical"`)."""
-    if guard == "canonical":
-        kept = vectors @ vectors[canonical] >= threshold
-        kept[canonical] = True
-        return kept
-    total = vectors.sum(axis=0)
-    means = (vectors @ total - (vectors * vectors).sum(axis=1)) / (len(vectors) - 1)
-    kept = means >= threshold
-    if not kept.any():  # none is central enough: the most central one stays, so that each round shrinks the group
-        kept[int(np.argmax(means))] = True
-    return kept
-
-
 def guarded_groups(
     graph: csr_matrix,
     vectors: RowVectors,
@@ -86,40 +72,59 @@ def guarded_groups(
     show_progress_bar: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
-    `(group of each row, canonical row of each group, each row's cosine to its canonical)`: groups numbered by their
-    first row, a row without pairs a group of its own (its own canonical, score 1).
+    `(group of each row, canonical row of each group, each row's cosine to its canonical)` from the pair `graph`
+    (`pair_graph`): groups numbered by their first row, a row without pairs a group of its own (score 1). With a
+    guard, every row in order goes where `placement.place` puts it (its earlier duplicates' groups, most similar
+    first, the first whose guard it passes); without one, the connected components.
     """
+    check_guard(guard)
+    if guard == "none":
+        return _components_as_groups(graph, vectors, canonical_rule)
     num_rows = graph.shape[0]
-    group_of = np.arange(num_rows, dtype=np.int64)  # a group's label is its first row until renumbered
-    canonical_of_label: dict[int, int] = {}
-    scores = np.ones(num_rows, dtype=np.float32)
-    queue = components(graph, min_size=2)
-    progress = None
+    groups = DuplicateGroups(GroupSettings(threshold, guard, canonical_rule, 1))
+    degree = np.diff(graph.indptr)
+    member_vectors = lambda rows: vectors(np.asarray(rows, dtype=np.int64))  # noqa: E731
+    starts = range(0, num_rows, _ROW_CHUNK)
     if show_progress_bar:
         from tqdm.auto import tqdm
 
-        progress = tqdm(total=int(sum(len(piece) for piece in queue)), desc="Grouping", unit="question")
-    while queue:
-        members = queue.pop()
+        starts = tqdm(starts, desc="Grouping", unit="chunk")
+    for start in starts:
+        stop = min(start + _ROW_CHUNK, num_rows)
+        paired = np.flatnonzero(degree[start:stop]) + start
+        chunk_vectors = dict(zip(paired.tolist(), vectors(paired))) if len(paired) else {}
+        for row in range(start, stop):
+            if row not in chunk_vectors:
+                groups.new_group(row)
+                continue
+            neighbours = graph.indices[graph.indptr[row] : graph.indptr[row + 1]]
+            cosines = graph.data[graph.indptr[row] : graph.indptr[row + 1]]
+            earlier = neighbours < row
+            order = np.lexsort((neighbours[earlier], -cosines[earlier]))  # most similar first, ties by row
+            place(groups, row, chunk_vectors[row], neighbours[earlier][order].tolist(), member_vectors)
+    group_of = np.array([groups.group_of(row) for row in range(num_rows)], dtype=np.int64)
+    canonical_rows = np.array([groups.canonical_of(group) for group in range(len(groups))], dtype=np.int64)
+    scores = np.array([groups.score_of(row) for row in range(num_rows)], dtype=np.float32)
+    return group_of, canonical_rows, scores
+
+
+def _components_as_groups(
+    graph: csr_matrix, vectors: RowVectors, canonical_rule: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The connected components as groups, each with its canonical and every member's cosine to it."""
+    _, labels = connected_components(graph, directed=False)
+    _, first_rows, group_of = np.unique(labels, return_index=True, return_inverse=True)
+    renumber = np.argsort(np.argsort(first_rows))  # groups numbered by their first row
+    group_of = renumber[group_of]
+    canonical_rows = np.zeros(len(first_rows), dtype=np.int64)
+    canonical_rows[renumber] = first_rows
+    scores = np.ones(graph.shape[0], dtype=np.float32)
+    for members in components(graph, min_size=2):
         member_vectors = vectors(members)
         canonical = choose_canonical(members, member_vectors, canonical_rule)
-        kept = np.ones(len(members), dtype=bool) if guard == "none" or len(members) == 1 else None
-        if kept is None:
-            kept = _kept(member_vectors, canonical, threshold, guard)
-        if kept.all():
-            group_of[members] = members[0]
-            canonical_of_label[int(members[0])] = int(members[canonical])
-            scores[members] = member_vectors @ member_vectors[canonical]
-            scores[members[canonical]] = 1.0
-            if progress is not None:
-                progress.update(len(members))
-            continue
-        queue.extend(components(graph, members[kept]))
-        queue.extend(components(graph, members[~kept]))
-    if progress is not None:
-        progress.close()
-    labels, group_of = np.unique(group_of, return_inverse=True)  # labels are first rows: ascending = by first row
-    canonical_rows = np.array([canonical_of_label.get(int(label), int(label)) for label in labels], dtype=np.int64)
+        scores[members] = member_vectors @ member_vectors[canonical]
+        scores[members[canonical]] = 1.0
+        canonical_rows[group_of[members[0]]] = members[canonical]
     return group_of.astype(np.int64), canonical_rows, scores
 
 

@@ -15,7 +15,7 @@ import datasets
 import pyarrow as pa
 
 from hfsiamese.search.groups.canonical import check_canonical_rule
-from hfsiamese.search.groups.clustering import check_guard
+from hfsiamese.search.groups.guards import check_guard
 
 # The columns of `to_dataset` (and of the saved table, which has `is_canonical` in place of `canonical_id`).
 DATASET_COLUMNS = ("id", "group", "canonical_id", "score", "group_size")

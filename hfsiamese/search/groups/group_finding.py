@@ -7,8 +7,9 @@ import numpy as np
 
 from hfsiamese.search.duplicate_mining import cosine_threshold, mine_rows, mining_store
 from hfsiamese.search.groups.canonical import check_canonical_rule
-from hfsiamese.search.groups.clustering import check_guard, guarded_groups, pair_graph
+from hfsiamese.search.groups.clustering import guarded_groups, pair_graph
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.guards import check_guard
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k
 
@@ -30,7 +31,7 @@ def find_groups(
     cosine = cosine_threshold(index, threshold, probability_threshold)
     store = mining_store(index)
     found = mine_rows(index, store, cosine, k, show_progress_bar)
-    graph = pair_graph(len(store), found.rows_a, found.rows_b)
+    graph = pair_graph(len(store), found.rows_a, found.rows_b, found.scores)
     del found
     group_of, canonical_rows, scores = guarded_groups(
         graph, store.table.gather, cosine, guard, canonical, show_progress_bar=show_progress_bar

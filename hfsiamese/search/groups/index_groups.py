@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.search.groups.assignment import assign_new, forget
-from hfsiamese.search.groups.clustering import DEFAULT_GUARD
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.groups.group_storage import read_groups, sync_groups, write_groups
+from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.index_views import IndexViews
 
 # What an index's `_groups` holds before anyone asked (a database's stored groups are read on first need).
