@@ -72,7 +72,7 @@ class GroupsArguments:
     guard: str = field(
         default=DEFAULT_GUARD,
         metadata={
-            "help": "Against chaining: canonical, mean, or none (plain connected components).",
+            "help": "Against chaining: mean (a member's mean cosine to its group), canonical (its cosine to the canonical), or none (plain connected components).",
             "choices": GUARDS,
         },
     )

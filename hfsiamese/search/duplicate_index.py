@@ -29,9 +29,9 @@ from hfsiamese.search.backends import (
     open_store,
 )
 from hfsiamese.search.duplicate_mining import find_duplicates
-from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
+from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.index_groups import NOT_READ, after_delete, assign, current_groups, keep_groups
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
@@ -379,10 +379,10 @@ class DuplicateIndex(IndexViews):
         """
         Group the indexed texts into duplicate groups and keep the groups with the index (saved with it, kept current
         by `add(..., assign_groups=True)` and `delete`). The pairs are `find_duplicates`' (`threshold`, `k`,
-        `probability_threshold` as there), their connected components split where they chain: `guard="canonical"`
-        (default) keeps in a group only members whose cosine to its canonical reaches the threshold, `"mean"` only
-        those whose mean cosine to the others does, `"none"` keeps components whole (`hfsiamese.search.groups.
-        clustering` says why the default). Each group's canonical question is its `"earliest"` member (first in the
+        `probability_threshold` as there), their connected components split where they chain: each text, in index
+        order, joins its most similar earlier duplicate's group if its mean cosine to the members reaches the
+        threshold (`guard="mean"`, default), or its cosine to the group's canonical does (`"canonical"`); `"none"`
+        keeps components whole (`hfsiamese.search.groups.clustering` says why the default). Each group's canonical question is its `"earliest"` member (first in the
         index) or its `"most_central"`; `DuplicateGroups.to_dataset()` gives each text's group, canonical and score.
         """
         from hfsiamese.search.groups.group_finding import find_groups

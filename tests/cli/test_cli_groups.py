@@ -37,7 +37,7 @@ def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path,
     table = pd.read_parquet(tmp_path / "groups.parquet")
     assert list(table.columns) == ["id", "group", "canonical_id", "score", "group_size"] and len(table) == len(TEXTS)
     assert output["num_texts"] == len(TEXTS) and output["num_groups"] == table["group"].nunique()
-    assert output["settings"] == {"threshold": 0.9, "guard": "canonical", "canonical": "earliest", "k": 10}
+    assert output["settings"] == {"threshold": 0.9, "guard": "mean", "canonical": "earliest", "k": 10}
     for row in output["largest"]:
         assert row["size"] >= 2 and row["canonical_text"] == TEXTS[row["canonical_id"]]
     saved = DuplicateIndex.load(tmp_path / "index").groups  # kept with the index

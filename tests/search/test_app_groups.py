@@ -28,7 +28,7 @@ def test_the_groups_tab_lists_the_largest_groups():
     app = grouped_app()
     listing = app.group_cells.largest()
     lines = listing.splitlines()
-    assert lines[0] == "The 4 largest of 5 groups (guard `canonical`):"
+    assert lines[0] == "The 4 largest of 5 groups (guard `mean`):"
     assert lines[4] == "| 0 | 3 | python 1 | 0 |" and "| 2 | chain a | 1 |" in lines[5]
     blocks = build_app(app)
     assert any(isinstance(block, gr.Markdown) and block.value == listing for block in blocks.blocks.values())

@@ -101,7 +101,7 @@ def test_deleting_a_canonical_promotes_another_member():
 def test_a_member_that_belonged_through_a_deleted_canonical_splits_off():
     vectors = {"middle": at_angle(35), "left": at_angle(0), "right": at_angle(70)}
     index = DuplicateIndex.build(["middle", "left", "right"], VectorModel(vectors), threshold=THRESHOLD)
-    groups = index.find_groups()
+    groups = index.find_groups(guard="canonical")
     assert groups.members(0) == [0, 1, 2]  # both sides within 35° of the earliest, the middle
     index.delete([0])
     assert groups.canonical_of(groups.group_of(1)) == 1 and groups.group_of(2) != groups.group_of(1)

@@ -8,7 +8,7 @@ import numpy as np
 # "canonical": its cosine to the group's canonical reaches the threshold; "mean": its mean cosine to the members
 # does; "none": any duplicate pair joins (plain connected components).
 GUARDS = ("canonical", "mean", "none")
-DEFAULT_GUARD = "canonical"
+DEFAULT_GUARD = "mean"
 
 
 def check_guard(guard: str) -> str:
