@@ -15,6 +15,10 @@ alike). Embeddings: `--model_name_or_path` (a bi-encoder folder, or `minilm`), e
 TF-IDF reduced to 256 dimensions by a seeded truncated SVD (no trained model needed; near-copies share most
 n-grams, so the groups are findable and the chains realistic).
 
+`--known_groups labelled_pairs` groups `--source`'s own questions instead (QQP dev: 19,056), their known groups the
+connected components of its labelled duplicate pairs (an incomplete truth: unlabelled duplicates count against every
+method alike); this and the synthetic corpus chose the default guard (`hfsiamese/search/groups/clustering.py`).
+
 Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports included) is its alone:
 
 * `index`: the corpus, its embeddings, a `DuplicateIndex` (`--backend exact`, or `faiss` with `--quantization` and
@@ -46,6 +50,26 @@ from benchmarks.search.stage_processes import emit, run_stage
 
 GUARDS = ("none", "canonical", "mean")
 TFIDF_DIM = 256
+
+
+def labelled_groups(source: Path) -> tuple[list[str], list[int]]:
+    """`(texts, known group of each)`: every distinct question of a pair file, grouped by the connected components of
+    its labelled duplicate pairs (an incomplete truth: duplicates nobody labelled count against every method alike)."""
+    import csv
+
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    texts: dict[str, int] = {}
+    firsts, seconds = [], []
+    with open(source, encoding="utf-8", newline="") as handle:
+        for row in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            first, second = (texts.setdefault(" ".join(text.split()), len(texts)) for text in row[1:3])
+            if row[0] == "1":
+                firsts.append(first)
+                seconds.append(second)
+    graph = coo_matrix((np.ones(len(firsts)), (firsts, seconds)), shape=(len(texts), len(texts)))
+    return list(texts), connected_components(graph, directed=False)[1].tolist()
 
 
 def near_copy_groups(source: Path, num_texts: int, num_sources: int | None, seed: int) -> tuple[list[str], list[int]]:
@@ -94,7 +118,10 @@ class TfidfEncoder:
 def stage_index(args, workdir: Path) -> None:
     from hfsiamese.search import DuplicateIndex
 
-    texts, known = near_copy_groups(Path(args.source), args.num_texts, args.num_sources, args.seed)
+    if args.known_groups == "labelled_pairs":
+        texts, known = labelled_groups(Path(args.source))
+    else:
+        texts, known = near_copy_groups(Path(args.source), args.num_texts, args.num_sources, args.seed)
     np.save(workdir / "known.npy", np.asarray(known, dtype=np.int64))
     start = time.perf_counter()
     if args.model_name_or_path == "tfidf":
@@ -155,6 +182,12 @@ def main() -> None:
     parser = argument_parser(__doc__)
     parser.add_argument("--num_texts", type=int, default=20_000)
     parser.add_argument("--num_sources", type=int, default=None, help="real questions copied (default: all)")
+    parser.add_argument(
+        "--known_groups",
+        default="near_copies",
+        choices=("near_copies", "labelled_pairs"),
+        help="near_copies: the synthetic corpus; labelled_pairs: --source's own questions (--num_texts ignored)",
+    )
     parser.add_argument("--model_name_or_path", default="tfidf", help="tfidf, a bi-encoder folder, or minilm")
     parser.add_argument("--threshold", type=float, default=0.7, help="the cosine of a duplicate pair")
     parser.add_argument("--k", type=int, default=10)
@@ -171,7 +204,8 @@ def main() -> None:
     parser.add_argument("--stage", default=None, help=argparse_hidden())
     parser.add_argument("stage_arguments", nargs="*", help=argparse_hidden())
     args = parser.parse_args()
-    name = f"{args.num_texts}-{Path(args.model_name_or_path).name}-{args.backend}"
+    size = args.num_texts if args.known_groups == "near_copies" else "labelled"
+    name = f"{size}-{Path(args.model_name_or_path).name}-{args.backend}"
     workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{name}")
     workdir.mkdir(parents=True, exist_ok=True)
     if args.stage == "index":
@@ -182,7 +216,8 @@ def main() -> None:
         return stage_community(args, workdir)
     flags = [f"--num_texts={args.num_texts}", f"--model_name_or_path={args.model_name_or_path}",
              f"--threshold={args.threshold}", f"--k={args.k}", f"--source={args.source}", f"--seed={args.seed}",
-             f"--backend={args.backend}", f"--quantization={args.quantization}", f"--structure={args.structure}"]  # fmt: skip
+             f"--backend={args.backend}", f"--quantization={args.quantization}", f"--structure={args.structure}",
+             f"--known_groups={args.known_groups}"]  # fmt: skip
     if args.num_sources:
         flags.append(f"--num_sources={args.num_sources}")
     rows = [run_stage(__file__, "index", workdir, flags)]
