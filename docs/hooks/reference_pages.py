@@ -60,6 +60,10 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
         "hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]",
         ["hfsiamese.search.app:AppArguments"],
     ),
+    "groups": (
+        "hfsiamese groups --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]",
+        ["hfsiamese.cli.groups:GroupsArguments"],
+    ),
     "silver-pairs": (
         "hfsiamese silver-pairs [CONFIG] --cross_encoder DIR --output_file FILE [--option value ...]",
         ["hfsiamese.training.arguments:DataArguments", "hfsiamese.cli.silver_pairs_arguments:SilverPairsArguments"],

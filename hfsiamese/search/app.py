@@ -3,8 +3,9 @@ A duplicate-search web app over a corpus (Gradio, the optional `app` extra): "ha
 already been asked?", for people who do not write Python.
 
 Tab 1 takes a new question and shows the k most similar earlier ones with their scores (and the
-calibrated P(duplicate) when the model has a probability calibration) and the verdict; tab 2 checks
-one pair. The index is a saved `DuplicateIndex` or built from a corpus file at start (with a
+calibrated P(duplicate) when the model has a probability calibration) and the verdict, and, where the index has
+duplicate groups (`hfsiamese groups`), each one's group and canonical question; tab 2 checks one pair; tab 3 lists
+the largest groups (`app_groups`). The index is a saved `DuplicateIndex` or built from a corpus file at start (with a
 progress bar in the terminal). With a cross-encoder (`--cross_encoder`), the search reranks the index's
 candidates with it and shows its scores and verdict, and the pair check asks it too: the page then
 decides with the stronger pair model. Every input problem — an empty or over-long question, a corpus that
@@ -23,6 +24,7 @@ from typing import Any, cast
 import torch
 
 from hfsiamese.loading import load_siamese_model
+from hfsiamese.search.app_groups import GroupCells
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.index_opening import open_index
@@ -134,6 +136,7 @@ class DuplicateSearch:
         if self.cross_encoder is None and rerank_k is not None:
             raise ValueError("rerank_k applies only with a cross_encoder")
         self.rerank_k = check_rerank_k(rerank_k, k) if self.cross_encoder is not None else None
+        self.group_cells = GroupCells(index)  # each match's duplicate group, where the index has groups
 
     @property
     def pair_model(self) -> Any:
@@ -177,6 +180,8 @@ class DuplicateSearch:
             verdict = f"**New question** — no earlier question reaches the threshold {threshold:.3f} (best {best['score']:.3f})."
         header = ["#", "score", *(["cosine"] if reranked else []), *(["P(duplicate)"] if probabilities else [])]
         header += ["duplicate", "earlier question", "id"]
+        groups = self.group_cells.for_matches(matches)
+        header += ["group", "canonical question"] if groups else []
         rows = []
         for rank, match in enumerate(matches, start=1):
             cells = [str(rank), f"{match['score']:.3f}"]
@@ -185,7 +190,7 @@ class DuplicateSearch:
             if probabilities:
                 cells.append(f"{probabilities[rank - 1]:.3f}")
             cells += ["yes" if match.get("is_duplicate") else "no", _cell(match["text"]), _cell(str(match["id"]))]
-            rows.append(cells)
+            rows.append(cells + (groups[rank - 1] if groups else []))
         return verdict, _table(header, rows)
 
     def _probabilities(self, matches: list[dict[str, Any]]) -> list[float] | None:
@@ -273,6 +278,9 @@ def build_app(
             check_button = gr.Button("Check", variant="primary", elem_id="check")
             pair_verdict = gr.Markdown(elem_id="pair-verdict")
             check_button.click(app.check_pair, inputs=[first, second], outputs=pair_verdict, show_progress="minimal")
+        with gr.Tab("Groups"):
+            largest = gr.Markdown(app.group_cells.largest(), elem_id="groups")
+            gr.Button("Refresh", elem_id="refresh-groups").click(app.group_cells.largest, outputs=largest)
     return blocks
 
 

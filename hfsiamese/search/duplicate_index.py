@@ -29,6 +29,10 @@ from hfsiamese.search.backends import (
     open_store,
 )
 from hfsiamese.search.duplicate_mining import find_duplicates
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
+from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
+from hfsiamese.search.groups.guards import DEFAULT_GUARD
+from hfsiamese.search.groups.index_groups import NOT_READ, after_delete, assign, current_groups, keep_groups
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
 from hfsiamese.search.index_rows import check_new_ids, rows_to_add
@@ -176,6 +180,7 @@ class DuplicateIndex(IndexViews):
         )  # fmt: skip
         # Not saved with the index: a cross-encoder is a model folder of its own.
         self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
+        self._groups: Any = NOT_READ  # `groups`: found by `find_groups`, read from a saved index or its database
 
     @classmethod
     def build(
@@ -231,18 +236,25 @@ class DuplicateIndex(IndexViews):
         *,
         metadata: Sequence[dict[str, Any]] | None = None,
         show_progress_bar: bool = False,
-    ) -> None:
+        assign_groups: bool = False,
+    ) -> list[dict[str, Any]] | None:
         """
         Embed `texts` and append them to the index. `ids` default to the next row numbers (only while the index's
         ids are integers); an id already in the index is an error, and so is an empty text. Nothing changes unless
         every text is embedded. A FAISS index takes the new rows without a rebuild; a database has every row durably
         when `add` returns.
+
+        `assign_groups=True` also puts each new text in a duplicate group (`find_groups` first; an empty index starts
+        groups at its threshold) and returns, per text, `{"id", "group", "canonical_id", "canonical_text", "score"
+        (cosine to the canonical), "new_group"}`: the question to link it to (see `hfsiamese.search.groups.assignment`).
         """
         texts = check_texts(texts)
         if not texts:
-            return
-        check_new_ids(self, ids, len(texts))  # before the (long) encoding
-        self.add_embeddings(texts, self._encode(texts, show_progress_bar=show_progress_bar), ids, metadata=metadata)
+            return [] if assign_groups else None
+        new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
+        embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
+        self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
+        return assign(self, new_ids, embeddings) if assign_groups else None
 
     def add_embeddings(
         self,
@@ -263,9 +275,12 @@ class DuplicateIndex(IndexViews):
         """Remove the texts with these ids (ids not in the index are ignored); returns how many were removed. A database
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
-        removed = self._store.delete(plain_ids(ids))
+        ids = plain_ids(ids)
+        removed = self._store.delete(ids)
         if isinstance(self._store, InMemoryStore) and not len(self._store):
             self._id_type = None
+        if removed:
+            after_delete(self, ids)  # a deleted canonical's group promotes another member
         return removed
 
     def _encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
@@ -387,6 +402,35 @@ class DuplicateIndex(IndexViews):
             self, threshold, k, probability_threshold, show_progress_bar, reranker, candidate_threshold
         )
 
+    def find_groups(
+        self,
+        threshold: float | None = None,
+        k: int = 10,
+        *,
+        probability_threshold: float | None = None,
+        guard: str = DEFAULT_GUARD,
+        canonical: str = "earliest",
+        show_progress_bar: bool = False,
+    ) -> DuplicateGroups:
+        """
+        Group the indexed texts into duplicate groups and keep the groups with the index (saved with it, kept current
+        by `add(..., assign_groups=True)` and `delete`). The pairs are `find_duplicates`' (`threshold`, `k`,
+        `probability_threshold` as there), their connected components split where they chain: each text, in index
+        order, joins its most similar earlier duplicate's group if its mean cosine to the members reaches the
+        threshold (`guard="mean"`, default), or its cosine to the group's canonical does (`"canonical"`); `"none"`
+        keeps components whole (`hfsiamese.search.groups.clustering` says why the default). Each group's canonical question is its `"earliest"` member (first in the
+        index) or its `"most_central"`; `DuplicateGroups.to_dataset()` gives each text's group, canonical and score.
+        """
+        from hfsiamese.search.groups.group_finding import find_groups
+
+        found = find_groups(self, threshold, k, probability_threshold, guard, canonical, show_progress_bar)
+        return keep_groups(self, found)
+
+    @property
+    def groups(self) -> DuplicateGroups | None:
+        """The duplicate groups `find_groups` made (kept current since), None before."""
+        return current_groups(self)
+
     def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """
         Write the index to a folder (see `index_files` for its files). A folder that already holds files is refused
@@ -396,6 +440,8 @@ class DuplicateIndex(IndexViews):
         self._check_not_empty()
         self._store.save(save_directory, index_config(self), overwrite=overwrite)
         save_lexical(self, Path(save_directory))  # derived from the texts: rebuilt at load if missing
+        if isinstance(self._store, InMemoryStore):  # a database keeps its groups beside its rows
+            save_groups_file(self.groups, save_directory)
 
     @classmethod
     def load(
@@ -419,7 +465,10 @@ class DuplicateIndex(IndexViews):
         memory can be searched, best through a quantised FAISS index (an exact search reads the whole file each
         time, about 4x slower at 1M texts). Default: `True` for an index saved with quantised FAISS codes.
         """
-        return load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
+        index = load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
+        if isinstance(index._store, InMemoryStore):
+            index._groups = load_groups_file(save_directory)
+        return index
 
     def close(self) -> None:
         """Release a database collection (an embedded Qdrant folder is locked by the process that opened it)."""

@@ -13,7 +13,7 @@ from typing import Any
 from hfsiamese.models.siamese.scoring import check_threshold, resolve_decision_threshold, resolve_threshold
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.lexical.hybrid_search import with_lexical_pairs
-from hfsiamese.search.paraphrase_pairs import paraphrase_pairs
+from hfsiamese.search.paraphrase_pairs import ParaphrasePairs, paraphrase_pairs
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold, rerank_pairs
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
@@ -30,9 +30,7 @@ def find_duplicates(
     candidate_threshold: float | None,
 ) -> list[dict[str, Any]]:
     """The pairs `DuplicateIndex.find_duplicates` describes (its arguments checked, the reranker resolved)."""
-    store = index._store
-    if not isinstance(store, InMemoryStore):  # mined in memory, exactly, over the collection's rows
-        store = _in_memory_copy(index)
+    store = mining_store(index)  # a database's rows mined in memory, exactly
     if reranker is not None:
         return _reranked(
             index, store, reranker, threshold, k, probability_threshold, candidate_threshold, show_progress_bar
@@ -82,29 +80,32 @@ def _reranked(
     return rerank_pairs(reranker, pairs, threshold=decision)
 
 
-def _mine_pairs(
-    index: IndexViews,
-    store: InMemoryStore,
-    threshold: float | None,
-    k: int,
-    probability_threshold: float | None,
-    show_progress_bar: bool,
-) -> list[dict[str, Any]]:
-    """The bi-encoder's duplicate pairs: cosine (or its calibrated probability) at or above the threshold."""
-    calibrator = index.calibrator
+def mining_store(index: IndexViews) -> InMemoryStore:
+    """The store whose neighbour search mines `index`: its own, or an exact in-memory copy of a database's rows."""
+    return index._store if isinstance(index._store, InMemoryStore) else _in_memory_copy(index)
+
+
+def cosine_threshold(index: IndexViews, threshold: float | None, probability_threshold: float | None) -> float:
+    """The cosine that decides a pair: `threshold`, else the lowest cosine whose calibrated P(duplicate) reaches
+    `probability_threshold`, else the index's."""
     if probability_threshold is not None:  # a P(duplicate), as the lowest cosine that reaches it
-        threshold = resolve_decision_threshold(
-            None, check_threshold(threshold), probability_threshold, calibrator=calibrator
+        return resolve_decision_threshold(
+            None, check_threshold(threshold), probability_threshold, calibrator=index.calibrator
         )
-    else:
-        threshold = resolve_threshold(
-            check_threshold(threshold),
-            index.threshold,
-            hint=(
-                "; the index compares cosine similarities, so a model with a classification head (whose threshold "
-                "is a probability) gives it none"
-            ),
-        )
+    return resolve_threshold(
+        check_threshold(threshold),
+        index.threshold,
+        hint=(
+            "; the index compares cosine similarities, so a model with a classification head (whose threshold "
+            "is a probability) gives it none"
+        ),
+    )
+
+
+def mine_rows(
+    index: IndexViews, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool
+) -> ParaphrasePairs:
+    """The row pairs of `store` whose cosine reaches `threshold` (a warning where the `k` cap may hide some)."""
     found = paraphrase_pairs(
         store.neighbour_search(),
         threshold,
@@ -123,6 +124,21 @@ def _mine_pairs(
             f"{found.capped} texts have all {min(k, len(store) - 1)} nearest neighbours at or above the threshold "
             f"{threshold}: pairs inside such clusters may be missing; raise k (k={len(store) - 1} is exhaustive)"
         )
+    return found
+
+
+def _mine_pairs(
+    index: IndexViews,
+    store: InMemoryStore,
+    threshold: float | None,
+    k: int,
+    probability_threshold: float | None,
+    show_progress_bar: bool,
+) -> list[dict[str, Any]]:
+    """The bi-encoder's duplicate pairs: cosine (or its calibrated probability) at or above the threshold."""
+    calibrator = index.calibrator
+    threshold = cosine_threshold(index, threshold, probability_threshold)
+    found = mine_rows(index, store, threshold, k, show_progress_bar)
     if not found.scores:
         return []
     side_a, side_b = store.corpus[found.rows_a], store.corpus[found.rows_b]
@@ -136,4 +152,4 @@ def _mine_pairs(
     return pairs
 
 
-__all__ = ["find_duplicates"]
+__all__ = ["cosine_threshold", "find_duplicates", "mine_rows", "mining_store"]

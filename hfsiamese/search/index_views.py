@@ -42,6 +42,7 @@ class IndexViews:
     _model_fingerprint: Any
     _hybrid: Any  # lexical.hybrid_settings.HybridSpec, or None: dense search only
     _lexical: Any  # lexical.hybrid_search.LexicalSide, or None
+    _groups: Any  # the `DuplicateGroups` (`hfsiamese.search.groups.index_groups`)
     _encode: Callable[..., torch.Tensor]
     add_embeddings: Callable[..., Any]
 

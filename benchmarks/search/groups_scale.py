@@ -1,0 +1,267 @@
+#!/usr/bin/env python
+"""Duplicate groups over a synthetic corpus with known groups: time, peak memory and B-cubed F1 of each guard.
+
+    python benchmarks/search/groups_scale.py --num_texts 1000000 [--model_name_or_path outputs/static_distilled_qqp] \\
+        [--threshold 0.7] [--k 10] [--community_timeout 900] [--output_dir DIR]
+    python benchmarks/search/groups_scale.py --num_texts 20000 --num_sources 2000      # a quick check
+
+The issue-39 target: groups over 1M questions in at most 15 minutes once the index exists, peak RSS at most 6 GB.
+
+Corpus: the distinct questions of `--source` (default ../shared/data/qqp/dev.tsv; `--num_sources` of them, seeded,
+default all) and seeded near-copies of them (`scale_corpora.near_copy`: one or two edits, a word dropped, two
+neighbours swapped, a word replaced), `--num_texts` distinct texts in all, shuffled; a text's known group is the
+real question it was copied from (QQP's own duplicate pairs among the real questions count against every method
+alike). Embeddings: `--model_name_or_path` (a bi-encoder folder, or `minilm`), else `tfidf`: character 3-5-gram
+TF-IDF reduced to 256 dimensions by a seeded truncated SVD (no trained model needed; near-copies share most
+n-grams, so the groups are findable and the chains realistic).
+
+`--known_groups labelled_pairs` groups `--source`'s own questions instead (QQP dev: 19,056), their known groups the
+connected components of its labelled duplicate pairs (an incomplete truth: unlabelled duplicates count against every
+method alike); this and the synthetic corpus chose the default guard (`hfsiamese/search/groups/clustering.py`).
+
+Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports included) is its alone:
+
+* `index`: the corpus, its embeddings, a `DuplicateIndex` (`--backend exact`, or `faiss` with `--quantization` and
+  `--structure`: at 1M an exact scan of every pair is 10^12 dot products, so the target is for
+  `--backend faiss --structure hnsw` or another approximate index) saved to the work folder (not timed in the target);
+* `groups GUARD`: `DuplicateIndex.load` (memory-mapped) then `find_groups(threshold, k, guard=GUARD)`: seconds,
+  peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups;
+* `community`: `sentence_transformers.util.community_detection` over the same embeddings at the same threshold
+  (`min_community_size=2`, the rest singletons), killed after `--community_timeout` seconds (it compares every pair).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+from benchmarks.common.harness import argument_parser, command_line, machine, markdown_table, write_results
+from benchmarks.search.make_pairs_file import real_questions
+from benchmarks.search.scale_corpora import near_copy
+from benchmarks.search.search_latency import SOURCE
+from benchmarks.search.stage_processes import emit, run_stage
+
+GUARDS = ("none", "canonical", "mean")
+TFIDF_DIM = 256
+
+
+def labelled_groups(source: Path) -> tuple[list[str], list[int]]:
+    """`(texts, known group of each)`: every distinct question of a pair file, grouped by the connected components of
+    its labelled duplicate pairs (an incomplete truth: duplicates nobody labelled count against every method alike)."""
+    import csv
+
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    texts: dict[str, int] = {}
+    firsts, seconds = [], []
+    with open(source, encoding="utf-8", newline="") as handle:
+        for row in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+            first, second = (texts.setdefault(" ".join(text.split()), len(texts)) for text in row[1:3])
+            if row[0] == "1":
+                firsts.append(first)
+                seconds.append(second)
+    graph = coo_matrix((np.ones(len(firsts)), (firsts, seconds)), shape=(len(texts), len(texts)))
+    return list(texts), connected_components(graph, directed=False)[1].tolist()
+
+
+def near_copy_groups(source: Path, num_texts: int, num_sources: int | None, seed: int) -> tuple[list[str], list[int]]:
+    """`(texts, known group of each)`: real questions and their seeded near-copies, distinct, shuffled."""
+    rng = np.random.default_rng(seed)
+    words = real_questions(source)
+    chosen = rng.permutation(len(words))[: num_sources or len(words)]
+    bases = [words[i] for i in chosen]
+    texts = {" ".join(w): number for number, w in enumerate(bases[:num_texts])}
+    vocabulary = [word for question in bases for word in question]
+    editable = [number for number, w in enumerate(bases) if len(w) >= 2]
+    while len(texts) < num_texts:
+        for number in (editable[i] for i in rng.integers(0, len(editable), num_texts - len(texts))):
+            text = " ".join(near_copy(bases[number], rng, vocabulary))
+            if text and text not in texts and len(texts) < num_texts:
+                texts[text] = number
+    order = rng.permutation(len(texts))
+    items = list(texts.items())
+    return [items[i][0] for i in order], [items[i][1] for i in order]
+
+
+class TfidfEncoder:
+    """Character n-gram TF-IDF reduced by a truncated SVD, as a bi-encoder (`encode` gives unit rows)."""
+
+    def __init__(self, texts: list[str], seed: int) -> None:
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        self.vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
+        self.svd = TruncatedSVD(TFIDF_DIM, random_state=seed).fit(self.vectorizer.fit_transform(texts))
+        from types import SimpleNamespace
+
+        self.config = SimpleNamespace(sentence_embedding_dim=TFIDF_DIM, threshold=None)
+        self.name_or_path = "tfidf"
+
+    def encode(self, texts, tokenizer=None, batch_size: int = 10_000, **_: object):
+        import torch
+
+        rows = [
+            self.svd.transform(self.vectorizer.transform(texts[i : i + batch_size]))
+            for i in range(0, len(texts), batch_size)
+        ]
+        return torch.nn.functional.normalize(torch.from_numpy(np.concatenate(rows)).float(), dim=1)
+
+
+def stage_index(args, workdir: Path) -> None:
+    from hfsiamese.search import DuplicateIndex
+
+    if args.known_groups == "labelled_pairs":
+        texts, known = labelled_groups(Path(args.source))
+    else:
+        texts, known = near_copy_groups(Path(args.source), args.num_texts, args.num_sources, args.seed)
+    np.save(workdir / "known.npy", np.asarray(known, dtype=np.int64))
+    start = time.perf_counter()
+    if args.model_name_or_path == "tfidf":
+        model, tokenizer = TfidfEncoder(texts, args.seed), None
+    else:
+        from benchmarks.search.search_scale import load_model
+
+        model, tokenizer = load_model(args.model_name_or_path)
+    options = {"backend": args.backend}
+    if args.backend == "faiss":
+        options.update(quantization=args.quantization, structure=args.structure)
+    index = DuplicateIndex.build(texts, model, tokenizer, threshold=args.threshold, **options)
+    index.save(workdir / "index", overwrite=True)
+    emit("stage", "index", num_texts=len(texts), num_known_groups=len(set(known)),
+         seconds=round(time.perf_counter() - start, 1))  # fmt: skip
+
+
+def _scores(predicted: list[int], workdir: Path) -> dict:
+    from hfsiamese.search.groups import bcubed_scores
+
+    scores = bcubed_scores(predicted, np.load(workdir / "known.npy").tolist())
+    sizes = np.bincount(np.unique(np.asarray(predicted), return_inverse=True)[1])
+    return {
+        **{name: round(value, 4) for name, value in scores.items()},
+        "groups_with_duplicates": int((sizes > 1).sum()),
+        "largest_group": int(sizes.max()),
+    }
+
+
+def stage_groups(args, workdir: Path, guard: str) -> None:
+    from hfsiamese.search import DuplicateIndex
+
+    index = DuplicateIndex.load(workdir / "index", mmap=True)
+    start = time.perf_counter()
+    groups = index.find_groups(args.threshold, args.k, guard=guard, show_progress_bar=args.progress)
+    seconds = time.perf_counter() - start
+    predicted = [groups.group_of(i) for i in range(len(index))]
+    emit("stage", f"groups {guard}", seconds=round(seconds, 1), **_scores(predicted, workdir))
+
+
+def stage_community(args, workdir: Path) -> None:
+    from sentence_transformers.util import community_detection
+
+    from hfsiamese.search import DuplicateIndex
+
+    embeddings = DuplicateIndex.load(workdir / "index").embeddings
+    start = time.perf_counter()
+    communities = community_detection(embeddings, threshold=args.threshold, min_community_size=2)
+    seconds = time.perf_counter() - start
+    predicted = list(range(len(embeddings)))  # the texts no community took: each a group of its own
+    for number, members in enumerate(communities):
+        for member in members:
+            predicted[member] = len(embeddings) + number
+    emit("stage", "community_detection", seconds=round(seconds, 1), **_scores(predicted, workdir))
+
+
+def main() -> None:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--num_texts", type=int, default=20_000)
+    parser.add_argument("--num_sources", type=int, default=None, help="real questions copied (default: all)")
+    parser.add_argument(
+        "--known_groups",
+        default="near_copies",
+        choices=("near_copies", "labelled_pairs"),
+        help="near_copies: the synthetic corpus; labelled_pairs: --source's own questions (--num_texts ignored)",
+    )
+    parser.add_argument("--model_name_or_path", default="tfidf", help="tfidf, a bi-encoder folder, or minilm")
+    parser.add_argument("--threshold", type=float, default=0.7, help="the cosine of a duplicate pair")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--backend", default="exact", choices=("exact", "faiss"), help="the index's (mining's) search")
+    parser.add_argument("--quantization", default="auto", help="with --backend faiss")
+    parser.add_argument("--structure", default="auto", help="with --backend faiss (hnsw: no N x N scan at 1M)")
+    parser.add_argument("--guard", action="append", choices=GUARDS, help="guards to run (default: all)")
+    parser.add_argument("--community_timeout", type=float, default=900, help="seconds (0: skip community_detection)")
+    parser.add_argument("--source", default=str(SOURCE))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--output_dir", default=None)
+    parser.add_argument("--progress", action="store_true", help="show find_groups' progress bars (stderr)")
+    parser.add_argument("--stage", default=None, help=argparse_hidden())
+    parser.add_argument("stage_arguments", nargs="*", help=argparse_hidden())
+    args = parser.parse_args()
+    size = args.num_texts if args.known_groups == "near_copies" else "labelled"
+    name = f"{size}-{Path(args.model_name_or_path).name}-{args.backend}"
+    workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{name}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    if args.stage == "index":
+        return stage_index(args, workdir)
+    if args.stage == "groups":
+        return stage_groups(args, workdir, args.stage_arguments[0])
+    if args.stage == "community":
+        return stage_community(args, workdir)
+    flags = [f"--num_texts={args.num_texts}", f"--model_name_or_path={args.model_name_or_path}",
+             f"--threshold={args.threshold}", f"--k={args.k}", f"--source={args.source}", f"--seed={args.seed}",
+             f"--backend={args.backend}", f"--quantization={args.quantization}", f"--structure={args.structure}",
+             f"--known_groups={args.known_groups}"]  # fmt: skip
+    if args.num_sources:
+        flags.append(f"--num_sources={args.num_sources}")
+    rows = [run_stage(__file__, "index", workdir, flags)]
+    rows += [run_stage(__file__, "groups", workdir, flags, guard) for guard in args.guard or GUARDS]
+    if args.community_timeout > 0:
+        rows.append(run_community(workdir, flags, args.community_timeout))
+    columns = [
+        "stage",
+        "seconds",
+        "peak_rss_mib",
+        "precision",
+        "recall",
+        "f1",
+        "groups_with_duplicates",
+        "largest_group",
+    ]
+    table = markdown_table(columns, ([row.get(c) for c in columns] for row in rows))
+    result = {"command": command_line(__file__), "machine": machine(), "rows": rows}
+    note = f"{rows[0]['num_texts']:,} texts of {rows[0]['num_known_groups']:,} known groups, {args.model_name_or_path}, cosine {args.threshold}, k={args.k}; {machine()}"
+    output_dir = Path(args.output_dir or workdir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_results(output_dir, "groups_scale", result, table, note)
+
+
+def run_community(workdir: Path, flags: list[str], timeout: float) -> dict:
+    """The `community` stage (as `run_stage` runs one), stopped after `timeout` seconds."""
+    command = [sys.executable, __file__, "--stage", "community", "--workdir", str(workdir), *flags]
+    environment = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1")
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"stage": "community_detection", "seconds": f"> {timeout:.0f} (stopped)"}
+    if result.returncode != 0:
+        sys.exit(f"stage community failed:\n{result.stderr[-4000:]}")
+    (row,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def argparse_hidden() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    main()

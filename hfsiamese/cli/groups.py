@@ -1,0 +1,165 @@
+"""`hfsiamese groups`: group a corpus's duplicate questions, each group with a canonical question to link to.
+
+    hfsiamese groups --model_name_or_path outputs/lstm_qqp --corpus questions.txt --output_file groups.parquet
+    hfsiamese groups --model_name_or_path outputs/lstm_qqp --index_dir outputs/qqp_index \\
+        --probability_threshold 0.9 --guard canonical --canonical most_central --output_file groups.parquet --json
+
+The index is the one `hfsiamese search` builds or loads (`--index_dir`, `--corpus` and the backend flags as there).
+Its duplicate pairs (cosine at the model's calibrated threshold, `--threshold`, or the cosine whose calibrated
+P(duplicate) reaches `--probability_threshold`) are joined into connected components, split where they chain
+(A≈B, B≈C, A≉C) by `--guard`; each group's canonical question is its earliest member or its most central one.
+The groups are kept with the index in `--index_dir` (or in its database), so `DuplicateIndex.add(...,
+assign_groups=True)` keeps them current; `--output_file` also writes one row per question (`id`, `group`,
+`canonical_id`, `score`, `group_size`) as Parquet. Prints the largest groups (or with --json one JSON object).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from transformers import HfArgumentParser
+
+from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.search import SearchArguments
+from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.search.corpus_files import read_corpus
+from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
+from hfsiamese.search.groups.group_storage import save_groups_file
+from hfsiamese.search.groups.row_lookup import RowLookup
+from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.stores.in_memory import InMemoryStore
+from hfsiamese.utils.console import configure_quiet_console
+
+DESCRIPTION = "Group a corpus's duplicate questions, each group with a canonical question to link to."
+
+
+def same_as_search(name: str) -> Any:
+    """The `hfsiamese search` option of that name (its default and help): the corpus is read alike."""
+    option = next(f for f in dataclasses.fields(SearchArguments) if f.name == name)
+    return field(default=option.default, metadata=dict(option.metadata))
+
+
+@dataclass
+class GroupsArguments:
+    model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
+    corpus: str | None = field(default=None, metadata={"help": "File of texts (formats as hfsiamese search)."})
+    corpus_format: str = same_as_search("corpus_format")
+    text_column: str | None = same_as_search("text_column")
+    id_column: str | None = same_as_search("id_column")
+    index_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Load the index saved here (else build it from --corpus and save it here); groups kept in it."
+        },
+    )
+    backend: str | None = field(
+        default=None, metadata={"help": "exact, faiss, lancedb or qdrant (default: a saved index's own, else exact)."}
+    )
+    database: str | None = field(default=None, metadata={"help": "With --backend lancedb/qdrant: folder or URI."})
+    collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
+    threshold: float | None = field(
+        default=None, metadata={"help": "Cosine of a duplicate pair (default: the model's calibrated threshold)."}
+    )
+    probability_threshold: float | None = field(
+        default=None, metadata={"help": "Instead of --threshold: the calibrated P(duplicate) a pair must reach."}
+    )
+    k: int = field(default=10, metadata={"help": "Nearest neighbours searched per question for pairs."})
+    guard: str = field(
+        default=DEFAULT_GUARD,
+        metadata={
+            "help": "Against chaining: mean (a member's mean cosine to its group), canonical (its cosine to the canonical), or none (plain connected components).",
+            "choices": GUARDS,
+        },
+    )
+    canonical: str = field(
+        default="earliest",
+        metadata={"help": "Each group's canonical question: earliest or most_central.", "choices": CANONICAL_RULES},
+    )
+    output_file: str | None = field(
+        default=None, metadata={"help": "Write one row per question (id, group, canonical_id, score) here (Parquet)."}
+    )
+    overwrite_output_file: bool = field(default=False, metadata={"help": "Replace an existing --output_file."})
+    largest: int = field(default=10, metadata={"help": "Largest groups printed."})
+    batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch when building the index."})
+    json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
+
+
+def check_arguments(args: GroupsArguments) -> None:
+    """The flags' mistakes, said before the corpus is embedded."""
+    if args.corpus is None and args.index_dir is None:
+        raise UsageError("pass --corpus (a file of questions) or --index_dir (a saved index)")
+    if args.threshold is not None and args.probability_threshold is not None:
+        raise UsageError("pass --threshold (a cosine) or --probability_threshold (a P(duplicate)), not both")
+    if (args.backend in ("lancedb", "qdrant")) != (args.database is not None):
+        raise UsageError("--database goes with --backend lancedb or qdrant, and they need it")
+    if args.output_file is not None and not args.overwrite_output_file:
+        from pathlib import Path
+
+        if Path(args.output_file).exists():
+            raise UsageError(f"--output_file {args.output_file} exists: pass --overwrite_output_file to replace it")
+    if args.k < 1 or args.largest < 0:
+        raise UsageError("--k must be at least 1 and --largest at least 0")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """`hfsiamese groups --model_name_or_path MODEL (--corpus FILE | --index_dir DIR)`: the groups (summary printed)."""
+    parser = HfArgumentParser(GroupsArguments, prog="hfsiamese groups", description=DESCRIPTION)
+    (args,) = parse_config_and_flags(parser, argv)
+    check_arguments(args)
+    configure_quiet_console()
+    options: dict[str, Any] = {"batch_size": args.batch_size}
+    if args.backend is not None:
+        options["backend"] = args.backend
+    if args.database is not None:
+        options.update(database=args.database, collection=args.collection)
+    corpus = None
+    if args.corpus is not None:
+        corpus = partial(read_corpus, args.corpus, args.corpus_format, args.text_column, args.id_column, [])
+    index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options)
+    groups = index.find_groups(
+        args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,
+        canonical=args.canonical, show_progress_bar=not args.json,
+    )  # fmt: skip
+    if args.index_dir is not None and isinstance(index._store, InMemoryStore):  # a database keeps them itself
+        save_groups_file(groups, args.index_dir)
+    if args.output_file is not None:
+        from pathlib import Path
+
+        Path(args.output_file).unlink(missing_ok=True)  # refused above unless --overwrite_output_file
+        groups.to_parquet(args.output_file)
+    largest = groups.largest(args.largest)
+    texts = RowLookup(index).rows([canonical for _, canonical, _ in largest])[0]
+    output = {
+        "num_texts": len(index),
+        "num_groups": len(groups),
+        "groups_with_duplicates": sum(1 for _, _, size in groups.largest(len(groups))),
+        "settings": groups.settings.to_dict(),
+        "output_file": args.output_file,
+        "largest": [
+            {"group": group, "size": size, "canonical_id": canonical, "canonical_text": text}
+            for (group, canonical, size), text in zip(largest, texts)
+        ],
+    }
+    index.close()
+    if args.json:
+        print(json.dumps(output, ensure_ascii=False))
+    else:
+        print(
+            f"{output['num_texts']} questions in {output['num_groups']} groups, {output['groups_with_duplicates']} "
+            f"with duplicates (cosine >= {groups.settings.threshold:.4f}, guard {args.guard})"
+        )
+        for row in output["largest"]:
+            print(
+                f"  group {row['group']:>6}  {row['size']:>5} questions  [{row['canonical_id']}] {row['canonical_text']}"
+            )
+    return output
+
+
+if __name__ == "__main__":
+    apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
+    run_recipe(main)

@@ -1,0 +1,63 @@
+"""The glue between a `DuplicateIndex` and its `DuplicateGroups`: found, kept, assigned, forgotten, stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hfsiamese.search.groups.assignment import assign_new, forget
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.group_storage import read_groups, sync_groups, write_groups
+from hfsiamese.search.groups.guards import DEFAULT_GUARD
+from hfsiamese.search.index_views import IndexViews
+
+# What an index's `_groups` holds before anyone asked (a database's stored groups are read on first need).
+NOT_READ = object()
+
+
+def current_groups(index: IndexViews) -> DuplicateGroups | None:
+    """The index's groups (a database's read from it the first time), None before `find_groups`."""
+    groups = getattr(index, "_groups", NOT_READ)
+    if groups is NOT_READ:
+        groups = read_groups(index)
+        index._groups = groups
+    return groups
+
+
+def keep_groups(index: IndexViews, groups: DuplicateGroups) -> DuplicateGroups:
+    """Make `groups` the index's own (written to a database now; to a folder by `save`)."""
+    write_groups(index, groups)
+    index._groups = groups
+    return groups
+
+
+def assign(index: IndexViews, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
+    """Assign just-added rows to groups (an index without groups starts them with the default settings when it held
+    nothing else; otherwise `find_groups` must come first)."""
+    groups = current_groups(index)
+    if groups is None:
+        if len(index) > len(ids):
+            raise ValueError(
+                "this index has no duplicate groups yet: call index.find_groups() first, then add with "
+                "assign_groups=True to keep them current"
+            )
+        if index.threshold is None:
+            raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
+        groups = DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
+        keep_groups(index, groups)
+    vectors = vectors.float().cpu().numpy() if hasattr(vectors, "cpu") else np.asarray(vectors, dtype=np.float32)
+    assigned = assign_new(index, groups, ids, vectors)
+    sync_groups(index, groups)
+    return assigned
+
+
+def after_delete(index: IndexViews, ids: list[Any]) -> None:
+    """The deleted rows leave their groups (a new canonical promoted where one went)."""
+    groups = current_groups(index)
+    if groups is not None:
+        forget(index, groups, ids)
+        sync_groups(index, groups)
+
+
+__all__ = ["after_delete", "assign", "current_groups", "keep_groups"]

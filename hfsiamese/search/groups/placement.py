@@ -1,0 +1,50 @@
+"""
+Where one question goes: the group of its most similar earlier duplicate whose guard it passes, trying the next
+one's group otherwise, else a group of its own. The one rule both a rebuild (`clustering`: every question in index
+order) and keeping groups current (`assignment`: each new question) follow, so that they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from hfsiamese.search.groups.canonical import choose_canonical
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
+from hfsiamese.search.groups.guards import passes
+
+# `vectors(ids)`: the L2-normalised float32 embeddings of these members, `(len(ids), dim)`.
+MemberVectors = Callable[[list[Any]], np.ndarray]
+
+
+def place(
+    groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+) -> int:
+    """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first."""
+    settings = groups.settings
+    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
+        if candidate is None:
+            continue
+        members = groups.members(candidate)
+        cosines = vectors(members) @ vector
+        to_canonical = float(cosines[members.index(groups.canonical_of(candidate))])
+        if passes(settings.guard, to_canonical, cosines, settings.threshold):
+            groups.join(member, candidate, to_canonical)
+            if settings.canonical == "most_central":
+                recentre(groups, candidate, vectors)
+            return candidate
+    return groups.new_group(member)
+
+
+def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> None:
+    """Make the group's most central member its canonical (the `"most_central"` rule), its scores with it."""
+    members = groups.members(group)
+    member_vectors = vectors(members)
+    best = choose_canonical(np.arange(len(members)), member_vectors, "most_central")
+    if members[best] != groups.canonical_of(group):
+        groups.set_canonical(group, members[best], dict(zip(members, (member_vectors @ member_vectors[best]).tolist())))
+
+
+__all__ = ["MemberVectors", "place", "recentre"]

@@ -1,0 +1,64 @@
+"""`hfsiamese groups`: a corpus's duplicate groups, kept in the index folder and written as Parquet."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cli.groups import main
+from hfsiamese.search import DuplicateIndex
+from tests.conftest import TEXTS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, word_tokenizer):
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0,
+        threshold=0.9,
+    )  # fmt: skip
+    path = tmp_path_factory.mktemp("groups_model")
+    SiameseModel(config).save_pretrained(path)
+    word_tokenizer.save_pretrained(path)
+    return path
+
+
+def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path, capsys):
+    corpus = tmp_path / "questions.txt"
+    corpus.write_text("\n".join(TEXTS), encoding="utf-8")
+    flags = ["--model_name_or_path", str(model_dir), "--index_dir", str(tmp_path / "index")]
+    output = main([*flags, "--corpus", str(corpus), "--output_file", str(tmp_path / "groups.parquet"), "--json"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == output
+    table = pd.read_parquet(tmp_path / "groups.parquet")
+    assert list(table.columns) == ["id", "group", "canonical_id", "score", "group_size"] and len(table) == len(TEXTS)
+    assert output["num_texts"] == len(TEXTS) and output["num_groups"] == table["group"].nunique()
+    assert output["settings"] == {"threshold": 0.9, "guard": "mean", "canonical": "earliest", "k": 10}
+    for row in output["largest"]:
+        assert row["size"] >= 2 and row["canonical_text"] == TEXTS[row["canonical_id"]]
+    saved = DuplicateIndex.load(tmp_path / "index").groups  # kept with the index
+    assert saved.to_dataset().to_pandas().equals(table)
+
+    with pytest.raises(UsageError, match="exists: pass --overwrite_output_file"):
+        main([*flags, "--output_file", str(tmp_path / "groups.parquet")])
+    again = main([*flags, "--guard", "none", "--threshold", "0.5", "--largest", "1"])  # the saved index, regrouped
+    assert again["settings"]["guard"] == "none" and len(again["largest"]) <= 1
+    assert "questions in" in capsys.readouterr().out
+    assert DuplicateIndex.load(tmp_path / "index").groups.settings.guard == "none"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ([], "pass --corpus"),
+        (["--index_dir", "x", "--threshold", "0.5", "--probability_threshold", "0.9"], "not both"),
+        (["--index_dir", "x", "--backend", "lancedb"], "--database goes with"),
+    ],
+)
+def test_flag_mistakes_are_one_line(flags, message):
+    with pytest.raises(UsageError, match=message):
+        main(["--model_name_or_path", "m", *flags])
