@@ -26,8 +26,8 @@ own process, so peak RSS (`ru_maxrss`, imports and the model included: ~0.4 GB) 
 * `truth`: exact float32 top-k of the queries over all embeddings (chunked, memory-mapped);
 * `search CONFIG`: `DuplicateIndex.load` (memory-mapped), then each query alone through `index.search`
   (query encoding included): p50/p99 latency over the queries after one warm-up query, and recall@k against
-  `truth` (share of the exact top-k ids found; for a database, also the share of queries whose top-k is
-  exactly the exact one); peak RSS of the whole process (model, FAISS codes, pages of the memory-mapped
+  `truth` (share of the exact top k found, a row scoring as high as the exact k-th counting: near-copies tie; also
+  the share of queries whose top-k ids are exactly the exact ones); peak RSS of the whole process (model, FAISS codes, pages of the memory-mapped
   files the search touched);
 * `mine CONFIG`: `find_duplicates` over the whole index at the model's threshold, k=10.
 
@@ -233,17 +233,31 @@ def work_search(args: argparse.Namespace, workdir: Path, config: str) -> None:
     truth = np.load(workdir / "truth.npy")
     index = DuplicateIndex.load(workdir / f"index-{config}", model, tokenizer, **loading_options(args, config, workdir))
     index.search(queries[0], k=args.k)  # warm-up: first-call allocations, the FAISS file's pages
-    latencies, found = [], []
+    latencies, found, scores = [], [], []
     for query in queries:
         start = time.perf_counter()
         matches = index.search(query, k=args.k)
         latencies.append((time.perf_counter() - start) * 1000)
         found.append([match["id"] for match in matches])
-    recall = np.mean([len(set(ids) & set(want.tolist())) / len(want) for ids, want in zip(found, truth)])
+        scores.append([match["score"] for match in matches])
     same = np.mean([ids == want.tolist() for ids, want in zip(found, truth)])
     index.close()
-    emit("search", config=config, recall_at_k=round(float(recall), 4), same_top_k=round(float(same), 4),
+    emit("search", config=config, recall_at_k=round(tied_recall(args, workdir, model, tokenizer, queries, scores), 4),
+         same_top_k=round(float(same), 4),
          p50_ms=round(statistics.median(latencies), 2), p99_ms=round(float(np.percentile(latencies, 99)), 2))  # fmt: skip
+
+
+def tied_recall(args, workdir: Path, model, tokenizer, queries: list[str], scores: list[list[float]]) -> float:
+    """Recall@k against the exact top k, a match scoring as high as the exact k-th counting as found: a corpus of
+    near-copies holds texts whose embeddings tie (two swapped words give a static model the same mean), and which
+    of the tied rows either search returns is arbitrary (the same rule as the index's own measurement)."""
+    truth = np.load(workdir / "truth.npy")
+    embeddings = np.load(workdir / "shards" / "embeddings.npy", mmap_mode="r")
+    query_embeddings = model.encode(queries, tokenizer).float().numpy()
+    exact_rows = np.asarray(embeddings[truth.reshape(-1)]).reshape(*truth.shape, -1)
+    kth = np.einsum("qd,qkd->qk", query_embeddings, exact_rows).min(axis=1)  # the exact k-th score of each query
+    hits = [min(sum(score >= bound - 1e-4 for score in found), args.k) for found, bound in zip(scores, kth)]
+    return float(np.sum(hits) / (len(queries) * args.k))
 
 
 def work_mine(args: argparse.Namespace, workdir: Path, config: str) -> None:

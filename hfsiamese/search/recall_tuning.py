@@ -62,8 +62,9 @@ BINARY_MIN_DIM = 256
 # How much wider (lists probed, rescoring depth) each further search-time setting looks.
 WIDER = 4
 # Sample queries are timed one by one until this many seconds are spent (at least `LATENCY_MIN_QUERIES` of them):
-# a slow setting (int8 codes searched exhaustively over 10M rows: ~0.7 s a query) does not add minutes to a build.
-LATENCY_BUDGET_S = 10.0
+# a slow setting (int8 codes searched exhaustively over 10M rows: ~0.7 s a query) does not add minutes to a build,
+# nor a fast one (a few ms a query) a tenth to it.
+LATENCY_BUDGET_S = 2.0
 LATENCY_MIN_QUERIES = 20
 
 
