@@ -76,6 +76,7 @@ def main(output: Path) -> None:
     (output / f"rank{rank}.json").write_text(
         json.dumps({"world_size": trainer.accelerator.num_processes, "batches": trainer.record})
     )
+    trainer.accelerator.end_training()  # the process group torn down: under several processes gloo aborts at exit otherwise
 
 
 if __name__ == "__main__":
