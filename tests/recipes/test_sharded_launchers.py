@@ -27,7 +27,16 @@ from safetensors.torch import load_file
 
 from hfsiamese import SiameseModel
 from tests.conftest import REPO_ROOT
-from tests.helpers import TRAIN, accelerate_launch, free_port, recipe_flags, run_offline
+from tests.helpers import (
+    TEARDOWN_ABORT,
+    TRAIN,
+    TeardownAbortRetried,
+    accelerate_launch,
+    free_port,
+    recipe_flags,
+    retry_teardown_abort,
+    run_offline,
+)
 
 SHIM = Path(__file__).with_name("sharded_on_cpu.py")
 CONFIGS = REPO_ROOT / "recipes" / "accelerate"
@@ -52,31 +61,14 @@ def run_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> subproc
     return run_offline(command, cwd=out.parent, timeout=300, ACCELERATE_USE_CPU="1", OMP_NUM_THREADS="1")
 
 
-# Once in a fresh-clone CI run (not in 8 runs here), a process of the FSDP-on-CPU run aborted in C++ with this
-# line after its training steps (a std::thread left joinable at teardown): a path accelerate itself never takes
-# (it runs FSDP on GPUs only), so a run that dies so is run once more, into a fresh folder, rather than failing.
-# The retry is never silent: it raises `TeardownAbortRetried`, a warning pytest lists in its summary with the
-# aborted run's last output, so how often it fires stays visible.
-TEARDOWN_ABORT = "terminate called without an active exception"
-
-
-class TeardownAbortRetried(UserWarning):
-    """A sharded launch aborted at teardown (TEARDOWN_ABORT) and was run a second time."""
-
-
 def launch_sharded(config: str, model_dir: Path, out: Path, *extra: str) -> str:
     """`run_sharded`, which must succeed (a second try after the teardown abort above only, reported); its stdout."""
-    result = run_sharded(config, model_dir, out, *extra)
-    if result.returncode != 0 and TEARDOWN_ABORT in result.stderr:
-        warnings.warn(
-            TeardownAbortRetried(
-                f"the {config} launch aborted with {TEARDOWN_ABORT!r} (exit status {result.returncode}) and is run "
-                f"again; its last output:\n{result.stderr[-1500:]}"
-            ),
-            stacklevel=2,
-        )
-        shutil.rmtree(out, ignore_errors=True)
-        result = run_sharded(config, model_dir, out, *extra)
+
+    def launch() -> subprocess.CompletedProcess:
+        shutil.rmtree(out, ignore_errors=True)  # a second try starts in a fresh folder
+        return run_sharded(config, model_dir, out, *extra)
+
+    result = retry_teardown_abort(launch, config)
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout
 
