@@ -24,9 +24,9 @@ SECTION = f"""{HEADING}
 Issue 37: the scale benchmark per model (the LSTM recipe's, a static student, MiniLM) and per corpus
 (`--corpus recombined`: real QQP questions topped up with recombinations; `near_copies`: real questions and dense
 clusters of seeded near-copies of them), 200 real questions held out as queries. "own recall@10" is what the FAISS
-index measured on 300 rows of its own corpus when it was built (`index.recall_report`); "recall@10 vs exact" is the
-share of the exact float32 top 10 of the held-out queries that `index.search` returned (query encoding in the
-latency). "untuned" is the same chosen settings built with `recall_target=None` (nothing tuned or measured).
+index measured on 300 rows of its own corpus and 300 between-row queries when it was built
+(`index.recall_report`); "recall@10 vs exact" is the share of the exact float32 top 10 of the held-out queries
+that `index.search` returned, ties counted as found (query encoding in the latency). "untuned" is the same chosen settings built with `recall_target=None` (nothing tuned or measured).
 
 {HEADER}
 |{"---|" * len(COLUMNS)}

@@ -19,7 +19,8 @@ own process, so peak RSS (`ru_maxrss`, imports and the model included: ~0.4 GB) 
 * `build CONFIG`: `DuplicateIndex.build` from the finished shards (training, filling, measuring and, for `"auto"`,
   tuning the FAISS index, or inserting into the database) and `save`; the index's size on disk (the FAISS file,
   the embeddings, the texts), the FAISS index's own bytes (what it keeps in memory) and its own measurement
-  (`index.recall_report`: recall@10 on 300 sampled rows, p99 of its search without encoding, the settings);
+  (`index.recall_report`: recall@10, the lower of 300 sampled rows and 300 between-row queries, p99 of its
+  search without encoding, the settings);
 * `build_untuned CONFIG` (the `faiss-auto*` configurations): the same build with the settings the tuning chose
   given explicitly and `recall_target=None` (nothing tuned or measured), so that what tuning adds to the build
   time is read off one run;
