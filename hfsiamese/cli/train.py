@@ -67,9 +67,8 @@ from hfsiamese.losses import LOSS_OPTIONS, loss_name
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run
-from hfsiamese.training.run_start import StartedRun, start_cross_encoder_run, start_run
+from hfsiamese.training.run_start import StartedRun, several_datasets_inputs, start_cross_encoder_run, start_run
 from hfsiamese.training.run_training import train_evaluate_save
-from hfsiamese.training.several_datasets import several_datasets_inputs
 from hfsiamese.utils.console import configure_training_console
 
 logger = logging.getLogger("hfsiamese.cli.train")

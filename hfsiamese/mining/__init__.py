@@ -18,7 +18,7 @@ from hfsiamese.utils.lazy_exports import lazy_exports
 _LAZY = {
     "HeldOutQuestions": "hfsiamese.mining.held_out",
     "NegativeFilters": "hfsiamese.mining.negative_filters",
-    "MinedNegatives": "hfsiamese.mining.negative_mining",
+    "MinedNegatives": "hfsiamese.mining.mined_formats",
     "mine_negatives": "hfsiamese.mining.negative_mining",
     "OUTPUT_FORMATS": "hfsiamese.mining.mined_formats",
     "TEACHER_SCORES_COLUMN": "hfsiamese.mining.mined_formats",

@@ -1,5 +1,5 @@
 """
-Mined negatives as the `datasets.Dataset` a loss reads, in one of four layouts (sentence-transformers' names):
+Mined negatives (`MinedNegatives`, what `mine_negatives` returns) as the `datasets.Dataset` a loss reads, in one of four layouts (sentence-transformers' names):
 
     triplet             anchor, positive, negative                   one row per negative
     n-tuple             anchor, positive, negative_1 .. negative_n   queries with all n negatives
@@ -13,19 +13,63 @@ bi-encoder's cosines; `hfsiamese teacher-scores` replaces them with another teac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import datasets
 import numpy as np
 
-if TYPE_CHECKING:
-    from hfsiamese.mining.negative_mining import MinedNegatives
+from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 
-__all__ = ["OUTPUT_FORMATS", "TEACHER_SCORES_COLUMN", "mined_dataset"]
+__all__ = ["OUTPUT_FORMATS", "TEACHER_SCORES_COLUMN", "MinedNegatives", "mined_dataset"]
 
 OUTPUT_FORMATS = ("triplet", "n-tuple", "labeled-pair", "groups-with-scores")
-TEACHER_SCORES_COLUMN = "teacher_scores"
 SCORES_FEATURE = datasets.Sequence(datasets.Value("float32"))
+
+
+@dataclass(frozen=True)
+class MinedNegatives:
+    """
+    Each query's negatives, as codes into `texts` (one text per distinct question).
+
+    `query_codes`/`positive_codes` are `(queries,)`; `negative_codes` is `(queries, num_negatives)`, best first, -1
+    where fewer were found; `positive_scores` and `negative_scores` are the bi-encoder's cosines (NaN where no
+    negative). `cross_encoder_scores`, where a cross-encoder rescored, is `(queries, 1 + num_negatives)`: its score
+    of (query, positive) then of each negative. Write it out with `to_dataset`.
+    """
+
+    texts: list[str]
+    query_codes: np.ndarray
+    positive_codes: np.ndarray
+    positive_scores: np.ndarray
+    negative_codes: np.ndarray
+    negative_scores: np.ndarray
+    cross_encoder_scores: np.ndarray | None = None
+    held_out_questions: int = 0  # questions of the pairs left out as held out
+
+    @property
+    def num_negatives(self) -> int:
+        return int(self.negative_codes.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.query_codes)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.summary().items())})"
+
+    def to_dataset(self, format: str = "triplet") -> datasets.Dataset:
+        """The mined data in one of `OUTPUT_FORMATS`."""
+        return mined_dataset(self, format)
+
+    def summary(self) -> dict[str, int]:
+        """Counts: queries, negatives found, queries with all `num_negatives`."""
+        found = self.negative_codes >= 0
+        return {
+            "queries": len(self),
+            "negatives": int(found.sum()),
+            "queries_with_all_negatives": int(found.all(axis=1).sum()),
+            "queries_without_negatives": int((~found.any(axis=1)).sum()),
+            "held_out_questions": self.held_out_questions,
+        }
 
 
 def mined_dataset(mined: MinedNegatives, format: str = "triplet") -> datasets.Dataset:

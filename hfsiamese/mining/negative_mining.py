@@ -9,7 +9,6 @@ result is written in the layout a loss reads (`mined_formats`), optionally score
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import datasets
@@ -21,6 +20,7 @@ from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.groups import question_groups
 from hfsiamese.data.question_ids import identity_name, question_keys, question_texts
 from hfsiamese.mining.held_out import HeldOutQuestions, held_out_mask
+from hfsiamese.mining.mined_formats import MinedNegatives
 from hfsiamese.mining.negative_filters import NegativeFilters, allowed_candidates
 from hfsiamese.search.reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
@@ -36,54 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["MINING_BACKENDS", "MinedNegatives", "mine_negatives", "pairs_with_labels"]
 
 MINING_BACKENDS = ("exact", "faiss")
-
-
-@dataclass(frozen=True)
-class MinedNegatives:
-    """
-    Each query's negatives, as codes into `texts` (one text per distinct question).
-
-    `query_codes`/`positive_codes` are `(queries,)`; `negative_codes` is `(queries, num_negatives)`, best first, -1
-    where fewer were found; `positive_scores` and `negative_scores` are the bi-encoder's cosines (NaN where no
-    negative). `cross_encoder_scores`, where a cross-encoder rescored, is `(queries, 1 + num_negatives)`: its score
-    of (query, positive) then of each negative. Write it out with `to_dataset` (see `mined_formats`).
-    """
-
-    texts: list[str]
-    query_codes: np.ndarray
-    positive_codes: np.ndarray
-    positive_scores: np.ndarray
-    negative_codes: np.ndarray
-    negative_scores: np.ndarray
-    cross_encoder_scores: np.ndarray | None = None
-    held_out_questions: int = 0  # questions of the pairs left out as held out
-
-    @property
-    def num_negatives(self) -> int:
-        return int(self.negative_codes.shape[1])
-
-    def __len__(self) -> int:
-        return len(self.query_codes)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.summary().items())})"
-
-    def to_dataset(self, format: str = "triplet") -> datasets.Dataset:
-        """The mined data in one of `mined_formats.OUTPUT_FORMATS`."""
-        from hfsiamese.mining.mined_formats import mined_dataset
-
-        return mined_dataset(self, format)
-
-    def summary(self) -> dict[str, int]:
-        """Counts: queries, negatives found, queries with all `num_negatives`."""
-        found = self.negative_codes >= 0
-        return {
-            "queries": len(self),
-            "negatives": int(found.sum()),
-            "queries_with_all_negatives": int(found.all(axis=1).sum()),
-            "queries_without_negatives": int((~found.any(axis=1)).sum()),
-            "held_out_questions": self.held_out_questions,
-        }
 
 
 def pairs_with_labels(pairs: datasets.Dataset) -> datasets.Dataset:

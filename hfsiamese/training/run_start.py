@@ -31,10 +31,11 @@ from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fing
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese import SiameseModel
 from hfsiamese.training.arguments import DataArguments, ModelArguments
-from hfsiamese.training.preparation import load_splits
+from hfsiamese.training.preparation import load_splits, training_view
 from hfsiamese.training.several_datasets import (
     TrainingDataset,
     combined_training_pairs,
+    dataset_weights,
     load_several_splits,
     training_datasets,
 )
@@ -226,4 +227,37 @@ def start_cross_encoder_run(
     return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions)
 
 
-__all__ = ["StartedCrossEncoderRun", "StartedRun", "start_cross_encoder_run", "start_run"]
+@dataclass
+class SeveralDatasetsInputs:
+    """What the trainer takes for several data sets: tokenised rows by name, the losses and weights by name."""
+
+    train: dict[str, datasets.Dataset]
+    validation: dict[str, datasets.Dataset]
+    test: dict[str, datasets.Dataset] | None
+    losses: dict[str, SiameseLoss]
+    weights: dict[str, float] | None
+
+
+def several_datasets_inputs(run: StartedRun) -> SeveralDatasetsInputs:
+    """Each data set's training view (for its own loss), validation and test pairs, tokenised as the run does."""
+    assert run.parts is not None and run.entries is not None and run.losses is not None
+    train, validation, test = {}, {}, {}
+    for entry in run.entries:
+        splits, loss = run.parts[entry.name], run.losses[entry.name]
+        train[entry.name] = run.tokenize(
+            training_view(splits["train"], entry.data_args, loss, run.model, run.tokenizer)
+        )
+        validation[entry.name] = run.tokenize(splits["validation"])
+        if "test" in splits and len(splits["test"]):
+            test[entry.name] = run.tokenize(splits["test"])
+    return SeveralDatasetsInputs(train, validation, test or None, dict(run.losses), dataset_weights(run.entries))
+
+
+__all__ = [
+    "SeveralDatasetsInputs",
+    "StartedCrossEncoderRun",
+    "StartedRun",
+    "several_datasets_inputs",
+    "start_cross_encoder_run",
+    "start_run",
+]

@@ -21,11 +21,10 @@ import datasets
 from hfsiamese.data.multi_dataset_sampler import check_weights
 from hfsiamese.losses import LOSS_OPTIONS, SiameseLoss, current_loss_name, get_loss, loss_kwargs_for
 from hfsiamese.training.arguments import DataArguments
-from hfsiamese.training.preparation import load_splits, training_view
+from hfsiamese.training.preparation import load_splits
 
 if TYPE_CHECKING:
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
-    from hfsiamese.training.run_start import StartedRun
 
 # Top-level data arguments that say where one data set's pairs are: each entry says it for itself.
 SOURCE_FIELDS = ("train_file", "dataset_name", "dataset_config_name", "validation_file", "silver_pairs_file")
@@ -112,32 +111,6 @@ def combined_training_pairs(parts: Mapping[str, datasets.DatasetDict]) -> datase
     )
 
 
-@dataclass
-class SeveralDatasetsInputs:
-    """What the trainer takes for several data sets: tokenised rows by name, the losses and weights by name."""
-
-    train: dict[str, datasets.Dataset]
-    validation: dict[str, datasets.Dataset]
-    test: dict[str, datasets.Dataset] | None
-    losses: dict[str, SiameseLoss]
-    weights: dict[str, float] | None
-
-
-def several_datasets_inputs(run: StartedRun) -> SeveralDatasetsInputs:
-    """Each data set's training view (for its own loss), validation and test pairs, tokenised as the run does."""
-    assert run.parts is not None and run.entries is not None and run.losses is not None
-    train, validation, test = {}, {}, {}
-    for entry in run.entries:
-        splits, loss = run.parts[entry.name], run.losses[entry.name]
-        train[entry.name] = run.tokenize(
-            training_view(splits["train"], entry.data_args, loss, run.model, run.tokenizer)
-        )
-        validation[entry.name] = run.tokenize(splits["validation"])
-        if "test" in splits and len(splits["test"]):
-            test[entry.name] = run.tokenize(splits["test"])
-    return SeveralDatasetsInputs(train, validation, test or None, dict(run.losses), dataset_weights(run.entries))
-
-
 def _default_name(data_args: DataArguments) -> str:
     """A data set's name from where it comes from: the file's stem, or the Hub data set's name (and configuration)."""
     if data_args.dataset_name:
@@ -147,11 +120,9 @@ def _default_name(data_args: DataArguments) -> str:
 
 
 __all__ = [
-    "SeveralDatasetsInputs",
     "TrainingDataset",
     "combined_training_pairs",
     "dataset_weights",
     "load_several_splits",
-    "several_datasets_inputs",
     "training_datasets",
 ]
