@@ -30,7 +30,6 @@ from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.group_storage import save_groups_file
-from hfsiamese.search.groups.row_lookup import RowLookup
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.stores.in_memory import InMemoryStore
 from hfsiamese.utils.console import configure_quiet_console
@@ -133,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         Path(args.output_file).unlink(missing_ok=True)  # refused above unless --overwrite_output_file
         groups.to_parquet(args.output_file)
     largest = groups.largest(args.largest)
-    texts = RowLookup(index).rows([canonical for _, canonical, _ in largest])[0]
+    texts = index.rows_by_id([canonical for _, canonical, _ in largest])[0]
     output = {
         "num_texts": len(index),
         "num_groups": len(groups),

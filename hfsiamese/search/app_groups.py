@@ -9,18 +9,15 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from hfsiamese.search.groups.row_lookup import RowLookup
-
 # Largest groups the "Groups" tab lists.
 LARGEST_GROUPS = 20
 
 
 class GroupCells:
-    """The group cells of one index (its canonical questions' texts read as needed, through one `RowLookup`)."""
+    """The group cells of one index (its canonical questions' texts read as needed, by id, and kept)."""
 
     def __init__(self, index: Any) -> None:
         self.index = index
-        self._lookup = RowLookup(index)
         self._texts: dict[Any, str] = {}
 
     @property
@@ -29,7 +26,7 @@ class GroupCells:
 
     def canonical_texts(self, ids: list[Any]) -> list[str]:
         missing = [i for i in dict.fromkeys(ids) if i not in self._texts]
-        self._texts.update(zip(missing, self._lookup.rows(missing)[0]))
+        self._texts.update(zip(missing, self.index.rows_by_id(missing)[0]))
         return [self._texts[i] for i in ids]
 
     def for_matches(self, matches: list[dict[str, Any]]) -> list[list[str]] | None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import datasets
+import numpy as np
 import torch
 
 from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
@@ -48,6 +49,11 @@ class IndexViews:
 
     def __len__(self) -> int:
         return len(self._store)
+
+    def rows_by_id(self, ids: list[Any]) -> tuple[list[str], np.ndarray]:
+        """The texts and embeddings of these ids, in their order, read from the store without a scan (a KeyError
+        names ids not in the index)."""
+        return self._store.rows_by_id(list(ids))
 
     def __repr__(self) -> str:
         database = not isinstance(self._store, InMemoryStore)

@@ -35,3 +35,31 @@ def test_in_memory_store_iterates_its_rows_in_order():
     (ids, texts, vectors, metadata), *rest = list(store.iter_rows(batch_size=2))
     assert (ids, texts, vectors.shape, metadata, len(rest)) == ([3, 1], ["a", "b"], (2, 2), [{}, {}], 1)
     assert store.contains([1, 7]) == [True, False] and store.delete([1, 7]) == 1 and len(store) == 2
+
+
+def _opened(kind: str, tmp_path):
+    if kind == "exact":
+        return InMemoryStore(3)
+    if kind == "faiss":
+        return FaissStore(3, AnnSpec(), None)
+    return {"lancedb": LanceDBStore, "qdrant": QdrantStore}[kind].open(tmp_path / "db", embedding_dim=3, create=True)
+
+
+@pytest.mark.parametrize("kind", ["exact", "faiss", "lancedb", "qdrant"])
+def test_rows_by_id_reads_those_rows_in_the_order_asked(kind, tmp_path):
+    vectors = np.eye(4, 3, dtype=np.float32)
+    vectors[3] = [0.6, 0.8, 0.0]
+    store = _opened(kind, tmp_path)
+    try:
+        store.add([10, 11, 12, 13], ["a", "b", "c", "d"], vectors)
+        texts, found = store.rows_by_id([13, 10, 13])
+        assert texts == ["d", "a", "d"] and found.dtype == np.float32
+        np.testing.assert_allclose(found, vectors[[3, 0, 3]], atol=1e-6)
+        assert store.rows_by_id([])[1].shape == (0, 3)
+        with pytest.raises(KeyError, match="99"):
+            store.rows_by_id([10, 99])
+        store.delete([10])  # rows numbered again in memory
+        store.add([14], ["e"], vectors[[1]])
+        assert store.rows_by_id([14, 13, 11])[0] == ["e", "d", "b"]
+    finally:
+        store.close()

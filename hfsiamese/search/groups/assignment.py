@@ -23,7 +23,6 @@ import numpy as np
 from hfsiamese.search.groups.clustering import guarded_groups, pair_graph
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.placement import place
-from hfsiamese.search.groups.row_lookup import RowLookup
 from hfsiamese.search.index_views import IndexViews
 
 
@@ -31,10 +30,9 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
     """Put each new question (already in the index) in a group; for each `{"id", "group", "canonical_id",
     "canonical_text", "score" (cosine to the canonical), "new_group"}`."""
     settings = groups.settings
-    lookup = RowLookup(index)
     vectors = np.asarray(vectors, dtype=np.float32)
     found = index._store.search(vectors, min(settings.k + 1, len(index)))  # each finds itself too
-    member_vectors = lambda members: lookup.rows(members)[1]  # noqa: E731
+    member_vectors = lambda members: index.rows_by_id(members)[1]  # noqa: E731
     joined = []
     for member, vector, matches in zip(ids, vectors, found):
         duplicates = [
@@ -42,7 +40,7 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
         ]
         joined.append((member, place(groups, member, vector, duplicates, member_vectors)))
     canonicals = list(dict.fromkeys(groups.canonical_of(group) for _, group in joined))
-    texts = dict(zip(canonicals, lookup.rows(canonicals)[0]))
+    texts = dict(zip(canonicals, index.rows_by_id(canonicals)[0]))
     return [
         {
             "id": member,
@@ -64,17 +62,16 @@ def forget(index: IndexViews, groups: DuplicateGroups, ids: list[Any]) -> None:
         group = groups.leave(member)
         if group is not None and group in groups.groups():
             touched.add(group)
-    lookup = RowLookup(index)
     for group in sorted(touched):
-        regroup(lookup, groups, group)
+        regroup(index, groups, group)
 
 
-def regroup(lookup: RowLookup, groups: DuplicateGroups, group: int) -> None:
+def regroup(index: IndexViews, groups: DuplicateGroups, group: int) -> None:
     """Group one group's members again among themselves, in the order they joined (pairs from their own cosines: a
     group's size squared)."""
     settings = groups.settings
     members = groups.members(group)
-    _, vectors = lookup.rows(members)
+    _, vectors = index.rows_by_id(members)
     cosines = vectors @ vectors.T
     rows_a, rows_b = np.nonzero(np.triu(cosines >= settings.threshold, k=1))
     graph = pair_graph(len(members), rows_a, rows_b, cosines[rows_a, rows_b])

@@ -79,6 +79,10 @@ class VectorStore(Protocol):
     def all_embeddings(self) -> torch.Tensor:
         """Every embedding, `(len, dim)` float32, in the same order."""
 
+    def rows_by_id(self, ids: Sequence[int | str]) -> tuple[list[str], np.ndarray]:
+        """The texts and `(len(ids), dim)` float32 embeddings of these ids, in their order, reading only these rows
+        (what keeping duplicate groups current needs: a few rows of a large index); a KeyError names ids not kept."""
+
 
 class DatabaseStore(ABC):
     """
@@ -182,6 +186,19 @@ class DatabaseStore(ABC):
         )
 
 
+def gathered_rows(
+    ids: Sequence[int | str], found: dict[Any, tuple[str, Any]], embedding_dim: int | None
+) -> tuple[list[str], np.ndarray]:
+    """`rows_by_id`'s answer from the rows a database returned (`id -> (text, vector)`), in the order asked."""
+    missing = [member for member in ids if member not in found]
+    if missing:
+        raise KeyError(f"ids not in the index: {missing[:5]}")
+    if not ids:
+        return [], np.empty((0, embedding_dim or 0), dtype=np.float32)
+    vectors = np.asarray([found[member][1] for member in ids], dtype=np.float32)
+    return [found[member][0] for member in ids], vectors
+
+
 def import_engine(module: str, backend: str, package: str) -> Any:
     """The database engine's client module, or an ImportError naming the extra (named as the backend) that installs
     it."""
@@ -228,6 +245,7 @@ __all__ = [
     "VectorStore",
     "check_creatable",
     "check_stored_dim",
+    "gathered_rows",
     "import_engine",
     "local_folder",
 ]

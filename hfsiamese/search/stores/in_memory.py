@@ -38,7 +38,8 @@ class InMemoryStore:
         self.corpus_chunk_size = corpus_chunk_size
         self.table = EmbeddingTable(embedding_dim or 0)
         self.corpus: datasets.Dataset | None = None
-        self._id_set: set[Any] | None = None  # built on first need: a loaded index searched only never pays for it
+        # id -> row number, built on first need (a loaded index searched only never pays for it), then kept current
+        self._row_of: dict[Any, int] | None = None
 
     def __len__(self) -> int:
         return 0 if self.corpus is None else self.corpus.num_rows
@@ -49,7 +50,7 @@ class InMemoryStore:
         """Take a (memory-mapped) table of every row's embedding, with its ids and texts, as all this store holds."""
         self.corpus = _rows_dataset(ids, texts, id_type(ids))
         self.table = table
-        self._id_set = None
+        self._row_of = None
 
     def add(
         self,
@@ -67,34 +68,48 @@ class InMemoryStore:
             raise ValueError(f"got {len(texts)} texts but {len(table)} embeddings")
         ids = list(ids)
         rows = _rows_dataset(ids, list(texts), id_type(ids))
+        first = len(self)
         self.corpus = rows if self.corpus is None else datasets.concatenate_datasets([self.corpus, rows])
         for _, chunk in table.chunks():
             self.table.append(chunk)
             self._appended(chunk)
-        self._ids().update(ids)
+        if self._row_of is not None:
+            self._row_of.update(zip(ids, range(first, first + len(ids))))
 
     def _appended(self, chunk: torch.Tensor) -> None:
         """What a store that indexes the rows does with each chunk of new rows (a FAISS index takes them)."""
 
     def delete(self, ids: Sequence[int | str]) -> int:
         """Compact the rows: the kept ones are copied into memory."""
-        doomed = set(ids) & self._ids()
+        doomed = set(ids) & self._row_numbers().keys()
         if not doomed:
             return 0
         keep = np.array([row for row, i in enumerate(self.corpus["id"]) if i not in doomed], dtype=np.int64)
         self.corpus = self.corpus.select(keep).flatten_indices() if len(keep) else None
         self.table = self.table.select(keep) if len(keep) else EmbeddingTable(self.embedding_dim)
-        self._id_set = self._ids() - doomed
+        self._row_of = None  # the kept rows are numbered again
         return len(doomed)
 
     def contains(self, ids: Sequence[int | str]) -> list[bool]:
-        existing = self._ids()
+        existing = self._row_numbers()
         return [i in existing for i in ids]
 
-    def _ids(self) -> set[Any]:
-        if self._id_set is None:
-            self._id_set = set(self.corpus["id"]) if self.corpus is not None else set()
-        return self._id_set
+    def _row_numbers(self) -> dict[Any, int]:
+        """id -> row number."""
+        if self._row_of is None:
+            self._row_of = {} if self.corpus is None else {i: row for row, i in enumerate(self.corpus["id"])}
+        return self._row_of
+
+    def rows_by_id(self, ids: Sequence[int | str]) -> tuple[list[str], np.ndarray]:
+        """These ids' texts and embeddings, in their order: the id -> row map is read, never the whole corpus."""
+        row_of = self._row_numbers()
+        missing = [member for member in ids if member not in row_of]
+        if missing:
+            raise KeyError(f"ids not in the index: {missing[:5]}")
+        if not ids:
+            return [], np.empty((0, self.embedding_dim or 0), dtype=np.float32)
+        rows = np.array([row_of[member] for member in ids], dtype=np.int64)
+        return list(self.corpus[rows.tolist()]["text"]), self.table.gather(rows)
 
     @property
     def int_ids(self) -> bool:

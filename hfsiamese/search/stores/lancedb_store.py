@@ -110,7 +110,14 @@ import torch
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
-from hfsiamese.search.stores.base import DatabaseStore, check_creatable, check_stored_dim, import_engine, local_folder
+from hfsiamese.search.stores.base import (
+    DatabaseStore,
+    check_creatable,
+    check_stored_dim,
+    gathered_rows,
+    import_engine,
+    local_folder,
+)
 from hfsiamese.search.stores.lancedb_columns import (
     BASE_COLUMNS,
     ID_INT,
@@ -322,6 +329,18 @@ class LanceDBStore(DatabaseStore):
     def contains(self, ids: Sequence[int | str]) -> list[bool]:
         """Whether each id is in the table."""
         return self._contains_keys([id_key(i) for i in id_list(ids)])
+
+    def rows_by_id(self, ids: Sequence[int | str]) -> tuple[list[str], np.ndarray]:
+        """These ids' texts and embeddings, in their order (one `id_key IN (...)` read per 1,000 ids)."""
+        found: dict[Any, tuple[str, Any]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), _ID_BATCH):
+            keys = [id_key(i) for i in unique[start : start + _ID_BATCH]]
+            rows = self._table.search().where(in_list(KEY, keys)).select([ID_INT, ID_STR, TEXT, VECTOR]).to_arrow()
+            columns = (rows.column(name).to_pylist() for name in (ID_INT, ID_STR, TEXT, VECTOR))
+            for number, name, text, vector in zip(*columns):
+                found[number if number is not None else name] = (text, vector)
+        return gathered_rows(ids, found, self.embedding_dim)
 
     def _contains_keys(self, keys: list[str]) -> list[bool]:
         found: set[str] = set()
