@@ -12,6 +12,7 @@ import torch
 
 from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
 from hfsiamese.search.recall_tuning import RecallReport
+from hfsiamese.search.stores.base import DatabaseStore
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
@@ -65,6 +66,12 @@ class IndexViews:
             f"backend={self.backend!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
             f"threshold={self.threshold})"
         )
+
+    @property
+    def database_store(self) -> DatabaseStore | None:
+        """The store when the index lives in a database (LanceDB, Qdrant), None for an in-process one: what the
+        index's duplicate groups are written to beside its rows."""
+        return self._store if isinstance(self._store, DatabaseStore) else None
 
     @property
     def embeddings(self) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """
 What a `DuplicateIndex` asks of the place that keeps its vectors: the `VectorStore` protocol, and
-`DatabaseStore`, the part both database stores share (the checks before an `add`, the lifecycle, saving).
+`DatabaseStore`, the part both database stores share (the checks before an `add`, the lifecycle, saving, and
+keeping the index's duplicate groups beside its rows).
 
 A store keeps ids, texts and L2-normalised float32 embeddings (and, in a database, metadata); the index
 keeps the model, the threshold, the calibration and the reranker. Every store answers a search with match
@@ -18,6 +19,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import datasets
 import numpy as np
+import pyarrow as pa
 import torch
 
 from hfsiamese.search.index_files import write_index_folder
@@ -26,6 +28,12 @@ from hfsiamese.utils.extras import install_hint
 
 RowBatch = tuple[list[int | str], list[str], "np.ndarray | None", list[dict[str, Any]]]
 """`(ids, texts, embeddings or None, metadata)`: one batch of `iter_rows`."""
+
+# A database keeps an index's duplicate groups in the table or collection `<collection>__groups`.
+GROUPS_SUFFIX = "__groups"
+# The key under which the groups' settings (`GroupSettings.to_dict()`) are kept: in the groups table's or collection's
+# metadata, and in the schema metadata of an index folder's `groups.parquet`.
+GROUP_SETTINGS_KEY = "hfsiamese_groups"
 
 
 @runtime_checkable
@@ -87,8 +95,9 @@ class VectorStore(Protocol):
 class DatabaseStore(ABC):
     """
     What `LanceDBStore` and `QdrantStore` share: `add` checks its rows (`store_checks.check_rows`) and hands
-    them to the engine's `_write`; the lifecycle (`close` by the engine, `with` blocks, `repr`); and `save`,
-    which writes only the index config, as the rows are in the database already.
+    them to the engine's `_write`; the lifecycle (`close` by the engine, `with` blocks, `repr`); `save`,
+    which writes only the index config, as the rows are in the database already; and the index's duplicate
+    groups, which each engine keeps in `groups_collection` beside the rows, as durably (`*_group_rows`).
     """
 
     # The words naming the engine's int64 limit, for the message refusing a larger id.
@@ -147,6 +156,31 @@ class DatabaseStore(ABC):
     @abstractmethod
     def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
         """Every row in `(ids, texts, embeddings, metadata)` batches, in the engine's order."""
+
+    # --- the index's duplicate groups (`hfsiamese.search.groups.group_storage` converts them) ---------------------
+    #
+    # Group rows are a table of columns `id` (the question's id), `group` (int64), `score` (float64: its similarity to
+    # the group's canonical) and `is_canonical` (bool), one row per question; the settings a plain JSON dict.
+
+    @property
+    def groups_collection(self) -> str:
+        """The table or collection, beside this one in the same database, that holds the index's duplicate groups."""
+        return f"{self.collection}{GROUPS_SUFFIX}"
+
+    @abstractmethod
+    def replace_group_rows(self, rows: pa.Table, settings: dict[str, Any]) -> None:
+        """Replace the stored groups whole with `rows` and `settings` (what `find_groups` found), so that the groups
+        and their settings always come from one finding; durable as the engine's rows are when it returns."""
+
+    @abstractmethod
+    def merge_group_rows(self, rows: pa.Table, removed: Sequence[int | str]) -> None:
+        """Write the group rows that changed (inserted or updated by id) and remove those of `removed` questions,
+        so that an `add` or `delete` writes only what it changed, not every group; the settings stay."""
+
+    @abstractmethod
+    def read_group_rows(self) -> tuple[dict[str, Any], pa.Table] | None:
+        """The stored groups' settings and rows, None where none were written (Qdrant: nor where none are left, as
+        earlier releases read it)."""
 
     def read_all(self, *, with_vectors: bool = True) -> tuple[list[Any], list[str], np.ndarray | None]:
         """Every id, text (and embedding) of the collection, read in batches."""
@@ -240,6 +274,8 @@ def check_stored_dim(collection: str, where: str, dim: int, embedding_dim: int |
 
 
 __all__ = [
+    "GROUPS_SUFFIX",
+    "GROUP_SETTINGS_KEY",
     "DatabaseStore",
     "RowBatch",
     "VectorStore",

@@ -23,6 +23,8 @@ Layout of the table (`DEFAULT_COLLECTION` unless told):
               threshold) travels with the table, and no reserved row has to be hidden from `len`,
               `search` or `iter_rows`.
 
+The index's duplicate groups are in a second table, `<collection>__groups` (`lancedb_groups`).
+
 How it behaves (lancedb 0.40; figures at the end):
 
 * search is exact: brute force over every row (`bypass_vector_index`, so an ANN index that someone
@@ -110,6 +112,7 @@ import torch
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
+from hfsiamese.search.stores import lancedb_groups
 from hfsiamese.search.stores.base import (
     DatabaseStore,
     check_creatable,
@@ -184,6 +187,10 @@ class LanceDBStore(DatabaseStore):
     INT64_NOTE = INT64_NOTE
     RESERVED = RESERVED_FIELDS
     _check_key = staticmethod(check_key)
+    # The index's duplicate groups: a table beside this one (`lancedb_groups`).
+    replace_group_rows = lancedb_groups.replace_group_rows
+    merge_group_rows = lancedb_groups.merge_group_rows
+    read_group_rows = lancedb_groups.read_group_rows
 
     def __init__(self, db: Any, table: Any, collection: str, embedding_dim: int, where: str, remote: bool) -> None:
         """Use `LanceDBStore.open`: it creates or checks the table this wraps."""

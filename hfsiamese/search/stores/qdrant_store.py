@@ -21,6 +21,8 @@ Layout of the collection (`DEFAULT_COLLECTION` unless told):
               from `len`, `search` or `iter_rows`. Needs a Qdrant server with collection metadata (1.16+);
               `set_metadata` reads it back and says so when the server dropped it.
 
+The index's duplicate groups are in a second collection, `<collection>__groups` (`qdrant_groups`).
+
 How local mode behaves (qdrant-client 1.20, measured on a shared 2-core machine):
 
 * durability: local mode keeps every point in memory (numpy) and in `collection/<name>/storage.sqlite`
@@ -63,6 +65,7 @@ import torch
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
+from hfsiamese.search.stores import qdrant_groups
 from hfsiamese.search.stores.base import (
     DatabaseStore,
     check_creatable,
@@ -129,6 +132,11 @@ class QdrantStore(DatabaseStore):
     """
 
     INT64_NOTE = "Qdrant payloads hold int64"
+    point_id = staticmethod(point_id)  # so that `qdrant_groups` reaches it through the store, not an import circle
+    # The index's duplicate groups: a collection beside this one (`qdrant_groups`).
+    replace_group_rows = qdrant_groups.replace_group_rows
+    merge_group_rows = qdrant_groups.merge_group_rows
+    read_group_rows = qdrant_groups.read_group_rows
 
     @staticmethod
     def _check_key(key: str, position: int) -> None:
