@@ -247,6 +247,7 @@ def main() -> None:
     parser.add_argument("--quantization", default="auto", help="with --backend faiss")
     parser.add_argument("--structure", default="auto", help="with --backend faiss (hnsw: no N x N scan at 1M)")
     parser.add_argument("--guard", action="append", choices=GUARDS, help="guards to run (default: all)")
+    parser.add_argument("--reuse_index", action="store_true", help="keep the work folder's index (same flags)")
     parser.add_argument("--num_assign", type=int, default=1000, help="questions held out, then assigned one by one")
     parser.add_argument("--community_timeout", type=float, default=900, help="seconds (0: skip community_detection)")
     parser.add_argument("--source", default=str(SOURCE))
@@ -277,7 +278,11 @@ def main() -> None:
              f"--known_groups={args.known_groups}", f"--num_assign={args.num_assign}"]  # fmt: skip
     if args.num_sources:
         flags.append(f"--num_sources={args.num_sources}")
-    rows = [run_stage(__file__, "index", workdir, flags)]
+    if args.reuse_index and (workdir / "index_row.json").is_file():  # built by an earlier run with these flags
+        rows = [json.loads((workdir / "index_row.json").read_text())]
+    else:
+        rows = [run_stage(__file__, "index", workdir, flags)]
+        (workdir / "index_row.json").write_text(json.dumps(rows[0]))
     guards = args.guard or GUARDS
     rows += [run_stage(__file__, "groups", workdir, flags, guard) for guard in guards]
     assign_row = run_stage(__file__, "assign", workdir, flags) if DEFAULT_GUARD in guards else None
