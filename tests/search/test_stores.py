@@ -63,3 +63,19 @@ def test_rows_by_id_reads_those_rows_in_the_order_asked(kind, tmp_path):
         assert store.rows_by_id([14, 13, 11])[0] == ["e", "d", "b"]
     finally:
         store.close()
+
+
+def test_rows_added_one_at_a_time_are_searched_before_and_after_they_are_folded_in(monkeypatch):
+    import hfsiamese.search.stores.in_memory as in_memory
+
+    monkeypatch.setattr(in_memory, "_PENDING_ROWS", 3)
+    store = InMemoryStore(2)
+    store.add([0, 1], ["a", "b"], np.array([[1, 0], [0, 1]], dtype=np.float32))  # below 3: still pending
+    store.add([2], ["c"], np.array([[0.6, 0.8]], dtype=np.float32))  # reaches 3: folded into the corpus
+    assert store.corpus.num_rows == 3 and not store._pending_ids
+    store.add([3], ["d"], np.array([[0.8, 0.6]], dtype=np.float32))  # pending again
+    assert len(store) == 4 and store._pending_ids == [3]
+    (found,) = store.search(np.array([[0.8, 0.6]], dtype=np.float32), 4)
+    assert [(m["id"], m["text"]) for m in found] == [(3, "d"), (2, "c"), (0, "a"), (1, "b")]
+    assert store.rows_by_id([3, 0])[0] == ["d", "a"] and store.contains([3]) == [True]
+    assert store.all_texts() == ["a", "b", "c", "d"] and store.corpus.num_rows == 4  # read whole: folded in
