@@ -55,8 +55,7 @@ class DuplicateGroups:
         self._group_of: dict[Any, int] = {}
         self._score: dict[Any, float] = {}
         # Members as tuples, not lists: a tuple of ids is left alone by Python's garbage collector, where a list is
-        # traversed by every full collection (a million groups of lists made such a collection, and so the p99 of an
-        # `add(..., assign_groups=True)` at 1M questions, take ~0.3 s).
+        # traversed by every full collection (at 1M questions the lists of ~900k groups added ~50 ms to each).
         self._members: dict[int, tuple[Any, ...]] = {}
         self._canonical: dict[int, Any] = {}
         self._next_group = 0
