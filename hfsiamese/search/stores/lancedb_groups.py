@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,19 +29,19 @@ from hfsiamese.search.stores.base import GROUP_SETTINGS_KEY
 from hfsiamese.search.stores.lancedb_columns import ID_INT, ID_STR, KEY, id_key
 from hfsiamese.search.stores.lancedb_filters import in_list
 
-if TYPE_CHECKING:
-    from hfsiamese.search.stores.lancedb_store import LanceDBStore
+# `store` below is a LanceDBStore (typed Any: this module is the store's part, and imports nothing of it).
+Store = Any
 
 _VALUES = ("group", "score", "is_canonical")
 
 
-def replace_group_rows(store: LanceDBStore, rows: pa.Table, settings: dict[str, Any]) -> None:
+def replace_group_rows(store: Store, rows: pa.Table, settings: dict[str, Any]) -> None:
     """The groups table written anew, whole, in one commit."""
     metadata = {GROUP_SETTINGS_KEY: json.dumps(settings)}
     store._db.create_table(store.groups_collection, data=_stored(rows, _schema(metadata)), mode="overwrite")
 
 
-def merge_group_rows(store: LanceDBStore, rows: pa.Table, removed: Sequence[int | str]) -> None:
+def merge_group_rows(store: Store, rows: pa.Table, removed: Sequence[int | str]) -> None:
     """The changed rows merged in by `id_key` (one commit), then the removed questions' rows deleted (one more)."""
     table = store._db.open_table(store.groups_collection)
     if rows.num_rows:
@@ -51,7 +51,7 @@ def merge_group_rows(store: LanceDBStore, rows: pa.Table, removed: Sequence[int 
         table.delete(in_list(KEY, [id_key(i) for i in removed]))
 
 
-def read_group_rows(store: LanceDBStore) -> tuple[dict[str, Any], pa.Table] | None:
+def read_group_rows(store: Store) -> tuple[dict[str, Any], pa.Table] | None:
     """The settings and rows of the groups table, None where there is no such table."""
     try:
         table = store._db.open_table(store.groups_collection).to_arrow()

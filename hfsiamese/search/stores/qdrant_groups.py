@@ -15,14 +15,14 @@ again, so a crash in the middle leaves some of the groups (or none): `find_group
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from hfsiamese.search.stores.base import GROUP_SETTINGS_KEY
 
-if TYPE_CHECKING:
-    from hfsiamese.search.stores.qdrant_store import QdrantStore
+# `store` below is a QdrantStore (typed Any: this module is the store's part, and imports nothing of it).
+Store = Any
 
 _COLUMNS = ("id", "group", "score", "is_canonical")
 # Points per upsert request, and points per scroll page.
@@ -30,7 +30,7 @@ _BATCH = 1000
 _PAGE = 10_000
 
 
-def replace_group_rows(store: QdrantStore, rows: pa.Table, settings: dict[str, Any]) -> None:
+def replace_group_rows(store: Store, rows: pa.Table, settings: dict[str, Any]) -> None:
     """The groups collection dropped, created again with `settings` and every row upserted."""
     client, name = store._client, store.groups_collection
     if client.collection_exists(name):
@@ -39,7 +39,7 @@ def replace_group_rows(store: QdrantStore, rows: pa.Table, settings: dict[str, A
     _upsert(store, rows)
 
 
-def merge_group_rows(store: QdrantStore, rows: pa.Table, removed: Sequence[int | str]) -> None:
+def merge_group_rows(store: Store, rows: pa.Table, removed: Sequence[int | str]) -> None:
     """The changed rows upserted (by point id), then the removed questions' points deleted."""
     _upsert(store, rows)
     if removed:
@@ -47,7 +47,7 @@ def merge_group_rows(store: QdrantStore, rows: pa.Table, removed: Sequence[int |
         store._client.delete(store.groups_collection, points_selector=selector, wait=True)
 
 
-def read_group_rows(store: QdrantStore) -> tuple[dict[str, Any], pa.Table] | None:
+def read_group_rows(store: Store) -> tuple[dict[str, Any], pa.Table] | None:
     """The settings and points of the groups collection, None where there is no such collection or it holds no
     point (as earlier releases read it)."""
     client, name = store._client, store.groups_collection
@@ -66,7 +66,7 @@ def read_group_rows(store: QdrantStore) -> tuple[dict[str, Any], pa.Table] | Non
     return (settings, pa.table(columns)) if columns["id"] else None
 
 
-def _upsert(store: QdrantStore, rows: pa.Table) -> None:
+def _upsert(store: Store, rows: pa.Table) -> None:
     """Group rows as points without vectors, `_BATCH` a request, each acknowledged before the next."""
     columns = [rows.column(column).to_pylist() for column in _COLUMNS]
     for start in range(0, rows.num_rows, _BATCH):
