@@ -48,6 +48,10 @@ class TeacherScoresArguments:
     shard_size: int = field(default=10_000, metadata={"help": "Rows per shard: the work a stopped run can lose."})
     batch_size: int = field(default=64, metadata={"help": "Pairs (cross-encoder) or texts (bi-encoder) per batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept (default: the teacher's)."})
+    bf16: bool = field(
+        default=False,
+        metadata={"help": "Run the teacher under bfloat16 autocast (faster where the CPU has AMX or AVX512-BF16)."},
+    )
     overwrite_output: bool = field(default=False, metadata={"help": "Replace an existing --output_path."})
     keep_shards: bool = field(default=False, metadata={"help": "Keep --shards_dir once the output is written."})
 
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         batch_size=args.batch_size,
         max_length=args.max_length,
         show_progress_bar=True,
+        dtype=torch.bfloat16 if args.bf16 else None,
     )
     save_dataset_file(scored, output, overwrite=args.overwrite_output)
     if not args.keep_shards:

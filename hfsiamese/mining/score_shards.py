@@ -73,6 +73,11 @@ def _difference(saved: dict[str, Any], expected: dict[str, Any]) -> str | None:
         return f"shard_size={saved['shard_size']} (pass that shard size to resume)"
     if saved["max_length"] != expected["max_length"]:
         return f"max_length={saved['max_length']} (pass that max_length to resume)"
+    if saved.get("dtype") != expected.get("dtype"):  # manifests written without a dtype: float32
+        bf16 = saved.get("dtype") == "bfloat16"
+        return (
+            f"a teacher run in {saved.get('dtype') or 'float32'} ({'pass' if bf16 else 'leave out'} --bf16 to resume)"
+        )
     before, now = saved["teacher"], expected["teacher"]
     same_kind = before.get("kind") == now["kind"] and len(before.get("probe_scores", [])) == len(now["probe_scores"])
     if not same_kind or not np.allclose(before["probe_scores"], now["probe_scores"], atol=PROBE_TOLERANCE, rtol=0):

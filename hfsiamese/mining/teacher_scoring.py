@@ -53,12 +53,20 @@ class PairScorer:
 
 
 def pair_scorer(
-    teacher: Any, tokenizer: Any | None = None, *, batch_size: int = 64, max_length: int | None = None
+    teacher: Any,
+    tokenizer: Any | None = None,
+    *,
+    batch_size: int = 64,
+    max_length: int | None = None,
+    dtype: torch.dtype | None = None,
 ) -> PairScorer:
     """
     `teacher` as a `PairScorer`: a `CrossEncoder` (or any object with `score_pairs` and no `encode`), a bi-encoder
     (`SiameseModel`, `OnnxSiameseModel`: cosine of `encode`'s normalised embeddings), or the folder / Hub id of either.
+    `dtype` (e.g. `torch.bfloat16`) runs a PyTorch teacher in that precision (float32 when None); an ONNX teacher
+    runs as exported.
     """
+    options: dict[str, Any] = {} if dtype is None else {"dtype": dtype}
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if isinstance(teacher, (str, os.PathLike)):
@@ -70,7 +78,7 @@ def pair_scorer(
 
         def cosine(texts_a: list[str], texts_b: list[str]) -> np.ndarray:
             distinct = list(dict.fromkeys(texts_a + texts_b))
-            vectors = teacher.encode(distinct, tokenizer, batch_size=batch_size, max_length=max_length)
+            vectors = teacher.encode(distinct, tokenizer, batch_size=batch_size, max_length=max_length, **options)
             vectors = torch.nn.functional.normalize(torch.as_tensor(vectors).float().cpu(), dim=-1)
             row = {text: i for i, text in enumerate(distinct)}
             a, b = vectors[[row[t] for t in texts_a]], vectors[[row[t] for t in texts_b]]
@@ -83,7 +91,7 @@ def pair_scorer(
         )
 
     def cross(texts_a: list[str], texts_b: list[str]) -> np.ndarray:
-        scores = teacher.score_pairs(texts_a, texts_b, batch_size=batch_size, max_length=max_length)
+        scores = teacher.score_pairs(texts_a, texts_b, batch_size=batch_size, max_length=max_length, **options)
         return torch.as_tensor(scores).detach().float().cpu().reshape(-1).numpy()
 
     return PairScorer("cross-encoder", name, cross)
@@ -99,12 +107,14 @@ def score_groups(
     batch_size: int = 64,
     max_length: int | None = None,
     show_progress_bar: bool = False,
+    dtype: torch.dtype | None = None,
 ) -> datasets.Dataset:
     """
     `groups` (columns `query`, `positive`, `negatives`: `mined_formats`' groups-with-scores) with its
     `teacher_scores` column (re)written by `teacher` (see `pair_scorer`), scored `shard_size` rows at a time into
     `shards_dir`. Shards already in `shards_dir` (of the same rows, shard size, `max_length` and teacher) are read, not scored
-    again; a folder of another run is refused. The folder is left in place (`score_shards.remove_score_shards`).
+    again; a folder of another run (the teacher's precision, `dtype`, included) is refused. The folder is left in
+    place (`score_shards.remove_score_shards`).
     """
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive integer, got {shard_size!r}")
@@ -115,7 +125,7 @@ def score_groups(
         )
     if len(groups) == 0:
         raise ValueError("the groups data set has no rows to score")
-    scorer = pair_scorer(teacher, tokenizer, batch_size=batch_size, max_length=max_length)
+    scorer = pair_scorer(teacher, tokenizer, batch_size=batch_size, max_length=max_length, dtype=dtype)
     rows = [[query, positive, *negatives] for query, positive, negatives in zip(*(groups[c] for c in GROUP_COLUMNS))]
     shards_dir = Path(shards_dir)
     expected = {
@@ -124,6 +134,7 @@ def score_groups(
         "shard_size": shard_size,
         "max_length": max_length,
         "teacher": scorer.fingerprint(),
+        **({} if dtype is None else {"dtype": str(dtype).removeprefix("torch.")}),
     }
     check_scores_folder(shards_dir, expected)
     total = num_shards(len(rows), shard_size)

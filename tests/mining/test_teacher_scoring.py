@@ -1,3 +1,5 @@
+import json
+
 import datasets
 import pytest
 
@@ -117,3 +119,15 @@ def test_the_groups_are_checked(tmp_path):
         score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "s", shard_size=0)
     with pytest.raises(TypeError, match="teacher must be a cross-encoder or a bi-encoder"):
         score_groups(GROUPS, object(), tmp_path / "s")
+
+
+def test_a_folder_scored_in_another_precision_is_refused(tmp_path):
+    import torch
+
+    shards = tmp_path / "shards"
+    scored = score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2, dtype=torch.bfloat16)
+    assert json.loads((shards / SCORES_MANIFEST_NAME).read_text())["dtype"] == "bfloat16"
+    again = score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2, dtype=torch.bfloat16)
+    assert again[TEACHER_SCORES_COLUMN] == scored[TEACHER_SCORES_COLUMN]  # resumed: same precision
+    with pytest.raises(ValueError, match="a teacher run in bfloat16 \\(pass --bf16 to resume\\)"):
+        score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2)
