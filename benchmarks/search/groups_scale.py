@@ -140,11 +140,9 @@ def stage_index(args, workdir: Path) -> None:
         import pickle
 
         model, tokenizer = TfidfEncoder(texts, args.seed), None
-        (workdir / "encoder.pkl").write_bytes(pickle.dumps(model))
+        (workdir / "encoder.pkl").write_bytes(pickle.dumps(model))  # what `encoder` reads back
     else:
-        from benchmarks.search.search_scale import load_model
-
-        model, tokenizer = load_model(args.model_name_or_path)
+        model, tokenizer = encoder(args, workdir)
     options = {"backend": args.backend}
     if args.backend == "faiss":
         options.update(quantization=args.quantization, structure=args.structure)
@@ -181,17 +179,22 @@ def stage_groups(args, workdir: Path, guard: str) -> None:
     emit("stage", f"groups {guard}", seconds=round(seconds, 1), **_scores(predicted, workdir))
 
 
-def stage_assign(args, workdir: Path) -> None:
-    from hfsiamese.search import DuplicateIndex
-
+def encoder(args, workdir: Path):
+    """`(model, tokenizer)` that embeds new questions as the index's did: the fitted TF-IDF encoder the `index`
+    stage pickled, or the bi-encoder `--model_name_or_path` names."""
     if args.model_name_or_path == "tfidf":
         import pickle
 
-        model, tokenizer = pickle.loads((workdir / "encoder.pkl").read_bytes()), None
-    else:
-        from benchmarks.search.search_scale import load_model
+        return pickle.loads((workdir / "encoder.pkl").read_bytes()), None
+    from benchmarks.search.search_scale import load_model
 
-        model, tokenizer = load_model(args.model_name_or_path)
+    return load_model(args.model_name_or_path)
+
+
+def stage_assign(args, workdir: Path) -> None:
+    from hfsiamese.search import DuplicateIndex
+
+    model, tokenizer = encoder(args, workdir)
     index = DuplicateIndex.load(workdir / "index", model, tokenizer, mmap=True)
     if index.groups is None:
         sys.exit(f"no groups in {workdir / 'index'}: run the `groups {DEFAULT_GUARD}` stage first")

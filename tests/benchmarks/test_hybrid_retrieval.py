@@ -6,28 +6,18 @@ from __future__ import annotations
 import json
 import sys
 
-import torch
-
 from benchmarks.common import harness
-from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import question_corpus
+from tests.benchmarks import save_tiny_lstm
 from tests.helpers import run_offline
 
 SCRIPT = harness.REPO / "benchmarks" / "search" / "hybrid_retrieval.py"
 
 
 def test_a_markdown_row_and_weighted_at_zero_is_dense(tmp_path):
-    # a vocabulary of the questions' own words: distinct questions, distinct embeddings (no ties for topk to order)
     questions, _ = question_corpus(load_pairs(str(harness.EMBEDDED_PAIRS)).select(range(300)))
-    tokenizer = train_word_tokenizer(questions, vocab_size=5000, model_max_length=64)
-    torch.manual_seed(0)
-    config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=16, hidden_size=16, pad_token_id=0
-    )
-    SiameseModel(config).save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
+    save_tiny_lstm(questions, tmp_path / "model")
     args = [sys.executable, str(SCRIPT), "--model_name_or_path", str(tmp_path / "model")]
     args += ["--test_file", str(harness.EMBEDDED_PAIRS), "--num_pairs", "300", "--lexical_weight", "0"]
     result = run_offline(args, cwd=tmp_path, OMP_NUM_THREADS="1")
