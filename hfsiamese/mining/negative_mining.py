@@ -57,6 +57,7 @@ def mine_negatives(
     held_out: HeldOutQuestions | None = None,
     cross_encoder: Any | None = None,
     cross_encoder_threshold: float | None = None,
+    cross_encoder_dtype: torch.dtype | None = None,
     backend: str = "exact",
     index_options: dict[str, Any] | None = None,
     batch_size: int = 64,
@@ -77,6 +78,7 @@ def mine_negatives(
     With `cross_encoder` (a `CrossEncoder` or its folder), every candidate that passes the filters is scored by it
     and dropped where it scores at least `cross_encoder_threshold` (default: its calibrated `config.threshold`): the
     cross-encoder calls it a duplicate. Its scores are kept (`MinedNegatives.cross_encoder_scores`).
+    `cross_encoder_dtype` (e.g. `torch.bfloat16`) runs it in that precision (autocast; float32 when None).
     """
     filters = filters or NegativeFilters()
     if backend not in MINING_BACKENDS:
@@ -84,6 +86,8 @@ def mine_negatives(
     if isinstance(query_chunk_size, bool) or not isinstance(query_chunk_size, int) or query_chunk_size < 1:
         raise ValueError(f"query_chunk_size must be a positive integer, got {query_chunk_size!r}")
     reranker, threshold = _checked_cross_encoder(cross_encoder, cross_encoder_threshold)
+    if cross_encoder_dtype is not None and reranker is None:
+        raise ValueError("cross_encoder_dtype applies only with a cross_encoder")
     pairs = pairs_with_labels(pairs)
     codes1, codes2, group_of, first = question_groups(pairs)
     texts = question_texts(pairs, first).to_pylist()
@@ -91,7 +95,9 @@ def mine_negatives(
     queries, positives = _queries(pairs, codes1, codes2, held)
     corpus_codes = np.flatnonzero(~held)
     index = _build_index(texts, corpus_codes, model, tokenizer, backend, index_options, batch_size, show_progress_bar)
-    search = _ChunkSearch(index, corpus_codes, group_of, len(texts), filters, reranker, threshold, batch_size)
+    search = _ChunkSearch(
+        index, corpus_codes, group_of, len(texts), filters, reranker, threshold, batch_size, cross_encoder_dtype
+    )
     progress = _progress(len(queries), show_progress_bar)
     parts = []
     try:
@@ -177,9 +183,11 @@ class _ChunkSearch:
         reranker: Any | None,
         threshold: float | None,
         batch_size: int,
+        dtype: torch.dtype | None = None,
     ) -> None:
         self.index, self.filters, self.reranker, self.threshold = index, filters, reranker, threshold
         self.batch_size = batch_size
+        self.score_options: dict[str, Any] = {"batch_size": batch_size, **({} if dtype is None else {"dtype": dtype})}
         self.corpus_codes = torch.from_numpy(corpus_codes)
         self.group_of = torch.from_numpy(group_of)
         self.embeddings = index.embeddings
@@ -211,7 +219,7 @@ class _ChunkSearch:
         candidates = codes[row, column].numpy()
         texts_a = [texts[code] for code in queries[row.numpy()]] + [texts[code] for code in queries]
         texts_b = [texts[code] for code in candidates] + [texts[code] for code in positives]
-        scored = cross_encoder_scores(self.reranker, texts_a, texts_b, batch_size=self.batch_size)
+        scored = cross_encoder_scores(self.reranker, texts_a, texts_b, **self.score_options)
         candidate_scores = torch.full(codes.shape, float("nan"))
         candidate_scores[row, column] = scored[: len(row)]
         allowed = allowed.clone()

@@ -66,6 +66,15 @@ def test_mine_then_teacher_scores(files, tiny_cross_encoder_dir, capsys):
     assert code == 1 and err.strip() == f"error: {mined} exists: pass --overwrite_output to replace it"
 
 
+def test_mine_rescores_in_bfloat16(files, tiny_cross_encoder_dir, capsys):
+    mined = files / "mined.parquet"
+    argv = ["--cross_encoder", str(tiny_cross_encoder_dir), "--cross_encoder_threshold", "1.0", "--bf16"]
+    code, out, err = run(mine_argv(files, mined, "--format", "groups-with-scores", *argv), capsys)
+    assert code == 0, err
+    scores = load_dataset_file(mined)["teacher_scores"]
+    assert len(scores) == json.loads(out)["rows"] > 0 and all(0.0 < v < 1.0 for row in scores for v in row)
+
+
 def test_mine_from_a_config_file_in_each_format(files, capsys):
     config = files / "mine.yaml"
     config.write_text(f"pairs: {files / 'pairs.csv'}\nmodel_name_or_path: {files / 'lstm'}\nskip_top: 1\n")
@@ -85,6 +94,8 @@ def test_mine_from_a_config_file_in_each_format(files, capsys):
 def test_mine_refuses_bad_options_in_one_line(files, capsys):
     code, _, err = run(mine_argv(files, files / "m.parquet", "--num_negatives", "3", "--max_rank", "2"), capsys)
     assert code == 2 and err.strip().startswith("error: the rank window holds max_rank - skip_top = 2 candidates")
+    code, _, err = run(mine_argv(files, files / "m.parquet", "--bf16"), capsys)
+    assert code == 2 and err.strip() == "error: --bf16 runs the cross-encoder in bfloat16: pass --cross_encoder too"
     code, _, err = run(mine_argv(files, files / "m.csv"), capsys)
     assert code == 1 and "the suffix says how the data set is written" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(mine_argv(files, files / "m.parquet", "--format", "pairs"), capsys)

@@ -128,6 +128,28 @@ def test_a_real_cross_encoder_rescores(tiny_cross_encoder):
     assert negatives_of(dropped, "a") == [[]]
 
 
+def test_the_cross_encoder_runs_in_the_precision_asked(tiny_cross_encoder):
+    data = pairs([("a", "b", 1), ("c", "d", 0), ("e", "f", 0)])
+    full = mine(data, num_negatives=2, cross_encoder=tiny_cross_encoder, cross_encoder_threshold=1.0)
+    half = mine(
+        data, num_negatives=2, cross_encoder=tiny_cross_encoder, cross_encoder_threshold=1.0,
+        cross_encoder_dtype=torch.bfloat16,
+    )  # fmt: skip
+    assert negatives_of(half, "a") == negatives_of(full, "a")
+    assert half.cross_encoder_scores == pytest.approx(full.cross_encoder_scores, abs=0.02)
+    seen = []
+
+    class Recording(TableCrossEncoder):
+        def score_pairs(self, texts_a, texts_b, tokenizer=None, **kwargs):
+            seen.append(kwargs.get("dtype"))
+            return super().score_pairs(texts_a, texts_b, tokenizer, **kwargs)
+
+    mine(data, cross_encoder=Recording({}), cross_encoder_dtype=torch.bfloat16)
+    assert seen == [torch.bfloat16]
+    with pytest.raises(ValueError, match="cross_encoder_dtype applies only with a cross_encoder"):
+        mine(data, cross_encoder_dtype=torch.bfloat16)
+
+
 def random_pairs(n: int, seed: int = 0):
     rng = random.Random(seed)
     rows = [(rng.choice(TEXTS), rng.choice(TEXTS), rng.randint(0, 1)) for _ in range(n)]
