@@ -190,8 +190,14 @@ class CrossEncoder(CalibrationMixin):
         return self
 
     def default_max_length(self) -> int:
-        """Tokens kept per pair (both questions together): `config.max_seq_length`, else the tokenizer's limit, at most 512."""
+        """
+        Tokens kept per pair (both questions together): `config.max_seq_length`, else the tokenizer's limit, at most
+        512 and never more than the model has position embeddings (a small model with a large model's tokenizer).
+        """
         limit = tokenizer_max_length(self.tokenizer)
+        positions = getattr(self.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            limit = min(limit, positions)
         return min(limit, self.config.max_seq_length) if self.config.max_seq_length else limit
 
     # ------------------------------------------------------------------------------------------

@@ -80,6 +80,15 @@ def test_bad_inputs_are_refused_in_one_line(tiny_cross_encoder, arguments, error
     assert message.strip() and "\n" not in message, f"not one line: {message!r}"
 
 
+def test_pairs_longer_than_the_model_positions_are_cut_to_them(tiny_cross_encoder):
+    # 64 position embeddings under all-MiniLM-L6-v2's tokenizer (512 tokens): the model's limit is the one kept.
+    assert tiny_cross_encoder.default_max_length() == 64
+    long = " ".join(["duplicate question"] * 60)
+    with pytest.warns(UserWarning, match="64"):
+        scores = tiny_cross_encoder.score_pairs([long], [long])
+    assert scores.shape == (1,) and 0 < float(scores[0]) < 1
+
+
 def test_save_reload_keeps_scores_threshold_and_order(spread_cross_encoder, tmp_path):
     cross = spread_cross_encoder
     cross.config.threshold = 0.42
