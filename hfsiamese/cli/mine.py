@@ -14,8 +14,9 @@ a pair file such as `hfsiamese split`'s, or a .txt file of question texts or ids
 no query either). --skip_top, --max_rank, --margin, --relative_margin and --max_score filter the candidates;
 --cross_encoder drops those it calls duplicates (score at or above its calibrated threshold, or
 --cross_encoder_threshold; --bf16 runs it in bfloat16). --output_path's suffix picks the file: .parquet, .jsonl, or
-none (a `save_to_disk` folder); an existing one is refused unless --overwrite_output. --format: triplet, n-tuple, labeled-pair or
-groups-with-scores (score them with a teacher by `hfsiamese teacher-scores`). Prints one JSON line: the counts.
+none (a `save_to_disk` folder); an existing one is refused unless --overwrite_output. --format: triplet, n-tuple,
+labeled-pair or groups-with-scores (score them with a teacher by `hfsiamese teacher-scores`). Prints one JSON line: the
+counts.
 """
 
 from __future__ import annotations
