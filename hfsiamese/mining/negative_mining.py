@@ -186,7 +186,6 @@ class _ChunkSearch:
         dtype: torch.dtype | None = None,
     ) -> None:
         self.index, self.filters, self.reranker, self.threshold = index, filters, reranker, threshold
-        self.batch_size = batch_size
         self.score_options: dict[str, Any] = {"batch_size": batch_size, **({} if dtype is None else {"dtype": dtype})}
         self.corpus_codes = torch.from_numpy(corpus_codes)
         self.group_of = torch.from_numpy(group_of)

@@ -38,5 +38,5 @@ def test_plain_and_rescored_runs_with_their_memory(tmp_path, tiny_cross_encoder_
     assert rescored["negatives"] <= plain["negatives"]
     for row in (plain, rescored):
         assert row["seconds"] > 0 and row["command_peak_rss_mib"] > 100  # the command's, not the stage's few MiB
-    assert not (tmp_path / "out" / "work").exists()
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mining_scale.json", "mining_scale.md"]
     assert "| rescored by " in (tmp_path / "out" / "mining_scale.md").read_text()
