@@ -22,7 +22,7 @@ import torch
 
 from hfsiamese.models.siamese.encoding_policy import EncodePolicy, EncodePrecision, EncodingPolicyMixin
 from hfsiamese.models.siamese.hub_sharing import HubSharingMixin
-from hfsiamese.utils import core_sharing, encode_precision
+from hfsiamese.utils import core_sharing, cpu_features, encode_precision
 
 __all__ = ["LibraryEncodePolicy", "build_card", "install"]
 
@@ -37,7 +37,14 @@ class LibraryEncodePolicy(EncodePolicy):
         # Another process busy on these cores: fewer threads until it stops, restored after the call.
         return core_sharing.CoreSharing() if device.type == "cpu" and core_sharing.enabled() else None
 
+    def check_dtype(self, model: Any, dtype: torch.dtype) -> None:
+        if dtype == torch.bfloat16 and model.device.type == "cpu":
+            cpu_features.check_bf16_runs(model, requested_by="dtype=torch.bfloat16")
+
     def choose_precision(self, model: Any) -> EncodePrecision:
+        native = model.device.type == "cpu" and encode_precision.native_cpu_bf16()
+        if native and cpu_features.has_lstm(model) and not cpu_features.runs_lstm_in_bf16():  # a capped oneDNN
+            return EncodePrecision(None, "fp32: this CPU cannot run an LSTM in bf16 (oneDNN needs AVX-512)")
         # Measured on the model itself: a probe batch of its vocabulary, timed both ways, remembered per architecture.
         probe = encode_precision.probe_batch(model.embedding_rows(), model.device, model.padding_id())
         return encode_precision.choose_encode_precision(

@@ -97,6 +97,26 @@ def tiny_lstm(word_tokenizer):
     return SiameseModel(config)
 
 
+@pytest.fixture
+def tiny_transformer(word_tokenizer):
+    """A tiny random BERT Siamese model: its bf16 path (matrix products) runs on every x86 CPU, emulated below
+    AVX512-BF16, so a test that pretends the CPU has native bf16 can run it for real (an LSTM's cannot, below
+    AVX-512: `hfsiamese.utils.cpu_features`)."""
+    from transformers import BertConfig
+
+    torch.manual_seed(0)
+    bert = BertConfig(
+        vocab_size=len(word_tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    return SiameseModel(SiameseConfig(encoder_type="transformer", encoder_config=bert.to_dict()))
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory, word_tokenizer):
     """A randomly initialised 2-layer BERT saved as a local "pretrained" checkpoint, with a tokenizer."""

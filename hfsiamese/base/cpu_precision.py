@@ -12,11 +12,14 @@ it is clearly faster. On a GPU, bf16 where the device supports it. Explicit `--b
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from hfsiamese.utils.cpu_features import check_bf16_lstm, check_bf16_runs
 from hfsiamese.utils.encode_precision import bf16_speedup, native_cpu_bf16, remembered_speedup
 
 BF16_VALUES = ("auto", "true", "false")
@@ -68,6 +71,36 @@ def choose_bf16(value: Any, *, device_type: str) -> PrecisionChoice:
     )
 
 
+def trains_on_cpu(training_args: Any) -> bool:
+    """Does this run train on the CPU (asked for, or no GPU)?"""
+    return bool(getattr(training_args, "use_cpu", False)) or not torch.cuda.is_available()
+
+
+def check_bf16_trainable(model_args: Any, training_args: Any) -> None:
+    """`--bf16 true` for an LSTM on a CPU whose oneDNN cannot run one in bf16 (below AVX-512): refused in one line
+    before the data is read (`hfsiamese.utils.cpu_features`); `--bf16 auto` never chooses it there."""
+    if training_args.bf16 and trains_on_cpu(training_args) and _encoder_type(model_args) == "lstm":
+        check_bf16_lstm(requested_by="--bf16 true")
+
+
+def check_bf16_model(model: Any, training_args: Any) -> None:
+    """As `check_bf16_trainable`, on a built model (a Trainer made in user code): before any step."""
+    if training_args.bf16 and trains_on_cpu(training_args):
+        check_bf16_runs(model, requested_by="--bf16 true")
+
+
+def _encoder_type(model_args: Any) -> str | None:
+    """The encoder a run will train: a saved checkpoint's (its config.json), else the arguments'."""
+    name = getattr(model_args, "model_name_or_path", None)
+    config = Path(name) / "config.json" if name else None
+    if config is not None and config.is_file():
+        try:
+            return json.loads(config.read_text(encoding="utf-8")).get("encoder_type")
+        except (OSError, ValueError):
+            return None  # an unreadable config fails later, where the model is loaded, with its own message
+    return getattr(model_args, "encoder_type", None)
+
+
 @functools.lru_cache(maxsize=1)
 def measured_bf16_speedup() -> float:
     """
@@ -100,8 +133,11 @@ __all__ = [
     "BF16_VALUES",
     "MIN_SPEEDUP",
     "PrecisionChoice",
+    "check_bf16_model",
+    "check_bf16_trainable",
     "choose_bf16",
     "measured_bf16_speedup",
     "native_cpu_bf16",
     "parse_bf16",
+    "trains_on_cpu",
 ]

@@ -21,6 +21,7 @@ from transformers import Trainer
 from hfsiamese.base.atomic_save import CheckpointStaging
 from hfsiamese.base.checkpoints import resolve_resume_checkpoint
 from hfsiamese.base.core_sharing_callback import CoreSharingCallback
+from hfsiamese.base.cpu_precision import check_bf16_model
 from hfsiamese.base.gradient_averaging import all_reduce_gradients
 from hfsiamese.base.loss_statistics import LossStatistics
 from hfsiamese.base.nonfinite_loss import NonFiniteLossGuard, SkippedBatch
@@ -78,6 +79,7 @@ class PairTrainer(StagedSavingMixin, Trainer):
             data_collator = self.default_collator(processing_class)
         self.check_inputs(model, args, train_dataset, eval_dataset)
         check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
+        check_bf16_model(model, args)  # an LSTM this CPU cannot run in bf16: one line, before any step
         self.calibration = ThresholdCalibration(args, lambda: self.accelerator.unwrap_model(self.model).config)
         kwargs.setdefault("compute_metrics", self.calibration)
         super().__init__(

@@ -3,9 +3,10 @@
     hfsiamese env
     hfsiamese env --json
 
-Prints the Python, hfsiamese and Hugging Face library versions, the CPU (model, the instruction sets torch uses:
-AVX-512, AVX512-BF16, AMX — bf16 is fast on CPUs only with these), torch's thread count, CUDA devices, and each
-optional extra of hfsiamese (`pip install` name) with whether its packages are installed.
+Prints the Python, hfsiamese and Hugging Face library versions, the CPU (model; the instruction sets that decide
+the numerics here: AVX2, AVX-512, AVX512-BF16, AMX, VNNI; and the bf16 and int8 paths this CPU takes, see
+`hfsiamese.utils.cpu_features`), torch's thread count, CUDA devices, and each optional extra of hfsiamese
+(`pip install` name) with whether its packages are installed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hfsiamese.cpu_policy import apply_command_defaults
 LIBRARIES = ("torch", "transformers", "tokenizers", "datasets", "accelerate", "safetensors", "huggingface_hub")
 # Environment variables that change how a run uses the machine, shown when set.
 SETTINGS = ("OMP_NUM_THREADS", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "HFSIAMESE_OMP_DEFAULTS", "CUDA_VISIBLE_DEVICES",
-            "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")  # fmt: skip
+            "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")  # fmt: skip
 
 
 def version_of(distribution: str) -> str | None:
@@ -50,19 +51,19 @@ def cpu_model() -> str:
 
 
 def devices() -> dict[str, Any]:
-    """The CPU as torch sees it (capability, bf16/AMX support, threads) and the CUDA devices."""
+    """The CPU (its instruction sets, the bf16 and int8 paths it takes, threads) and the CUDA devices."""
     import torch
 
-    def supported(name: str) -> bool | None:  # torch.cpu's probes are private: None where a version lacks one
-        probe = getattr(torch.cpu, name, None)
-        return bool(probe()) if callable(probe) else None
+    from hfsiamese.utils import cpu_features
 
+    features = cpu_features.effective_features()
     info: dict[str, Any] = {
         "cpu": cpu_model(),
         "cpu_cores": os.cpu_count(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "avx512_bf16": supported("_is_avx512_bf16_supported"),
-        "amx": supported("_is_amx_tile_supported"),
+        "instruction_sets": features.as_dict(),
+        "bf16_path": cpu_features.bf16_path(features),
+        "int8_path": cpu_features.int8_path(features),
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.version.cuda if torch.cuda.is_available() else None,
         "gpus": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
@@ -117,6 +118,11 @@ def format_environment(info: dict[str, Any]) -> str:
             value = ", ".join(value) or "none"
         elif name == "settings":
             value = ", ".join(f"{key}={val}" for key, val in value.items()) or "none"
+        elif name == "instruction_sets":
+            flags = ", ".join(
+                f"{key} {'yes' if present else 'no'}" for key, present in value.items() if key != "source"
+            )
+            value = f"{flags} (from {value['source']})"
         lines.append(f"- {name}: {'unknown' if value is None else value}")
     if info["extras"] is None:
         lines.append("- extras: unknown (hfsiamese is not installed: no package metadata)")

@@ -18,6 +18,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
+from hfsiamese.base.cpu_precision import check_bf16_trainable
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
@@ -111,6 +112,7 @@ def start_run(
     first), build the loss, then the model and tokenizer; a run resumed from `resume_from` must rebuild
     that checkpoint's vocabulary, and a tokenizer of another model fails here, naming its file.
     """
+    check_bf16_trainable(model_args, training_args)  # an LSTM this CPU cannot run in bf16: before the data is read
     entries = training_datasets(data_args) if data_args.train_datasets else None
     parts, losses = None, None
     if entries is not None:

@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from hfsiamese.models.siamese.encoding_policy import EncodePrecision
+from hfsiamese.utils.cpu_features import effective_features
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +99,9 @@ def default_dtype() -> torch.dtype | str | None:
 
 
 def native_cpu_bf16() -> bool:
-    """Does the CPU compute in bf16 natively (AVX512-BF16 or AMX tiles), as torch's own checks report?"""
-    checks = (getattr(torch.cpu, "_is_avx512_bf16_supported", None), getattr(torch.cpu, "_is_amx_tile_supported", None))
-    return any(check is not None and check() for check in checks)
+    """Does the CPU compute in bf16 natively (AVX512-BF16 or AMX tiles), as /proc/cpuinfo reports it (torch's public
+    capability elsewhere) and within this process's caps (`hfsiamese.utils.cpu_features`)?"""
+    return effective_features().native_bf16
 
 
 def probe_batch(vocab_size: int, device: torch.device, pad_id: int = 0) -> dict[str, torch.Tensor]:

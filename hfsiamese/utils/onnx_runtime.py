@@ -9,6 +9,7 @@ entry is what tells an export from a PyTorch checkpoint (`onnx_entry`). `OnnxSia
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,33 @@ def open_graph_session(
     graph = Path(folder) / entry.get("file", ONNX_FILE_NAME)
     if not graph.is_file():
         raise FileNotFoundError(f"{graph}: the ONNX graph named by {Path(folder) / 'config.json'} is missing")
+    warn_if_int8_saturates(folder, entry)
     return open_session(graph, providers=providers, session_options=session_options)
 
 
-__all__ = ["ONNX_ENTRY", "ONNX_FILE_NAME", "onnx_entry", "open_graph_session", "open_session", "require_onnxruntime"]
+def warn_if_int8_saturates(folder: str | Path, entry: dict[str, Any]) -> None:
+    """An int8 export made before reduced-range weights (no `int8_weights` in its entry) may be off its model on a
+    CPU without VNNI, where onnxruntime's int16 sums saturate (`hfsiamese.utils.cpu_features`): say so once."""
+    if entry.get("quantization") != "int8" or "int8_weights" in entry:
+        return
+    from hfsiamese.utils.cpu_features import effective_features
+
+    if not (effective_features().vnni or effective_features().amx):
+        warnings.warn(
+            f"{folder}: this int8 export has full-range weights, which onnxruntime saturates on a CPU without VNNI "
+            "such as this one (embeddings can be several percent off the model): export it again with "
+            "`hfsiamese export --quantize int8`",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+__all__ = [
+    "ONNX_ENTRY",
+    "ONNX_FILE_NAME",
+    "onnx_entry",
+    "open_graph_session",
+    "open_session",
+    "require_onnxruntime",
+    "warn_if_int8_saturates",
+]

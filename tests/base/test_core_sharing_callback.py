@@ -92,9 +92,10 @@ def test_off_makes_none_and_says_so_to_encode(tiny_lstm, word_tokenizer, tmp_pat
     assert Recording.made == [] and not core_sharing.enabled()
 
 
-def test_encode_in_a_training_run_uses_the_runs_precision(tiny_lstm, word_tokenizer, tmp_path):
-    trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, tiny_training_args(tmp_path, bf16="true"))
-    choice = tiny_lstm.encode_precision()
+def test_encode_in_a_training_run_uses_the_runs_precision(tiny_transformer, word_tokenizer, tmp_path):
+    """A transformer: its bf16 runs on every x86 CPU (an LSTM's is refused below AVX-512, test_cpu_features.py)."""
+    trainer_on_tiny_pairs(tiny_transformer, word_tokenizer, tiny_training_args(tmp_path, bf16="true"))
+    choice = tiny_transformer.encode_precision()
     assert choice.dtype == torch.bfloat16 and choice.reason == "the training run's precision (--bf16 true given)"
-    trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, tiny_training_args(tmp_path, bf16="false"))
-    assert tiny_lstm.encode_precision().dtype is None
+    trainer_on_tiny_pairs(tiny_transformer, word_tokenizer, tiny_training_args(tmp_path, bf16="false"))
+    assert tiny_transformer.encode_precision().dtype is None

@@ -1,4 +1,7 @@
-"""encode(dtype="auto"): bf16 only on a CPU with native bf16 where the model measures faster and agrees; explicit types win."""
+"""encode(dtype="auto"): bf16 only on a CPU with native bf16 where the model measures faster and agrees; explicit types win.
+
+The tests that pretend the CPU has native bf16 and then run bf16 use `tiny_transformer`, whose bf16 path runs on
+every x86 CPU; an LSTM's does not below AVX-512 (tests/utils/test_cpu_features.py holds that refusal)."""
 
 from __future__ import annotations
 
@@ -45,35 +48,35 @@ def test_a_cpu_without_native_bf16_is_fp32_without_measuring(cpu, tiny_lstm, mon
 
 
 @pytest.mark.parametrize(("speedup", "bf16"), [(2.0, True), (1.25, True), (1.1, False), (0.6, False)])
-def test_a_capable_cpu_follows_the_measurement(cpu, tiny_lstm, word_tokenizer, monkeypatch, speedup, bf16):
+def test_a_capable_cpu_follows_the_measurement(cpu, tiny_transformer, word_tokenizer, monkeypatch, speedup, bf16):
     cpu(native=True, speedup=speedup)
-    choice = tiny_lstm.encode_precision()
+    choice = tiny_transformer.encode_precision()
     assert (choice.dtype == torch.bfloat16) is bf16 and f"{speedup:.2f}×" in choice.reason
-    seen = recording(tiny_lstm, monkeypatch)
-    tiny_lstm.encode(TEXTS, word_tokenizer, batch_size=5, dtype="auto")
+    seen = recording(tiny_transformer, monkeypatch)
+    tiny_transformer.encode(TEXTS, word_tokenizer, batch_size=5, dtype="auto")
     assert seen == [bf16] * 3
 
 
-def test_explicit_types_win_and_a_bad_one_is_one_line(cpu, tiny_lstm, word_tokenizer, monkeypatch):
+def test_explicit_types_win_and_a_bad_one_is_one_line(cpu, tiny_transformer, word_tokenizer, monkeypatch):
     cpu(native=True, speedup=2.0)
-    seen = recording(tiny_lstm, monkeypatch)
-    tiny_lstm.encode(TEXTS, word_tokenizer, dtype=torch.float32)
-    tiny_lstm.encode(TEXTS, word_tokenizer)  # no dtype: float32, the library default (measured only when asked)
+    seen = recording(tiny_transformer, monkeypatch)
+    tiny_transformer.encode(TEXTS, word_tokenizer, dtype=torch.float32)
+    tiny_transformer.encode(TEXTS, word_tokenizer)  # no dtype: float32, the library default (measured only when asked)
     assert seen == [False, False]
     cpu(native=False)
-    tiny_lstm.encode(TEXTS, word_tokenizer, dtype=torch.bfloat16)
+    tiny_transformer.encode(TEXTS, word_tokenizer, dtype=torch.bfloat16)
     assert seen[-1] is True
     with pytest.raises(ValueError, match=r"dtype must be 'auto', a torch.dtype .* got 'bf16'"):
-        tiny_lstm.encode(TEXTS, word_tokenizer, dtype="bf16")
+        tiny_transformer.encode(TEXTS, word_tokenizer, dtype="bf16")
 
 
-def test_decided_once_per_model_and_device(cpu, tiny_lstm, word_tokenizer, monkeypatch):
+def test_decided_once_per_model_and_device(cpu, tiny_transformer, word_tokenizer, monkeypatch):
     cpu(native=True)
     calls = []
     monkeypatch.setattr(encode_precision, "_measured_speedup", lambda *a: calls.append(1) or 3.0)
-    tiny_lstm.encode(TEXTS, word_tokenizer, dtype="auto")
-    tiny_lstm.encode(TEXTS[:1], word_tokenizer, dtype="auto")
-    assert len(calls) == 1 and tiny_lstm.encode_precision().dtype == torch.bfloat16
+    tiny_transformer.encode(TEXTS, word_tokenizer, dtype="auto")
+    tiny_transformer.encode(TEXTS[:1], word_tokenizer, dtype="auto")
+    assert len(calls) == 1 and tiny_transformer.encode_precision().dtype == torch.bfloat16
 
 
 def test_embeddings_that_disagree_in_bf16_stay_fp32(cpu):
@@ -87,11 +90,11 @@ def test_embeddings_that_disagree_in_bf16_stay_fp32(cpu):
     assert choice.dtype is None and "agree only to cosine" in choice.reason
 
 
-def test_the_real_measurement_on_this_machine(cpu, tiny_lstm):
+def test_the_real_measurement_on_this_machine(cpu, tiny_transformer):
     cpu(native=True)  # nothing pinned: timed for real, on the model itself
     torch.manual_seed(5)
     state = torch.random.get_rng_state()
-    choice = tiny_lstm.encode_precision()
+    choice = tiny_transformer.encode_precision()
     assert "measured" in choice.reason and "× as fast" in choice.reason
     assert torch.equal(torch.random.get_rng_state(), state)  # the probe does not move the caller's generator
 

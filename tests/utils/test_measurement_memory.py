@@ -56,7 +56,7 @@ def test_only_a_process_that_opted_in_remembers_and_a_pin_wins(monkeypatch, unpi
     )  # the pinned figure (applied by the measurement), not the kept 2.0
 
 
-def test_encode_auto_decides_alike_in_a_new_process(monkeypatch, tmp_path, tiny_lstm, unpin_machine_decisions):
+def test_encode_auto_decides_alike_in_a_new_process(monkeypatch, tmp_path, tiny_transformer, unpin_machine_decisions):
     """A flipping probe (as on an AMX Xeon): the second 'process' reuses the first's measurement."""
     monkeypatch.setattr(encode_precision, "_memory", {"remember": None})
     monkeypatch.setattr(encode_precision, "native_cpu_bf16", lambda: True)
@@ -64,7 +64,7 @@ def test_encode_auto_decides_alike_in_a_new_process(monkeypatch, tmp_path, tiny_
     monkeypatch.setattr(encode_precision, "_measured_speedup", lambda *a: next(flips))
     path = tmp_path / "bf16_speedups.json"
     encode_precision.set_speedup_memory(lambda key, measure: remember_speedup(key, measure, path=path))
-    first = tiny_lstm.encode_precision()
-    tiny_lstm.__dict__.pop("_encode_precisions")  # a new process: nothing decided on the model
-    second = tiny_lstm.encode_precision()
+    first = tiny_transformer.encode_precision()
+    tiny_transformer.__dict__.pop("_encode_precisions")  # a new process: nothing decided on the model
+    second = tiny_transformer.encode_precision()
     assert first.dtype == second.dtype == torch.bfloat16 and "3.00×" in second.reason

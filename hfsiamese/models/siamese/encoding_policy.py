@@ -65,6 +65,10 @@ class EncodePolicy:
         """What adapts the threads of one `encode` call on `device`, or None: torch's threads as they are."""
         return None
 
+    def check_dtype(self, model: Any, dtype: torch.dtype) -> None:
+        """Refuse, before any work, an explicit autocast `dtype` that `model` cannot run in here (nothing by default:
+        hfsiamese refuses bf16 for an LSTM on a CPU whose oneDNN cannot run it, with a line saying why)."""
+
     def choose_precision(self, model: Any) -> EncodePrecision:
         """
         What `dtype="auto"` means for `model` (an `InferenceHost`, in eval and inference mode) on its device; asked
@@ -106,7 +110,10 @@ class EncodingPolicyMixin:
                     f"dtype must be 'auto', a torch.dtype (torch.bfloat16, torch.float32) or None, got {dtype!r}"
                 )
             return self.encode_precision().dtype
-        return None if dtype == torch.float32 else dtype
+        if dtype == torch.float32:
+            return None
+        self.encode_policy.check_dtype(self, dtype)
+        return dtype
 
     def encode_precision(self) -> EncodePrecision:
         """
