@@ -279,12 +279,20 @@ def all_of(*checks: Callable[[Ran], None]) -> Callable[[Ran], None]:
 
 
 def _index_finds_what_was_added(ran: Ran) -> None:
-    """The saved and reloaded index holds the 19,052 questions and the one added, and finds that one first."""
+    """
+    The saved and reloaded index holds the 19,052 questions and the one added, and finds that one first, or tied
+    for first: the docs run trains on 300 pairs, whose vocabulary lacks "learning" and "python", so "How do I start
+    coding professionally ?" and "How do I start clothing line ?" read as the same tokens ("how do i start [UNK]
+    [UNK] ?") and tie at 1.0; which of equal scores comes first is the CPU's arithmetic (an AVX2-only EPYC put
+    another one first), not a promise of the page.
+    """
     index, questions = ran.namespace["index"], ran.namespace["questions"]
     assert len(questions) == 19_052 and len(index) == len(questions) + 1
-    (best,) = index.search("How do I start learning Python?", k=1)
-    assert best["text"] == "How do I start learning Python?" and best["score"] == pytest.approx(1.0, abs=1e-5)
-    assert best["id"] == len(questions)  # "ids: the next row numbers"
+    matches = index.search("How do I start learning Python?", k=10)
+    added = [match for match in matches if match["text"] == "How do I start learning Python?"]
+    assert len(added) == 1 and added[0]["score"] == pytest.approx(1.0, abs=1e-5), matches[:3]
+    assert added[0]["id"] == len(questions)  # "ids: the next row numbers"
+    assert all(match["score"] == pytest.approx(1.0, abs=1e-5) for match in matches[: matches.index(added[0])])
 
 
 def _database_reopens(ran: Ran) -> None:

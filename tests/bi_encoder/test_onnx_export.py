@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import onnxruntime
@@ -148,3 +149,30 @@ def test_refuses_a_non_empty_output_dir(word_tokenizer, tmp_path):
 def test_refuses_an_unknown_quantization(word_tokenizer, tmp_path):
     with pytest.raises(ValueError, match="quantize must be one of"):
         export_onnx(tiny_model("lstm", len(word_tokenizer)), word_tokenizer, tmp_path / "onnx", quantize="int4")
+
+
+def test_int8_records_its_weights_and_an_older_export_warns_without_vnni(word_tokenizer, tmp_path, monkeypatch):
+    """Reduced-range weights are recorded; an export without that record (full range, saturating without VNNI)
+    warns when loaded on such a CPU, and loads quietly where VNNI sums it exactly."""
+    from hfsiamese.base.onnx_export_steps import INT8_WEIGHTS
+    from hfsiamese.bi_encoder.onnx_model import OnnxSiameseModel
+    from hfsiamese.utils import cpu_features
+
+    export_onnx(tiny_model("lstm", len(word_tokenizer)), word_tokenizer, tmp_path / "onnx", quantize="int8")
+    config_path = tmp_path / "onnx" / "config.json"
+    config = json.loads(config_path.read_text())
+    assert config["onnx"]["int8_weights"] == INT8_WEIGHTS == "s8 per-channel, reduced range (7 bits)"
+    no_vnni = cpu_features.features_from_flags(frozenset({"avx2"}))
+    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: no_vnni)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")  # reduced range: nothing to say
+    del config["onnx"]["int8_weights"]
+    config_path.write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match=r"full-range weights, which onnxruntime saturates on a CPU without VNNI"):
+        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")
+    with_vnni = cpu_features.features_from_flags(frozenset({"avx2", "avx_vnni"}))
+    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: with_vnni)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")

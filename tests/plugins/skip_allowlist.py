@@ -10,6 +10,9 @@ The allow-list: a skip reason must start with one of these prefixes, then say wh
     not Linux:                      the test reads what only Linux has (/proc)
     no CUDA GPU:                    the test needs a CUDA device the machine lacks
     no non-loopback IPv4 address:   the machine has no network address to try besides 127.0.0.1
+    not on this CPU:                a CPU capability above the machine's, which caps cannot emulate
+                                    (tests/test_cpu_capabilities.py)
+    the machine's own CPU kind:     a capped run of the machine's own capability: the plain run is that run
 
 Anything else (a missing or broken package, a missing program, "not implemented yet") is a failure to fix, by
 installing it in the `test` extra (pyproject.toml) or .ci/run, not a skip. Loaded by tests/conftest.py; one
@@ -20,7 +23,13 @@ from __future__ import annotations
 
 import pytest
 
-ALLOWED_SKIP_PREFIXES = ("not Linux:", "no CUDA GPU:", "no non-loopback IPv4 address:")
+ALLOWED_SKIP_PREFIXES = (
+    "not Linux:",
+    "no CUDA GPU:",
+    "no non-loopback IPv4 address:",
+    "not on this CPU:",
+    "the machine's own CPU kind:",
+)
 
 
 def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
