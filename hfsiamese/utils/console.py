@@ -1,5 +1,5 @@
 """What a recipe's console shows: warnings in one format (`warning: <message>`, from `warnings.warn` and
-from loggers alike), a training run's INFO lines and its one progress bar, and no other bar.
+from loggers alike), a training run's INFO lines and its progress bar (and a long evaluation's), and no other bar.
 
 transformers' `ProgressCallback` opens a second bar for every evaluation; nested inside the training
 bar it leaves cursor-movement debris in logs and terminals. Evaluating a few thousand validation pairs
