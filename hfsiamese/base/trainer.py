@@ -65,12 +65,15 @@ class PairTrainer(StagedSavingMixin, Trainer):
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None = None,
         processing_class: Any | None = None,
         training_questions: np.ndarray | None = None,
+        eval_pairs_total: int | None = None,
         **kwargs: Any,
     ) -> None:
         """
         As `transformers.Trainer`, plus `training_questions`: the hashes of the training questions
         (`hfsiamese.data.question_fingerprints.pair_question_hashes`), saved beside the weights at every save; the
-        recipes pass them.
+        recipes pass them. `eval_pairs_total`: the size of the validation set `eval_dataset` was sampled from
+        (`hfsiamese.training.validation_sample`), reported beside the pairs evaluated (`eval_num_pairs`) as
+        `eval_pairs_total`, so a figure on a sample says so.
         """
         args = self.checked_arguments(args)
         if data_collator is None:
@@ -102,6 +105,7 @@ class PairTrainer(StagedSavingMixin, Trainer):
         self.nonfinite_loss = NonFiniteLossGuard(args.nan_policy)
         self.checkpoint_staging = CheckpointStaging()
         self.training_questions = training_questions
+        self.eval_pairs_total = eval_pairs_total
 
     def checked_arguments(self, args: PairTrainingArguments | None) -> PairTrainingArguments:
         """`args`, or the family's defaults when None; arguments of another class are refused."""
@@ -205,6 +209,8 @@ class PairTrainer(StagedSavingMixin, Trainer):
         with self.calibration.evaluating(metric_key_prefix):
             metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
         self.calibration.store(metrics, metric_key_prefix)
+        if self.eval_pairs_total is not None and eval_dataset is None and metric_key_prefix == "eval":
+            metrics["eval_pairs_total"] = self.eval_pairs_total  # the set's size; `eval_num_pairs`: those evaluated
         return metrics
 
     def hub_repo_id(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_card import local_card_license
+from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS
 from hfsiamese.utils.deprecation import warn_renamed
 
 # Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
@@ -112,7 +113,14 @@ class DataArguments:
     max_pairs_per_group: int | None = field(default=None, metadata={"help": "train_view=group_pairs: cap per group."})
     split_seed: int = field(default=42, metadata={"help": "Seed of the train/validation split."})
     max_train_pairs: int | None = field(default=None, metadata={"help": "Use at most this many training pairs."})
-    max_eval_pairs: int | None = field(default=None, metadata={"help": "Use at most this many validation pairs."})
+    max_eval_pairs: int | None = field(
+        default=DEFAULT_MAX_EVAL_PAIRS,
+        metadata={
+            "help": "Evaluate and calibrate the threshold on at most this many validation pairs: a larger validation set "
+            "is sampled, stratified by label, with split_seed (the same pairs in every run with that seed), during "
+            "training and after it; the summary says how many of how many. 0: all of them."
+        },
+    )
     preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
 
     def __post_init__(self) -> None:

@@ -29,12 +29,20 @@ from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys
 from hfsiamese.data.splits import split_by_group, split_report
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
+from hfsiamese.training.validation_sample import sample_validation_pairs
 
 if TYPE_CHECKING:
     from hfsiamese.losses.base import SiameseLoss
     from hfsiamese.training.arguments import DataArguments
 
-__all__ = ["TRAIN_VIEWS", "load_splits", "training_view", "view_for_loss", "with_silver_pairs"]
+__all__ = [
+    "TRAIN_VIEWS",
+    "load_splits",
+    "load_splits_and_validation_size",
+    "training_view",
+    "view_for_loss",
+    "with_silver_pairs",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,16 @@ TRAIN_VIEWS: tuple[str, ...] = (
 
 def load_splits(data_args: DataArguments, *, default_train_file: str | Path | None = None) -> datasets.DatasetDict:
     """
+    Training pairs (with `group_id`) and labelled validation (and test) pairs, no question shared: the splits of
+    `load_splits_and_validation_size`.
+    """
+    return load_splits_and_validation_size(data_args, default_train_file=default_train_file)[0]
+
+
+def load_splits_and_validation_size(
+    data_args: DataArguments, *, default_train_file: str | Path | None = None
+) -> tuple[datasets.DatasetDict, int]:
+    """
     Training pairs (with `group_id`) and labelled validation (and test) pairs, no question shared.
 
     The pairs come from `data_args.dataset_name` (a Hub data set), else `data_args.train_file`,
@@ -57,6 +75,8 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
     before the duplicate groups are drawn, so that a silver duplicate joins groups as a gold one does.
     With `data_args.teacher_scores_file`, its rows are checked to hold no validation or test question (they are read
     again, as the training rows, by `training_view`).
+    `data_args.max_eval_pairs` bounds the validation pairs: a larger set is sampled, stratified by label, with
+    `split_seed` (`hfsiamese.training.validation_sample`); the validation set's size before that comes second.
     """
     columns = dict(
         format=data_args.data_format,
@@ -109,11 +129,10 @@ def load_splits(data_args: DataArguments, *, default_train_file: str | Path | No
         kept, total = min(data_args.max_train_pairs, gold_pairs), len(splits["train"])
         rows = range(kept) if total == gold_pairs else np.concatenate([np.arange(kept), np.arange(gold_pairs, total)])
         splits["train"] = splits["train"].select(rows)
-    if data_args.max_eval_pairs is not None:
-        limit = min(data_args.max_eval_pairs, len(splits["validation"]))
-        splits["validation"] = splits["validation"].select(range(limit))
+    validation = sample_validation_pairs(splits["validation"], data_args.max_eval_pairs, data_args.split_seed)
+    splits["validation"] = validation.pairs
     logger.info("splits: %s", json.dumps(split_report(splits)))
-    return splits
+    return splits, validation.total
 
 
 def with_silver_pairs(

@@ -32,7 +32,7 @@ from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fing
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese import SiameseModel
 from hfsiamese.training.arguments import DataArguments, ModelArguments
-from hfsiamese.training.preparation import load_splits, training_view
+from hfsiamese.training.preparation import load_splits_and_validation_size, training_view
 from hfsiamese.training.several_datasets import (
     TrainingDataset,
     combined_training_pairs,
@@ -64,6 +64,8 @@ class StartedRun:
     entries: list[TrainingDataset] | None = None
     parts: dict[str, datasets.DatasetDict] | None = None
     losses: dict[str, SiameseLoss] | None = None
+    # The validation set's size before `max_eval_pairs` sampled it (one data set): the trainer reports it.
+    validation_size: int | None = None
 
     def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
         """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`, the model's default prompt)."""
@@ -85,8 +87,11 @@ class StartedRun:
         **kwargs: Any,
     ) -> SiameseTrainer:
         """A `trainer_class` for this run's model on these pairs: its tokenizer, its loss (unless `loss=` is given),
-        its training questions; `kwargs` go to the trainer too (a `DistillationTrainer`'s `teacher_vectors`)."""
+        its training questions, the validation set's size (`eval_pairs_total`); `kwargs` go to the trainer too (a
+        `DistillationTrainer`'s `teacher_vectors`)."""
         kwargs.setdefault("loss", self.loss)
+        if self.validation_size is not None:  # one data set: its validation pairs (tokenised), maybe a sample
+            kwargs.setdefault("eval_pairs_total", self.validation_size)
         return trainer_class(
             model=self.model,
             args=args,
@@ -115,6 +120,7 @@ def start_run(
     check_bf16_trainable(model_args, training_args)  # an LSTM this CPU cannot run in bf16: before the data is read
     entries = training_datasets(data_args) if data_args.train_datasets else None
     parts, losses = None, None
+    validation_size: int | None = None  # several data sets: each its own validation pairs, reported by name
     if entries is not None:
         losses = {entry.name: entry.build_loss(training_args) for entry in entries}  # a bad loss fails before the data
         parts = _seeded_process_and_several_splits(entries, training_args)
@@ -122,7 +128,7 @@ def start_run(
         # A classification head when any data set's loss trains on logits.
         loss = next((each for each in losses.values() if each.uses_logits), next(iter(losses.values())))
     else:
-        splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
+        splits, validation_size = _seeded_process_and_splits(data_args, training_args, default_train_file)
         loss = training_args.build_loss()
     with built_whole_under_zero3(training_args):  # DeepSpeed ZeRO-3 shards it when the Trainer starts
         model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
@@ -135,16 +141,29 @@ def start_run(
         earlier = read_fingerprint(model_args.model_name_or_path)
         if earlier is not None:
             training_questions = np.union1d(training_questions, earlier)
-    return StartedRun(splits, loss, model, tokenizer, model_args, data_args, training_questions, entries, parts, losses)
+    return StartedRun(
+        splits,
+        loss,
+        model,
+        tokenizer,
+        model_args,
+        data_args,
+        training_questions,
+        entries,
+        parts,
+        losses,
+        validation_size=validation_size,
+    )
 
 
 def _seeded_process_and_splits(
     data_args: DataArguments, training_args: Any, default_train_file: str | Path | None
-) -> datasets.DatasetDict:
-    """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process first)."""
+) -> tuple[datasets.DatasetDict, int]:
+    """Seed as the Trainer seeds itself, take the process's cores, say so, then load and split the pairs (main process
+    first): the splits, and the validation set's size before `max_eval_pairs` bounded it."""
     _seed_and_threads(training_args)
     with training_args.main_process_first(desc="loading and splitting pairs"):
-        return load_splits(data_args, default_train_file=default_train_file)
+        return load_splits_and_validation_size(data_args, default_train_file=default_train_file)
 
 
 def _seeded_process_and_several_splits(
@@ -178,6 +197,7 @@ class StartedCrossEncoderRun:
     model_args: ModelArguments
     data_args: DataArguments
     training_questions: np.ndarray
+    validation_size: int | None = None  # the validation set's size before `max_eval_pairs` sampled it
 
     def tokenize(self, pairs: datasets.Dataset, *, training: bool = False) -> datasets.Dataset:
         """
@@ -205,6 +225,7 @@ class StartedCrossEncoderRun:
             eval_dataset=eval_dataset,
             processing_class=self.cross_encoder.tokenizer,
             training_questions=self.training_questions,
+            eval_pairs_total=self.validation_size,
         )
 
 
@@ -223,10 +244,10 @@ def start_cross_encoder_run(
         raise ValueError(
             "train_datasets (several data sets) trains a bi-encoder; a cross-encoder trains on one data set"
         )
-    splits = _seeded_process_and_splits(data_args, training_args, default_train_file)
+    splits, validation_size = _seeded_process_and_splits(data_args, training_args, default_train_file)
     cross_encoder = build_cross_encoder(model_args)
     training_questions = pair_question_hashes(splits["train"])
-    return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions)
+    return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions, validation_size)
 
 
 @dataclass

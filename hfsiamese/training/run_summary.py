@@ -60,8 +60,7 @@ def run_summary(
     for prefix, label in (("eval", "Validation"), ("test", "Test")):
         line = metrics_line(metrics, prefix)
         if line is not None:
-            count = metrics.get(f"{prefix}_num_pairs")
-            pairs = f" ({int(count):,} pairs)" if count is not None else ""
+            pairs = _pairs_used(metrics, prefix)
             lines.append(f"{label}{pairs}: {line}")
     lines.append(f"All metrics: {shown_path(Path(output_dir) / 'all_results.json')}")
     corpus = shown_path(corpus_file) if corpus_file is not None else "QUESTIONS.txt"
@@ -84,6 +83,16 @@ def run_summary(
             f"Search:   hfsiamese search --model_name_or_path {model} --corpus {corpus} --query 'How do I learn Python?'"
         )
     return "\n".join(lines)
+
+
+def _pairs_used(metrics: Mapping[str, float], prefix: str) -> str:
+    """` (1,000 pairs)`, or for a sample of a larger set (`<prefix>_pairs_total`) ` (20,000 of 396,010 pairs, ...)`."""
+    count, total = metrics.get(f"{prefix}_num_pairs"), metrics.get(f"{prefix}_pairs_total")
+    if count is None:
+        return ""
+    if total is not None and total > count:
+        return f" ({int(count):,} of {int(total):,} pairs, a sample: --max_eval_pairs 0 evaluates all)"
+    return f" ({int(count):,} pairs)"
 
 
 def _duration(seconds: float) -> str:

@@ -1,9 +1,10 @@
 """What a recipe's console shows: warnings in one format (`warning: <message>`, from `warnings.warn` and
-from loggers alike), a training run's INFO lines and its one progress bar, and no other bar.
+from loggers alike), a training run's INFO lines and its progress bar (and a long evaluation's), and no other bar.
 
 transformers' `ProgressCallback` opens a second bar for every evaluation; nested inside the training
-bar it leaves cursor-movement debris in logs and terminals. Evaluating the validation pairs takes
-seconds, and its metrics are printed when it ends, so the training bar alone says how far the run is.
+bar it leaves cursor-movement debris in logs and terminals. Evaluating a few thousand validation pairs
+takes seconds, and its metrics are printed when it ends, so the training bar alone says how far the run
+is; an evaluation of many batches (a sample of a large validation set: minutes on a CPU) gets its bar.
 The bars of loading weights, writing shards and `datasets` maps say nothing a user can act on.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 import datasets
 import transformers
 from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import has_length
 
 
 class RecipeLogFormatter(logging.Formatter):
@@ -66,11 +68,20 @@ def configure_quiet_console() -> None:
     datasets.disable_progress_bars()
 
 
-class TrainingProgressCallback(ProgressCallback):
-    """The Trainer's progress bar over training steps, with no bar for evaluation or prediction."""
+# Evaluations of at least this many batches show a bar (the default sample of 20,000 pairs at the recipes' eval
+# batch sizes does; the bundled recipes' ~1,000 validation pairs do not).
+EVALUATION_BAR_MIN_BATCHES = 20
 
-    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        return None
+
+class TrainingProgressCallback(ProgressCallback):
+    """The Trainer's progress bar over training steps, and one over an evaluation's batches only when it is long
+    (`EVALUATION_BAR_MIN_BATCHES`); none at all with `disable_tqdm`, which leaves this callback out."""
+
+    def on_prediction_step(
+        self, args: Any, state: Any, control: Any, eval_dataloader: Any = None, **kwargs: Any
+    ) -> None:
+        if has_length(eval_dataloader) and len(eval_dataloader) >= EVALUATION_BAR_MIN_BATCHES:
+            super().on_prediction_step(args, state, control, eval_dataloader=eval_dataloader, **kwargs)
 
 
 def use_single_progress_bar(trainer: Any) -> None:
@@ -82,6 +93,7 @@ def use_single_progress_bar(trainer: Any) -> None:
 
 
 __all__ = [
+    "EVALUATION_BAR_MIN_BATCHES",
     "RecipeLogFormatter",
     "TrainingProgressCallback",
     "configure_quiet_console",

@@ -57,6 +57,8 @@ def test_the_recipe_trains_a_cross_encoder_with_a_calibrated_threshold(trained):
     assert config["max_seq_length"] == 48 and 0.0 <= config["threshold"] <= 1.0
     results = json.loads((out / "all_results.json").read_text())
     assert results["eval_threshold"] == pytest.approx(config["threshold"]) and results["eval_num_pairs"] == 40
+    assert results["eval_pairs_total"] > 40  # a sample of the validation set (--max_eval_pairs 40), and it says so
+    assert f"Validation (40 of {results['eval_pairs_total']:,} pairs, a sample" in result.stdout
     assert results["train_samples"] == 96  # 48 pairs, each in both orders
     assert "cross-encoder" in (out / "README.md").read_text() and "Rerank:" in result.stdout
     assert "training_questions.safetensors" in {p.name for p in out.iterdir()}
