@@ -98,6 +98,18 @@ def test_deleting_a_canonical_promotes_another_member():
     assert 6 not in groups and len(groups) == 4
 
 
+def test_deleting_every_member_of_a_group_in_one_call_removes_it():
+    """A group that loses all its members in one `delete` is gone, not regrouped (it raised KeyError)."""
+    index = build()
+    groups = index.find_groups()
+    python = groups.group_of(0)
+    members = groups.members(python)
+    assert len(members) > 1
+    index.delete([*members, 6])  # a whole group, and a loner of another
+    assert python not in groups.groups() and all(member not in groups for member in [*members, 6])
+    assert sum(len(groups.members(group)) for group in groups.groups()) == len(index)
+
+
 def test_a_member_that_belonged_through_a_deleted_canonical_splits_off():
     vectors = {"middle": at_angle(35), "left": at_angle(0), "right": at_angle(70)}
     index = DuplicateIndex.build(["middle", "left", "right"], VectorModel(vectors), threshold=THRESHOLD)

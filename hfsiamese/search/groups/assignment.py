@@ -57,12 +57,9 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
 def forget(index: IndexViews, groups: DuplicateGroups, ids: list[Any]) -> None:
     """Take deleted questions out of their groups and group what is left of each again (a new canonical promoted
     where one went); only the remaining members are read."""
-    touched = set()
-    for member in ids:
-        group = groups.leave(member)
-        if group is not None and group in groups.groups():
-            touched.add(group)
-    for group in sorted(touched):
+    touched = {group for group in (groups.leave(member) for member in ids) if group is not None}
+    remaining = set(groups.groups())  # after every leave: a group all of whose deleted members left is gone
+    for group in sorted(touched & remaining):
         regroup(index, groups, group)
 
 
