@@ -50,11 +50,12 @@ def error_response(
 
 def validation_message(errors: list[Any]) -> str:
     """FastAPI's validation errors as one line: where and what, for the first three (the values are not echoed)."""
+    if any(error.get("type") == "json_invalid" for error in errors):
+        return "the request body is not valid JSON"
     parts = []
     for error in errors[:3]:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"
-        kind = error.get("type", "")
-        what = "is not valid JSON" if kind == "json_invalid" else error.get("msg", "is invalid")
+        what = error.get("msg", "is invalid")
         parts.append(f"{where}: {what}")
     more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
     return "; ".join(parts) + more

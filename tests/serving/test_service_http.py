@@ -164,6 +164,11 @@ def test_malformed_requests_get_4xx_json_and_the_service_keeps_serving(http, con
     assert http.post("/v1/search", json={"query": TEXTS[0], "k": 1}).status_code == 200
 
 
+def test_bad_json_is_said_so(http):
+    response = http.post("/v1/search", content=b'{"query": ', headers={"Content-Type": "application/json"})
+    assert error_of(response, 422) == "the request body is not valid JSON"
+
+
 def test_wrong_types_of_new_questions_are_refused(http):
     for question in ({"id": 1.5, "text": "a"}, {"id": True, "text": "a"}, {"id": 7, "text": 7}, {"text": "a"}):
         assert error_of(http.post("/v1/questions", json={"questions": [question]}), 422)
