@@ -208,3 +208,23 @@ def test_metrics_count_requests_latency_and_index_size(http):
     assert re.search(r'hfsiamese_request_seconds_count\{method="POST",route="/v1/search"\} [1-9]', text)
     size = http.get("/v1/info").json()["size"]
     assert re.search(rf"hfsiamese_index_size {size}\.0", text)
+
+
+def test_concurrent_adds_never_double_an_id_nor_lose_one(service, http):
+    async def concurrent(questions: list[dict]) -> list[int]:
+        async with httpx.AsyncClient(base_url=service.url, headers=WRITE, timeout=60) as client:
+            calls = [client.post("/v1/questions", json={"questions": [q]}) for q in questions]
+            return [r.status_code for r in await asyncio.gather(*calls)]
+
+    size = http.get("/v1/info").json()["size"]
+    same_id = [{"id": 700, "text": f"{TEXTS[i]} ?"} for i in range(6)]
+    assert sorted(asyncio.run(concurrent(same_id))) == [201] + [409] * 5
+    distinct = [{"id": 710 + i, "text": f"{TEXTS[i]} again"} for i in range(6)]
+    assert asyncio.run(concurrent(distinct)) == [201] * 6
+    assert http.get("/v1/info").json()["size"] == size + 7
+    for question_id in [700, *range(710, 716)]:  # each in a group, kept by the one writer
+        assert question_id in [m["id"] for m in http.get(f"/v1/questions/{question_id}/group").json()["members"]]
+    assert http.post("/v1/questions/delete", json={"ids": [700, *range(710, 716)]}).json() == {
+        "deleted": 7,
+        "size": size,
+    }
