@@ -29,7 +29,7 @@ from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
-from hfsiamese.serving.settings import DEFAULT_MAX_CHARS, Batching, Limits, ServeSettings
+from hfsiamese.service.settings import DEFAULT_MAX_CHARS, Batching, Limits, ServeSettings
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.extras import install_hint
 
@@ -102,7 +102,7 @@ def import_server() -> tuple[Any, Any]:
     try:
         import uvicorn
 
-        from hfsiamese.serving.app import create_app
+        from hfsiamese.service.app import create_app
     except ImportError as err:
         raise ImportError(
             f"hfsiamese serve needs fastapi, uvicorn and prometheus-client: {install_hint('serve')}"

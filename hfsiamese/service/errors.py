@@ -16,8 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hfsiamese.serving.auth import AuthError
-from hfsiamese.serving.service import IdConflict, UnknownId
+from hfsiamese.service.auth import AuthError
+from hfsiamese.service.service import IdConflict, UnknownId
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 
 from hfsiamese import SiameseModel
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.serving.app import create_app
-from hfsiamese.serving.auth import ApiKeys
-from hfsiamese.serving.service import DuplicateService
-from hfsiamese.serving.settings import ServeSettings
+from hfsiamese.service.app import create_app
+from hfsiamese.service.auth import ApiKeys
+from hfsiamese.service.service import DuplicateService
+from hfsiamese.service.settings import ServeSettings
 from tests.conftest import TEXTS
 
 SETTINGS = ServeSettings(index_dir="unused", model_name_or_path="unused")

@@ -8,7 +8,7 @@ import time
 import httpx
 
 from tests.conftest import TEXTS
-from tests.serving.running_service import RunningService, lancedb_index_dir
+from tests.service.running_service import RunningService, lancedb_index_dir
 
 
 def text_of(question_id: int) -> str:

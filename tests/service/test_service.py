@@ -6,7 +6,7 @@ import pytest
 
 from hfsiamese import SiameseModel
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.serving.service import CheckItem, DuplicateService, IdConflict, SearchItem, UnknownId, verdict
+from hfsiamese.service.service import CheckItem, DuplicateService, IdConflict, SearchItem, UnknownId, verdict
 from tests.conftest import TEXTS
 
 

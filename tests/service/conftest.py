@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.serving.running_service import READ_KEY, WRITE_KEY, tiny_model_dir
+from tests.service.running_service import READ_KEY, WRITE_KEY, tiny_model_dir
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from hfsiamese.serving.batching import DynamicBatcher, SerialWriter
+from hfsiamese.service.batching import DynamicBatcher, SerialWriter
 
 
 def run(coroutine_function):
@@ -109,3 +109,16 @@ def test_submitting_before_start_is_an_error():
             await DynamicBatcher(lambda items: items, executor, max_batch=1, max_wait_s=0).submit(1)
 
     run(scenario)
+
+
+def test_the_old_serving_names_still_import_beside_the_service():
+    """`hfsiamese.serving` is a moved package (its old names warn and load one release): the service lives apart."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from hfsiamese.serving import OnnxSiameseModel
+
+    from hfsiamese.bi_encoder.onnx_model import OnnxSiameseModel as moved
+
+    assert OnnxSiameseModel is moved and any(issubclass(w.category, FutureWarning) for w in caught)

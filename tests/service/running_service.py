@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,17 +63,23 @@ class RunningService:
                    "--model_name_or_path", str(model_dir), "--port", str(self.port), "--log_level", "warning", *flags]  # fmt: skip
         if keys_file is not None:
             command += ["--api_keys_file", str(keys_file)]
-        self.process = subprocess.Popen(
-            command, env=offline_env(PYTHONPATH=str(REPO_ROOT)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+        # Its output goes to a file, never a pipe nobody reads (a full pipe would block the service mid-request).
+        self.log_path = Path(tempfile.mkstemp(prefix="hfsiamese-serve-", suffix=".log")[1])
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                command, env=offline_env(PYTHONPATH=str(REPO_ROOT)), stdout=log, stderr=subprocess.STDOUT
+            )
         self._wait_ready()
+
+    def log(self) -> str:
+        """What the service has printed so far (its log, tracebacks of internal errors included)."""
+        return self.log_path.read_text(errors="replace")
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                output = self.process.stdout.read().decode(errors="replace") if self.process.stdout else ""
-                raise RuntimeError(f"the service exited with {self.process.returncode}: {output[-2000:]}")
+                raise RuntimeError(f"the service exited with {self.process.returncode}: {self.log()[-2000:]}")
             try:
                 if httpx.get(f"{self.url}/health/ready", timeout=2).status_code == 200:
                     return
@@ -94,5 +101,4 @@ class RunningService:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.kill()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+        self.log_path.unlink(missing_ok=True)

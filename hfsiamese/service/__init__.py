@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hfsiamese.serving.settings import Batching, Limits, ServeSettings
+from hfsiamese.service.settings import Batching, Limits, ServeSettings
 
 __all__ = ["Batching", "Limits", "ServeSettings", "ServiceClient", "create_app"]
 
@@ -17,11 +17,11 @@ __all__ = ["Batching", "Limits", "ServeSettings", "ServiceClient", "create_app"]
 def __getattr__(name: str) -> Any:
     """`create_app` and `ServiceClient` imported when first used (fastapi / httpx are optional)."""
     if name == "create_app":
-        from hfsiamese.serving.app import create_app
+        from hfsiamese.service.app import create_app
 
         return create_app
     if name == "ServiceClient":
-        from hfsiamese.serving.client import ServiceClient
+        from hfsiamese.service.client import ServiceClient
 
         return ServiceClient
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hfsiamese.cli import main as cli_main
-from hfsiamese.serving.auth import ENV_VARIABLE, ApiKeys, AuthError, request_key
-from hfsiamese.serving.settings import Limits, ServeSettings, is_loopback
+from hfsiamese.service.auth import ENV_VARIABLE, ApiKeys, AuthError, request_key
+from hfsiamese.service.settings import Limits, ServeSettings, is_loopback
 
 GOOD = "k" * 20
 
@@ -21,7 +21,7 @@ def test_serve_is_a_command_and_refuses_a_folder_without_an_index(tmp_path, caps
 
 
 def test_serving_beyond_loopback_needs_keys():
-    from hfsiamese.serving.app import create_app
+    from hfsiamese.service.app import create_app
 
     settings = ServeSettings(index_dir="i", model_name_or_path="m", host="0.0.0.0")
     with pytest.raises(ValueError, match="needs API keys: pass --api_keys_file or set HFSIAMESE_API_KEYS"):

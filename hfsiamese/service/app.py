@@ -31,10 +31,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from hfsiamese.serving import schemas
-from hfsiamese.serving.auth import ApiKeys, KeyKind, request_key
-from hfsiamese.serving.batching import DynamicBatcher, SerialWriter
-from hfsiamese.serving.errors import (
+from hfsiamese.service import schemas
+from hfsiamese.service.auth import ApiKeys, KeyKind, request_key
+from hfsiamese.service.batching import DynamicBatcher, SerialWriter
+from hfsiamese.service.errors import (
     ASGIApp,
     BodyLimit,
     Message,
@@ -44,9 +44,9 @@ from hfsiamese.serving.errors import (
     ServiceError,
     install_error_handlers,
 )
-from hfsiamese.serving.metrics import ServiceMetrics
-from hfsiamese.serving.service import CheckItem, DuplicateService, SearchItem
-from hfsiamese.serving.settings import ServeSettings, is_loopback
+from hfsiamese.service.metrics import ServiceMetrics
+from hfsiamese.service.service import CheckItem, DuplicateService, SearchItem
+from hfsiamese.service.settings import ServeSettings, is_loopback
 
 logger = logging.getLogger(__name__)
 
