@@ -60,6 +60,10 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
         "hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]",
         ["hfsiamese.search.app:AppArguments"],
     ),
+    "serve": (
+        "hfsiamese serve --index_dir DIR --model_name_or_path DIR [--option value ...]",
+        ["hfsiamese.cli.serve:ServeArguments"],
+    ),
     "groups": (
         "hfsiamese groups --model_name_or_path DIR (--corpus FILE | --index_dir DIR) [--option value ...]",
         ["hfsiamese.cli.groups:GroupsArguments"],

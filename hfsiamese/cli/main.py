@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "export a model to ONNX for CPU serving (optionally int8)"),
     "search": ("search", "search a corpus for duplicates of new questions (builds or loads an index)"),
     "app": ("app", "serve a duplicate-search web app for a corpus (Gradio)"),
+    "serve": ("serve", "serve duplicate detection over HTTP: search, check, add, groups (JSON API)"),
     "groups": ("groups", "group a corpus's duplicate questions, a canonical question per group"),
     "silver-pairs": ("silver_pairs", "label silver training pairs with a cross-encoder"),
     "mine": ("mine", "mine hard negatives for each duplicate pair with a bi-encoder (training data)"),

@@ -56,6 +56,16 @@ class IndexViews:
         names ids not in the index)."""
         return self._store.rows_by_id(list(ids))
 
+    def contains(self, ids: list[Any]) -> list[bool]:
+        """Whether each id is in the index, in one query of its store (a service checks new ids before it writes)."""
+        return self._store.contains(list(ids))
+
+    @property
+    def id_type(self) -> str | None:
+        """`"int"` or `"str"`: the kind of the index's ids (None while it holds none); what an id read as text, from a
+        URL, is turned into."""
+        return self._id_type
+
     def __repr__(self) -> str:
         database = not isinstance(self._store, InMemoryStore)
         where = f", database={self.database!r}, collection={self.collection!r}" if database else ""

@@ -26,6 +26,7 @@ HELP_FIELDS = {
     "export": ("hfsiamese.bi_encoder:ExportArguments",),
     "search": ("hfsiamese.cli.search:SearchArguments",),
     "app": ("hfsiamese.search.app:AppArguments",),
+    "serve": ("hfsiamese.cli.serve:ServeArguments",),
     "groups": ("hfsiamese.cli.groups:GroupsArguments",),
     "silver-pairs": (
         "hfsiamese.cli.silver_pairs_arguments:SilverPairsArguments",

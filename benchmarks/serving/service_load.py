@@ -1,0 +1,206 @@
+#!/usr/bin/env python
+"""Load on `hfsiamese serve` from a real HTTP client (httpx, asyncio) on loopback, beside a plain FastAPI endpoint.
+
+    python benchmarks/serving/service_load.py --index_dir outputs/qqp_db_index --model_name_or_path outputs/lstm_qqp \\
+        --concurrency 1 8 32 --requests 2000 --baseline
+    python benchmarks/serving/service_load.py --index_dir outputs/qqp_db_index --model_name_or_path outputs/lstm_qqp \\
+        --concurrency 32 --seconds 600 --add_share 0.1            # mixed load: 90% search, 10% add
+
+For each concurrency, `--requests` searches (or `--seconds` of them) are sent by that many concurrent clients, each
+one request at a time, the queries drawn in turn from QQP dev's questions: throughput (requests/s) and latency
+percentiles (p50, p99, ms), errors counted. `--add_share` makes that share of the requests adds of new questions
+(ids never used before; at the end every acknowledged id is looked up). `--baseline` measures the same model
+behind a plain FastAPI endpoint that calls `index.search` per request (no batching) on its own port. Each service
+runs in its own process (`hfsiamese serve`, or this script with `--plain_server`), started and stopped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+from benchmarks.common.harness import EMBEDDED_PAIRS, argument_parser, emit, machine, today
+
+START_SECONDS = 600
+
+
+def questions(limit: int = 5000) -> list[str]:
+    """The first `limit` distinct questions of the embedded QQP pairs (each once, as everywhere in hfsiamese)."""
+    from hfsiamese.data import distinct_questions, load_pairs
+
+    texts, _ = distinct_questions(load_pairs(str(EMBEDDED_PAIRS)))
+    return list(texts[:limit])
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The `share` percentile (nearest rank) of `values`, 0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+async def load(
+    client: httpx.AsyncClient,
+    texts: list[str],
+    concurrency: int,
+    *,
+    requests: int | None = None,
+    seconds: float | None = None,
+    add_share: float = 0.0,
+    first_id: int = 10_000_000,
+) -> dict[str, Any]:
+    """Drive `client` with `concurrency` workers until `requests` are sent or `seconds` pass: throughput, latency
+    percentiles, errors, and the ids whose adds were acknowledged."""
+    latencies: list[float] = []
+    errors, sent, acknowledged = 0, 0, []
+    stop_at = None if seconds is None else time.perf_counter() + seconds
+    every = round(1 / add_share) if add_share > 0 else 0
+
+    async def worker() -> None:
+        nonlocal errors, sent
+        while (requests is None or sent < requests) and (stop_at is None or time.perf_counter() < stop_at):
+            number = sent
+            sent += 1
+            text = texts[number % len(texts)]
+            start = time.perf_counter()
+            if every and number % every == every - 1:
+                new_id = first_id + number
+                body = {"questions": [{"id": new_id, "text": f"{text} ({new_id})"}]}
+                response = await client.post("/v1/questions", json=body)
+                if response.status_code == 201:
+                    acknowledged.append(new_id)
+            else:
+                response = await client.post("/v1/search", json={"query": text, "k": 5})
+            latencies.append(time.perf_counter() - start)
+            errors += response.status_code >= 400
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
+    return {
+        "concurrency": concurrency,
+        "requests": len(latencies),
+        "errors": errors,
+        "requests_per_s": round(len(latencies) / elapsed, 1) if elapsed else 0.0,
+        "p50_ms": round(1000 * statistics.median(latencies), 2) if latencies else 0.0,
+        "p99_ms": round(1000 * percentile(latencies, 0.99), 2),
+        "acknowledged_adds": acknowledged,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(command: list[str], port: int) -> subprocess.Popen:
+    """A service process, once its `/health/ready` answers 200."""
+    process = subprocess.Popen(command)
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{command[:4]} exited with {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=2).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    process.kill()
+    raise RuntimeError(f"{command[:4]} was not ready within {START_SECONDS} s")
+
+
+def plain_app(index_dir: str, model_name_or_path: str) -> Any:
+    """The baseline: the model and index behind one FastAPI endpoint calling `index.search` per request."""
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+
+    from hfsiamese.search.index_opening import open_index
+
+    index = open_index(model_name_or_path, index_dir, None)
+    app = FastAPI()
+
+    class Query(BaseModel):
+        query: str
+        k: int = 5
+
+    @app.post("/v1/search")
+    def search(body: Query) -> dict[str, Any]:  # a thread per request, as a user's 20 lines would do
+        return {"results": [{"query": body.query, "matches": index.search(body.query, k=body.k)}]}
+
+    @app.get("/health/ready")
+    def ready() -> dict[str, str]:
+        return {"status": "ready"}
+
+    return app
+
+
+async def measure(url: str, texts: list[str], args: argparse.Namespace, name: str) -> list[dict[str, Any]]:
+    rows = []
+    limits = httpx.Limits(max_connections=max(args.concurrency) + 4)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        await load(client, texts, 1, requests=20)  # warm-up
+        for concurrency in args.concurrency:
+            row = await load(client, texts, concurrency, requests=args.requests, seconds=args.seconds,
+                             add_share=args.add_share if name == "serve" else 0.0)  # fmt: skip
+            acknowledged = row.pop("acknowledged_adds")
+            if acknowledged:  # the first 64 acknowledged adds are there (each deleted once)
+                found = await client.post("/v1/questions/delete", json={"ids": acknowledged[:64]})
+                row["acknowledged_adds"], row["adds_checked"] = len(acknowledged), min(64, len(acknowledged))
+                row["adds_found"] = found.json().get("deleted")
+            rows.append({"service": name, "date": today(), "machine": machine(), **row})
+            emit(rows[-1])
+    return rows
+
+
+def main() -> None:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--index_dir", required=True)
+    parser.add_argument("--model_name_or_path", required=True)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--requests", type=int, default=None, help="requests per concurrency (default 2000)")
+    parser.add_argument("--seconds", type=float, default=None, help="instead of --requests: seconds per concurrency")
+    parser.add_argument("--add_share", type=float, default=0.0, help="share of requests that add a question")
+    parser.add_argument("--baseline", action="store_true", help="also the plain FastAPI endpoint")
+    parser.add_argument("--batch_wait_ms", type=float, default=2.0)
+    parser.add_argument("--plain_server", type=int, default=None, help=argparse.SUPPRESS)  # the baseline's process
+    args = parser.parse_args()
+    if args.plain_server is not None:
+        import uvicorn
+
+        uvicorn.run(plain_app(args.index_dir, args.model_name_or_path), port=args.plain_server, log_level="warning")
+        return
+    if args.requests is None and args.seconds is None:
+        args.requests = 2000
+    texts = questions()
+    services = [("serve", [sys.executable, "-m", "hfsiamese.cli.serve", "--index_dir", args.index_dir,
+                           "--model_name_or_path", args.model_name_or_path, "--log_level", "warning",
+                           "--batch_wait_ms", str(args.batch_wait_ms)])]  # fmt: skip
+    if args.baseline:
+        services.append(("plain", [sys.executable, __file__, "--index_dir", args.index_dir,
+                                   "--model_name_or_path", args.model_name_or_path]))  # fmt: skip
+    for name, command in services:
+        port = free_port()
+        flag = ["--port", str(port)] if name == "serve" else ["--plain_server", str(port)]
+        process = start(command + flag, port)
+        try:
+            asyncio.run(measure(f"http://127.0.0.1:{port}", texts, args, name))
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""
+What the service does with its index, as plain synchronous functions of Python values: search a batch of queries,
+check a batch of pairs, add, delete, read groups. The HTTP layer (`app`) batches and serialises the calls (`batching`)
+and turns the values into JSON (`schemas`); nothing here knows about HTTP, so it reads and tests on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+
+from hfsiamese.search.duplicate_index import DuplicateIndex
+from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.service.settings import ServeSettings
+
+logger = logging.getLogger(__name__)
+
+
+class UnknownId(LookupError):
+    """A question or group the index does not hold (404)."""
+
+
+class IdConflict(ValueError):
+    """A new question's id the index holds already (409)."""
+
+
+@dataclass(frozen=True)
+class SearchItem:
+    """One request's queries and its k: a unit of a search batch."""
+
+    texts: list[str]
+    k: int
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One request's pairs: a unit of a pair-check batch."""
+
+    firsts: list[str]
+    seconds: list[str]
+
+
+def verdict(decisions: list[bool | None]) -> str:
+    """ "duplicate" when one decision is, "unknown" without a threshold to decide, else "new"."""
+    if any(decisions):
+        return "duplicate"
+    return "unknown" if any(d is None for d in decisions) or not decisions else "new"
+
+
+class DuplicateService:
+    """
+    The service's index, its model's tokenizer and the optional cross-encoder, and the operations on them.
+
+    Not thread-safe (nor is the index): the app runs every call on one thread. An index kept in this process (exact
+    or FAISS) is saved to `index_dir` after each write, so that an acknowledged write outlives a restart; a database
+    index (LanceDB, Qdrant) has the rows and groups durably when its `add` / `delete` return.
+    """
+
+    def __init__(
+        self,
+        index: DuplicateIndex,
+        index_dir: str | None = None,
+        *,
+        cross_encoder: Any | None = None,
+        rerank_k: int | None = None,
+    ) -> None:
+        self.index, self.index_dir = index, index_dir
+        self.cross_encoder = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
+        self.rerank_k = rerank_k
+        self._canonical_texts: dict[Any, str] = {}
+
+    @classmethod
+    def open(cls, settings: ServeSettings) -> DuplicateService:
+        """Load the index saved in `settings.index_dir` with its model (and group it when asked and not yet)."""
+        index = cast(DuplicateIndex, open_index(settings.model_name_or_path, settings.index_dir, None))
+        if settings.find_groups and index.groups is None and len(index):
+            logger.info("grouping the %d questions of the index (--find_groups)", len(index))
+            index.find_groups()
+            if index.database_store is None:
+                index.save(settings.index_dir, overwrite=True)
+        return cls(index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k)
+
+    # --- reading -------------------------------------------------------------------------------------------
+
+    @property
+    def pair_model(self) -> Any:
+        """What decides a pair: the cross-encoder when there is one, else the Siamese model."""
+        return self.cross_encoder if self.cross_encoder is not None else self.index.model
+
+    def info(self) -> dict[str, Any]:
+        groups = self.index.groups
+        return {
+            "size": len(self.index),
+            "backend": self.index.backend,
+            "model": self.index.model_name_or_path,
+            "threshold": self.index.threshold,
+            "calibrated": self.index.calibrator is not None,
+            "cross_encoder": getattr(self.cross_encoder, "name_or_path", None) if self.cross_encoder else None,
+            "groups": None if groups is None else len(groups),
+        }
+
+    def search(self, items: list[SearchItem]) -> list[list[dict[str, Any]]]:
+        """Each item's `{"query", "verdict", "matches"}` per query: the queries of a k searched in one call (one
+        encoding), each match with its probability and group where the index has them."""
+        by_k: dict[int, list[int]] = defaultdict(list)
+        for position, item in enumerate(items):
+            by_k[item.k].append(position)
+        answers: list[list[dict[str, Any]]] = [[] for _ in items]
+        for k, positions in by_k.items():
+            texts = [text for p in positions for text in items[p].texts]
+            options: dict[str, Any] = {}
+            if self.cross_encoder is not None:
+                options = {"cross_encoder": self.cross_encoder, "rerank_k": check_rerank_k(self.rerank_k, k)}
+            found = (
+                cast(list[list[dict[str, Any]]], self.index.search(texts, k=k, **options))
+                if len(self.index)
+                else [[] for _ in texts]
+            )
+            results = iter(found)
+            for p in positions:
+                for query in items[p].texts:
+                    matches = self._described(next(results))
+                    decisions = [m.get("is_duplicate") for m in matches]
+                    answers[p].append({"query": query, "verdict": verdict(decisions), "matches": matches})
+        return answers
+
+    def _described(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The matches with their calibrated probability (cosine calibration, without a cross-encoder) and group."""
+        calibrator = self.index.calibrator if self.cross_encoder is None else None
+        if calibrator is not None and matches:
+            probabilities = calibrator.probability(torch.tensor([m["score"] for m in matches])).tolist()
+            matches = [{**m, "probability": float(p)} for m, p in zip(matches, probabilities)]
+        groups = self.index.groups
+        if groups is None:
+            return matches
+        found = [groups.group_of(m["id"]) for m in matches]
+        canonicals = [groups.canonical_of(g) for g in found if g is not None]
+        texts = self.canonical_texts(canonicals)
+        described = []
+        for match, group in zip(matches, found):
+            if group is not None:
+                canonical = groups.canonical_of(group)
+                match = {**match, "group": group, "canonical_id": canonical, "canonical_text": texts[canonical]}
+            described.append(match)
+        return described
+
+    def canonical_texts(self, ids: list[Any]) -> dict[Any, str]:
+        """The texts of canonical questions, read by id and kept (a write clears them)."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._canonical_texts]
+        if missing:
+            self._canonical_texts.update(zip(missing, self.index.rows_by_id(missing)[0]))
+        return {i: self._canonical_texts[i] for i in ids}
+
+    def check(self, items: list[CheckItem]) -> list[list[dict[str, Any]]]:
+        """Each item's `{"score", "probability", "is_duplicate", "verdict"}` per pair, every pair in one call."""
+        firsts = [text for item in items for text in item.firsts]
+        seconds = [text for item in items for text in item.seconds]
+        model = self.pair_model
+        threshold = getattr(model.config, "threshold", None)
+        options: dict[str, Any] = {} if threshold is not None else {"threshold": 0.0}  # scores; no verdict
+        if self.cross_encoder is None:
+            options["tokenizer"] = self.index.tokenizer
+        predicted = model.predict(firsts, seconds, **options)
+        scores = predicted["scores"].tolist()
+        decided = predicted["is_duplicate"].tolist()
+        probability = predicted["probability"].tolist() if "probability" in predicted else [None] * len(scores)
+        rows = []
+        for score, is_duplicate, p in zip(scores, decided, probability):
+            decision = bool(is_duplicate) if threshold is not None else None
+            rows.append(
+                {"score": float(score), "probability": p, "is_duplicate": decision, "verdict": verdict([decision])}
+            )
+        answers, start = [], 0
+        for item in items:
+            answers.append(rows[start : start + len(item.firsts)])
+            start += len(item.firsts)
+        return answers
+
+    def id_of(self, raw: str) -> int | str:
+        """An id read from a URL as the index's kind of id (an integer where the index's ids are)."""
+        if self.index.id_type == "int":
+            try:
+                return int(raw)
+            except ValueError:
+                raise UnknownId(f"no question has the id {raw!r}: this index's ids are integers") from None
+        return raw
+
+    def group(self, group: int, *, with_members: bool = True) -> dict[str, Any]:
+        """A group by its number: its canonical question and members (each with its cosine to the canonical)."""
+        groups = self._groups()
+        if group not in groups.groups():
+            raise UnknownId(f"no group {group} (the index has {len(groups)} groups)")
+        canonical = groups.canonical_of(group)
+        members = groups.members(group)
+        answer: dict[str, Any] = {
+            "group": group,
+            "canonical_id": canonical,
+            "canonical_text": self.canonical_texts([canonical])[canonical],
+            "size": len(members),
+        }
+        if with_members:
+            texts = self.index.rows_by_id(members)[0]
+            answer["members"] = [{"id": m, "text": t, "score": groups.score_of(m)} for m, t in zip(members, texts)]
+        return answer
+
+    def group_of(self, question: int | str) -> dict[str, Any]:
+        """The group of one question."""
+        group = self._groups().group_of(question)
+        if group is None:
+            raise UnknownId(f"no question with the id {question!r} is in a group")
+        return self.group(group)
+
+    def largest_groups(self, n: int) -> dict[str, Any]:
+        """The `n` largest groups (of two questions or more), without their members."""
+        groups = self._groups()
+        return {
+            "groups": [self.group(group, with_members=False) for group, _, _ in groups.largest(n)],
+            "num_groups": len(groups),
+        }
+
+    def _groups(self) -> Any:
+        groups = self.index.groups
+        if groups is None:
+            raise UnknownId(
+                "this index has no duplicate groups: run `hfsiamese groups` on it, or serve with --find_groups"
+            )
+        return groups
+
+    # --- writing (one at a time: `batching.SerialWriter`) -------------------------------------------------
+
+    def add(
+        self, texts: list[str], ids: list[int | str], metadata: list[dict[str, Any]] | None
+    ) -> list[dict[str, Any]]:
+        """Add new questions, durably, each assigned to a group where the index keeps groups (or is empty)."""
+        clashing = [i for i, present in zip(ids, self.index.contains(ids)) if present]
+        if clashing:
+            raise IdConflict(f"ids already in the index: {clashing[:5]}{' ...' if len(clashing) > 5 else ''}")
+        grouped = self.index.groups is not None or len(self.index) == 0
+        self._canonical_texts.clear()
+        assigned = self.index.add(texts, ids, metadata=metadata, assign_groups=grouped)
+        self._persist()
+        return assigned if assigned is not None else [{"id": i} for i in ids]
+
+    def delete(self, ids: list[int | str]) -> int:
+        """Delete questions by id (unknown ids ignored), durably; how many were deleted."""
+        self._canonical_texts.clear()
+        removed = self.index.delete(ids)
+        if removed:
+            self._persist()
+        return removed
+
+    def _persist(self) -> None:
+        """An in-process index is written to its folder (a database has written already)."""
+        if self.index.database_store is None and self.index_dir is not None:
+            self.index.save(self.index_dir, overwrite=True)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+__all__ = ["CheckItem", "DuplicateService", "IdConflict", "SearchItem", "UnknownId", "verdict"]

@@ -1,0 +1,86 @@
+"""What `hfsiamese serve` is told: where the index and its model are, the limits on a request and how requests are
+batched. Plain data, checked once, so that the app, the command and the tests share one description of a service."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+# A question is a few hundred characters; a pasted document would only be truncated to the model's token limit.
+DEFAULT_MAX_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for; beyond it the answer is a 4xx JSON error, never work done."""
+
+    max_request_bytes: int = 1_048_576  # a request body larger than this: 413
+    max_batch: int = 64  # queries, pairs, new questions or ids in one request: 422 beyond
+    max_chars: int = DEFAULT_MAX_CHARS  # characters of one text: 422 beyond
+    max_k: int = 100  # matches per query: 422 beyond
+    max_groups: int = 100  # groups one "largest groups" request lists
+
+    def __post_init__(self) -> None:
+        for name in ("max_request_bytes", "max_batch", "max_chars", "max_k", "max_groups"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class Batching:
+    """Concurrent searches (and pair checks) are encoded together: the first waits up to `max_wait_ms` for others,
+    and at most `max_batch` texts go through the model at once."""
+
+    max_wait_ms: float = 2.0
+    max_batch: int = 64
+
+    def __post_init__(self) -> None:
+        if self.max_wait_ms < 0:
+            raise ValueError(f"the batch wait must be at least 0 ms, got {self.max_wait_ms}")
+        if self.max_batch < 1:
+            raise ValueError(f"the largest batch must be at least 1 text, got {self.max_batch}")
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """
+    A service over a saved `DuplicateIndex` (`index_dir`) and the model that built it (`model_name_or_path`).
+
+    `cross_encoder`: a reranker for searches and the judge of pair checks. `read_only`: no add or delete route.
+    `find_groups`: group the index at start when it has no duplicate groups yet (so that adds are assigned to one).
+    `api_keys_file` / the `HFSIAMESE_API_KEYS` environment variable: the keys (see `auth`), required to listen
+    beyond loopback unless `allow_no_keys`.
+    """
+
+    index_dir: str
+    model_name_or_path: str
+    cross_encoder: str | None = None
+    rerank_k: int | None = None
+    default_k: int = 5
+    read_only: bool = False
+    find_groups: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_keys_file: str | None = None
+    allow_no_keys: bool = False
+    limits: Limits = field(default_factory=Limits)
+    batching: Batching = field(default_factory=Batching)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.default_k <= self.limits.max_k:
+            raise ValueError(
+                f"the default k ({self.default_k}) must be between 1 and the largest k ({self.limits.max_k})"
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the service to this machine (an API key is then not required)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
+__all__ = ["DEFAULT_MAX_CHARS", "Batching", "Limits", "ServeSettings", "is_loopback"]

@@ -1,0 +1,50 @@
+"""The service load driver (benchmarks/serving/service_load.py) against a tiny in-process app: counts, errors, adds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from fastapi import FastAPI
+
+from benchmarks.serving.service_load import load, percentile, questions
+
+
+def tiny_app() -> FastAPI:
+    app, seen = FastAPI(), set()
+
+    @app.post("/v1/search")
+    async def search(body: dict) -> dict:
+        return {"results": [{"query": body["query"], "matches": []}]}
+
+    @app.post("/v1/questions", status_code=201)
+    async def add(body: dict) -> dict:
+        (question,) = body["questions"]
+        if question["id"] in seen:
+            raise ValueError("doubled id")
+        seen.add(question["id"])
+        return {"added": [{"id": question["id"]}]}
+
+    return app
+
+
+def test_the_driver_counts_requests_adds_and_latencies():
+    async def run():
+        transport = httpx.ASGITransport(app=tiny_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await load(client, ["a", "b", "c"], 4, requests=40, add_share=0.1)
+
+    row = asyncio.run(run())
+    assert row["requests"] == 40 and row["errors"] == 0 and row["concurrency"] == 4
+    assert len(row["acknowledged_adds"]) == 4 and len(set(row["acknowledged_adds"])) == 4
+    assert 0 < row["p50_ms"] <= row["p99_ms"] and row["requests_per_s"] > 0
+
+
+def test_percentile_is_the_nearest_rank():
+    assert percentile([], 0.99) == 0.0
+    assert percentile([float(v) for v in range(1, 101)], 0.99) == 99.0 and percentile([5.0], 0.5) == 5.0
+
+
+def test_the_queries_are_distinct_questions():
+    texts = questions(50)
+    assert len(texts) == 50 == len(set(texts)) and all(text.strip() for text in texts)

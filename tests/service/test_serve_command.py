@@ -1,0 +1,75 @@
+"""`hfsiamese serve`'s refusals before it serves, the API keys it reads, and the app's guard beyond loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from hfsiamese.cli import main as cli_main
+from hfsiamese.service.auth import ENV_VARIABLE, ApiKeys, AuthError, request_key
+from hfsiamese.service.settings import Limits, ServeSettings, is_loopback
+
+GOOD = "k" * 20
+
+
+def test_serve_is_a_command_and_refuses_a_folder_without_an_index(tmp_path, capsys):
+    assert "serve" in cli_main.COMMANDS
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main(["serve", "--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds no saved index" in err and len(err.splitlines()) == 1
+
+
+def test_serving_beyond_loopback_needs_keys():
+    from hfsiamese.service.app import create_app
+
+    settings = ServeSettings(index_dir="i", model_name_or_path="m", host="0.0.0.0")
+    with pytest.raises(ValueError, match="needs API keys: pass --api_keys_file or set HFSIAMESE_API_KEYS"):
+        create_app(settings, keys=ApiKeys())
+    create_app(settings, keys=ApiKeys({GOOD: "read"}))  # with a key
+    create_app(ServeSettings(index_dir="i", model_name_or_path="m", host="0.0.0.0", allow_no_keys=True), keys=ApiKeys())
+    create_app(ServeSettings(index_dir="i", model_name_or_path="m"), keys=ApiKeys())  # loopback
+
+
+def test_loopback_hosts():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2") and not is_loopback("example.com")
+
+
+def test_keys_from_a_file_and_the_environment(tmp_path):
+    path = tmp_path / "keys.txt"
+    path.write_text(f"# comment\n\nread:{'r' * 16}\nwrite:{'w' * 16}\n", encoding="utf-8")
+    keys = ApiKeys.load(path, environ={ENV_VARIABLE: f"read:{GOOD}, write:{'x' * 16}"})
+    assert len(keys) == 4
+    assert keys.kind_of("r" * 16) == "read" and keys.kind_of("x" * 16) == "write" and keys.kind_of("nope") is None
+    keys.check("w" * 16, "write")
+    keys.check("r" * 16, "read")
+    with pytest.raises(AuthError, match="read-only") as weak:
+        keys.check("r" * 16, "write")
+    assert weak.value.status == 403
+    for key in (None, "", "unknown-key-000000"):
+        with pytest.raises(AuthError) as missing:
+            keys.check(key, "read")
+        assert missing.value.status == 401
+    ApiKeys().check(None, "write")  # no keys: anyone
+
+
+@pytest.mark.parametrize("entry, said", [("admin:" + GOOD, "'read:KEY' or 'write:KEY'"), (GOOD, "'read:KEY'"),
+                                         ("read:short", "at least 16 characters")])  # fmt: skip
+def test_a_bad_key_entry_names_where_it_is(tmp_path, entry, said):
+    path = tmp_path / "keys.txt"
+    path.write_text(f"read:{GOOD}\n{entry}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"keys.txt line 2: .*{said}"):
+        ApiKeys.load(path, environ={})
+
+
+def test_the_key_a_request_sent():
+    assert request_key(None, " abc ") == "abc" and request_key("Bearer tok", None) == "tok"
+    assert request_key("Basic tok", None) is None and request_key(None, None) is None
+
+
+def test_settings_refuse_impossible_limits():
+    with pytest.raises(ValueError, match="max_k must be at least 1"):
+        Limits(max_k=0)
+    with pytest.raises(ValueError, match="default k"):
+        ServeSettings(index_dir="i", model_name_or_path="m", default_k=50, limits=Limits(max_k=10))
