@@ -32,7 +32,14 @@ from hfsiamese.search.duplicate_mining import find_duplicates
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
-from hfsiamese.search.groups.index_groups import NOT_READ, after_delete, assign, current_groups, keep_groups
+from hfsiamese.search.groups.index_groups import (
+    NOT_READ,
+    after_delete,
+    assign,
+    current_groups,
+    groups_to_assign,
+    keep_groups,
+)
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
 from hfsiamese.search.index_rows import check_new_ids, rows_to_add
@@ -252,9 +259,10 @@ class DuplicateIndex(IndexViews):
         if not texts:
             return [] if assign_groups else None
         new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
+        groups = groups_to_assign(self) if assign_groups else None  # refused before any row is written
         embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
         self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
-        return assign(self, new_ids, embeddings) if assign_groups else None
+        return assign(self, groups, new_ids, embeddings) if groups is not None else None
 
     def add_embeddings(
         self,
@@ -276,6 +284,7 @@ class DuplicateIndex(IndexViews):
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
         ids = plain_ids(ids)
+        current_groups(self)  # a database's stored groups read (or refused as damaged) before any row goes
         removed = self._store.delete(ids)
         if isinstance(self._store, InMemoryStore) and not len(self._store):
             self._id_type = None

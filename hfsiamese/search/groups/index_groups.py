@@ -32,19 +32,26 @@ def keep_groups(index: IndexViews, groups: DuplicateGroups) -> DuplicateGroups:
     return groups
 
 
-def assign(index: IndexViews, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
-    """Assign just-added rows to groups (an index without groups starts them with the default settings when it held
-    nothing else; otherwise `find_groups` must come first)."""
+def groups_to_assign(index: IndexViews) -> DuplicateGroups:
+    """The groups new rows will join, or the refusal, before any row is written: the index's own groups (a database's
+    read and checked now), else new ones with the default settings for an index that holds nothing yet (kept by
+    `assign` once the rows are written); otherwise `find_groups` must come first."""
     groups = current_groups(index)
-    if groups is None:
-        if len(index) > len(ids):
-            raise ValueError(
-                "this index has no duplicate groups yet: call index.find_groups() first, then add with "
-                "assign_groups=True to keep them current"
-            )
-        if index.threshold is None:
-            raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
-        groups = DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
+    if groups is not None:
+        return groups
+    if len(index):
+        raise ValueError(
+            "this index has no duplicate groups yet: call index.find_groups() first, then add with "
+            "assign_groups=True to keep them current"
+        )
+    if index.threshold is None:
+        raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
+    return DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
+
+
+def assign(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
+    """Assign just-added rows to `groups` (what `groups_to_assign` gave before they were written)."""
+    if current_groups(index) is not groups:
         keep_groups(index, groups)
     vectors = vectors.float().cpu().numpy() if hasattr(vectors, "cpu") else np.asarray(vectors, dtype=np.float32)
     assigned = assign_new(index, groups, ids, vectors)
@@ -60,4 +67,4 @@ def after_delete(index: IndexViews, ids: list[Any]) -> None:
         sync_groups(index, groups)
 
 
-__all__ = ["after_delete", "assign", "current_groups", "keep_groups"]
+__all__ = ["after_delete", "assign", "current_groups", "groups_to_assign", "keep_groups"]
