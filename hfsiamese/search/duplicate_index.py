@@ -42,11 +42,11 @@ from hfsiamese.search.groups.index_groups import (
 )
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
-from hfsiamese.search.index_rows import check_new_ids, rows_to_add
+from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
 from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
 from hfsiamese.search.index_views import IndexViews
-from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
+from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, texts_and_ids
 from hfsiamese.search.lexical.bm25_index import import_bm25s
 from hfsiamese.search.lexical.hybrid_search import (
     LexicalSide,
@@ -280,10 +280,11 @@ class DuplicateIndex(IndexViews):
         self._id_type = kind
 
     def delete(self, ids: Sequence[int | str]) -> int:
-        """Remove the texts with these ids (ids not in the index are ignored); returns how many were removed. A database
+        """Remove the texts with these ids (ids not in the index are ignored; ids of the other kind than the index's, a
+        string where its ids are integers or the reverse, are refused); returns how many were removed. A database
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
-        ids = plain_ids(ids)
+        ids = check_ids_to_delete(self, ids)  # "0" never finds 0: refused, not 0 removed
         current_groups(self)  # a database's stored groups read (or refused as damaged) before any row goes
         removed = self._store.delete(ids)
         if isinstance(self._store, InMemoryStore) and not len(self._store):

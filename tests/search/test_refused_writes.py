@@ -20,7 +20,9 @@ GROUPS_TABLE = "duplicate_index__groups"  # beside the default collection
 
 
 def options(backend: str, tmp_path) -> dict:
-    return {"backend": backend, "database": tmp_path / "db"} if backend == "lancedb" else {"backend": backend}
+    return (
+        {"backend": backend, "database": tmp_path / "db"} if backend in ("lancedb", "qdrant") else {"backend": backend}
+    )
 
 
 def files(folder) -> dict[str, str]:
@@ -142,3 +144,36 @@ def test_a_damaged_stored_groups_message_is_one_line_naming_the_table(tmp_path):
     with index, pytest.raises(ValueError, match=GROUPS_TABLE) as raised:
         index.groups  # noqa: B018 - reading them is what is refused
     assert "\n" not in str(raised.value) and json.dumps("nearest") in str(raised.value).replace("'", '"')
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "qdrant"])
+@pytest.mark.parametrize("kind", ["int", "str"])
+def test_ids_of_the_other_kind_are_refused_in_one_line_by_delete_and_add(backend, kind, tmp_path):
+    ids = list(range(10)) if kind == "int" else [str(i) for i in range(10)]
+    other, example = ("str", r"\('0'\): pass int ids \(0, not '0'\)") if kind == "int" else ("int", r"\(0\): pass str")
+    with DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, ids=ids, **options(backend, tmp_path)) as index:
+        wrong = "0" if kind == "int" else 0
+        delete = lambda index: index.delete([wrong])  # noqa: E731
+        refused(
+            index,
+            tmp_path,
+            delete,
+            TypeError,
+            rf"this index has {kind} ids, the ids to delete are {other} ids {example}",
+        )
+        add = lambda index: index.add(["python 9"], ids=["10" if kind == "int" else 10])  # noqa: E731
+        refused(index, tmp_path, add, TypeError, rf"this index has {kind} ids, the new ids are {other} ids")
+        assert index.delete([ids[0]]) == 1 and len(index) == 9  # the retry with the right kind
+        index.add(["python 9"], ids=[ids[0]])
+        assert len(index) == 10
+
+
+def test_a_database_opened_afresh_knows_the_kind_of_its_ids(tmp_path):
+    database = tmp_path / "db"
+    DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=database).close()
+    with DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=database) as index:
+        add = lambda index: index.add(["python 9"], ids=["10"])  # noqa: E731
+        refused(index, tmp_path, add, TypeError, r"this index has int ids, the new ids are str ids \('10'\)")
+        refused(index, tmp_path, lambda index: index.delete(["3"]), TypeError, r"the ids to delete are str ids")
+        index.add(["python 9"])  # the next row number, as for the index that built it
+        assert 10 in index.ids and len(index) == 11
