@@ -113,7 +113,7 @@ def test_real_teachers_from_their_folders(tmp_path, tiny_cross_encoder_dir, tiny
 
 
 def test_the_groups_are_checked(tmp_path):
-    with pytest.raises(ValueError, match="the groups lack \\['negatives'\\]"):
+    with pytest.raises(ValueError, match=r"the groups data set: missing column\(s\) \['negatives'\]"):
         score_groups(GROUPS.remove_columns("negatives"), TableCrossEncoder(SCORES), tmp_path / "s")
     with pytest.raises(ValueError, match="shard_size must be a positive integer"):
         score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "s", shard_size=0)
