@@ -6,15 +6,14 @@ half file under the final name (written beside it, then moved into place).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
 from pathlib import Path
 
 import datasets
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+from hfsiamese.data.formats import check_json_file, check_parquet_file
 
 __all__ = ["DATASET_SUFFIXES", "OUTPUT_PATH_HELP", "check_output_path", "load_dataset_file", "save_dataset_file"]
 
@@ -66,41 +65,6 @@ def save_dataset_file(dataset: datasets.Dataset, path: str | os.PathLike, *, ove
     return path
 
 
-def _first_line_of(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[-1] if lines else type(err).__name__
-
-
-def _check_json_lines(path: Path) -> None:
-    """Refuse a JSON file that is empty, binary or not UTF-8, or a `.jsonl` line that is not one JSON object."""
-    from hfsiamese.data.formats import not_utf8_message
-
-    with open(path, "rb") as handle:
-        if b"\x00" in handle.read(1 << 16):
-            raise ValueError(f"{path} is not a text file (it holds NUL bytes); expected JSON lines")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            found = False
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                found = True
-                if path.suffix != ".jsonl":
-                    continue  # a .json file may be one array over many lines: datasets reads it whole
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(
-                        f"{path}: line {number} is not JSON ({err.msg}); expected one object per line"
-                    ) from err
-                if not isinstance(row, dict):
-                    raise ValueError(f"{path}: line {number} is not a JSON object; expected one object per line")
-    except UnicodeDecodeError as err:
-        raise ValueError(not_utf8_message(path)) from err
-    if not found:
-        raise ValueError(f"{path} is empty: expected one JSON object per line")
-
-
 def load_dataset_file(path: str | os.PathLike) -> datasets.Dataset:
     """A data set written by `save_dataset_file` (or any `.parquet`, `.jsonl` file or `save_to_disk` folder)."""
     path = Path(path)
@@ -108,15 +72,10 @@ def load_dataset_file(path: str | os.PathLike) -> datasets.Dataset:
         raise FileNotFoundError(f"data set not found: {path}")
     kind = "folder" if path.is_dir() else _kind(path)
     if kind == "parquet":
-        try:
-            pq.read_schema(path)  # before datasets, which logs a line of its own and then raises
-        except (OSError, pa.ArrowException) as err:
-            raise ValueError(
-                f"{path} is not a Parquet file ({_first_line_of(err)}): give the file a .parquet suffix only if it is one"
-            ) from err
+        check_parquet_file(path)  # in one line naming the file, not in datasets' log line and traceback
         return datasets.Dataset.from_parquet(str(path))
     if kind == "json":
-        _check_json_lines(path)  # said in one line naming the file and its line, not in datasets' traceback
+        check_json_file(path)
         return datasets.Dataset.from_json(str(path))
     loaded = datasets.load_from_disk(str(path))
     if not isinstance(loaded, datasets.Dataset):

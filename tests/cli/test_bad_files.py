@@ -15,6 +15,8 @@ import torch
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli import main as cli_main
 from tests.bad_files import BAD_FILES, BAD_GROUP_FILES, BAD_LABEL_CELLS
+from tests.conftest import QQP_FILE
+from tests.helpers import TINY_LSTM_BASE, recipe_flags
 
 
 @pytest.fixture(scope="module")
@@ -104,4 +106,35 @@ def test_a_bad_groups_file_for_teacher_scores_is_one_line_and_writes_nothing(
     out = tmp_path / "out"
     argv = ["teacher-scores", "--groups", str(bad_file), "--teacher", str(tiny_cross_encoder_dir)]
     argv += ["--output_path", str(out / "scored.jsonl"), "--shards_dir", str(out / "shards")]
+    assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
+
+
+# The same kinds of bad file as a teacher-score rows file (`--teacher_scores_file`, read by train and distill).
+SCORE_ROW_FILES = ["binary.jsonl", "broken_line.jsonl", "empty.jsonl", "latin1.jsonl", "not_parquet.parquet"]
+
+
+@pytest.mark.parametrize("name", SCORE_ROW_FILES)
+def test_a_bad_teacher_scores_file_for_train_is_one_line_and_writes_nothing(name, tmp_path, monkeypatch, capsys):
+    content, message = BAD_GROUP_FILES[name]
+    bad_file = tmp_path / name
+    bad_file.write_bytes(content)
+    values = {**TINY_LSTM_BASE, "train_file": QQP_FILE, "max_train_pairs": 64, "max_eval_pairs": 16}
+    argv = ["train", *recipe_flags({**values, "loss": "margin_mse", "teacher_scores_file": bad_file}, tmp_path / "out")]
+    assert_one_error_line([*argv, "--max_steps", "1"], bad_file, message, tmp_path, monkeypatch, capsys)
+
+
+HELD_OUT_FILES: dict[str, tuple[bytes, str]] = {
+    "binary.txt": (bytes(range(256)) * 4, "is not a text file"),
+    "latin1.txt": (b"how do i learn python ?\ncaf\xe9 ?\n", "is not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELD_OUT_FILES))
+def test_a_bad_held_out_file_for_mine_is_one_line_and_writes_nothing(name, model_dir, tmp_path, monkeypatch, capsys):
+    content, message = HELD_OUT_FILES[name]
+    bad_file = tmp_path / name
+    bad_file.write_bytes(content)
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("question1,question2,is_duplicate\nhow do i learn python ?,best way to learn python ?,1\n")
+    argv = pair_command("mine", pairs, model_dir, tmp_path / "out") + ["--held_out_file", str(bad_file)]
     assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
