@@ -67,9 +67,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     from hfsiamese.loading import load_model
     from hfsiamese.mining.score_shards import remove_score_shards
-    from hfsiamese.mining.teacher_scoring import score_groups
+    from hfsiamese.mining.teacher_scoring import check_groups, score_groups
 
     groups = load_dataset_file(args.groups)
+    check_groups(groups, args.groups)  # before the teacher is loaded
     teacher = load_model(args.teacher)
     if torch.cuda.is_available() and hasattr(teacher, "to"):
         teacher = teacher.to("cuda")

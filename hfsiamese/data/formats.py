@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import json
 import re
 from pathlib import Path
 
@@ -138,6 +139,53 @@ def _utf8_error(path: Path) -> tuple[int, int, bytes] | None:
                 return None
             offset += len(chunk)
             lines += chunk.count(b"\n")
+
+
+def check_text_file(path: Path, expected: str) -> None:
+    """Refuse a file that is binary (NUL bytes) or not UTF-8, in one line naming it (`expected`: what it should hold)."""
+    with open(path, "rb") as handle:
+        if b"\x00" in handle.read(_SNIFF_BYTES):
+            raise ValueError(f"{path} is not a text file (it holds NUL bytes); expected {expected}")
+    if _utf8_error(path) is not None:
+        raise ValueError(not_utf8_message(path))
+
+
+def check_json_file(path: Path) -> None:
+    """Refuse, in one line naming the file (and the line), a JSON file that is binary, not UTF-8, or empty, and a
+    `.jsonl` line that is not one JSON object: what datasets' JSON reader says in a traceback, or as StopIteration."""
+    check_text_file(path, "JSON lines (one object per line)")
+    found = False
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            found = True
+            if path.suffix.lower() != ".jsonl":
+                break  # a .json file may be one array over many lines: datasets reads it whole
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(
+                    f"{path}: line {number} is not JSON ({err.msg}); expected one object per line"
+                ) from err
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {number} is not a JSON object; expected one object per line")
+    if not found:
+        raise ValueError(f"{path} is empty: expected JSON lines (one object per line)")
+
+
+def check_parquet_file(path: Path) -> None:
+    """Refuse a file that is not Parquet in one line naming it (datasets logs a line of its own, then raises)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_schema(path)
+    except (OSError, pa.ArrowException) as err:
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+        raise ValueError(
+            f"{path} is not a Parquet file ({reason}); give a .parquet suffix only to a Parquet file"
+        ) from err
 
 
 def not_utf8_message(path: Path) -> str:

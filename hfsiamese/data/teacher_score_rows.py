@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfsiamese.data.arrow_columns import column_arrow
+from hfsiamese.data.formats import check_json_file, check_parquet_file
 
 TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
 # The mined groups' names (hfsiamese.mining.mined_formats) -> the names the training pairs use.
@@ -43,6 +44,7 @@ def load_teacher_score_rows(path: str | Path) -> datasets.Dataset:
         raise ValueError(f"{source}: teacher-score rows are read from {sorted(_READERS)} files, not {source.suffix!r}")
     if not source.is_file():
         raise FileNotFoundError(f"teacher-score rows: no file {source}")
+    (check_parquet_file if reader == "parquet" else check_json_file)(source)  # one line naming it, not a traceback
     rows = datasets.load_dataset(reader, data_files=str(source), split="train")
     if not set(MINED_GROUP_NAMES.values()) & set(rows.column_names):
         rows = rows.rename_columns({old: new for old, new in MINED_GROUP_NAMES.items() if old in rows.column_names})

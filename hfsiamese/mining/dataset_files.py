@@ -13,6 +13,8 @@ from pathlib import Path
 
 import datasets
 
+from hfsiamese.data.formats import check_json_file, check_parquet_file
+
 __all__ = ["DATASET_SUFFIXES", "OUTPUT_PATH_HELP", "check_output_path", "load_dataset_file", "save_dataset_file"]
 
 DATASET_SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -70,8 +72,10 @@ def load_dataset_file(path: str | os.PathLike) -> datasets.Dataset:
         raise FileNotFoundError(f"data set not found: {path}")
     kind = "folder" if path.is_dir() else _kind(path)
     if kind == "parquet":
+        check_parquet_file(path)  # in one line naming the file, not in datasets' log line and traceback
         return datasets.Dataset.from_parquet(str(path))
     if kind == "json":
+        check_json_file(path)
         return datasets.Dataset.from_json(str(path))
     loaded = datasets.load_from_disk(str(path))
     if not isinstance(loaded, datasets.Dataset):

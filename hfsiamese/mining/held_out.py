@@ -62,6 +62,9 @@ class HeldOutQuestions:
         if not path.exists():
             raise FileNotFoundError(f"held-out questions file not found: {path}")
         if path.suffix in TEXT_LIST_SUFFIXES:
+            from hfsiamese.data.formats import check_text_file
+
+            check_text_file(path, "one question (or id) per line")
             lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             return cls.from_texts(lines) | cls.from_ids(lines)
         from hfsiamese.data.loading import load_pairs

@@ -29,7 +29,7 @@ from hfsiamese.mining.score_shards import (
 )
 from hfsiamese.search.shards.shard_files import num_shards, present_shards, remove_partial_files, shard_path, shard_rows
 
-__all__ = ["GROUP_COLUMNS", "PairScorer", "pair_scorer", "score_groups"]
+__all__ = ["GROUP_COLUMNS", "PairScorer", "check_groups", "pair_scorer", "score_groups"]
 
 GROUP_COLUMNS = ("query", "positive", "negatives")
 # Pairs every run scores with its teacher, saved in the manifest: a rerun with another teacher scores them otherwise.
@@ -97,6 +97,18 @@ def pair_scorer(
     return PairScorer("cross-encoder", name, cross)
 
 
+def check_groups(groups: datasets.Dataset, source: str = "the groups data set") -> None:
+    """Refuse groups `score_groups` cannot score (`source` names them in the message: the file they came from)."""
+    missing = [name for name in GROUP_COLUMNS if name not in groups.column_names]
+    if missing:
+        raise ValueError(
+            f"{source}: missing column(s) {missing} (columns found: {groups.column_names}): mine the groups with "
+            "--format groups-with-scores"
+        )
+    if len(groups) == 0:
+        raise ValueError(f"{source} has no rows to score")
+
+
 def score_groups(
     groups: datasets.Dataset,
     teacher: Any,
@@ -118,13 +130,7 @@ def score_groups(
     """
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive integer, got {shard_size!r}")
-    missing = [name for name in GROUP_COLUMNS if name not in groups.column_names]
-    if missing:
-        raise ValueError(
-            f"the groups lack {missing} (columns: {groups.column_names}): mine with format groups-with-scores"
-        )
-    if len(groups) == 0:
-        raise ValueError("the groups data set has no rows to score")
+    check_groups(groups)
     scorer = pair_scorer(teacher, tokenizer, batch_size=batch_size, max_length=max_length, dtype=dtype)
     rows = [[query, positive, *negatives] for query, positive, negatives in zip(*(groups[c] for c in GROUP_COLUMNS))]
     shards_dir = Path(shards_dir)

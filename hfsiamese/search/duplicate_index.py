@@ -32,14 +32,21 @@ from hfsiamese.search.duplicate_mining import find_duplicates
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
-from hfsiamese.search.groups.index_groups import NOT_READ, after_delete, assign, current_groups, keep_groups
+from hfsiamese.search.groups.index_groups import (
+    NOT_READ,
+    after_delete,
+    assign,
+    current_groups,
+    groups_to_assign,
+    keep_groups,
+)
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
 from hfsiamese.search.index_files import INDEX_CONFIG_NAME
-from hfsiamese.search.index_rows import check_new_ids, rows_to_add
+from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
 from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
 from hfsiamese.search.index_views import IndexViews
-from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, plain_ids, texts_and_ids
+from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, texts_and_ids
 from hfsiamese.search.lexical.bm25_index import import_bm25s
 from hfsiamese.search.lexical.hybrid_search import (
     LexicalSide,
@@ -252,9 +259,10 @@ class DuplicateIndex(IndexViews):
         if not texts:
             return [] if assign_groups else None
         new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
+        groups = groups_to_assign(self) if assign_groups else None  # refused before any row is written
         embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
         self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
-        return assign(self, new_ids, embeddings) if assign_groups else None
+        return assign(self, groups, new_ids, embeddings) if groups is not None else None
 
     def add_embeddings(
         self,
@@ -272,10 +280,12 @@ class DuplicateIndex(IndexViews):
         self._id_type = kind
 
     def delete(self, ids: Sequence[int | str]) -> int:
-        """Remove the texts with these ids (ids not in the index are ignored); returns how many were removed. A database
+        """Remove the texts with these ids (ids not in the index are ignored; ids of the other kind than the index's, a
+        string where its ids are integers or the reverse, are refused); returns how many were removed. A database
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
-        ids = plain_ids(ids)
+        ids = check_ids_to_delete(self, ids)  # "0" never finds 0: refused, not 0 removed
+        current_groups(self)  # a database's stored groups read (or refused as damaged) before any row goes
         removed = self._store.delete(ids)
         if isinstance(self._store, InMemoryStore) and not len(self._store):
             self._id_type = None

@@ -10,13 +10,43 @@ from hfsiamese.search.embedding_input import embedding_batches, embedding_table
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_metadata, check_texts, id_type, plain_ids
 from hfsiamese.search.stores.in_memory import InMemoryStore
+from hfsiamese.search.stores.store_checks import show
+
+
+def id_kind(index: IndexViews) -> str | None:
+    """The kind of the index's ids, `"int"` or `"str"` (None while it holds none): known once rows were added or
+    loaded, else read from the first stored row (a database collection opened by the constructor)."""
+    if index._id_type is None and len(index):
+        first = next(iter(index._store.iter_rows(1, with_vectors=False)), None)
+        if first is not None and first[0]:
+            index._id_type = id_type(list(first[0][:1]))
+    return index._id_type
+
+
+def check_id_kind(index: IndexViews, ids: list[Any], what: str) -> None:
+    """Refuse ids of the other kind than the index's (`what` names them in the message): `"0"` never finds `0`."""
+    if not ids:
+        return
+    kind, have = id_type(ids), id_kind(index)
+    if have is not None and kind != have:
+        example = "0, not '0'" if have == "int" else "'0', not 0"
+        raise TypeError(
+            f"this index has {have} ids, the {what} are {kind} ids ({show(ids)}): pass {have} ids ({example})"
+        )
+
+
+def check_ids_to_delete(index: IndexViews, ids: Sequence[int | str]) -> list[Any]:
+    """The ids `delete` removes, refused where of the other kind than the index's (or of both kinds)."""
+    ids = plain_ids(ids)
+    check_id_kind(index, ids, "ids to delete")
+    return ids
 
 
 def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int) -> list[Any]:
     """The ids of `count` new texts (default: the next row numbers), refused where of the other kind than the index's,
     repeated, or kept already."""
     if ids is None:
-        if index._id_type == "str":
+        if id_kind(index) == "str":
             raise ValueError("this index has string ids: pass ids=... for the new texts")
         start = len(index)
         ids = list(range(start, start + count))
@@ -24,9 +54,7 @@ def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int
         ids = plain_ids(ids)
         if len(ids) != count:
             raise ValueError(f"got {count} texts but {len(ids)} ids: give one id per text")
-    kind = id_type(ids)
-    if index._id_type is not None and kind != index._id_type:
-        raise TypeError(f"this index has {index._id_type} ids, the new ids are {kind}s")
+    check_id_kind(index, ids, "new ids")
     seen: set[Any] = set()
     repeated = [i for i in ids if i in seen or seen.add(i)]
     if repeated:
@@ -64,4 +92,4 @@ def rows_to_add(
     return kind, pieces
 
 
-__all__ = ["check_new_ids", "rows_to_add"]
+__all__ = ["check_ids_to_delete", "check_new_ids", "id_kind", "rows_to_add"]

@@ -110,4 +110,5 @@ def test_teacher_scores_refuses_groups_without_their_columns(files, tiny_cross_e
     assert code == 0, err
     argv = ["teacher-scores", "--groups", str(files / "triplets.jsonl"), "--teacher", str(tiny_cross_encoder_dir)]
     code, _, err = run([*argv, "--output_path", str(files / "scored.parquet")], capsys)
-    assert code == 1 and err.strip().startswith("error: the groups lack ['query', 'negatives']")
+    triplets = files / "triplets.jsonl"
+    assert code == 1 and err.strip().startswith(f"error: {triplets}: missing column(s) ['query', 'negatives']")

@@ -113,7 +113,7 @@ def test_real_teachers_from_their_folders(tmp_path, tiny_cross_encoder_dir, tiny
 
 
 def test_the_groups_are_checked(tmp_path):
-    with pytest.raises(ValueError, match="the groups lack \\['negatives'\\]"):
+    with pytest.raises(ValueError, match=r"the groups data set: missing column\(s\) \['negatives'\]"):
         score_groups(GROUPS.remove_columns("negatives"), TableCrossEncoder(SCORES), tmp_path / "s")
     with pytest.raises(ValueError, match="shard_size must be a positive integer"):
         score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "s", shard_size=0)
@@ -131,3 +131,48 @@ def test_a_folder_scored_in_another_precision_is_refused(tmp_path):
     assert again[TEACHER_SCORES_COLUMN] == scored[TEACHER_SCORES_COLUMN]  # resumed: same precision
     with pytest.raises(ValueError, match="a teacher run in bfloat16 \\(pass --bf16 to resume\\)"):
         score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2)
+
+
+KILLED_SCORER = r"""
+import sys
+import time
+from tests.mining.stand_ins import TableCrossEncoder
+from tests.mining.test_teacher_scoring import GROUPS, SCORES
+from hfsiamese.mining import score_groups
+
+class Sleeper(TableCrossEncoder):
+    def score_pairs(self, texts_a, texts_b, tokenizer=None, **kwargs):
+        if len(self.calls) == 2:  # the probe pairs and shard 0 scored (and shard 0 written): killed here
+            print("scoring shard 1", flush=True)
+            time.sleep(600)
+        return super().score_pairs(texts_a, texts_b, **kwargs)
+
+score_groups(GROUPS, Sleeper(SCORES), sys.argv[1], shard_size=2)
+"""
+
+
+def test_a_run_killed_with_sigkill_continues_from_its_finished_shards(tmp_path):
+    """As a user's `hfsiamese teacher-scores` killed by the system (SIGKILL: no exception, no cleanup) and run again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+    from tests.pipe_lines import lines_until
+
+    whole = score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "whole", shard_size=2)
+    shards = tmp_path / "shards"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    scorer = subprocess.Popen([sys.executable, "-c", KILLED_SCORER, str(shards)], stdout=subprocess.PIPE, env=env)
+    try:
+        assert lines_until(scorer, "scoring shard 1", timeout=300) == ["scoring shard 1"]
+    finally:
+        scorer.send_signal(signal.SIGKILL)
+        scorer.wait(timeout=60)
+        scorer.stdout.close()
+    assert scorer.returncode == -signal.SIGKILL
+    assert sorted(p.name for p in shards.glob("shard-*")) == ["shard-00000.parquet"]
+    teacher = TableCrossEncoder(SCORES)
+    assert score_groups(GROUPS, teacher, shards, shard_size=2).to_dict() == whole.to_dict()
+    assert teacher.calls == [2, 6, 2]  # the probe pairs, then shards 1 and 2: shard 0 was not scored again

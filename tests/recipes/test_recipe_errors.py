@@ -1,7 +1,7 @@
 """Every recipe, as a user runs it, with each kind of bad file: one line `error: ...`, no traceback.
 
-The files are the bad-input table's (tests/data/test_bad_inputs.py) as a user would hand them to a
-command; the messages themselves are tested there and in tests/data/test_loading.py.
+The files are the bad-file table's (tests/bad_files.py; the other commands get them in tests/cli/test_bad_files.py)
+as a user would hand them to a command; the messages themselves are tested there and in tests/data/test_loading.py.
 """
 
 from __future__ import annotations
@@ -14,29 +14,10 @@ import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli.command_line import run_recipe
+from tests.bad_files import BAD_FILES
 from tests.helpers import EVALUATE, TRAIN, accelerate_launch, load_recipe, run_offline
 
 SEARCH = TRAIN.parent / "search.py"
-
-BAD_FILES: dict[str, tuple[bytes, str]] = {  # name: (content, a part of the message)
-    "empty.tsv": (b"", "is empty"),
-    "header_only.csv": (b"question1,question2,is_duplicate\n", "has a header"),
-    "binary.csv": (bytes(range(256)) * 4, "is not a text file"),
-    "invalid_labels.tsv": (
-        b"question1\tquestion2\tis_duplicate\na ?\tb ?\t1\nc ?\td ?\tmaybe\n",
-        "invalid label 'maybe'",
-    ),
-    "missing_column.csv": (b"question1,question2\na ?,b ?\nc ?,d ?\n", "missing column(s) ['is_duplicate']"),
-    "latin1.csv": (b"question1,question2,is_duplicate\na,b,1\ncaf\xe9 ?,cafe ?,1\n", "is not UTF-8 text"),
-    "two_columns.tsv": (
-        b"how do i learn python ?\tbest way to learn python ?\nwhy ?\twhy not ?\n",
-        "missing column(s)",
-    ),
-    "unquoted_comma.csv": (
-        b'question1,question2,is_duplicate\n"a\nquestion over two lines ?",b ?,1\nhello, world ?,hi world ?,0\n',
-        "line 4 has 4 fields, expected 3",  # the physical line: the quoted text above spans two
-    ),
-}
 
 
 @pytest.fixture(scope="module")

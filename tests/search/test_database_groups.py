@@ -1,9 +1,14 @@
 """Duplicate groups in a database (`stores.lancedb_groups`, `stores.qdrant_groups`): groups written by hand in the
-layout of earlier releases read back equal, and what `find_groups` writes now is that layout."""
+layout of earlier releases read back equal, what `find_groups` writes now is that layout, and groups left behind
+their rows by a killed process are made good when read."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 
 import lancedb  # the test extra has both engines, so a broken install is an error, not a skip
 import pyarrow as pa
@@ -14,6 +19,7 @@ from qdrant_client import models
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.groups import GroupSettings
 from hfsiamese.search.stores.qdrant_store import point_id
+from tests.conftest import REPO_ROOT
 from tests.search.group_vectors import THRESHOLD, corpus, model
 
 GROUPS = "duplicate_index__groups"  # beside the default collection
@@ -111,3 +117,63 @@ def test_groups_are_written_in_that_layout(backend, tmp_path):
         settings, written = index.groups.settings.to_dict(), rows_of(index)
     assert "q6" not in [row[0] for row in written] and len(written) == len(IDS) - 1
     assert read_stored_layout(backend, tmp_path / "db") == (settings, written)
+
+
+KILLED_BETWEEN_WRITES = r"""
+import os
+import signal
+import sys
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.stores.lancedb_store import LanceDBStore
+from tests.search.group_vectors import THRESHOLD, model
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # the rows are committed, their group rows never written
+
+LanceDBStore.merge_group_rows = killed
+model_ = model()
+model_.vectors["python 4"] = model_.vectors["python 1"][:1] + [0.05] + model_.vectors["python 1"][2:]
+index = DuplicateIndex(model_, threshold=THRESHOLD, backend="lancedb", database=sys.argv[1])
+index.groups  # read before the write, as a running service has them
+if sys.argv[2] == "add":
+    index.add(["python 4"], ids=[10], assign_groups=True)
+else:
+    index.delete([0])
+"""
+
+
+@pytest.mark.parametrize("how", ["add", "delete"])
+def test_a_kill_between_the_rows_and_their_groups_leaves_groups_that_hold(how, tmp_path, caplog):
+    """SIGKILL after an add's (or a delete's) rows were committed and before their group rows were, then reopened:
+    a delete's groups equal those of the same delete uninterrupted (the deleted canonical's group promotes another),
+    an add's row is ungrouped (as after a plain add); either way the next add with assign_groups works."""
+    for name in ("killed", "whole"):
+        with DuplicateIndex.build(
+            corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=tmp_path / name
+        ) as index:
+            index.find_groups()
+            if name == "whole":
+                before = index.groups.to_dataset().sort("id").to_dict()
+                if how == "delete":
+                    index.delete([0])
+                want = index.groups.to_dataset().sort("id").to_dict()
+    env = dict(os.environ, OMP_NUM_THREADS="1", LANCE_CPU_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_BETWEEN_WRITES, str(tmp_path / "killed"), how], env=env, timeout=300
+    )
+    assert killed.returncode == -signal.SIGKILL
+    reopened = DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=tmp_path / "killed")
+    with reopened as index:
+        assert len(index) == (11 if how == "add" else 9)  # the rows' commit went through
+        with caplog.at_level("WARNING"):
+            got = index.groups.to_dataset().sort("id").to_dict()
+        if how == "delete":
+            assert "no longer in the index (a delete stopped between its rows and its groups)" in caplog.text
+        else:
+            assert got == before and 10 not in index.groups
+        got_scores, want_scores = got.pop("score"), want.pop("score")
+        assert got == want and got_scores == pytest.approx(want_scores, abs=1e-6)
+        model_ = index.model
+        model_.vectors["python 5"] = model_.vectors["python 3"]
+        (assigned,) = index.add(["python 5"], ids=[20], assign_groups=True)  # joins the python group
+        assert assigned["canonical_id"] in index.ids and not assigned["new_group"]

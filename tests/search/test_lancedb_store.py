@@ -372,3 +372,60 @@ def test_metadata_must_be_json(store):
         "sizes": [1, 2],
         "nested": {"a": True},
     }
+
+
+RACER = r"""
+import sys
+import time
+from pathlib import Path
+import numpy as np
+from hfsiamese.search.stores.lancedb_store import LanceDBStore
+
+folder, dim, first, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+checked = LanceDBStore._contains_keys
+
+def slow_check(self, keys):
+    found = checked(self, keys)
+    time.sleep(1.0)  # between the check that the ids are new and their commit: where two writers would cross
+    return found
+
+LanceDBStore._contains_keys = slow_check
+store = LanceDBStore.open(folder, embedding_dim=dim)
+print("ready", flush=True)
+while not go.exists():
+    time.sleep(0.01)
+ids = list(range(first, first + 100))
+try:
+    store.add(ids, [f"text {i}" for i in ids], np.random.default_rng(first).normal(size=(100, dim)))
+    print("added", flush=True)
+except ValueError as err:
+    print(f"refused: {err}", flush=True)
+"""
+
+
+def test_two_processes_adding_overlapping_ids_at_once_add_each_id_once(tmp_path):
+    """The write lock: of two writers whose ids overlap (0-99 and 50-149), checked at the same moment, one adds its
+    rows and the other is refused whole; no id is stored twice."""
+    folder, go = tmp_path / "lancedb", tmp_path / "go"
+    LanceDBStore.open(folder, embedding_dim=DIM).close()  # the table exists before the race
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", LANCE_CPU_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(folder), str(DIM), str(first), str(go)], stdout=subprocess.PIPE, env=env
+        )
+        for first in (0, 50)
+    ]
+    try:
+        for racer in racers:
+            assert lines_until(racer, "ready", timeout=120) == ["ready"]
+        go.touch()
+        outcomes = sorted(racer.communicate(timeout=120)[0].decode().strip() for racer in racers)
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+                racer.wait(timeout=60)
+    assert outcomes[0] == "added" and outcomes[1].startswith("refused: ") and "already" in outcomes[1], outcomes
+    with LanceDBStore.open(folder, create=False) as store:
+        ids = [i for batch in store.iter_rows(with_vectors=False) for i in batch[0]]
+    assert len(ids) == len(set(ids)) == 100 and sorted(ids) in (list(range(100)), list(range(50, 150)))

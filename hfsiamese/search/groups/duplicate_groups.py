@@ -120,6 +120,10 @@ class DuplicateGroups:
     def groups(self) -> list[int]:
         return list(self._members)
 
+    def questions(self) -> list[Any]:
+        """Every grouped question's id, in the order they were grouped."""
+        return list(self._group_of)
+
     def largest(self, n: int = 10, *, min_size: int = 2) -> list[tuple[int, Any, int]]:
         """`(group, canonical id, size)` of the `n` largest groups of at least `min_size` members (ties: lower group
         first)."""

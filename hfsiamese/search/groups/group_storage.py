@@ -92,11 +92,19 @@ def sync_groups(index: IndexViews, groups: DuplicateGroups) -> None:
 def read_groups(index: IndexViews) -> DuplicateGroups | None:
     """A database index's stored groups, None where it has none (or is no database)."""
     store = index.database_store
-    stored = store.read_group_rows() if store is not None else None
-    if stored is None:
+    if store is None:
         return None
-    settings, table = stored
-    return _from_table(GroupSettings.from_dict(settings), table)
+    try:
+        stored = store.read_group_rows()
+        if stored is None:
+            return None
+        settings = GroupSettings.from_dict(stored[0])
+    except (KeyError, ValueError, TypeError, pa.ArrowException) as err:
+        raise ValueError(
+            f"the duplicate groups stored in {store.where} ({store.groups_collection}) are damaged ({err}): "
+            "call index.find_groups() to replace them"
+        ) from err
+    return _from_table(settings, stored[1])
 
 
 __all__ = ["GROUPS_NAME", "load_groups_file", "read_groups", "save_groups_file", "sync_groups", "write_groups"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -12,17 +13,42 @@ from hfsiamese.search.groups.group_storage import read_groups, sync_groups, writ
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.index_views import IndexViews
 
+logger = logging.getLogger(__name__)
+
 # What an index's `_groups` holds before anyone asked (a database's stored groups are read on first need).
 NOT_READ = object()
 
 
 def current_groups(index: IndexViews) -> DuplicateGroups | None:
-    """The index's groups (a database's read from it the first time), None before `find_groups`."""
+    """The index's groups (a database's read from it the first time, and made good where a process stopped between a
+    `delete`'s two writes: `drop_removed`), None before `find_groups`."""
     groups = getattr(index, "_groups", NOT_READ)
     if groups is NOT_READ:
         groups = read_groups(index)
+        if groups is not None and groups.num_questions > len(index):
+            drop_removed(index, groups)
         index._groups = groups
     return groups
+
+
+def drop_removed(index: IndexViews, groups: DuplicateGroups) -> None:
+    """
+    A database's stored groups holding questions its rows no longer hold (a process stopped after a `delete`'s rows
+    were removed, before their group rows were): they leave their groups now, as that `delete` would have had them
+    (`forget`: a new canonical promoted where one went), and the change is written back, with a warning. (A stop
+    between an `add`'s two writes leaves its rows ungrouped, as a plain `add` does: nothing to make good.)
+    """
+    questions = groups.questions()
+    removed = [member for member, kept in zip(questions, index._store.contains(questions)) if not kept]
+    if not removed:
+        return
+    forget(index, groups, removed)
+    sync_groups(index, groups)
+    logger.warning(
+        "%d question(s) of the stored duplicate groups were no longer in the index (a delete stopped between its "
+        "rows and its groups): taken out of their groups",
+        len(removed),
+    )
 
 
 def keep_groups(index: IndexViews, groups: DuplicateGroups) -> DuplicateGroups:
@@ -32,19 +58,26 @@ def keep_groups(index: IndexViews, groups: DuplicateGroups) -> DuplicateGroups:
     return groups
 
 
-def assign(index: IndexViews, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
-    """Assign just-added rows to groups (an index without groups starts them with the default settings when it held
-    nothing else; otherwise `find_groups` must come first)."""
+def groups_to_assign(index: IndexViews) -> DuplicateGroups:
+    """The groups new rows will join, or the refusal, before any row is written: the index's own groups (a database's
+    read and checked now), else new ones with the default settings for an index that holds nothing yet (kept by
+    `assign` once the rows are written); otherwise `find_groups` must come first."""
     groups = current_groups(index)
-    if groups is None:
-        if len(index) > len(ids):
-            raise ValueError(
-                "this index has no duplicate groups yet: call index.find_groups() first, then add with "
-                "assign_groups=True to keep them current"
-            )
-        if index.threshold is None:
-            raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
-        groups = DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
+    if groups is not None:
+        return groups
+    if len(index):
+        raise ValueError(
+            "this index has no duplicate groups yet: call index.find_groups() first, then add with "
+            "assign_groups=True to keep them current"
+        )
+    if index.threshold is None:
+        raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
+    return DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
+
+
+def assign(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
+    """Assign just-added rows to `groups` (what `groups_to_assign` gave before they were written)."""
+    if current_groups(index) is not groups:
         keep_groups(index, groups)
     vectors = vectors.float().cpu().numpy() if hasattr(vectors, "cpu") else np.asarray(vectors, dtype=np.float32)
     assigned = assign_new(index, groups, ids, vectors)
@@ -60,4 +93,4 @@ def after_delete(index: IndexViews, ids: list[Any]) -> None:
         sync_groups(index, groups)
 
 
-__all__ = ["after_delete", "assign", "current_groups", "keep_groups"]
+__all__ = ["after_delete", "assign", "current_groups", "drop_removed", "groups_to_assign", "keep_groups"]

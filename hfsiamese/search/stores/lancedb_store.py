@@ -60,8 +60,12 @@ How it behaves (lancedb 0.40; figures at the end):
   them deleting, while each compacted the table every 8 fragments, lost no row and raised nothing; only
   compactions lost races (logged, retried after a later write). Every read here looks for the latest
   version first (`read_consistency_interval=0`), so `len` / `search` in one process see what another
-  committed. What is not atomic across processes is the check that an id is new: two processes adding
-  the same id at the same moment can both succeed (no unique constraint); give each writer its own ids.
+  committed. In a folder, an `add`'s check that its ids are new and its commit hold an exclusive lock on
+  `.<collection>.write.lock` there (`flock`; released when the process ends, even by SIGKILL), so two
+  processes adding the same id at once never both add it: the second one's check sees the first one's
+  rows and refuses its call. On object storage and LanceDB Cloud there is no such lock (no unique
+  constraint either): two writers adding the same id at the same moment can both succeed there, so give
+  each writer its own ids.
 * many small adds: each `add` leaves at least one data file (a fragment) and a version. After an `add` or
   `delete` that leaves `COMPACT_AFTER_SMALL_FRAGMENTS` or more fragments smaller than Lance's target of
   1M rows, the table is compacted (`optimize`: small fragments merged into large ones, deleted rows
@@ -103,7 +107,9 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -168,6 +174,25 @@ _QUERY_BATCH = 256
 _ID_BATCH = 10_000
 
 
+@contextmanager
+def _exclusive(lock_file: Path | None) -> Iterator[None]:
+    """Hold an exclusive `flock` on `lock_file` (created if missing; waits while another process holds it), or
+    nothing where there is no file to lock (or no `fcntl`: Windows). The system drops it when the process ends."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no lock, as on object storage
+        lock_file = None
+    if lock_file is None:
+        yield
+        return
+    with open(lock_file, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def import_lancedb() -> Any:
     """The `lancedb` module, or an ImportError saying which extra installs it."""
     return import_engine("lancedb", "lancedb", "lancedb")
@@ -200,6 +225,8 @@ class LanceDBStore(DatabaseStore):
         self.embedding_dim = embedding_dim
         self.where = where  # a folder or a URI, for messages
         self._remote = remote
+        # One writer at a time in a folder (see the module's "several processes"); none on object storage or a server.
+        self._write_lock = None if remote or _is_uri(where) else Path(where) / f".{collection}.write.lock"
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -303,6 +330,14 @@ class LanceDBStore(DatabaseStore):
         """
         ids, texts, vectors, metadata = rows
         keys = [id_key(i) for i in ids]
+        with _exclusive(self._write_lock):  # from the check that the ids are new to their commit
+            self._write_new(ids, keys, texts, vectors, metadata, batch_size)
+        self._maintain()
+
+    def _write_new(
+        self, ids: list[Any], keys: list[str], texts: list[str], vectors: np.ndarray, metadata: list[Any],
+        batch_size: int,
+    ) -> None:  # fmt: skip
         table = self._table
         check_not_present(ids, self._contains_keys(keys))
         schema = table.schema
@@ -321,7 +356,6 @@ class LanceDBStore(DatabaseStore):
                 )  # fmt: skip
 
         table.add(pa.RecordBatchReader.from_batches(schema, batches()))
-        self._maintain()
 
     def delete(self, ids: Sequence[int | str]) -> int:
         """Remove these ids' texts (one commit); the number actually removed (ids not in the table are ignored)."""
