@@ -11,6 +11,7 @@ from __future__ import annotations
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.groups import connected_questions
@@ -108,7 +109,8 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
     for name, split in splits.items():
         labels = column_numpy(split, "label")
         key1, key2 = question_keys(split)
-        question_sets[name] = set(pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique().to_pylist())
+        # Distinct keys as Arrow arrays (no Python string per question: millions of them in a prepared run).
+        question_sets[name] = pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique()
         report[name] = {
             "pairs": len(split),
             "duplicates": int((labels == 1).sum()),
@@ -118,7 +120,11 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
         if "group_id" in split.column_names:
             report[name]["duplicate_groups"] = len(np.unique(column_numpy(split, "group_id")))
     names = list(splits)
-    shared = {f"{a}/{b}": len(question_sets[a] & question_sets[b]) for i, a in enumerate(names) for b in names[i + 1 :]}
+    shared = {
+        f"{a}/{b}": int(pc.sum(pc.is_in(question_sets[a], value_set=question_sets[b])).as_py() or 0)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
     report["shared_questions"] = shared
     return report
 
