@@ -7,6 +7,13 @@ datasets cache) trains from it without doing any of it again.
 
 from hfsiamese.preparation.options import PreparationOptions
 from hfsiamese.preparation.prepare import prepare_pairs, prepared_cache_folder
-from hfsiamese.preparation.reading import is_prepared_folder, load_prepared_splits
+from hfsiamese.preparation.reading import is_prepared_folder, load_prepared_splits, prepared_source
 
-__all__ = ["PreparationOptions", "is_prepared_folder", "load_prepared_splits", "prepare_pairs", "prepared_cache_folder"]
+__all__ = [
+    "PreparationOptions",
+    "is_prepared_folder",
+    "load_prepared_splits",
+    "prepare_pairs",
+    "prepared_cache_folder",
+    "prepared_source",
+]

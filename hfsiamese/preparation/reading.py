@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
 
 import datasets
+from datasets.table import MemoryMappedTable
 
 from hfsiamese.preparation.options import SCHEMA_VERSION, PreparationOptions
 from hfsiamese.preparation.prepare import MANIFEST, STARTED
 from hfsiamese.preparation.shards import check_shard, read_json
 
-__all__ = ["SPLIT_OPTIONS", "is_prepared_folder", "load_prepared_splits"]
+__all__ = ["SPLIT_OPTIONS", "is_prepared_folder", "load_prepared_splits", "prepared_source"]
 
 # The options a run must share with the folder it reads (how the file was read is the folder's own business).
 SPLIT_OPTIONS = ("validation_fraction", "test_fraction", "split_seed")
@@ -19,6 +23,11 @@ SPLIT_OPTIONS = ("validation_fraction", "test_fraction", "split_seed")
 def is_prepared_folder(path: str | Path | None) -> bool:
     """Whether `path` is a folder `hfsiamese prepare` wrote (or began to write)."""
     return path is not None and Path(path).is_dir() and ((Path(path) / MANIFEST).exists() or (Path(path) / STARTED).exists())
+
+
+def prepared_source(folder: str | Path) -> str:
+    """The pair file a prepared folder was made from (its path when prepared), for commands that want the texts."""
+    return str(read_json(Path(folder) / STARTED)["source"]["path"])
 
 
 def load_prepared_splits(folder: str | Path, options: PreparationOptions | None = None) -> datasets.DatasetDict:
@@ -56,6 +65,19 @@ def load_prepared_splits(folder: str | Path, options: PreparationOptions | None 
             check_shard(folder, record)
     splits = {}
     for name, records in manifest["shards"].items():
-        parts = [datasets.Dataset.from_file(str(folder / record["file"])) for record in records]
+        parts = [_shard_dataset(folder, manifest, record) for record in records]
         splits[name] = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
     return datasets.DatasetDict(splits)
+
+
+def _shard_dataset(folder: Path, manifest: dict[str, Any], record: dict[str, Any]) -> datasets.Dataset:
+    """
+    One shard, memory-mapped, with a fingerprint of its own made from what it is a shard of: `Dataset.from_file`
+    would give every shard of one schema the same fingerprint, so that datasets' cache would hand the tokenised
+    training rows to the validation pairs; a stable one also lets a later run reuse this run's cached `map`s.
+    """
+    identity = json.dumps(
+        {"source": manifest["source"], "options": manifest["options"], "shard": record}, sort_keys=True
+    )
+    fingerprint = hashlib.blake2b(identity.encode("utf-8"), digest_size=8).hexdigest()
+    return datasets.Dataset(MemoryMappedTable.from_file(str(folder / record["file"])), fingerprint=fingerprint)
