@@ -11,7 +11,7 @@ import datasets
 from datasets.table import MemoryMappedTable
 
 from hfsiamese.preparation.options import SCHEMA_VERSION, PreparationOptions
-from hfsiamese.preparation.prepare import MANIFEST, STARTED
+from hfsiamese.preparation.prepare import MANIFEST, SPLIT_NAMES, STARTED
 from hfsiamese.preparation.shards import check_shard, read_json
 
 __all__ = ["SPLIT_OPTIONS", "is_prepared_folder", "load_prepared_splits", "prepared_source"]
@@ -64,7 +64,8 @@ def load_prepared_splits(folder: str | Path, options: PreparationOptions | None 
         for record in records:
             check_shard(folder, record)
     splits = {}
-    for name, records in manifest["shards"].items():
+    for name in [name for name in SPLIT_NAMES if name in manifest["shards"]]:  # (the manifest's keys are sorted)
+        records = manifest["shards"][name]
         parts = [_shard_dataset(folder, manifest, record) for record in records]
         splits[name] = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
     return datasets.DatasetDict(splits)
