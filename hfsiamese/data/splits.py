@@ -41,9 +41,7 @@ def split_by_group(
     check_split_fractions(validation_fraction, test_fraction)
     dataset = with_question_keys(dataset)
     codes = question_codes(dataset)
-    pair_split = split_codes(
-        codes, validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed
-    )
+    pair_split = split_codes(codes, validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed)
     names = ["train", "validation"] + (["test"] if test_fraction > 0 else [])
     indices = {name: np.flatnonzero(pair_split == code) for code, name in enumerate(names)}
     return datasets.DatasetDict({name: dataset.select(idx) for name, idx in indices.items()})

@@ -37,7 +37,13 @@ from hfsiamese.data.loading import load_pairs
 from hfsiamese.data.question_ids import ID_COLUMNS, KEY_COLUMNS, QuestionCodes, fold_text
 from hfsiamese.data.splits import check_split_fractions, split_codes
 from hfsiamese.preparation.options import SCHEMA_VERSION, PreparationOptions, preparation_key, source_fingerprint
-from hfsiamese.preparation.shards import check_shard, read_json, remove_partial_files, write_json_atomically, write_shard
+from hfsiamese.preparation.shards import (
+    check_shard,
+    read_json,
+    remove_partial_files,
+    write_json_atomically,
+    write_shard,
+)
 
 __all__ = ["MANIFEST", "prepare_pairs", "prepared_cache_folder"]
 
@@ -60,7 +66,9 @@ class _Assignment:
     counts: dict[str, int]
 
 
-def prepared_cache_folder(train_file: str | Path, options: PreparationOptions, cache_dir: str | Path | None = None) -> Path:
+def prepared_cache_folder(
+    train_file: str | Path, options: PreparationOptions, cache_dir: str | Path | None = None
+) -> Path:
     """The folder `--prepare_data` keeps the preparation of (`train_file`, `options`) in: under `cache_dir`, by default
     the datasets cache (`HF_DATASETS_CACHE`), named by the file's fingerprint and the options."""
     root = Path(cache_dir) if cache_dir is not None else Path(datasets.config.HF_DATASETS_CACHE) / "hfsiamese_prepared"
@@ -89,7 +97,9 @@ def prepare_pairs(
         raise ValueError(f"shard_pairs must be at least 1, got {shard_pairs}")
     source = Path(train_file).expanduser()
     if not source.is_file():
-        raise FileNotFoundError(f"pair file not found: {train_file}" if not source.exists() else f"{train_file} is not a file")
+        raise FileNotFoundError(
+            f"pair file not found: {train_file}" if not source.exists() else f"{train_file} is not a file"
+        )
     started = {
         "schema_version": SCHEMA_VERSION,
         "source": {"path": str(source.resolve()), **source_fingerprint(source)},

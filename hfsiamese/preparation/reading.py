@@ -22,7 +22,11 @@ SPLIT_OPTIONS = ("validation_fraction", "test_fraction", "split_seed")
 
 def is_prepared_folder(path: str | Path | None) -> bool:
     """Whether `path` is a folder `hfsiamese prepare` wrote (or began to write)."""
-    return path is not None and Path(path).is_dir() and ((Path(path) / MANIFEST).exists() or (Path(path) / STARTED).exists())
+    return (
+        path is not None
+        and Path(path).is_dir()
+        and ((Path(path) / MANIFEST).exists() or (Path(path) / STARTED).exists())
+    )
 
 
 def prepared_source(folder: str | Path) -> str:
