@@ -110,10 +110,6 @@ def prepare_pairs(
     if manifest is not None:
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)
         return manifest
-    folder.mkdir(parents=True, exist_ok=True)
-    remove_partial_files(folder)
-    write_json_atomically(started, folder / STARTED)
-
     pairs = load_pairs(
         str(source),
         format=options.data_format,
@@ -123,7 +119,10 @@ def prepare_pairs(
         id1_column=options.id1_column,
         id2_column=options.id2_column,
         deduplicate=False,
-    )
+    )  # a file it cannot read is refused here, before the folder is made
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_partial_files(folder)
+    write_json_atomically(started, folder / STARTED)
     assignment = _load_or_assign(folder, pairs, options, num_proc, str(train_file))
     shards = _write_splits(folder, pairs, assignment, options, shard_pairs)
     manifest = {
@@ -176,15 +175,16 @@ def _load_or_assign(
             counts = {str(k): int(v) for k, v in zip(saved["count_names"], saved["count_values"])}
             return _Assignment(saved["rows"], saved["split"], saved["group_id"], counts)
     assignment = _assign(pairs, options, num_proc, source)
-    temporary = path.with_name("assignment.partial.npz")
-    np.savez(
-        temporary,
-        rows=assignment.rows,
-        split=assignment.split,
-        group_id=assignment.group_id,
-        count_names=np.array(list(assignment.counts)),
-        count_values=np.array(list(assignment.counts.values()), dtype=np.int64),
-    )
+    temporary = path.with_name(path.name + ".partial")  # removed by `remove_partial_files` when a kill left it
+    with temporary.open("wb") as handle:
+        np.savez(
+            handle,
+            rows=assignment.rows,
+            split=assignment.split,
+            group_id=assignment.group_id,
+            count_names=np.array(list(assignment.counts)),
+            count_values=np.array(list(assignment.counts.values()), dtype=np.int64),
+        )
     temporary.replace(path)
     return assignment
 
@@ -215,12 +215,15 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, num_proc: int 
     del repeat
     hash1, hash2, labels = hash1[rows], hash2[rows], labels[rows]
     logger.info("splitting %d pairs by question component", len(rows))
+    kept_codes = _codes(hash1, hash2)
+    questions = kept_codes.count
     split = split_codes(
-        _codes(hash1, hash2),
+        kept_codes,
         validation_fraction=options.validation_fraction,
         test_fraction=options.test_fraction,
         seed=options.split_seed,
     )
+    del kept_codes
     train = split == 0
     codes = _codes(hash1[train], hash2[train])
     group_id = groups_of_questions(codes, labels[train] == 1)[codes.codes1]
@@ -228,7 +231,7 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, num_proc: int 
         "read_pairs": len(pairs),
         "collapsed_repeats": collapsed,
         "conflicting_repeats": conflicting,
-        "questions": _codes(hash1, hash2).count,
+        "questions": questions,
         "duplicate_groups": int(group_id.max()) + 1 if len(group_id) else 0,
     }
     return _Assignment(rows, split, group_id, counts)

@@ -184,6 +184,10 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path):
         prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(validation_fraction=1.5))
     with pytest.raises(FileNotFoundError, match="missing.tsv"):
         prepare_pairs(tmp_path / "missing.tsv", tmp_path / "prepared")
+    unlabelled = tmp_path / "unlabelled.csv"
+    unlabelled.write_text("question1,question2\nHow?,Why?\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="unlabelled.csv"):
+        prepare_pairs(unlabelled, tmp_path / "prepared")
     assert not (tmp_path / "prepared").exists()
 
 
