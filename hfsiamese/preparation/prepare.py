@@ -242,7 +242,7 @@ def _codes(hash1: np.ndarray, hash2: np.ndarray) -> QuestionCodes:
     `question_codes` numbers their keys (same order, so the same codes)."""
     codes, uniques = pd.factorize(np.concatenate([hash1, hash2]))
     n = len(hash1)
-    return QuestionCodes(codes[:n].astype(np.int64), codes[n:].astype(np.int64), len(uniques))
+    return QuestionCodes(codes[:n].astype(np.int64, copy=False), codes[n:].astype(np.int64, copy=False), len(uniques))
 
 
 def _hash_batch(batch: pa.Table) -> pa.Table:
