@@ -148,7 +148,7 @@ def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> dict[str, 
         raise ValueError(f"--output_dir {folder} is a file, not a folder")
     if not any(folder.iterdir()):
         return None
-    same = (folder / STARTED).is_file() and read_json(folder / STARTED) == started
+    same = (folder / STARTED).is_file() and _identity(read_json(folder / STARTED)) == _identity(started)
     if same:
         if (folder / MANIFEST).is_file():
             manifest = read_json(folder / MANIFEST)
@@ -164,6 +164,13 @@ def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> dict[str, 
         )
     shutil.rmtree(folder)
     return None
+
+
+def _identity(started: dict[str, Any]) -> dict[str, Any]:
+    """What makes two preparations the same: the file's content fingerprint and the options, not where it lies (the
+    cache of `--prepare_data` is named by the fingerprint, so a copy of the file elsewhere finds it)."""
+    source = {key: value for key, value in started.get("source", {}).items() if key != "path"}
+    return {**started, "source": source}
 
 
 def _load_or_assign(

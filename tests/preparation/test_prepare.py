@@ -177,6 +177,10 @@ def test_an_output_dir_holding_something_else_needs_consent(tmp_path):
     assert not (folder / "notes.txt").exists()
     with pytest.raises(FileExistsError, match="--overwrite_output_dir"):  # other options: another preparation
         prepare_pairs(QQP_FILE, folder, PreparationOptions(split_seed=1))
+    copy = tmp_path / "copy.tsv"  # the same content and time elsewhere: the same preparation
+    copy.write_bytes(QQP_FILE.read_bytes())
+    os.utime(copy, ns=(QQP_FILE.stat().st_atime_ns, QQP_FILE.stat().st_mtime_ns))
+    assert prepare_pairs(copy, folder)["counts"]["train_pairs"] == 9_000
 
 
 def test_bad_options_are_refused_before_anything_is_written(tmp_path):
