@@ -152,10 +152,13 @@ def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> dict[str, 
     if same:
         if (folder / MANIFEST).is_file():
             manifest = read_json(folder / MANIFEST)
-            for records in manifest["shards"].values():
-                for record in records:
+            records = [record for split in manifest["shards"].values() for record in split]
+            for record in records:  # a damaged shard is refused, naming it; a deleted one is written again
+                if (folder / record["file"]).is_file():
                     check_shard(folder, record)
-            return manifest
+            if all((folder / record["file"]).is_file() for record in records):
+                return manifest
+            (folder / MANIFEST).unlink()
         return None  # resumed
     if not overwrite:
         raise FileExistsError(

@@ -164,6 +164,10 @@ def test_a_damaged_shard_is_refused_in_one_line_naming_it(tmp_path, damage):
     assert "\n" not in str(error.value)
     with pytest.raises(CorruptShardError, match="train-00001.arrow"):  # nor is it taken as finished when resumed
         prepare_pairs(QQP_FILE, folder, shard_pairs=4_000)
+    shard.unlink()  # as the message says: deleted, then prepared again
+    prepare_pairs(QQP_FILE, folder, shard_pairs=4_000)
+    prepare_pairs(QQP_FILE, tmp_path / "whole", shard_pairs=4_000)
+    assert_same_splits(load_prepared_splits(folder), load_prepared_splits(tmp_path / "whole"))
 
 
 def test_an_output_dir_holding_something_else_needs_consent(tmp_path):
