@@ -36,7 +36,7 @@ def check_shard(folder: Path, record: dict[str, Any]) -> None:
     path = folder / record["file"]
     fix = "delete it and run `hfsiamese prepare` again (finished shards are kept)"
     if not path.is_file():
-        raise CorruptShardError(f"prepared shard {path} is missing: {fix}")
+        raise CorruptShardError(f"prepared shard {path} is missing: run `hfsiamese prepare` again to write it")
     size = path.stat().st_size
     if size != record["bytes"]:
         raise CorruptShardError(
