@@ -18,8 +18,10 @@ only way the two could differ.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import shutil
 import warnings
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ import datasets
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from datasets.table import MemoryMappedTable
 from tqdm.auto import tqdm
 
 from hfsiamese.data.arrow_columns import column_numpy
@@ -89,7 +92,7 @@ def prepare_pairs(
 
     An `output_dir` that holds this same preparation (same file fingerprint and options) is resumed, or returned as
     it is when complete; one that holds anything else is refused unless `overwrite_output_dir`, before anything is
-    written. `num_proc` processes hash the questions.
+    written. `num_proc` processes hash the questions and write the shards.
     """
     options = options or PreparationOptions()
     check_split_fractions(options.validation_fraction, options.test_fraction)
@@ -124,7 +127,7 @@ def prepare_pairs(
     remove_partial_files(folder)
     write_json_atomically(started, folder / STARTED)
     assignment = _load_or_assign(folder, pairs, options, num_proc, str(train_file))
-    shards = _write_splits(folder, pairs, assignment, options, shard_pairs)
+    shards = _write_splits(folder, pairs, assignment, options, shard_pairs, num_proc)
     manifest = {
         **started,
         "counts": {
@@ -273,29 +276,68 @@ def _hashes(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def _write_splits(
-    folder: Path, pairs: datasets.Dataset, assignment: _Assignment, options: PreparationOptions, shard_pairs: int
+    folder: Path,
+    pairs: datasets.Dataset,
+    assignment: _Assignment,
+    options: PreparationOptions,
+    shard_pairs: int,
+    num_proc: int | None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Stage 4: each split's rows, in the read order, as shards; existing finished shards are checked and kept."""
-    table = pairs.data.table
+    """
+    Stage 4: each split's rows, in the read order, as shards; existing finished shards are checked and kept. With
+    `num_proc` > 1 the shards are written by that many processes, each reading the pairs' memory-mapped Arrow files
+    itself.
+    """
     names = SPLIT_NAMES[: 3 if options.test_fraction > 0 else 2]
     plan = []
     for code, name in enumerate(names):
         rows = assignment.rows[assignment.split == code]
         for index, start in enumerate(range(0, len(rows), shard_pairs)):
-            plan.append((name, index, start, rows[start : start + shard_pairs]))
+            groups = assignment.group_id[start : start + shard_pairs] if name == "train" else None
+            plan.append((name, folder / f"{name}-{index:05d}.arrow", rows[start : start + shard_pairs], groups))
+    todo = [(path, rows, groups) for _, path, rows, groups in plan if not path.is_file()]
+    files = [entry["filename"] for entry in pairs.cache_files]
+    written: dict[Path, dict[str, Any]] = {}
+    progress = tqdm(total=len(plan), desc="Writing prepared shards", unit="shard")
+    progress.update(len(plan) - len(todo))
+    if num_proc and num_proc > 1 and len(todo) > 1 and files:
+        # fork where there is one, as `datasets.map(num_proc=...)` does (Arrow re-creates its thread pools in a
+        # child); spawn would leave a resource tracker process running beside the caller's.
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with ProcessPoolExecutor(min(num_proc, len(todo)), mp_context=context) as pool:
+            futures = [pool.submit(_write_shard_of_files, files, rows, groups, path) for path, rows, groups in todo]
+            for future in as_completed(futures):
+                record = future.result()
+                written[folder / record["file"]] = record
+                progress.update()
+    else:
+        for path, rows, groups in todo:
+            written[path] = write_shard(_shard_table(pairs.data.table, rows, groups), path)
+            progress.update()
+    progress.close()
     shards: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for name, index, start, rows in tqdm(plan, desc="Writing prepared shards", unit="shard"):
-        path = folder / f"{name}-{index:05d}.arrow"
-        if path.is_file():  # finished before a kill: kept, once checked
+    for name, path, rows, _ in plan:
+        if path in written:
+            record = written[path]
+        else:  # finished before a kill: kept, once checked
             record = {"file": path.name, "rows": len(rows), "bytes": path.stat().st_size}
             check_shard(folder, record)
-        else:
-            shard = table.take(pa.array(rows))
-            for key_name, key in zip(KEY_COLUMNS, _keys(shard)):
-                shard = shard.append_column(key_name, key)
-            if name == "train":
-                group_id = assignment.group_id[start : start + len(rows)]
-                shard = shard.append_column("group_id", pa.array(group_id, type=pa.int64()))
-            record = write_shard(shard.combine_chunks(), path)
         shards[name].append(record)
     return shards
+
+
+def _shard_table(table: pa.Table, rows: np.ndarray, groups: np.ndarray | None) -> pa.Table:
+    """The rows of one shard, with their question keys (and, for training rows, their groups)."""
+    shard = table.take(pa.array(rows))
+    for key_name, key in zip(KEY_COLUMNS, _keys(shard)):
+        shard = shard.append_column(key_name, key)
+    if groups is not None:
+        shard = shard.append_column("group_id", pa.array(groups, type=pa.int64()))
+    return shard.combine_chunks()
+
+
+def _write_shard_of_files(files: list[str], rows: np.ndarray, groups: np.ndarray | None, path: Path) -> dict[str, Any]:
+    """A worker's shard: the pairs read from their memory-mapped Arrow files (the ones `load_pairs` wrote)."""
+    table = pa.concat_tables([MemoryMappedTable.from_file(name).table for name in files])
+    return write_shard(_shard_table(table, rows, groups), path)

@@ -244,3 +244,14 @@ def test_preparation_memory_grows_by_compact_arrays_only(tmp_path):
         peaks[pairs] = int(run.stdout.strip().splitlines()[-1])
     per_pair = (peaks[200_000] - peaks[20_000]) / 180_000
     assert per_pair < 640, f"peak resident memory grew by {per_pair:.0f} bytes per pair ({peaks})"
+
+
+def test_shards_written_by_several_processes_are_the_same(tmp_path):
+    one = prepare_pairs(QQP_FILE, tmp_path / "one", shard_pairs=2_000)
+    several = prepare_pairs(QQP_FILE, tmp_path / "several", shard_pairs=2_000, num_proc=2)
+    assert several["shards"] == one["shards"] and len(one["shards"]["train"]) == 5
+    for records in one["shards"].values():
+        for record in records:
+            assert (tmp_path / "several" / record["file"]).read_bytes() == (
+                tmp_path / "one" / record["file"]
+            ).read_bytes()
