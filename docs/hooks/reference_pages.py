@@ -23,6 +23,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # command → (what a user types, the dataclasses its parser is built from, in the parser's order)
 COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
+    "prepare": (
+        "hfsiamese prepare [CONFIG] --train_file FILE --output_dir DIR [--option value ...]",
+        ["hfsiamese.training.arguments:DataArguments", "hfsiamese.cli.prepare:PrepareArguments"],
+    ),
     "train": (
         "hfsiamese train [CONFIG] [--option value ...]",
         [

@@ -32,6 +32,7 @@ from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.models.siamese.configuration_siamese import ENCODER_TYPES, WORD_VOCABULARY_ENCODERS, SiameseConfig
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 from hfsiamese.models.siamese.sub_batching import AUTO, TokenBudget, check_sub_batching
+from hfsiamese.preparation.vocabulary_cache import cached_word_tokenizer
 from hfsiamese.utils.hub_access import require_local_or_cached
 
 if TYPE_CHECKING:
@@ -209,15 +210,16 @@ def _word_vocabulary_model(
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """An LSTM or static encoder whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
     texts = (batch["question1"] + batch["question2"] for batch in train_pairs.iter(batch_size=1000))
+    options = dict(
+        vocab_size=model_args.vocab_size,
+        min_frequency=model_args.min_frequency,
+        model=model_args.tokenizer_model,
+        lowercase=model_args.lowercase,
+        model_max_length=model_args.max_length or WORD_ENCODER_DEFAULTS["max_length"],
+    )
+    # Trained from a prepared folder, the vocabulary is kept there for the later runs (`hfsiamese.preparation`).
     tokenizer = on_main_process_then_shared(
-        lambda: train_word_tokenizer(
-            texts,
-            vocab_size=model_args.vocab_size,
-            min_frequency=model_args.min_frequency,
-            model=model_args.tokenizer_model,
-            lowercase=model_args.lowercase,
-            model_max_length=model_args.max_length or WORD_ENCODER_DEFAULTS["max_length"],
-        )
+        lambda: cached_word_tokenizer(train_pairs, options, lambda: train_word_tokenizer(texts, **options))
     )
     config = SiameseConfig(
         encoder_type=model_args.encoder_type,

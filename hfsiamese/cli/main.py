@@ -18,6 +18,7 @@ from hfsiamese.cpu_policy import apply_command_defaults
 
 # command → (module under hfsiamese.cli, what it does)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "prepare": ("prepare", "prepare a pair file once, out of core (split, groups), into shards train reads"),
     "train": ("train", "train a bi-encoder or a cross-encoder (a config by name or path, then flags)"),
     "distill": ("distill", "distil a fine-tuned teacher into a fast CPU student (LSTM or static)"),
     "evaluate": ("evaluate", "score a model on labelled pairs (one JSON object; --report_dir for plots)"),

@@ -75,7 +75,9 @@ def held_out_command(argv: Sequence[str], default_config: str | Path, output_fil
     for index, arg in enumerate(argv):
         flag = arg.split("=", 1)[0]
         if flag in data_flags:
-            value = [] if "=" in arg or index + 1 >= len(argv) else [argv[index + 1]]
+            # a boolean flag (`--prepare_data`) may come without a value: the next flag is not its value
+            no_value = "=" in arg or index + 1 >= len(argv) or argv[index + 1].startswith("--")
+            value = [] if no_value else [argv[index + 1]]
             words += [arg, *value]
     return shlex.join([*words, "--output_file", output_file])
 

@@ -64,6 +64,7 @@ from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.losses import LOSS_OPTIONS, loss_name
+from hfsiamese.preparation import is_prepared_folder, prepared_source
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run
@@ -243,6 +244,8 @@ def corpus_file_of(data_args: DataArguments) -> str | Path | None:
     """The questions the end-of-run search command names: the training file (none for a Hub data set or several)."""
     if data_args.train_datasets:
         return None
+    if is_prepared_folder(data_args.train_file):  # the texts are in the file it was prepared from
+        return prepared_source(str(data_args.train_file))
     return data_args.train_file or default_train_file(data_args)
 
 

@@ -19,9 +19,9 @@ import pandas as pd
 import pyarrow as pa
 
 from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.question_ids import identity_name, question_codes
+from hfsiamese.data.question_ids import QuestionCodes, identity_name, question_codes
 
-__all__ = ["DeduplicationReport", "deduplicate_pairs"]
+__all__ = ["DeduplicationReport", "deduplicate_pairs", "repeated_pairs"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,29 @@ def deduplicate_pairs(
     data set (no indices mapping), written to the cache next to `dataset`'s files when it has some.
     """
     codes = question_codes(dataset)
-    codes1, codes2, n_questions = codes.codes1, codes.codes2, codes.count
     identity = identity_name(dataset)
     n = len(dataset)
+    repeat, first_row, pair_codes = repeated_pairs(codes)
+    collapsed = int(repeat.sum())
+    conflicting = 0
+    if collapsed:
+        labels = column_numpy(dataset, "label")
+        conflicting = int((repeat & (labels != labels[first_row[pair_codes]])).sum())
+        dataset = _keep_rows(dataset, ~repeat)
+    report = DeduplicationReport(rows=n, collapsed=collapsed, conflicting=conflicting, identity=identity)
+    if warn and collapsed:
+        warnings.warn(report.message(source), UserWarning, stacklevel=stacklevel + 1)
+    return dataset, report
+
+
+def repeated_pairs(codes: QuestionCodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Which pairs repeat an earlier one (bool per pair), from question codes alone: with the first row of every
+    distinct pair and each pair's number (`first_row[pair_codes]` is a pair's first copy). The core of
+    `deduplicate_pairs`, which the out-of-core preparation (`hfsiamese.preparation`) calls on its compact arrays.
+    """
+    codes1, codes2, n_questions = codes.codes1, codes.codes2, codes.count
+    n = len(codes1)
     low, high = np.minimum(codes1, codes2), np.maximum(codes1, codes2)
     if n_questions < 3_000_000_000:  # low * n + high fits in int64
         pair_codes, _ = pd.factorize(low * np.int64(n_questions) + high)
@@ -73,16 +93,7 @@ def deduplicate_pairs(
     repeat = np.ones(n, dtype=bool)
     first_row = np.flatnonzero(np.diff(np.maximum.accumulate(pair_codes), prepend=-1) > 0)
     repeat[first_row] = False
-    collapsed = int(repeat.sum())
-    conflicting = 0
-    if collapsed:
-        labels = column_numpy(dataset, "label")
-        conflicting = int((repeat & (labels != labels[first_row[pair_codes]])).sum())
-        dataset = _keep_rows(dataset, ~repeat)
-    report = DeduplicationReport(rows=n, collapsed=collapsed, conflicting=conflicting, identity=identity)
-    if warn and collapsed:
-        warnings.warn(report.message(source), UserWarning, stacklevel=stacklevel + 1)
-    return dataset, report
+    return repeat, first_row, pair_codes
 
 
 def _keep_rows(dataset: datasets.Dataset, keep: np.ndarray) -> datasets.Dataset:

@@ -18,9 +18,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.question_ids import first_positions, question_codes, with_question_keys
+from hfsiamese.data.question_ids import QuestionCodes, first_positions, question_codes, with_question_keys
 
-__all__ = ["assign_duplicate_groups", "connected_questions", "question_groups"]
+__all__ = ["assign_duplicate_groups", "connected_questions", "groups_of_questions", "question_groups"]
 
 
 # Marks the pairs a model labelled (`hfsiamese.distillation.silver_pairs`), added to the gold training pairs by
@@ -61,10 +61,21 @@ def question_groups(
     a view can fetch a question's text. Group ids agree with `assign_duplicate_groups`.
     """
     codes = question_codes(dataset, normalize=normalize)
-    codes1, codes2 = codes.codes1, codes.codes2
     duplicate = column_numpy(dataset, "label") == 1
     if SILVER_COLUMN in dataset.column_names:  # a model's labels: they never chain questions into one group
         duplicate &= ~column_numpy(dataset, SILVER_COLUMN).astype(bool)
+    group_of = groups_of_questions(codes, duplicate)
+    codes1, codes2 = codes.codes1, codes.codes2
+    return codes1, codes2, group_of, first_positions(codes)
+
+
+def groups_of_questions(codes: QuestionCodes, duplicate: np.ndarray) -> np.ndarray:
+    """
+    The duplicate group of every question code: components of the `duplicate` pairs, numbered in order of first
+    appearance over question1 (then question2). The core of `question_groups`, which the out-of-core preparation
+    (`hfsiamese.preparation`) calls on its compact arrays.
+    """
+    codes1, codes2 = codes.codes1, codes.codes2
     component = connected_questions(codes1[duplicate], codes2[duplicate], codes.count)
     # Same numbering as assign_duplicate_groups: order of first appearance over question1.
     _, uniques = pd.factorize(component[codes1])
@@ -75,7 +86,7 @@ def question_groups(
     if missing.any():
         renumbered, _ = pd.factorize(component[missing])
         group_of[missing] = len(uniques) + renumbered
-    return codes1, codes2, group_of, first_positions(codes)
+    return group_of
 
 
 def connected_questions(rows: np.ndarray, cols: np.ndarray, n_nodes: int) -> np.ndarray:

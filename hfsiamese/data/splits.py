@@ -11,12 +11,13 @@ from __future__ import annotations
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.groups import connected_questions
-from hfsiamese.data.question_ids import question_codes, question_keys, with_question_keys
+from hfsiamese.data.question_ids import QuestionCodes, question_codes, question_keys, with_question_keys
 
-__all__ = ["split_by_group", "split_report"]
+__all__ = ["check_split_fractions", "split_by_group", "split_codes", "split_report"]
 
 
 def split_by_group(
@@ -37,7 +38,17 @@ def split_by_group(
     `hfsiamese.data.question_ids` (ids, else normalised text, which merges at least as much as raw
     text, so the split is leak-free for either identity); every side carries that identity along.
     """
-    fractions = {"validation": validation_fraction, "test": test_fraction}
+    check_split_fractions(validation_fraction, test_fraction)
+    dataset = with_question_keys(dataset)
+    codes = question_codes(dataset)
+    pair_split = split_codes(codes, validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed)
+    names = ["train", "validation"] + (["test"] if test_fraction > 0 else [])
+    indices = {name: np.flatnonzero(pair_split == code) for code, name in enumerate(names)}
+    return datasets.DatasetDict({name: dataset.select(idx) for name, idx in indices.items()})
+
+
+def check_split_fractions(validation_fraction: float, test_fraction: float) -> None:
+    """A ValueError naming them, for fractions that leave no validation side or no room for training."""
     if not 0.0 < validation_fraction < 1.0:
         raise ValueError(f"validation_fraction must be strictly between 0 and 1, got {validation_fraction}")
     if not 0.0 <= test_fraction < 1.0 or validation_fraction + test_fraction >= 1.0:
@@ -45,9 +56,18 @@ def split_by_group(
             f"test_fraction must be in [0, 1) and leave room for training (validation_fraction + test_fraction < 1), "
             f"got validation_fraction={validation_fraction}, test_fraction={test_fraction}"
         )
-    n = len(dataset)
-    dataset = with_question_keys(dataset)
-    codes = question_codes(dataset)
+
+
+def split_codes(
+    codes: QuestionCodes, *, validation_fraction: float = 0.1, test_fraction: float = 0.0, seed: int = 42
+) -> np.ndarray:
+    """
+    The side of every pair (int8: 0 train, 1 validation, 2 test) from its question codes alone, as `split_by_group`
+    deals them: what the out-of-core preparation (`hfsiamese.preparation`) calls on its compact arrays, so that both
+    paths make one split. A side left empty is a ValueError.
+    """
+    fractions = {"validation": validation_fraction, "test": test_fraction}
+    n = len(codes.codes1)
     component = connected_questions(codes.codes1, codes.codes2, codes.count)[codes.codes1]
     units, pair_unit = np.unique(component, return_inverse=True)
     unit_sizes = np.bincount(pair_unit, minlength=len(units))
@@ -67,15 +87,14 @@ def split_by_group(
         unit_split[remaining[:k]] = code
     pair_split = unit_split[pair_unit]
     names = ["train", "validation"] + (["test"] if test_fraction > 0 else [])
-    indices = {name: np.flatnonzero(pair_split == code) for code, name in enumerate(names)}
-    empty = [name for name, idx in indices.items() if len(idx) == 0]
+    empty = [name for code, name in enumerate(names) if not (pair_split == code).any()]
     if empty:
         raise ValueError(
             f"cannot split {n} pairs ({len(units)} connected question components, the largest "
             f"{int(unit_sizes.max())} pairs) with validation_fraction={validation_fraction}, "
             f"test_fraction={test_fraction}: {', '.join(empty)} would be empty"
         )
-    return datasets.DatasetDict({name: dataset.select(idx) for name, idx in indices.items()})
+    return pair_split
 
 
 def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
@@ -88,7 +107,8 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
     for name, split in splits.items():
         labels = column_numpy(split, "label")
         key1, key2 = question_keys(split)
-        question_sets[name] = set(pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique().to_pylist())
+        # Distinct keys as Arrow arrays (no Python string per question: millions of them in a prepared run).
+        question_sets[name] = pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique()
         report[name] = {
             "pairs": len(split),
             "duplicates": int((labels == 1).sum()),
@@ -98,7 +118,11 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
         if "group_id" in split.column_names:
             report[name]["duplicate_groups"] = len(np.unique(column_numpy(split, "group_id")))
     names = list(splits)
-    shared = {f"{a}/{b}": len(question_sets[a] & question_sets[b]) for i, a in enumerate(names) for b in names[i + 1 :]}
+    shared = {
+        f"{a}/{b}": int(pc.sum(pc.is_in(question_sets[a], value_set=question_sets[b])).as_py() or 0)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+    }
     report["shared_questions"] = shared
     return report
 

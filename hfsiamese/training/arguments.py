@@ -121,7 +121,18 @@ class DataArguments:
             "training and after it; the summary says how many of how many. 0: all of them."
         },
     )
-    preprocessing_num_workers: int | None = field(default=None, metadata={"help": "Processes for tokenisation."})
+    preprocessing_num_workers: int | None = field(
+        default=None, metadata={"help": "Processes for tokenisation (and for hashing questions when preparing)."}
+    )
+    prepare_data: bool = field(
+        default=False,
+        metadata={
+            "help": "Prepare train_file once, out of core (as `hfsiamese prepare` does), into a folder of the datasets "
+            "cache named by the file's fingerprint and the data options, and train from it: a later run on the same "
+            "file and options skips the reading, de-duplication, split and grouping. A train_file that is a prepared "
+            "folder is read as one without it."
+        },
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.train_datasets, str):  # from the command line

@@ -30,6 +30,13 @@ from hfsiamese.data.splits import split_by_group, split_report
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 from hfsiamese.training.validation_sample import sample_validation_pairs
+from hfsiamese.preparation import (
+    PreparationOptions,
+    is_prepared_folder,
+    load_prepared_splits,
+    prepare_pairs,
+    prepared_cache_folder,
+)
 
 if TYPE_CHECKING:
     from hfsiamese.losses.base import SiameseLoss
@@ -93,6 +100,11 @@ def load_splits_and_validation_size(
         )
     if data_args.dataset_name and data_args.train_file:
         raise ValueError("pass either --train_file or --dataset_name, not both")
+    prepared = _prepared_folder(data_args, default_train_file)
+    if prepared is not None:
+        train_file = str(prepared)
+        splits = load_prepared_splits(prepared, PreparationOptions.from_data_args(data_args))
+        return _finish_splits(splits, data_args, train_file, gold_pairs=len(splits["train"]), grouped=True)
     if data_args.dataset_source:
         train_file = data_args.dataset_source
         pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
@@ -117,11 +129,20 @@ def load_splits_and_validation_size(
     if data_args.silver_pairs_file:
         held_out = [split for name, split in splits.items() if name != "train"]
         splits["train"] = with_silver_pairs(splits["train"], held_out, data_args.silver_pairs_file)
+    return _finish_splits(splits, data_args, train_file, gold_pairs=gold_pairs, grouped=False)
+
+
+def _finish_splits(
+    splits: datasets.DatasetDict, data_args: DataArguments, train_file: str, *, gold_pairs: int, grouped: bool
+) -> datasets.DatasetDict:
+    """What every source of splits goes through last: the teacher rows' check, the duplicate groups (unless a
+    prepared folder's training pairs already carry them: `grouped`), the size limits and the split report."""
     if data_args.teacher_scores_file:  # said now, before any training: its rows must hold no held-out question
         held_out = [split for name, split in splits.items() if name != "train"]
         teacher_rows = load_teacher_score_rows(data_args.teacher_scores_file)
         refuse_held_out_questions(teacher_rows, held_out, data_args.teacher_scores_file)
-    splits["train"] = assign_duplicate_groups(splits["train"])
+    if not grouped:
+        splits["train"] = assign_duplicate_groups(splits["train"])
     if not (column_numpy(splits["train"], "label") == 1).any():
         raise ValueError(f"{train_file} holds no duplicate pairs (label 1) on the training side: nothing to train on")
     # max_train_pairs keeps the first gold pairs, and every silver pair (they come after the gold ones).
@@ -133,6 +154,36 @@ def load_splits_and_validation_size(
     splits["validation"] = validation.pairs
     logger.info("splits: %s", json.dumps(split_report(splits)))
     return splits, validation.total
+
+
+def _prepared_folder(data_args: DataArguments, default_train_file: str | Path | None) -> Path | None:
+    """
+    The prepared folder the run reads, or None for the in-memory path: `train_file` when it is a prepared folder
+    (`hfsiamese prepare`), else with `prepare_data` the cached preparation of the training file (made now when there
+    is none, resumed when a run was killed making it). Options a prepared folder cannot honour are refused by name.
+    """
+    train_file = data_args.train_file
+    given = is_prepared_folder(train_file)
+    if not (given or data_args.prepare_data):
+        return None
+    if data_args.dataset_name:
+        raise ValueError("--prepare_data prepares a --train_file; a Hub data set (--dataset_name) is read as before")
+    unsupported = [name for name in ("validation_file", "silver_pairs_file") if getattr(data_args, name)]
+    if unsupported:
+        raise ValueError(
+            f"--{unsupported[0]} cannot be combined with a prepared training file (its split and duplicate groups are "
+            "fixed at preparation): train from the pair file itself"
+        )
+    if given:
+        return Path(str(train_file))
+    source = train_file or default_train_file
+    if source is None:
+        raise ValueError("pass --train_file: --prepare_data has no pair file to prepare")
+    options = PreparationOptions.from_data_args(data_args)
+    folder = prepared_cache_folder(source, options)
+    prepare_pairs(source, folder, options, num_proc=data_args.preprocessing_num_workers)
+    logger.info("training from the prepared folder %s", folder)
+    return folder
 
 
 def with_silver_pairs(

@@ -82,3 +82,7 @@ def test_the_split_command_of_a_training_command_line():
     assert split.held_out_command(["my.yaml", "--dataset_name", "nyu-mll/glue:qqp"], DEFAULT_CONFIG, "v.jsonl") == (
         "hfsiamese split my.yaml --dataset_name nyu-mll/glue:qqp --output_file v.jsonl"
     )
+    # A boolean data flag given without a value does not take the next flag as its value.
+    assert split.held_out_command(["--train_file", "p.tsv", "--prepare_data", "--max_steps", "3"], DEFAULT_CONFIG) == (
+        "hfsiamese split --train_file p.tsv --prepare_data --output_file HELD_OUT_PAIRS.jsonl"
+    )

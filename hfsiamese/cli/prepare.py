@@ -1,0 +1,87 @@
+"""`hfsiamese prepare`: a pair file read, de-duplicated, split and grouped once, out of core, into a folder of Arrow
+shards that `hfsiamese train --train_file <folder>` trains from without doing any of it again.
+
+    hfsiamese prepare --train_file pairs.tsv --output_dir prepared/pairs            # the default recipe's split
+    hfsiamese prepare minilm_qqp --train_file pairs.tsv --output_dir prepared/pairs # a config's data settings
+    hfsiamese train lstm_qqp --train_file prepared/pairs                            # then train from it
+
+The data settings come as `hfsiamese train` reads them (a config first, then data flags: `--validation_fraction`,
+`--test_fraction`, `--split_seed`, the column flags), so the folder holds that run's very split, duplicate groups and
+rows. A run killed while preparing is resumed by the same command (finished shards are kept); an `--output_dir` that
+holds anything else needs `--overwrite_output_dir`. Prints one JSON line: the folder and its counts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.configs import (
+    DEFAULT_CONFIG,
+    config_listing,
+    listing_requested,
+    require_training_data,
+    resolve_config_argument,
+)
+from hfsiamese.cli.data_command import parse_data_command
+from hfsiamese.cpu_policy import apply_command_defaults
+
+DESCRIPTION = "Prepare a pair file once (read, de-duplicate, split, group) into Arrow shards that train reads."
+
+
+@dataclass
+class PrepareArguments:
+    """Where `hfsiamese prepare` writes, and how."""
+
+    _argument_group_name = "prepare: where the prepared folder goes"  # a --help section (HfArgumentParser)
+
+    output_dir: str = field(
+        metadata={"help": "Folder to write (shards and manifest.json); resumed when it holds this same preparation."}
+    )
+    overwrite_output_dir: bool = field(
+        default=False, metadata={"help": "Replace an output_dir that holds anything else than this preparation."}
+    )
+    shard_pairs: int = field(default=250_000, metadata={"help": "Pairs per Arrow shard (a kill loses one at most)."})
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """`hfsiamese prepare [CONFIG] [data flags] --output_dir FOLDER`: the manifest's counts (printed as one line)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if listing_requested(argv):
+        print(config_listing())
+        return {}
+    data_args, args = parse_data_command(
+        PrepareArguments,
+        resolve_config_argument(argv),
+        command="hfsiamese prepare",
+        description=DESCRIPTION,
+        default_config=DEFAULT_CONFIG,
+    )
+    if data_args.dataset_name:
+        raise UsageError("hfsiamese prepare reads a --train_file; a Hub data set (--dataset_name) is not prepared")
+    for name in ("validation_file", "silver_pairs_file"):
+        if getattr(data_args, name):
+            raise UsageError(f"--{name}: hfsiamese prepare splits --train_file itself; train with it from the file")
+    train_file = data_args.train_file or require_training_data(None, None)
+
+    from hfsiamese.preparation import PreparationOptions, prepare_pairs
+
+    manifest = prepare_pairs(
+        str(train_file),
+        args.output_dir,
+        PreparationOptions.from_data_args(data_args),
+        num_proc=data_args.preprocessing_num_workers,
+        shard_pairs=args.shard_pairs,
+        overwrite_output_dir=args.overwrite_output_dir,
+    )
+    summary = {"output_dir": args.output_dir, **manifest["counts"]}
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    apply_command_defaults()  # the commands' measured CPU defaults (hfsiamese.cpu_policy)
+    run_recipe(main)

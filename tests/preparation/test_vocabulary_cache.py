@@ -1,0 +1,44 @@
+"""The word vocabulary of a run from a prepared folder is trained once and kept in the folder for later runs."""
+
+from __future__ import annotations
+
+import datasets
+
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
+from hfsiamese.preparation import load_prepared_splits, prepare_pairs
+from hfsiamese.preparation.vocabulary_cache import VOCABULARIES, cached_word_tokenizer
+from tests.conftest import QQP_FILE
+
+
+def counting_build(train: datasets.Dataset, calls: list[int]):
+    def build():
+        calls.append(1)
+        return train_word_tokenizer(
+            list(train["question1"]) + list(train["question2"]), vocab_size=500, model_max_length=32
+        )
+
+    return build
+
+
+def test_the_vocabulary_is_trained_once_per_prepared_folder_and_options(tmp_path):
+    prepare_pairs(QQP_FILE, tmp_path / "prepared")
+    train = load_prepared_splits(tmp_path / "prepared")["train"].select(range(2_000))
+    calls: list[int] = []
+    first = cached_word_tokenizer(train, {"vocab_size": 500}, counting_build(train, calls))
+    again = cached_word_tokenizer(train, {"vocab_size": 500}, counting_build(train, calls))
+    assert len(calls) == 1
+    assert first.get_vocab() == again.get_vocab() and len(first) == 500
+    assert first("How do I learn Python?")["input_ids"] == again("How do I learn Python?")["input_ids"]
+    # Other options, or other training rows: another vocabulary, trained.
+    cached_word_tokenizer(train, {"vocab_size": 400}, counting_build(train, calls))
+    cached_word_tokenizer(train.select(range(1_000)), {"vocab_size": 500}, counting_build(train, calls))
+    assert len(calls) == 3
+    assert len(list((tmp_path / "prepared" / VOCABULARIES).iterdir())) == 3
+
+
+def test_rows_not_from_a_prepared_folder_train_every_time(tmp_path):
+    train = datasets.Dataset.from_dict({"question1": ["How do I?"] * 4, "question2": ["Why do I?"] * 4})
+    calls: list[int] = []
+    for _ in range(2):
+        cached_word_tokenizer(train, {"vocab_size": 10}, counting_build(train, calls))
+    assert len(calls) == 2
