@@ -29,7 +29,6 @@ from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys
 from hfsiamese.data.splits import split_by_group, split_report
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
-from hfsiamese.training.validation_sample import sample_validation_pairs
 from hfsiamese.preparation import (
     PreparationOptions,
     is_prepared_folder,
@@ -37,6 +36,7 @@ from hfsiamese.preparation import (
     prepare_pairs,
     prepared_cache_folder,
 )
+from hfsiamese.training.validation_sample import sample_validation_pairs
 
 if TYPE_CHECKING:
     from hfsiamese.losses.base import SiameseLoss
