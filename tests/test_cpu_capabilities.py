@@ -49,7 +49,7 @@ LOWEST_KIND_ONLY = (
 )
 
 
-def tests_under(capability: str) -> tuple[str, ...]:
+def modules_under(capability: str) -> tuple[str, ...]:
     return NUMERICS_SENSITIVE + (LOWEST_KIND_ONLY if capability == "avx2" else ())
 
 
@@ -87,7 +87,7 @@ def test_a_capped_process_computes_as_that_kind(capability):
 def test_numerics_sensitive_tests_pass_capped(capability):
     skip_unless_emulable(capability)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *tests_under(capability)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *modules_under(capability)],
         cwd=REPO_ROOT,
         env=capped_environment(capability),
         capture_output=True,
