@@ -60,7 +60,7 @@ def capped_environment(capability: str) -> dict[str, str]:
 def skip_unless_emulable(capability: str) -> None:
     own = detected_features().name
     if ORDER.index(capability) > ORDER.index(own):
-        pytest.skip(f"not on this CPU: {capability} cannot be emulated on a {own} CPU (caps only lower)")
+        pytest.skip(f"not on this CPU: {capability} cannot be emulated on this {own} CPU (caps only lower)")
     if capability == own:
         pytest.skip(f"the machine's own CPU kind: the plain run covers {capability}")
 
