@@ -97,41 +97,38 @@ def tiny_lstm(word_tokenizer):
     return SiameseModel(config)
 
 
+def tiny_bert_config(vocab_size: int, *, layers: int, positions: int):
+    """A BERT of 16 dimensions and 2 heads: the tests' transformer encoder."""
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=16,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=positions,
+        pad_token_id=0,
+    )
+
+
 @pytest.fixture
 def tiny_transformer(word_tokenizer):
     """A tiny random BERT Siamese model: its bf16 path (matrix products) runs on every x86 CPU, emulated below
     AVX512-BF16, so a test that pretends the CPU has native bf16 can run it for real (an LSTM's cannot, below
     AVX-512: `hfsiamese.utils.cpu_features`)."""
-    from transformers import BertConfig
-
     torch.manual_seed(0)
-    bert = BertConfig(
-        vocab_size=len(word_tokenizer),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-        pad_token_id=0,
-    )
+    bert = tiny_bert_config(len(word_tokenizer), layers=1, positions=64)
     return SiameseModel(SiameseConfig(encoder_type="transformer", encoder_config=bert.to_dict()))
 
 
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory, word_tokenizer):
     """A randomly initialised 2-layer BERT saved as a local "pretrained" checkpoint, with a tokenizer."""
-    from transformers import BertConfig, BertModel
+    from transformers import BertModel
 
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(word_tokenizer),
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-        pad_token_id=0,
-    )
+    config = tiny_bert_config(len(word_tokenizer), layers=2, positions=32)
     path = tmp_path_factory.mktemp("tiny_bert")
     BertModel(config).save_pretrained(path)
     word_tokenizer.save_pretrained(path)

@@ -24,7 +24,34 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-class DynamicBatcher(Generic[Item, Result]):
+class _QueueWorker:
+    """One asyncio task working through a queue of `(work, future)`; what both the batcher and the writer start and
+    stop alike (a request still queued when it stops is answered with an error, never left waiting)."""
+
+    _queue: asyncio.Queue[tuple[Any, asyncio.Future[Any]]]
+    _worker: asyncio.Task[None] | None
+
+    def start(self) -> None:
+        """Start the worker (in the running event loop)."""
+        if self._worker is None:
+            self._worker = asyncio.get_running_loop().create_task(self._work())
+
+    async def stop(self) -> None:
+        """Stop the worker; requests still waiting get a `RuntimeError`."""
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
+        while not self._queue.empty():
+            _, future = self._queue.get_nowait()
+            if not future.done():
+                future.set_exception(RuntimeError("the service is stopping"))
+
+    async def _work(self) -> None:
+        raise NotImplementedError
+
+
+class DynamicBatcher(_QueueWorker, Generic[Item, Result]):
     """
     Runs `run(items) -> results` (one result per item, in order) on batches of concurrently submitted items.
 
@@ -52,22 +79,6 @@ class DynamicBatcher(Generic[Item, Result]):
         self._queue: asyncio.Queue[tuple[Item, asyncio.Future[Result]]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._held: tuple[Item, asyncio.Future[Result]] | None = None  # taken, too large for the batch being made
-
-    def start(self) -> None:
-        """Start the worker (in the running event loop)."""
-        if self._worker is None:
-            self._worker = asyncio.get_running_loop().create_task(self._work())
-
-    async def stop(self) -> None:
-        """Stop the worker; requests still waiting get a `RuntimeError`."""
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
-        while not self._queue.empty():
-            _, future = self._queue.get_nowait()
-            if not future.done():
-                future.set_exception(RuntimeError("the service is stopping"))
 
     async def submit(self, item: Item) -> Result:
         """The result of `item`, computed in a batch with the items submitted at about the same time."""
@@ -116,28 +127,14 @@ class DynamicBatcher(Generic[Item, Result]):
                     future.set_result(result)
 
 
-class SerialWriter:
-    """Runs write operations one at a time, in the order submitted, on `executor` (one task; no two at once)."""
+class SerialWriter(_QueueWorker):
+    """Runs write operations one at a time, in the order submitted, on `executor` (one task; no two at once). Stopping
+    lets the write in progress finish (it is shielded: never cut in half); queued writes are refused."""
 
     def __init__(self, executor: Executor) -> None:
         self._executor = executor
         self._queue: asyncio.Queue[tuple[Callable[[], Any], asyncio.Future[Any]]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        if self._worker is None:
-            self._worker = asyncio.get_running_loop().create_task(self._work())
-
-    async def stop(self) -> None:
-        """Finish the write in progress (a write is never cut in half), then stop; queued writes are refused."""
-        if self._worker is not None:
-            self._worker.cancel()
-            await asyncio.gather(self._worker, return_exceptions=True)
-            self._worker = None
-        while not self._queue.empty():
-            _, future = self._queue.get_nowait()
-            if not future.done():
-                future.set_exception(RuntimeError("the service is stopping"))
 
     async def submit(self, operation: Callable[[], Result]) -> Result:
         """Run `operation()` after every write submitted before it; its result (or its error)."""
