@@ -225,7 +225,7 @@ class SiameseModel(
         `encoder_dropout` overrides every dropout probability the encoder's config declares (hidden
         states and attention). `dense_weights` are the state dicts (`linear.weight`, `linear.bias`) of the
         `dense_layers` given in the config keyword arguments, in order (a sentence-transformers folder's Dense
-        modules: `hfsiamese.models.sentence_transformers_folder` reads them). `encoder_kwargs` go to
+        modules: `hfsiamese.bi_encoder.sentence_transformers_folder` reads them). `encoder_kwargs` go to
         `from_pretrained` of the encoder (e.g. `{"attn_implementation": "eager"}`); `sub_batch_tokens` and
         `sub_batch_size` to `set_sub_batching`; the other keyword arguments to [`SiameseConfig`].
         """
