@@ -4,6 +4,8 @@ max_seq_length; `from_encoder_pretrained` given such a folder says what it leave
 
 from __future__ import annotations
 
+import json
+import shutil
 import warnings
 
 import pytest
@@ -108,3 +110,13 @@ def test_a_folder_without_modules_json_is_refused_in_one_line(tiny_bert_dir):
         match=r"has no modules.json.*from_encoder_pretrained\(path, pooling=\.\.\.\) and choose its pooling$",
     ):
         SiameseModel.from_sentence_transformers(tiny_bert_dir)
+
+
+def test_a_module_it_cannot_reproduce_is_refused_and_from_encoder_pretrained_says_so(st_folders, tmp_path):
+    folder = tmp_path / "lowercased"
+    shutil.copytree(st_folders["mean_no_normalize"], folder)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 16, "do_lower_case": True}))
+    with pytest.raises(ValueError, match="do_lower_case true"):
+        SiameseModel.from_sentence_transformers(folder)
+    with pytest.warns(UserWarning, match="hfsiamese cannot reproduce .*do_lower_case true"):
+        SiameseModel.from_encoder_pretrained(str(folder), pooling="mean")
