@@ -285,9 +285,14 @@ def _index_finds_what_was_added(ran: Ran) -> None:
     """The saved and reloaded index holds the 19,052 questions and the one added, and finds that one first."""
     index, questions = ran.namespace["index"], ran.namespace["questions"]
     assert len(questions) == 19_052 and len(index) == len(questions) + 1
-    (best,) = index.search("How do I start learning Python?", k=1)
-    assert best["text"] == "How do I start learning Python?" and best["score"] == pytest.approx(1.0, abs=1e-5)
-    assert best["id"] == len(questions)  # "ids: the next row numbers"
+    query = "How do I start learning Python?"
+    hits = index.search(query, k=20)
+    added = next((hit for hit in hits if hit["text"] == query), None)
+    assert added is not None and added["score"] == pytest.approx(1.0, abs=1e-5), hits[:3]
+    assert added["id"] == len(questions)  # "ids: the next row numbers"
+    # First, or behind exact ties only: the docs test's 2-step LSTM knows neither "learning" nor "Python", so
+    # "How do I start coding professionally ?" is the same tokens to it ([UNK] [UNK]), and the same vector.
+    assert all(hit["score"] == pytest.approx(1.0, abs=1e-5) for hit in hits[: hits.index(added)]), hits[:3]
 
 
 def _database_reopens(ran: Ran) -> None:
