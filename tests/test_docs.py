@@ -48,6 +48,82 @@ AS_WRITTEN_MARKER = re.compile(r"<!--\s*docs-test:\s*as written\b.*?-->")
 INSTALL_ONLY = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 
 
+# Why a docs block may be left out of the docs test: its marker's reason starts with one of these (what the test's
+# machine cannot give it), or names its twin, the test (`twin: tests/x.py::test_y`) or the page (`twin: docs/x.md`)
+# that runs the same command, which must exist. "Needs a file no page writes" or "has its own section" once hid a
+# command that failed (issue 48): such a block is made to run instead.
+SKIP_PREFIXES = (
+    "needs the Hub:",  # network, and a token or a model there; the test runs offline
+    "needs GPUs:",
+    "installs packages:",  # the test runs in the environment the install made
+    "the test suite itself",
+    "needs a package the test extra leaves out:",
+    "sets the process's policy:",  # the test runs every page's Python blocks in one process
+    "measures at full size:",  # a benchmark's figures, hours on the test's machine; its parts have their own tests
+)
+TWIN = re.compile(r"\btwin: (?:(?P<test_file>tests/[\w/]+\.py)::(?P<test>test_\w+)|(?P<page>docs/[\w/.-]+\.md))")
+
+
+def skip_reason_problem(reason: str) -> str | None:
+    """What is wrong with a skip marker's reason (None: nothing): neither an allowed prefix nor an existing twin."""
+    if reason.startswith(SKIP_PREFIXES):
+        return None
+    twin = TWIN.search(reason)
+    if twin is None:
+        return f"starts with none of {SKIP_PREFIXES} and names no twin (twin: tests/x.py::test_y or docs/x.md)"
+    if twin["page"]:
+        return None if (REPO_ROOT / twin["page"]).is_file() else f"its twin {twin['page']} does not exist"
+    path = REPO_ROOT / twin["test_file"]
+    if not path.is_file() or not re.search(rf"^def {twin['test']}\(", path.read_text(encoding="utf-8"), re.MULTILINE):
+        return f"its twin {twin['test_file']}::{twin['test']} does not exist"
+    return None
+
+
+def test_every_skip_marker_gives_an_allowed_reason_or_a_twin_that_exists():
+    pages = [*page_order(), REPO_ROOT / "README.md"]
+    bad = [
+        f"{page.relative_to(REPO_ROOT).as_posix()}:{block.line}: {block.skip!r}: {problem}"
+        for page in pages
+        for block in readme_blocks(page.read_text(encoding="utf-8"))
+        if block.skip is not None and (problem := skip_reason_problem(block.skip)) is not None
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_skip_reason_without_a_prefix_or_with_a_missing_twin_is_refused():
+    assert skip_reason_problem("needs the Hub: network") is None
+    assert skip_reason_problem("twin: tests/test_docs.py::test_every_page_is_in_the_nav runs it") is None
+    assert "names no twin" in skip_reason_problem("takes a while")
+    assert "does not exist" in skip_reason_problem("twin: tests/test_docs.py::test_that_is_not_there")
+    assert "does not exist" in skip_reason_problem("twin: docs/guides/no-such-page.md")
+
+
+def test_a_command_or_block_using_a_deprecated_form_fails(tmp_path):
+    """An hfsiamese FutureWarning fails the block (the docs showed `--method platt` with the test green); another
+    library's does not."""
+    env = offline_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    deprecated = "python -c \"from hfsiamese.utils.deprecation import warn_renamed; warn_renamed('--a', '--b')\""
+    with pytest.raises(AssertionError, match=r"uses what hfsiamese deprecates: .*--a is renamed --b"):
+        run_shell_command(deprecated, deprecated, "page.md:1", tmp_path, env, set(), {}, timeout=300)
+    other = "python -c \"import warnings; warnings.warn('x', FutureWarning)\""
+    run_shell_command(other, other, "page.md:2", tmp_path, env, set(), {}, timeout=300)
+    block = readme_blocks(
+        "```python\nfrom hfsiamese.utils.deprecation import warn_renamed\nwarn_renamed('--a', '--b')\n```\n"
+    )[0]
+    with pytest.raises(AssertionError, match="uses what hfsiamese deprecates"):
+        run_python_block(block, "page.md:3", {}, tmp_path, set(), {})
+
+
+def test_the_extras_table_lists_every_extra():
+    """installation.md's table of extras names each extra pyproject.toml defines (it lacked `mteb` and `lexical`)."""
+    import tomllib
+
+    extras = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    table = set(re.findall(r"^\| `([\w-]+)` \|", (DOCS / "get-started" / "installation.md").read_text(), re.MULTILINE))
+    assert extras - table == set(), "extras missing from docs/get-started/installation.md's table"
+    assert table - extras == set(), "extras in docs/get-started/installation.md's table that pyproject.toml lacks"
+
+
 def nav_pages(nav: list) -> list[str]:
     """The page paths of an mkdocs `nav`, in reading order."""
     pages: list[str] = []

@@ -32,9 +32,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.deprecation_hook.sitecustomize import MARKER as DEPRECATION_MARKER, python_block_deprecations
 from tests.helpers import offline_env
 
 README = REPO_ROOT / "README.md"
+# On the commands' PYTHONPATH: an hfsiamese FutureWarning or DeprecationWarning fails the command's block.
+DEPRECATION_HOOK = REPO_ROOT / "tests" / "deprecation_hook"
 SKIP_MARKER = re.compile(r"<!--\s*readme-test:\s*skip\s+(?P<reason>.+?)\s*-->")
 TEST_COMMAND_MARKER = "<!-- test-command -->"
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<language>\w*)\s*$")
@@ -532,6 +535,10 @@ DOCS_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
         "outputs/static_distilled_qqp"
     ),
     r"--output_dir outputs/static_distilled_short$": trained_model("outputs/static_distilled_short"),
+    # guides/mining-and-teacher-scores.md: the mined groups, scored, train a student (it once failed, unrun)
+    r"--teacher_scores_file outputs/mined_scored\.parquet --loss margin_mse --output_dir outputs/minilm_mined$": (
+        trained_model("outputs/minilm_mined")
+    ),
     # guides/evaluation-and-calibration.md
     r"--report_dir outputs/lstm_qqp_report$": all_of(
         json_keys("accuracy", "average_precision", "retrieval_mrr@10", "retrieval_recall@5", training_overlap_pairs=0),
@@ -617,9 +624,11 @@ def check_expectations(
 def run_python_block(block: Any, where: str, namespace: dict, repo_copy: Path, met: set[str], table: dict) -> bool:
     """Run a page's Python block in the page's namespace, then the checks `table` has for it; whether it had any."""
     try:
-        exec(compile(block.code, where, "exec"), namespace)  # the page's own code
+        with python_block_deprecations() as deprecations:
+            exec(compile(block.code, where, "exec"), namespace)  # the page's own code
     except Exception as err:  # noqa: BLE001
         pytest.fail(f"{where}: the python block fails: {type(err).__name__}: {err}\n{block.code}")
+    assert not deprecations, f"{where}: the python block uses what hfsiamese deprecates: {deprecations}"
     return check_expectations(block.code, Ran(repo_copy, namespace=namespace), met, table)
 
 
@@ -628,10 +637,19 @@ def run_shell_command(
 ) -> bool:
     """Run `command` (a page's `written` command as the test runs it), which must succeed, then the checks `table`
     has for `written`; whether it had any."""
+    hook = os.pathsep.join(filter(None, [str(DEPRECATION_HOOK), env.get("PYTHONPATH")]))
     result = subprocess.run(
-        ["bash", "-c", command], cwd=repo_copy, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        ["bash", "-c", command],
+        cwd=repo_copy,
+        env=dict(env, PYTHONPATH=hook),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     assert result.returncode == 0, f"{where}: `{command}` failed:\n{result.stderr[-3000:]}"
+    deprecated = [line for line in result.stderr.splitlines() if line.startswith(DEPRECATION_MARKER)]
+    assert not deprecated, f"{where}: `{written}` uses what hfsiamese deprecates: {deprecated}"
     return check_expectations(written, Ran(repo_copy, stdout=result.stdout), met, table)
 
 

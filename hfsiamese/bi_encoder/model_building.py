@@ -12,7 +12,7 @@ import logging
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import datasets
 import torch
@@ -41,7 +41,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["build_model_and_tokenizer", "check_same_vocabulary", "is_base_encoder", "on_main_process_then_shared"]
+__all__ = [
+    "build_model_and_tokenizer",
+    "check_same_vocabulary",
+    "is_base_encoder",
+    "on_main_process_then_shared",
+    "sentence_transformers_model",
+]
 
 # What an LSTM (or static encoder) uses when the arguments leave them unset.
 WORD_ENCODER_DEFAULTS = {"pooling": "mean", "max_length": 64}
@@ -95,6 +101,24 @@ def is_base_encoder(name_or_path: str) -> bool:
     return getattr(AutoConfig.from_pretrained(name_or_path), "model_type", None) != SiameseConfig.model_type
 
 
+def sentence_transformers_model(
+    name_or_path: str, **model_arguments: Any
+) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
+    """
+    A sentence-transformers model (a folder or Hub id with a `modules.json`) as its authors configured it, the
+    way `hfsiamese train` starts from one (`SiameseModel.from_sentence_transformers` is this, for users):
+    one reader, so that a model loaded to embed and a model trained from the same folder cannot differ.
+    `model_arguments` are `ModelArguments` fields (`pooling`, `max_length`, `prompt_name`, ...); given, each
+    overrides the folder's own, logged as in training. A folder without `modules.json` is refused in one line:
+    it names no pooling, and guessing one is what made `from_encoder_pretrained` differ silently.
+    """
+    from hfsiamese.base.model_arguments import ModelArguments  # the arguments import the model modules
+
+    require_local_or_cached(name_or_path)
+    model_args = ModelArguments(model_name_or_path=str(name_or_path), encoder_type="transformer", **model_arguments)
+    return _transformer(model_args, bool(model_args.classifier_head), sub_batching_of(model_args), require_folder=True)
+
+
 def sub_batching_of(model_args: ModelArguments) -> tuple[TokenBudget, int | None]:
     """`(max_tokens, max_texts)` for `SiameseModel.set_sub_batching` from the recipe's flags ("auto" or a count)."""
     tokens = model_args.sub_batch_tokens
@@ -107,15 +131,24 @@ def sub_batching_of(model_args: ModelArguments) -> tuple[TokenBudget, int | None
 
 
 def _transformer(
-    model_args: ModelArguments, classifier_head: bool, sub_batching: tuple[TokenBudget, int | None]
+    model_args: ModelArguments,
+    classifier_head: bool,
+    sub_batching: tuple[TokenBudget, int | None],
+    *,
+    require_folder: bool = False,
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """
     A pretrained encoder (the bundled MiniLM by default) under a fresh Siamese head, as its authors configured
     it where it is a sentence-transformers model (pooling, Dense layers, prompts, max_seq_length): flags given
-    explicitly override that, and the log says so.
+    explicitly override that, and the log says so. `require_folder`: refuse a plain `AutoModel` checkpoint.
     """
     base = model_args.model_name_or_path or resolve_minilm_path()
     source = read_sentence_transformers_folder(base)
+    if source is None and require_folder:
+        raise ValueError(
+            f"{base} has no modules.json, so it is not a sentence-transformers model: load it with "
+            "SiameseModel.from_encoder_pretrained(path, pooling=...) and choose its pooling"
+        )
     encoder_path = base
     if source is not None:
         logger.info("%s is a sentence-transformers model: %s", base, source.describe())
@@ -149,6 +182,7 @@ def _transformer(
         sub_batch_tokens=sub_batching[0],
         sub_batch_size=sub_batching[1],
         encoder_kwargs=encoder_kwargs,
+        _sentence_transformers_settings_read=True,
     )
     # A decoder pooled by its last token must end every text with EOS, which many decoder tokenizers do not add.
     if str(pooling).split("+")[-1] == "last_token" and source is None and ensure_eos_appended(tokenizer):

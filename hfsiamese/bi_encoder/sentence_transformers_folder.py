@@ -68,11 +68,7 @@ class SentenceTransformersSettings:
         """One line for the training log: what was taken from the folder."""
         parts = [f"pooling {self.pooling}"]
         if self.dense_layers:
-            parts.append(
-                " → ".join(
-                    f"Dense {d['in_features']}→{d['out_features']} ({d['activation']})" for d in self.dense_layers
-                )
-            )
+            parts.append(" → ".join(_dense_text(d) for d in self.dense_layers))
         parts.append("Normalize" if self.normalize else "no Normalize")
         if self.max_seq_length:
             parts.append(f"max_seq_length {self.max_seq_length}")
@@ -81,6 +77,47 @@ class SentenceTransformersSettings:
         if self.similarity_fn_name:
             parts.append(f"similarity {self.similarity_fn_name}")
         return ", ".join(parts)
+
+
+def _dense_text(layer: dict[str, Any]) -> str:
+    return f"Dense {layer['in_features']}→{layer['out_features']} ({layer['activation']})"
+
+
+def unfaithful_loading_warning(
+    source: str | os.PathLike,
+    *,
+    pooling: str,
+    dense_layers: list[dict[str, Any]] | None,
+    default_prompt_name: str | None,
+) -> str | None:
+    """
+    The warning `SiameseModel.from_encoder_pretrained` gives when `source` is a sentence-transformers model
+    whose own pooling, Dense layers or default prompt differ from the ones given (None where none differ, or
+    `source` has no `modules.json`): its embeddings would differ from `SentenceTransformer(source)`'s, silently.
+    Normalize is not compared: hfsiamese's embeddings are always unit vectors, so cosine scores agree.
+    """
+    try:
+        settings = read_sentence_transformers_folder(source)
+    except ValueError as err:
+        return (
+            f"{source} is a sentence-transformers model that hfsiamese cannot reproduce ({err}); "
+            "from_encoder_pretrained wraps its Transformer alone, so its embeddings differ from SentenceTransformer's"
+        )
+    if settings is None:
+        return None
+    own = []
+    if settings.pooling != pooling:
+        own.append(f"pooling {settings.pooling!r}, not {pooling!r}")
+    if settings.dense_layers != list(dense_layers or []):
+        own.append(" → ".join(_dense_text(d) for d in settings.dense_layers) or "no Dense layer")
+    if settings.default_prompt_name != default_prompt_name and settings.default_prompt_name is not None:
+        own.append(f"default prompt {settings.default_prompt_name!r}")
+    if not own:
+        return None
+    return (
+        f"{source} is a sentence-transformers model ({'; '.join(own)}) that from_encoder_pretrained does not take, "
+        f"so its embeddings differ from SentenceTransformer's: load it with SiameseModel.from_sentence_transformers"
+    )
 
 
 def _file(source: str, name: str, **hub: Any) -> str | None:
@@ -239,4 +276,4 @@ def _read_model_config(settings: SentenceTransformersSettings, hub: dict[str, An
     settings.similarity_fn_name = config.get("similarity_fn_name")
 
 
-__all__ = ["SentenceTransformersSettings", "read_sentence_transformers_folder"]
+__all__ = ["SentenceTransformersSettings", "read_sentence_transformers_folder", "unfaithful_loading_warning"]

@@ -26,6 +26,7 @@ CORE: list[str] = PYPROJECT["project"]["dependencies"]
 KNOWN = {canonicalize_name(Requirement(req).name) for req in CORE + [r for reqs in EXTRAS.values() for r in reqs]}
 
 # The words of a pip command: quoted words or bare ones, up to whatever ends the command in prose or a string.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PIP_INSTALL = re.compile(r"pip install((?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`()&;,#]+))+)")
 WORD = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`()&;,#]+")
 INSTALL_HINT_CALL = re.compile(r"install_hint\(\s*[\"']([^\"']+)[\"']\s*\)")
@@ -55,6 +56,11 @@ def problems_of(command_words: list[str]) -> list[str]:
                 problems += [
                     f"no extra {name!r}" for name in (match[1] or "").split(",") if name and name not in EXTRAS
                 ]
+            continue
+        if word == "--index-url":  # only PyTorch's CPU wheels: the public index's Linux torch is the CUDA build
+            url = next(words, "").strip(STRING_QUOTES)
+            if url != TORCH_CPU_INDEX:
+                problems.append(f"--index-url {url!r}: not PyTorch's CPU wheel index {TORCH_CPU_INDEX}")
             continue
         if word.startswith("-"):
             problems.append(f"option {word!r}: a hint installs packages, nothing else")
@@ -110,6 +116,7 @@ def test_each_install_hint_installs_as_printed(place, words):
         ["peft-nonexistent"],
         ["-e", '".[no-such-extra]"'],
         ["git+https://example.com/other/repo"],
+        ["torch==2.13.0", "--index-url", "https://example.com/simple"],
         ['"hfsiamese[nope] @ git+https://github.com/hfsiamese/hfsiamese"'],
     ],
 )

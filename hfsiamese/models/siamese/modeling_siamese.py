@@ -14,6 +14,8 @@ not installed.
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -43,6 +45,22 @@ from .safe_loading import (
 from .static_encoder import StaticEncoder
 from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
 from .transformer_encoder import encoder_class, with_dropout
+
+
+def _warn_if_sentence_transformers_folder(source: Any, pooling: str, config_kwargs: dict[str, Any]) -> None:
+    """Warn where `from_encoder_pretrained` is given a sentence-transformers model it would load otherwise than its authors."""
+    try:
+        from hfsiamese.bi_encoder.sentence_transformers_folder import unfaithful_loading_warning
+    except ImportError:  # as remote code without hfsiamese: nothing here reads modules.json
+        return
+    message = unfaithful_loading_warning(
+        source,
+        pooling=pooling,
+        dense_layers=config_kwargs.get("dense_layers"),
+        default_prompt_name=config_kwargs.get("default_prompt_name"),
+    )
+    if message:
+        warnings.warn(message + f"({str(source)!r})", UserWarning, stacklevel=3)
 
 
 @dataclass
@@ -207,11 +225,13 @@ class SiameseModel(
         `encoder_dropout` overrides every dropout probability the encoder's config declares (hidden
         states and attention). `dense_weights` are the state dicts (`linear.weight`, `linear.bias`) of the
         `dense_layers` given in the config keyword arguments, in order (a sentence-transformers folder's Dense
-        modules: `hfsiamese.models.sentence_transformers_folder` reads them). `encoder_kwargs` go to
+        modules: `hfsiamese.bi_encoder.sentence_transformers_folder` reads them). `encoder_kwargs` go to
         `from_pretrained` of the encoder (e.g. `{"attn_implementation": "eager"}`); `sub_batch_tokens` and
         `sub_batch_size` to `set_sub_batching`; the other keyword arguments to [`SiameseConfig`].
         """
         encoder_kwargs = dict(config_kwargs.pop("encoder_kwargs", {}))
+        if not config_kwargs.pop("_sentence_transformers_settings_read", False) and "subfolder" not in encoder_kwargs:
+            _warn_if_sentence_transformers_folder(encoder_name_or_path, pooling, config_kwargs)
         sub_batching = (config_kwargs.pop("sub_batch_tokens", AUTO), config_kwargs.pop("sub_batch_size", None))
         check_sub_batching(*sub_batching)
         refuse_pickle_loading(encoder_kwargs)
@@ -246,6 +266,33 @@ class SiameseModel(
             for layer, state in zip(model.dense, dense_weights, strict=True):
                 layer.load_state_dict(state)
         model.set_sub_batching(*sub_batching)
+        return model
+
+    @classmethod
+    def from_sentence_transformers(cls, model_name_or_path: str | os.PathLike, **model_arguments: Any) -> SiameseModel:
+        """
+        A sentence-transformers model (a folder or Hub id with a `modules.json`) as its authors configured it: the
+        pooling of its `Pooling` module (CLS, mean, max, last token, ...), its `Dense` layers with their weights, its
+        prompts and default prompt (`config_sentence_transformers.json`) and its `max_seq_length`; embeddings equal
+        to `SentenceTransformer(model_name_or_path).encode(..., normalize_embeddings=True)` (hfsiamese's are unit
+        vectors, so cosine scores agree with or without a `Normalize` module). The folder is read by the same code
+        `hfsiamese train` starts from it with. A module hfsiamese cannot reproduce (a `Router`, a Dense with a
+        residual, a pooling that leaves the prompt out, `do_lower_case`) is a ValueError naming it; a folder without
+        `modules.json` too (use `from_encoder_pretrained` and choose a pooling).
+
+        `model_arguments` are the training recipe's model options (`pooling`, `max_length`, `prompt_name`,
+        `prompt`, `projection_dim`, `classifier_head`, `attn_implementation`, ...): each given overrides the
+        folder's own, and the log says so. The tokenizer comes with the model: `model.encode(texts)` needs none.
+        """
+        try:
+            from hfsiamese.bi_encoder.model_building import sentence_transformers_model
+        except ImportError as err:  # this file also runs as remote code, without hfsiamese
+            raise ImportError(
+                "from_sentence_transformers reads the folder with hfsiamese: "
+                "pip install git+https://github.com/hfsiamese/hfsiamese"
+            ) from err
+        model, tokenizer = sentence_transformers_model(str(model_name_or_path), **model_arguments)
+        model._tokenizer = tokenizer
         return model
 
     def get_input_embeddings(self) -> nn.Module:
