@@ -245,21 +245,23 @@ def test_another_corpus_shard_size_encoding_or_model_is_refused(tmp_path, tiny_l
     assert [path.stat().st_mtime_ns for path in sorted(folder.glob("shard-*.parquet"))] == mtimes
 
 
-def test_shards_of_another_precision_are_refused_and_older_folders_read_as_fp32(tmp_path, tiny_lstm, word_tokenizer):
+def test_shards_of_another_precision_are_refused_and_older_folders_read_as_fp32(
+    tmp_path, tiny_transformer, word_tokenizer
+):
     texts = corpus()
     folder = tmp_path / "shards"
-    tiny_lstm.set_encode_precision(None, "as encode(dtype='auto') chose on a machine without fast bf16")
-    encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+    tiny_transformer.set_encode_precision(None, "as encode(dtype='auto') chose on a machine without fast bf16")
+    encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE)
     manifest = json.loads((folder / "shards.json").read_text())
     assert manifest["model"]["precision"] == "fp32"
-    tiny_lstm.set_encode_precision(torch.bfloat16, "as another machine's encode(dtype='auto') chose")
+    tiny_transformer.set_encode_precision(torch.bfloat16, "as another machine's encode(dtype='auto') chose")
     with pytest.raises(ValueError, match=r"another precision \(fp32; this process encodes in bf16 autocast"):
-        encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+        encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE)
     # A folder written before the precision was recorded was fp32: it resumes with an fp32 model.
-    tiny_lstm.set_encode_precision(None, "fp32")
+    tiny_transformer.set_encode_precision(None, "fp32")
     del manifest["model"]["precision"]
     (folder / "shards.json").write_text(json.dumps(manifest))
-    encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+    encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE)
 
 
 def test_shards_without_a_manifest_and_damaged_shards_are_refused(tmp_path, tiny_lstm, word_tokenizer):
@@ -359,9 +361,10 @@ def test_ray_missing_is_an_import_error_naming_the_extra(tmp_path, monkeypatch):
 
 
 def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(
-    tmp_path, tiny_lstm, word_tokenizer, monkeypatch
+    tmp_path, tiny_transformer, word_tokenizer, monkeypatch
 ):
-    """An AMX machine's bf16 probe flips between processes: the second process must resume, not be refused."""
+    """An AMX machine's bf16 probe flips between processes: the second process must resume, not be refused. (A tiny
+    BERT: bf16 runs for real here, which an LSTM's does not below AVX-512.)"""
     from hfsiamese.utils import encode_precision
     from hfsiamese.utils.encode_precision import EncodePrecision
 
@@ -373,12 +376,14 @@ def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(
     monkeypatch.setattr(encode_precision, "choose_encode_precision", lambda *a, **k: decisions.pop(0))
     texts = corpus()
     folder = tmp_path / "shards"
-    first = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
+    first = encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
     assert json.loads((folder / "shards.json").read_text())["model"]["precision"] == "bf16 autocast"
     (folder / "shard-00001.parquet").unlink()  # interrupted
-    tiny_lstm.__dict__.pop("_encode_precisions", None)  # another process: nothing decided yet, and it would choose fp32
-    resumed = encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
+    tiny_transformer.__dict__.pop(
+        "_encode_precisions", None
+    )  # another process: nothing decided yet, and it would choose fp32
+    resumed = encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE).to_numpy()
     assert len(decisions) == 1  # the recorded precision was used; nothing measured
     np.testing.assert_array_equal(resumed, first)  # the redone shard in bf16, as before
     with pytest.raises(ValueError, match=r"another precision \(bf16 autocast; this process encodes in fp32"):
-        encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE, dtype=torch.float32)
+        encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE, dtype=torch.float32)
