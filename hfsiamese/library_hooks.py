@@ -8,7 +8,9 @@ it calls a hook on its class that does nothing useful by itself, and hfsiamese s
   fewer threads while other processes keep the cores busy (`hfsiamese.utils.core_sharing`), the default `dtype`, and
   what `dtype="auto"` means, measured on the model (`hfsiamese.utils.encode_precision`);
 - `HubSharingMixin.card_builder`: the model card `push_to_hub` generates when the model's folder holds none
-  (`hfsiamese.bi_encoder.model_card`, imported when a card is built).
+  (`hfsiamese.bi_encoder.model_card`, imported when a card is built);
+- `SiameseModel.sentence_transformers_reader`: how `from_sentence_transformers` reads a sentence-transformers folder
+  and what `from_encoder_pretrained` warns that it leaves out of one (`hfsiamese.bi_encoder`, imported when asked).
 
 A checkpoint loaded as remote code has classes of its own, which keep the folder's defaults: torch's threads, float32,
 and no generated card.
@@ -22,9 +24,10 @@ import torch
 
 from hfsiamese.models.siamese.encoding_policy import EncodePolicy, EncodePrecision, EncodingPolicyMixin
 from hfsiamese.models.siamese.hub_sharing import HubSharingMixin
+from hfsiamese.models.siamese.modeling_siamese import SentenceTransformersReader, SiameseModel
 from hfsiamese.utils import core_sharing, cpu_features, encode_precision
 
-__all__ = ["LibraryEncodePolicy", "build_card", "install"]
+__all__ = ["LibraryEncodePolicy", "LibrarySentenceTransformersReader", "build_card", "install"]
 
 
 class LibraryEncodePolicy(EncodePolicy):
@@ -52,6 +55,20 @@ class LibraryEncodePolicy(EncodePolicy):
         )
 
 
+class LibrarySentenceTransformersReader(SentenceTransformersReader):
+    """The folder read as `hfsiamese train` reads it (`hfsiamese.bi_encoder.model_building`), one reader for both."""
+
+    def load(self, model_name_or_path: str, **model_arguments: Any) -> tuple[Any, Any]:
+        from hfsiamese.bi_encoder.model_building import sentence_transformers_model
+
+        return sentence_transformers_model(model_name_or_path, **model_arguments)
+
+    def unfaithful_loading_warning(self, source: Any, **settings: Any) -> str | None:
+        from hfsiamese.bi_encoder.sentence_transformers_folder import unfaithful_loading_warning
+
+        return unfaithful_loading_warning(source, **settings)
+
+
 def build_card(model: Any, **kwargs: Any) -> Any:
     """`hfsiamese.bi_encoder.model_card.build_model_card`, imported on first use (it loads the losses)."""
     from hfsiamese.bi_encoder.model_card import build_model_card
@@ -63,3 +80,4 @@ def install() -> None:
     """Set the hooks (`import hfsiamese` does; again is harmless)."""
     EncodingPolicyMixin.encode_policy = LibraryEncodePolicy()
     HubSharingMixin.card_builder = build_card
+    SiameseModel.sentence_transformers_reader = LibrarySentenceTransformersReader()

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from hfsiamese.search.stores import lancedb_store
+from hfsiamese.search.stores import lancedb_maintenance, lancedb_store
 from hfsiamese.search.stores.lancedb_store import LanceDBStore, id_key, import_lancedb
 from tests.conftest import REPO_ROOT
 from tests.pipe_lines import lines_until
@@ -276,7 +276,7 @@ def test_open_errors(tmp_path):
 
 
 def test_many_small_adds_are_compacted(store, monkeypatch):
-    monkeypatch.setattr(lancedb_store, "COMPACT_AFTER_SMALL_FRAGMENTS", 4)
+    monkeypatch.setattr(lancedb_maintenance, "COMPACT_AFTER_SMALL_FRAGMENTS", 4)
     vectors = unit_vectors(12)
     for start in range(0, 12, 2):
         store.add([start, start + 1], ["t", "t"], vectors[start : start + 2])
@@ -286,7 +286,7 @@ def test_many_small_adds_are_compacted(store, monkeypatch):
 
 
 def test_large_tables_index_their_id_keys(store, monkeypatch):
-    monkeypatch.setattr(lancedb_store, "INDEX_KEYS_FROM", 6)
+    monkeypatch.setattr(lancedb_maintenance, "INDEX_KEYS_FROM", 6)
     vectors = unit_vectors(12)
     store.add(list(range(4)), ["t"] * 4, vectors[:4])
     assert store._table.list_indices() == []

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -47,13 +47,28 @@ from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batche
 from .transformer_encoder import encoder_class, with_dropout
 
 
+class SentenceTransformersReader:
+    """
+    How a sentence-transformers folder (`modules.json`) is read into a `SiameseModel`. This folder travels as remote
+    code and imports nothing of hfsiamese, so the reader is a hook: `import hfsiamese` sets the library's
+    (`hfsiamese.library_hooks`, over `hfsiamese.bi_encoder`); without hfsiamese nothing reads such a folder.
+    """
+
+    def load(self, model_name_or_path: str, **model_arguments: Any) -> tuple[Any, Any]:
+        """The model and tokenizer the folder describes (here: refused, hfsiamese is not imported)."""
+        raise ImportError(
+            "from_sentence_transformers reads the folder with hfsiamese: "
+            "pip install git+https://github.com/hfsiamese/hfsiamese, then import hfsiamese"
+        )
+
+    def unfaithful_loading_warning(self, source: Any, **settings: Any) -> str | None:
+        """What loading `source` with `settings` would leave out of its authors' configuration (None: nothing said)."""
+        return None
+
+
 def _warn_if_sentence_transformers_folder(source: Any, pooling: str, config_kwargs: dict[str, Any]) -> None:
     """Warn where `from_encoder_pretrained` is given a sentence-transformers model it would load otherwise than its authors."""
-    try:
-        from hfsiamese.bi_encoder.sentence_transformers_folder import unfaithful_loading_warning
-    except ImportError:  # as remote code without hfsiamese: nothing here reads modules.json
-        return
-    message = unfaithful_loading_warning(
+    message = SiameseModel.sentence_transformers_reader.unfaithful_loading_warning(
         source,
         pooling=pooling,
         dense_layers=config_kwargs.get("dense_layers"),
@@ -160,6 +175,9 @@ class SiameseModel(
     >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
     ```
     """
+
+    # Reads sentence-transformers folders (`from_sentence_transformers`); hfsiamese sets its own at import.
+    sentence_transformers_reader: ClassVar[SentenceTransformersReader] = SentenceTransformersReader()
 
     def __init__(self, config: SiameseConfig) -> None:
         super().__init__(config)
@@ -284,14 +302,7 @@ class SiameseModel(
         `prompt`, `projection_dim`, `classifier_head`, `attn_implementation`, ...): each given overrides the
         folder's own, and the log says so. The tokenizer comes with the model: `model.encode(texts)` needs none.
         """
-        try:
-            from hfsiamese.bi_encoder.model_building import sentence_transformers_model
-        except ImportError as err:  # this file also runs as remote code, without hfsiamese
-            raise ImportError(
-                "from_sentence_transformers reads the folder with hfsiamese: "
-                "pip install git+https://github.com/hfsiamese/hfsiamese"
-            ) from err
-        model, tokenizer = sentence_transformers_model(str(model_name_or_path), **model_arguments)
+        model, tokenizer = cls.sentence_transformers_reader.load(str(model_name_or_path), **model_arguments)
         model._tokenizer = tokenizer
         return model
 

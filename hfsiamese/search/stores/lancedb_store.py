@@ -61,22 +61,13 @@ How it behaves (lancedb 0.40; figures at the end):
   compactions lost races (logged, retried after a later write). Every read here looks for the latest
   version first (`read_consistency_interval=0`), so `len` / `search` in one process see what another
   committed. In a folder, an `add`'s check that its ids are new and its commit hold an exclusive lock on
-  `.<collection>.write.lock` there (`flock`; released when the process ends, even by SIGKILL), so two
-  processes adding the same id at once never both add it: the second one's check sees the first one's
+  `.<collection>.write.lock` there (`filelock`: `flock` on Linux, released when the process ends, even by
+  SIGKILL), so two processes adding the same id at once never both add it: the second one's check sees the first one's
   rows and refuses its call. On object storage and LanceDB Cloud there is no such lock (no unique
   constraint either): two writers adding the same id at the same moment can both succeed there, so give
   each writer its own ids.
-* many small adds: each `add` leaves at least one data file (a fragment) and a version. After an `add` or
-  `delete` that leaves `COMPACT_AFTER_SMALL_FRAGMENTS` or more fragments smaller than Lance's target of
-  1M rows, the table is compacted (`optimize`: small fragments merged into large ones, deleted rows
-  dropped, the id-key index brought up to date) and the files of versions older than `KEEP_OLD_VERSIONS`
-  are removed (until then the folder holds the rewritten rows twice). A compaction rewrites every small
-  fragment, up to ~1M rows (a few seconds); adds in batches of 10,000 compact about every 64th add.
-  The number of fragments barely changes search time (exact search reads every row anyway).
-* id lookups: from `INDEX_KEYS_FROM` rows on, `id_key` gets a BTREE scalar index (built once, in well
-  under a second at 1M rows), so that `contains`, `delete` and the new-id check of `add` stop scanning
-  every key; rows added since it was built are scanned until the next compaction indexes them.
-  LanceDB Cloud does its own compaction and indexing, so neither is done there.
+* many small adds and id lookups: after each write the table is compacted and its id keys indexed when
+  due (`lancedb_maintenance`).
 * `iter_rows` reads one version (a snapshot) in storage order: insertion order, stable until a compaction
   or delete rewrites the table.
 
@@ -107,7 +98,7 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -115,6 +106,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import torch
+from filelock import FileLock
 
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import match
@@ -145,6 +137,7 @@ from hfsiamese.search.stores.lancedb_columns import (
     table_rows,
 )  # fmt: skip
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
+from hfsiamese.search.stores.lancedb_maintenance import maintain_table
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,
@@ -161,36 +154,9 @@ logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")  # the logge
 DEFAULT_COLLECTION = "duplicate_index"
 # Key of the `vector` field's metadata under which `set_metadata` keeps its dict.
 METADATA_KEY = "hfsiamese"
-# Compact (`optimize`) after a write that leaves this many fragments smaller than Lance's target (1M rows).
-COMPACT_AFTER_SMALL_FRAGMENTS = 64
-# From this many rows on, `id_key` gets a BTREE index: `contains` / `delete` / the new-id check of `add` look
-# ids up in it instead of scanning every key (rows added since the index was built are scanned; a compaction
-# adds them to it).
-INDEX_KEYS_FROM = 100_000
-# What a compaction keeps of the older versions (another process may still be reading one).
-KEEP_OLD_VERSIONS = timedelta(hours=1)
 # Queries per multi-vector request, and keys per `id_key IN (...)` filter.
 _QUERY_BATCH = 256
 _ID_BATCH = 10_000
-
-
-@contextmanager
-def _exclusive(lock_file: Path | None) -> Iterator[None]:
-    """Hold an exclusive `flock` on `lock_file` (created if missing; waits while another process holds it), or
-    nothing where there is no file to lock (or no `fcntl`: Windows). The system drops it when the process ends."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: no lock, as on object storage
-        lock_file = None
-    if lock_file is None:
-        yield
-        return
-    with open(lock_file, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def import_lancedb() -> Any:
@@ -226,7 +192,9 @@ class LanceDBStore(DatabaseStore):
         self.where = where  # a folder or a URI, for messages
         self._remote = remote
         # One writer at a time in a folder (see the module's "several processes"); none on object storage or a server.
-        self._write_lock = None if remote or _is_uri(where) else Path(where) / f".{collection}.write.lock"
+        self._write_lock: AbstractContextManager[Any] = (
+            nullcontext() if remote or _is_uri(where) else FileLock(Path(where) / f".{collection}.write.lock")
+        )
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -330,7 +298,7 @@ class LanceDBStore(DatabaseStore):
         """
         ids, texts, vectors, metadata = rows
         keys = [id_key(i) for i in ids]
-        with _exclusive(self._write_lock):  # from the check that the ids are new to their commit
+        with self._write_lock:  # from the check that the ids are new to their commit
             self._write_new(ids, keys, texts, vectors, metadata, batch_size)
         self._maintain()
 
@@ -502,31 +470,9 @@ class LanceDBStore(DatabaseStore):
     # --- helpers ---------------------------------------------------------------------------------
 
     def _maintain(self) -> None:
-        """
-        After a write: index the id keys once the table is large, and compact it when writes have left many
-        small fragments. Not on LanceDB Cloud, which does both by itself. A failure (another process's commit
-        won) is logged: the rows are safe, and the next write tries again.
-        """
-        if self._remote:
-            return
-        table = self._table
-        stats = table.stats()
-        small = stats["fragment_stats"]["num_small_fragments"]
-        try:
-            if stats["num_rows"] >= INDEX_KEYS_FROM and not any(KEY in index.columns for index in table.list_indices()):
-                table.create_index(KEY, config=import_lancedb().index.BTree(), replace=False)
-            if small >= COMPACT_AFTER_SMALL_FRAGMENTS:
-                # Also brings the id-key index up to date with the rows added since it was built.
-                table.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
-        except Exception as err:  # noqa: BLE001 (the write itself is committed: maintenance must not undo that)
-            level = logging.INFO if "conflict" in str(err).lower() else logging.WARNING
-            logger.log(
-                level,
-                "maintenance of %s (%d small fragments) failed, to be tried after a later write: %s",
-                self.where,
-                small,
-                err,
-            )
+        """After a write: the table's upkeep where it is due (`lancedb_maintenance`); LanceDB Cloud does its own."""
+        if not self._remote:
+            maintain_table(self._table, self.where)
 
 
 __all__ = ["DEFAULT_COLLECTION", "LanceDBStore", "id_key", "import_lancedb"]
