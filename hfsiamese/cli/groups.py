@@ -31,7 +31,6 @@ from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.group_storage import save_groups_file
 from hfsiamese.search.index_opening import open_index
-from hfsiamese.search.stores.in_memory import InMemoryStore
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = "Group a corpus's duplicate questions, each group with a canonical question to link to."
@@ -124,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,
         canonical=args.canonical, show_progress_bar=not args.json,
     )  # fmt: skip
-    if args.index_dir is not None and isinstance(index._store, InMemoryStore):  # a database keeps them itself
+    if args.index_dir is not None and index.database_store is None:  # a database keeps them itself
         save_groups_file(groups, args.index_dir)
     if args.output_file is not None:
         from pathlib import Path

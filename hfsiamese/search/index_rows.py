@@ -13,21 +13,11 @@ from hfsiamese.search.stores.in_memory import InMemoryStore
 from hfsiamese.search.stores.store_checks import show
 
 
-def id_kind(index: IndexViews) -> str | None:
-    """The kind of the index's ids, `"int"` or `"str"` (None while it holds none): known once rows were added or
-    loaded, else read from the first stored row (a database collection opened by the constructor)."""
-    if index._id_type is None and len(index):
-        first = next(iter(index._store.iter_rows(1, with_vectors=False)), None)
-        if first is not None and first[0]:
-            index._id_type = id_type(list(first[0][:1]))
-    return index._id_type
-
-
 def check_id_kind(index: IndexViews, ids: list[Any], what: str) -> None:
     """Refuse ids of the other kind than the index's (`what` names them in the message): `"0"` never finds `0`."""
     if not ids:
         return
-    kind, have = id_type(ids), id_kind(index)
+    kind, have = id_type(ids), index.id_type
     if have is not None and kind != have:
         example = "0, not '0'" if have == "int" else "'0', not 0"
         raise TypeError(
@@ -46,7 +36,7 @@ def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int
     """The ids of `count` new texts (default: the next row numbers), refused where of the other kind than the index's,
     repeated, or kept already."""
     if ids is None:
-        if id_kind(index) == "str":
+        if index.id_type == "str":
             raise ValueError("this index has string ids: pass ids=... for the new texts")
         start = len(index)
         ids = list(range(start, start + count))
@@ -59,7 +49,7 @@ def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int
     repeated = [i for i in ids if i in seen or seen.add(i)]
     if repeated:
         raise ValueError(f"duplicate ids among the new texts: {sorted(set(repeated))[:5]}")
-    clashing = [i for i, present in zip(ids, index._store.contains(ids)) if present]  # one query for them all
+    clashing = [i for i, present in zip(ids, index.contains(ids)) if present]  # one query for them all
     if clashing:
         raise ValueError(f"ids already in the index: {clashing[:5]}{' ...' if len(clashing) > 5 else ''}")
     return ids
@@ -81,7 +71,7 @@ def rows_to_add(
     texts = check_texts(texts)
     new_ids = check_new_ids(index, ids, len(texts))
     metadata = check_metadata(metadata, len(texts), database=not isinstance(index._store, InMemoryStore))
-    kind = index._id_type or id_type(new_ids)
+    kind = index.id_type or id_type(new_ids)
     if isinstance(index._store, InMemoryStore):  # one table of every new row, then appended at once
         return kind, [(new_ids, texts, embedding_table(embeddings, len(texts), index.embedding_dim), None)]
     pieces = (  # piece by piece (shard by shard), each written to the database
@@ -92,4 +82,4 @@ def rows_to_add(
     return kind, pieces
 
 
-__all__ = ["check_ids_to_delete", "check_new_ids", "id_kind", "rows_to_add"]
+__all__ = ["check_ids_to_delete", "check_id_kind", "check_new_ids", "rows_to_add"]

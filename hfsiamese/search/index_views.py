@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
+from hfsiamese.search.input_checks import id_type
 from hfsiamese.search.recall_tuning import RecallReport
 from hfsiamese.search.stores.base import DatabaseStore
 from hfsiamese.search.stores.faiss_store import FaissStore
@@ -63,7 +64,12 @@ class IndexViews:
     @property
     def id_type(self) -> str | None:
         """`"int"` or `"str"`: the kind of the index's ids (None while it holds none); what an id read as text, from a
-        URL, is turned into."""
+        URL, is turned into. Known once rows were added or loaded, else read from the first stored row (a database
+        collection opened by the constructor)."""
+        if self._id_type is None and len(self):
+            first = next(iter(self._store.iter_rows(1, with_vectors=False)), None)
+            if first is not None and first[0]:
+                self._id_type = id_type(list(first[0][:1]))
         return self._id_type
 
     def __repr__(self) -> str:

@@ -39,7 +39,7 @@ def drop_removed(index: IndexViews, groups: DuplicateGroups) -> None:
     between an `add`'s two writes leaves its rows ungrouped, as a plain `add` does: nothing to make good.)
     """
     questions = groups.questions()
-    removed = [member for member, kept in zip(questions, index._store.contains(questions)) if not kept]
+    removed = [member for member, kept in zip(questions, index.contains(questions)) if not kept]
     if not removed:
         return
     forget(index, groups, removed)
