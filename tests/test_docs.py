@@ -48,38 +48,33 @@ AS_WRITTEN_MARKER = re.compile(r"<!--\s*docs-test:\s*as written\b.*?-->")
 INSTALL_ONLY = re.compile(r"^\s*(python3? -m venv\b|\S*pip install\b)")
 
 
-# Why a docs block may be left out of the docs test: its marker's reason starts with one of these (what the test's
-# machine cannot give it), or names its twin, the test (`twin: tests/x.py::test_y`) or the page (`twin: docs/x.md`)
-# that runs the same command, which must exist. "Needs a file no page writes" or "has its own section" once hid a
-# command that failed (issue 48): such a block is made to run instead.
-SKIP_PREFIXES = (
-    "needs the Hub:",  # network, and a token or a model there; the test runs offline
-    "needs GPUs:",
-    "installs packages:",  # the test runs in the environment the install made
-    "the test suite itself",
-    "needs a package the test extra leaves out:",
-    "sets the process's policy:",  # the test runs every page's Python blocks in one process
-    "measures at full size:",  # a benchmark's figures, hours on the test's machine; its parts have their own tests
+# Why a docs block may be left out of the docs test: its marker says why, in words a user accepts (what the test's
+# machine cannot give it: the Hub, GPUs, a server that runs until stopped, ...), and names its twin, which must
+# exist: the test that runs the same command (`twin: tests/x.py::test_y`), the page (`twin: docs/x.md`), or the CI
+# script (`twin: .ci/x`). "Needs a file no page writes" or "has its own section" once hid a command that failed
+# (issue 48): such a block is made to run instead.
+TWIN = re.compile(
+    r"\btwin: (?:(?P<test_file>tests/[\w/]+\.py)::(?P<test>test_\w+)|(?P<page>docs/[\w/.-]+\.md)|(?P<script>\.ci/\w+))"
 )
-TWIN = re.compile(r"\btwin: (?:(?P<test_file>tests/[\w/]+\.py)::(?P<test>test_\w+)|(?P<page>docs/[\w/.-]+\.md))")
 
 
 def skip_reason_problem(reason: str) -> str | None:
-    """What is wrong with a skip marker's reason (None: nothing): neither an allowed prefix nor an existing twin."""
-    if reason.startswith(SKIP_PREFIXES):
-        return None
+    """What is wrong with a skip marker's reason (None: nothing): no reason besides the twin, or no twin that exists."""
     twin = TWIN.search(reason)
     if twin is None:
-        return f"starts with none of {SKIP_PREFIXES} and names no twin (twin: tests/x.py::test_y or docs/x.md)"
-    if twin["page"]:
-        return None if (REPO_ROOT / twin["page"]).is_file() else f"its twin {twin['page']} does not exist"
+        return "names no twin (twin: tests/x.py::test_y, docs/x.md or .ci/x)"
+    if not reason[: twin.start()].strip(" ;,(") and not reason[twin.end() :].strip(" ;,()"):
+        return "says nothing but its twin: say why the block cannot run here"
+    if twin["page"] or twin["script"]:
+        where = twin["page"] or twin["script"]
+        return None if (REPO_ROOT / where).is_file() else f"its twin {where} does not exist"
     path = REPO_ROOT / twin["test_file"]
     if not path.is_file() or not re.search(rf"^def {twin['test']}\(", path.read_text(encoding="utf-8"), re.MULTILINE):
         return f"its twin {twin['test_file']}::{twin['test']} does not exist"
     return None
 
 
-def test_every_skip_marker_gives_an_allowed_reason_or_a_twin_that_exists():
+def test_every_skip_marker_gives_a_reason_and_a_twin_that_exists():
     pages = [*page_order(), REPO_ROOT / "README.md"]
     bad = [
         f"{page.relative_to(REPO_ROOT).as_posix()}:{block.line}: {block.skip!r}: {problem}"
@@ -90,12 +85,17 @@ def test_every_skip_marker_gives_an_allowed_reason_or_a_twin_that_exists():
     assert not bad, "\n".join(bad)
 
 
-def test_a_skip_reason_without_a_prefix_or_with_a_missing_twin_is_refused():
-    assert skip_reason_problem("needs the Hub: network") is None
-    assert skip_reason_problem("twin: tests/test_docs.py::test_every_page_is_in_the_nav runs it") is None
+def test_a_skip_reason_without_a_twin_or_with_a_missing_one_is_refused():
+    assert (
+        skip_reason_problem("needs the Hub: network; twin: tests/test_docs.py::test_every_page_is_in_the_nav") is None
+    )
+    assert skip_reason_problem("the test suite itself; twin: .ci/run runs it") is None
+    assert "names no twin" in skip_reason_problem("needs the Hub: network")
     assert "names no twin" in skip_reason_problem("takes a while")
-    assert "does not exist" in skip_reason_problem("twin: tests/test_docs.py::test_that_is_not_there")
-    assert "does not exist" in skip_reason_problem("twin: docs/guides/no-such-page.md")
+    assert "says nothing but its twin" in skip_reason_problem("twin: tests/test_docs.py::test_every_page_is_in_the_nav")
+    assert "does not exist" in skip_reason_problem("slow; twin: tests/test_docs.py::test_that_is_not_there")
+    assert "does not exist" in skip_reason_problem("slow; twin: docs/guides/no-such-page.md")
+    assert "does not exist" in skip_reason_problem("slow; twin: .ci/no_such_script")
 
 
 def test_a_command_or_block_using_a_deprecated_form_fails(tmp_path):

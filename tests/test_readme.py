@@ -84,7 +84,11 @@ def readme_blocks(text: str) -> list[Block]:
         code = "\n".join(line[indent:] for line in lines[i + 1 : end])
         above = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         marker = SKIP_MARKER.search(above)
-        skip = marker["reason"] if marker else ("the test suite itself" if above == TEST_COMMAND_MARKER else None)
+        skip = (
+            marker["reason"]
+            if marker
+            else ("the test suite itself; twin: .ci/run runs it" if above == TEST_COMMAND_MARKER else None)
+        )
         if opening["language"] in ("bash", "python"):
             blocks.append(Block(i + 1, opening["language"], code, skip))
         i = end + 1
