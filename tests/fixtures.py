@@ -26,6 +26,22 @@ def expected_scores(model: Any, tokenizer: Any, pairs: list[tuple[str, str]] = P
     return model.eval().score_pairs(list(a), list(b), tokenizer).tolist()
 
 
+def saved_tiny_lstm(path: Path, tokenizer: Any, **config: Any) -> Path:
+    """A random LSTM of 8-dimensional embeddings and 6 hidden units (seed 0), saved with `tokenizer` to `path`: the
+    model folder the command tests hand their commands (`config`: more `SiameseConfig` fields)."""
+    import torch
+
+    from hfsiamese import SiameseConfig, SiameseModel
+
+    torch.manual_seed(0)
+    model_config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0, **config
+    )
+    SiameseModel(model_config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 def tiny_pairs(n_groups: int = 12, label: int = 1) -> datasets.Dataset:
     """Training pairs in `n_groups` duplicate groups of 1 to 3 pairs each, shuffled."""
     rng = np.random.default_rng(0)

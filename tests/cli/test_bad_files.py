@@ -10,25 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli import main as cli_main
 from tests.bad_files import BAD_FILES, BAD_GROUP_FILES, BAD_LABEL_CELLS
 from tests.conftest import QQP_FILE
+from tests.fixtures import saved_tiny_lstm
 from tests.helpers import TINY_LSTM_BASE, recipe_flags
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, word_tokenizer):
-    torch.manual_seed(0)
-    config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0
-    )
-    path = tmp_path_factory.mktemp("bad_files_model")
-    SiameseModel(config).save_pretrained(path)
-    word_tokenizer.save_pretrained(path)
-    return path
+    return saved_tiny_lstm(tmp_path_factory.mktemp("bad_files_model"), word_tokenizer)
 
 
 def pair_command(command: str, bad_file: Path, model_dir: Path, out: Path) -> list[str]:

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli.command_line import run_recipe
 from tests.bad_files import BAD_FILES
+from tests.fixtures import saved_tiny_lstm
 from tests.helpers import EVALUATE, TRAIN, accelerate_launch, load_recipe, run_offline
 
 SEARCH = TRAIN.parent / "search.py"
@@ -22,14 +21,7 @@ SEARCH = TRAIN.parent / "search.py"
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, word_tokenizer):
-    torch.manual_seed(0)
-    config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0
-    )
-    path = tmp_path_factory.mktemp("errors_model")
-    SiameseModel(config).save_pretrained(path)
-    word_tokenizer.save_pretrained(path)
-    return path
+    return saved_tiny_lstm(tmp_path_factory.mktemp("errors_model"), word_tokenizer)
 
 
 def recipe_command(recipe: str, bad_file: Path, model_dir: Path, tmp_path: Path) -> list[str]:

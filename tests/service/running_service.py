@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import httpx
-import torch
 
-from hfsiamese import SiameseConfig, SiameseModel
+from hfsiamese import SiameseModel
 from hfsiamese.search import DuplicateIndex
 from tests.conftest import REPO_ROOT, TEXTS
+from tests.fixtures import saved_tiny_lstm
 from tests.helpers import offline_env
 
 READ_KEY = "read-key-" + "r" * 16
@@ -27,14 +27,7 @@ START_SECONDS = 180  # two shared cores: importing torch and loading may be slow
 
 def tiny_model_dir(path: Path, tokenizer) -> Path:
     """A random tiny LSTM that calls a pair a duplicate at cosine 0.95 (a text and itself, at least)."""
-    torch.manual_seed(0)
-    config = SiameseConfig(
-        encoder_type="lstm", vocab_size=len(tokenizer), embedding_dim=8, hidden_size=6, pad_token_id=0,
-        threshold=0.95, calibration=CALIBRATION,
-    )  # fmt: skip
-    SiameseModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return saved_tiny_lstm(path, tokenizer, threshold=0.95, calibration=CALIBRATION)
 
 
 def lancedb_index_dir(root: Path, model_dir: Path) -> Path:
