@@ -105,11 +105,14 @@ class DuplicateService:
         }
 
     def search(self, items: list[SearchItem]) -> list[list[dict[str, Any]]]:
-        """Each item's `{"query", "verdict", "matches"}` per query: the queries of a k searched in one call (one
-        encoding), each match with its probability and group where the index has them."""
+        """Each item's `{"query", "verdict", "matches"}` per query, each match with its probability and group where
+        the index has them. Every query is searched in one call (one encoding) at the batch's largest k and cut to
+        its own; with a cross-encoder, whose rerank depth follows k, one call per k."""
         by_k: dict[int, list[int]] = defaultdict(list)
         for position, item in enumerate(items):
             by_k[item.k].append(position)
+        if self.cross_encoder is None and len(by_k) > 1:
+            by_k = {max(by_k): list(range(len(items)))}
         answers: list[list[dict[str, Any]]] = [[] for _ in items]
         for k, positions in by_k.items():
             texts = [text for p in positions for text in items[p].texts]
@@ -124,7 +127,7 @@ class DuplicateService:
             results = iter(found)
             for p in positions:
                 for query in items[p].texts:
-                    matches = self._described(next(results))
+                    matches = self._described(next(results)[: items[p].k])
                     decisions = [m.get("is_duplicate") for m in matches]
                     answers[p].append({"query": query, "verdict": verdict(decisions), "matches": matches})
         return answers

@@ -65,7 +65,8 @@ def warn_if_int8_saturates(folder: str | Path, entry: dict[str, Any]) -> None:
         return
     from hfsiamese.utils.cpu_features import effective_features
 
-    if not (effective_features().vnni or effective_features().amx):
+    features = effective_features()
+    if not (features.vnni or features.amx):
         warnings.warn(
             f"{folder}: this int8 export has full-range weights, which onnxruntime saturates on a CPU without VNNI "
             "such as this one (embeddings can be several percent off the model): export it again with "
