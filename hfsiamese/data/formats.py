@@ -88,8 +88,7 @@ def first_line(path: Path) -> str:
     """The first line of a text file, BOM stripped; ValueError if the file is not UTF-8 text."""
     with open(path, "rb") as handle:
         head = handle.read(_SNIFF_BYTES)
-        if b"\x00" in head:
-            raise ValueError(f"{path} is not a text file (it holds NUL bytes); expected a csv/tsv pair file")
+        refuse_binary(path, head, "a csv/tsv pair file")
         # A first line longer than the sniffed block (a BiMPM row with a very long question) is
         # read on to its end, so that sniffing sees all of its fields.
         while b"\n" not in head and len(head) < _MAX_FIRST_LINE_BYTES:
@@ -141,11 +140,16 @@ def _utf8_error(path: Path) -> tuple[int, int, bytes] | None:
             lines += chunk.count(b"\n")
 
 
+def refuse_binary(path: Path, head: bytes, expected: str) -> None:
+    """Refuse a file whose first bytes `head` hold a NUL byte (binary, or UTF-16), naming it and what was `expected`."""
+    if b"\x00" in head:
+        raise ValueError(f"{path} is not a text file (it holds NUL bytes); expected {expected}")
+
+
 def check_text_file(path: Path, expected: str) -> None:
     """Refuse a file that is binary (NUL bytes) or not UTF-8, in one line naming it (`expected`: what it should hold)."""
     with open(path, "rb") as handle:
-        if b"\x00" in handle.read(_SNIFF_BYTES):
-            raise ValueError(f"{path} is not a text file (it holds NUL bytes); expected {expected}")
+        refuse_binary(path, handle.read(_SNIFF_BYTES), expected)
     if _utf8_error(path) is not None:
         raise ValueError(not_utf8_message(path))
 
