@@ -97,13 +97,13 @@ def tiny_lstm(word_tokenizer):
     return SiameseModel(config)
 
 
-def tiny_bert_config(vocab_size: int, *, layers: int, positions: int):
-    """A BERT of 16 dimensions and 2 heads: the tests' transformer encoder."""
+def tiny_bert_config(vocab_size: int, *, layers: int, positions: int, hidden: int = 16):
+    """A BERT of `hidden` (16) dimensions and 2 heads: the tests' transformer encoder."""
     from transformers import BertConfig
 
     return BertConfig(
         vocab_size=vocab_size,
-        hidden_size=16,
+        hidden_size=hidden,
         num_hidden_layers=layers,
         num_attention_heads=2,
         intermediate_size=32,

@@ -11,10 +11,10 @@ import warnings
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
-from transformers import BertConfig, BertModel
+from transformers import BertModel
 
 from hfsiamese import SiameseModel
-from tests.conftest import TEXTS
+from tests.conftest import TEXTS, tiny_bert_config
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
@@ -38,15 +38,7 @@ FOLDERS = {
 def st_folders(tmp_path_factory, word_tokenizer):
     """A tiny BERT (32 dims) saved, then each sentence-transformers configuration of it, saved by sentence-transformers."""
     torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(word_tokenizer),
-        hidden_size=HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=32,
-        pad_token_id=0,
-    )
+    config = tiny_bert_config(len(word_tokenizer), layers=2, positions=32, hidden=HIDDEN)
     base = tmp_path_factory.mktemp("bert32")
     BertModel(config).save_pretrained(base)
     word_tokenizer.save_pretrained(base)
