@@ -5,6 +5,7 @@ from __future__ import annotations
 import datasets
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def column_arrow(dataset: datasets.Dataset, name: str) -> pa.ChunkedArray:
@@ -28,6 +29,11 @@ def column_arrow(dataset: datasets.Dataset, name: str) -> pa.ChunkedArray:
 def column_numpy(dataset: datasets.Dataset, name: str) -> np.ndarray:
     """One column as a numpy array, in the data set's row order (see `column_arrow`)."""
     return column_arrow(dataset, name).to_numpy()
+
+
+def distinct_count(dataset: datasets.Dataset, name: str) -> int:
+    """How many distinct values one column holds (Arrow's hash-based count: no Python object per row)."""
+    return int(pc.count_distinct(column_arrow(dataset, name)).as_py())
 
 
 def is_json_type(kind: pa.DataType) -> bool:

@@ -59,7 +59,10 @@ def pair_question_hashes(pairs: datasets.Dataset) -> np.ndarray:
 
 def fingerprint_tensors(hashes: np.ndarray) -> dict[str, np.ndarray]:
     """What `FINGERPRINT_FILE` holds (`safetensors.numpy.save_file` writes it; the trainer does, at every save)."""
-    return {_TENSOR: np.ascontiguousarray(np.unique(np.asarray(hashes, dtype=np.uint64)))}
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    if not bool(np.all(hashes[1:] > hashes[:-1])):  # already sorted and distinct (as `question_hashes` gives): kept
+        hashes = np.unique(hashes)
+    return {_TENSOR: np.ascontiguousarray(hashes)}
 
 
 def read_fingerprint(folder: str | os.PathLike) -> np.ndarray | None:

@@ -1,16 +1,11 @@
 """
 The word vocabulary (LSTM, static encoders) of a run that trains from a prepared folder, kept in that folder: it is
 trained on the training texts, which a prepared folder fixes, so a later run with the same tokenizer options reads it
-instead of training it again (millions of texts: a minute and more), as `datasets` keeps a `map`'s result.
+instead of training it again (millions of texts: a minute and more).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +13,7 @@ from typing import Any
 import datasets
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from hfsiamese.preparation.prepare import MANIFEST
+from hfsiamese.preparation.derived_cache import kept_in_prepared_folder
 
 __all__ = ["VOCABULARIES", "cached_word_tokenizer"]
 
@@ -34,29 +29,15 @@ def cached_word_tokenizer(
     ones tokenise with one and the same object, and share `datasets`' cached tokenisation). Rows that do not come
     from a prepared folder: `build()`, nothing kept.
     """
-    folder = _prepared_folder_of(train_pairs)
-    if folder is None:
-        return build()
-    key = json.dumps({"rows": train_pairs._fingerprint, "options": options}, sort_keys=True, default=str)
-    saved = folder / VOCABULARIES / hashlib.blake2b(key.encode("utf-8"), digest_size=16).hexdigest()
-    if not saved.is_dir():
-        saved.parent.mkdir(exist_ok=True)
-        temporary = Path(tempfile.mkdtemp(prefix=".partial-", dir=saved.parent))
-        try:
-            build().save_pretrained(str(temporary))
-            os.replace(temporary, saved)  # whole or not at all; a run that lost the race keeps the other's
-        except OSError:
-            if not saved.is_dir():
-                raise
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
-    return AutoTokenizer.from_pretrained(str(saved))
+    return kept_in_prepared_folder(
+        train_pairs,
+        VOCABULARIES,
+        {"options": options},
+        build,
+        save=lambda tokenizer, folder: tokenizer.save_pretrained(str(folder)),
+        load=_load_tokenizer,
+    )
 
 
-def _prepared_folder_of(pairs: datasets.Dataset) -> Path | None:
-    """The prepared folder every Arrow file of `pairs` lies in, or None."""
-    folders = {Path(entry["filename"]).parent for entry in pairs.cache_files}
-    if len(folders) != 1:
-        return None
-    folder = folders.pop()
-    return folder if (folder / MANIFEST).is_file() else None
+def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
+    return AutoTokenizer.from_pretrained(str(folder))

@@ -26,7 +26,7 @@ from hfsiamese.data.deduplication import deduplicate_pairs
 from hfsiamese.data.groups import SILVER_COLUMN, assign_duplicate_groups
 from hfsiamese.data.loading import load_pairs
 from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
-from hfsiamese.data.splits import split_by_group, split_report
+from hfsiamese.data.splits import split_by_group
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 from hfsiamese.preparation import (
@@ -36,6 +36,7 @@ from hfsiamese.preparation import (
     prepare_pairs,
     prepared_cache_folder,
 )
+from hfsiamese.preparation.question_cache import cached_split_report
 from hfsiamese.training.validation_sample import sample_validation_pairs
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def _finish_splits(
         splits["train"] = splits["train"].select(rows)
     validation = sample_validation_pairs(splits["validation"], data_args.max_eval_pairs, data_args.split_seed)
     splits["validation"] = validation.pairs
-    logger.info("splits: %s", json.dumps(split_report(splits)))
+    logger.info("splits: %s", json.dumps(cached_split_report(splits)))
     return splits, validation.total
 
 
