@@ -80,6 +80,7 @@ class PairTrainer(StagedSavingMixin, Trainer):
             if processing_class is None:
                 raise ValueError("pass processing_class=tokenizer (used to pad pairs) or a data_collator")
             data_collator = self.default_collator(processing_class)
+        self.data_collator = data_collator  # (the Trainer sets it too) what `check_inputs` may ask of the collator
         self.check_inputs(model, args, train_dataset, eval_dataset)
         check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
         check_bf16_model(model, args)  # an LSTM this CPU cannot run in bf16: one line, before any step

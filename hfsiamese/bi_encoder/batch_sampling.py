@@ -50,6 +50,11 @@ def pair_lengths(dataset: datasets.Dataset, length_column: str) -> np.ndarray:
     """Tokens per pair (both sides), from a precomputed column or the token-id lists' lengths."""
     if length_column in dataset.column_names:
         return column_numpy(dataset, length_column)
+    if "input_ids_a" not in dataset.column_names:
+        raise ValueError(
+            "grouping pairs by length needs their token lists, and these pairs are tokenised batch by batch in the "
+            "collator: pass --tokenize_in_collator false, or give a length column"
+        )
     return sum(pc.list_value_length(column_arrow(dataset, f"input_ids_{side}")).to_numpy() for side in ("a", "b"))
 
 

@@ -16,13 +16,16 @@ from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 REQUIRED_COLUMNS = ("input_ids_a", "attention_mask_a", "input_ids_b", "attention_mask_b")
 
 
-def check_pair_columns(name: str, dataset: Any) -> None:
-    """`dataset` (or each of a dict of them) holds tokenised pairs; `name` is the argument it came as."""
+def check_pair_columns(name: str, dataset: Any, *, texts_allowed: bool = False) -> None:
+    """`dataset` (or each of a dict of them) holds tokenised pairs; `name` is the argument it came as. With
+    `texts_allowed` (a collator that tokenises: `TokenizingPairCollator`) untokenised pairs do too."""
     if dataset is None:
         return
     for part in dataset.values() if isinstance(dataset, dict) else [dataset]:
         columns = getattr(part, "column_names", None)
         if columns is None:
+            continue
+        if texts_allowed and {"question1", "question2"} <= set(columns):
             continue
         missing = [c for c in REQUIRED_COLUMNS if c not in columns]
         if missing:

@@ -41,9 +41,10 @@ from hfsiamese.bi_encoder.multi_dataset import (
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.bi_encoder.truncated_evaluation import truncated_evaluation_dims, truncated_scores
 from hfsiamese.data.arrow_batches import arrow_batch_dataset
-from hfsiamese.data.collator import SiamesePairCollator
+from hfsiamese.data.collator import PAIR_BATCH_COLUMNS, SiamesePairCollator
 from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
+from hfsiamese.data.tokenizing_collator import TEXT_SIDES, TokenizingPairCollator
 from hfsiamese.losses import SiameseLoss, loss_name
 from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 from hfsiamese.models.siamese.scoring import pair_scores
@@ -147,8 +148,9 @@ class SiameseTrainer(PairTrainer):
             raise ValueError(
                 "a dict of losses needs several training data sets (train_dataset as a dict name → Dataset)"
             )
+        tokenising = isinstance(getattr(self, "data_collator", None), TokenizingPairCollator)
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
-            check_pair_columns(name, dataset)
+            check_pair_columns(name, dataset, texts_allowed=tokenising)
         loss_fn = self._given_loss if self._given_loss is not None else args.build_loss()
         if not isinstance(loss_fn, SiameseLoss):
             raise TypeError(
@@ -237,7 +239,9 @@ class SiameseTrainer(PairTrainer):
         if isinstance(dataset, datasets.Dataset) and arrow:
             if sampler_fn is not None:
                 sampler_fn = partial(_sampler_of_view, sampler_fn)
-            dataset = arrow_batch_dataset(dataset)
+            texts = tuple(column for _, column in TEXT_SIDES)  # a collator that tokenises reads the texts too
+            tokenising = isinstance(self.data_collator, TokenizingPairCollator)
+            dataset = arrow_batch_dataset(dataset, PAIR_BATCH_COLUMNS + texts if tokenising else PAIR_BATCH_COLUMNS)
         return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
 
     def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:

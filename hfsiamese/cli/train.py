@@ -63,6 +63,7 @@ from hfsiamese.cli.run_folder import claim_output_dir
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
+from hfsiamese.data.arrow_columns import distinct_count
 from hfsiamese.losses import LOSS_OPTIONS, loss_name
 from hfsiamese.preparation import is_prepared_folder, prepared_source
 from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
@@ -130,7 +131,7 @@ def train(
         trainer, test_dataset = several_datasets_trainer(run, training_args)
     else:
         with training_args.main_process_first(desc="tokenising pairs"):
-            train_dataset = run.tokenize(training_view(splits["train"], data_args, loss, model, tokenizer))
+            train_dataset = run.training_rows(training_view(splits["train"], data_args, loss, model, tokenizer))
             eval_dataset = run.tokenize(splits["validation"])
             test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
         if training_args.process_index == 0:
@@ -139,7 +140,7 @@ def train(
                 len(train_dataset),
                 data_args.train_view,
                 training_args.loss,
-                len(set(train_dataset["group_id"])) if "group_id" in train_dataset.column_names else "no",
+                distinct_count(train_dataset, "group_id") if "group_id" in train_dataset.column_names else "no",
                 len(eval_dataset),
             )
         trainer = run.trainer(training_args, train_dataset, eval_dataset)

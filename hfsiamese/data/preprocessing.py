@@ -12,7 +12,8 @@ from transformers import PreTrainedTokenizerBase
 
 from hfsiamese.data.arrow_columns import column_arrow
 from hfsiamese.data.question_ids import KEY_COLUMNS
-from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, truncated_flags, warn_truncated
+from hfsiamese.data.text_encoding import TextEncoder
+from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, warn_truncated
 
 # Per-row count of truncated texts, written by the map (so that it survives caching and
 # `num_proc` workers) and dropped once summed.
@@ -55,16 +56,16 @@ def tokenize_pairs(
     if negative_column in dataset.column_names:
         sides.append(("n", negative_column))
 
+    encoder = TextEncoder(tokenizer, max_length)
+
     def encode(batch: dict[str, list], indices: list[int]) -> dict[str, list]:
         out: dict[str, list] = {}
         truncated = [0] * len(indices)
         for side, column in sides:
             texts, counts = _side_texts(batch[column], column, indices)
-            encoded = tokenizer(
-                [prompt + text for text in texts] if prompt else texts, truncation=True, max_length=max_length
-            )
+            encoded, flags = encoder([prompt + text for text in texts] if prompt else texts)
             owners = range(len(indices)) if counts is None else np.repeat(np.arange(len(indices)), counts)
-            for owner, cut in zip(owners, truncated_flags(encoded, max_length), strict=True):
+            for owner, cut in zip(owners, flags, strict=True):
                 truncated[owner] += cut
             for field in TOKEN_FIELDS:
                 if field in encoded:
@@ -85,6 +86,21 @@ def tokenize_pairs(
     if "label" in tokenized.column_names and "labels" not in tokenized.column_names:
         tokenized = tokenized.rename_column("label", "labels")
     return tokenized
+
+
+def untokenized_pairs(dataset: datasets.Dataset) -> datasets.Dataset:
+    """
+    `dataset` as `tokenize_pairs` would leave it but for the token columns, for a collator that tokenises each batch
+    (`hfsiamese.data.tokenizing_collator`): `label` renamed `labels`, the stored question identity dropped, the texts
+    kept. Column operations only: the rows stay where they are (memory-mapped shards).
+    """
+    for column in ("question1", "question2"):
+        if column not in dataset.column_names:
+            raise ValueError(f"dataset has no column {column!r} (columns: {dataset.column_names})")
+    dataset = dataset.remove_columns([c for c in KEY_COLUMNS if c in dataset.column_names])
+    if "label" in dataset.column_names and "labels" not in dataset.column_names:
+        dataset = dataset.rename_column("label", "labels")
+    return dataset
 
 
 def _text_count(tokenized: datasets.Dataset, sides: int) -> int:

@@ -124,6 +124,15 @@ class DataArguments:
     preprocessing_num_workers: int | None = field(
         default=None, metadata={"help": "Processes for tokenisation (and for hashing questions when preparing)."}
     )
+    tokenize_in_collator: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Tokenise the training pairs batch by batch in the collator (as sentence-transformers does) rather "
+            "than all of them before the first step: the same token lists, so the same batches and losses, but no "
+            "up-front pass (minutes per million pairs) and no tokenised copy on disk. Default: on when training from a "
+            "prepared folder (`hfsiamese prepare`, --prepare_data), off otherwise. Grouping by length needs it off."
+        },
+    )
     prepare_data: bool = field(
         default=False,
         metadata={

@@ -28,9 +28,13 @@ from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
 from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.data import tokenize_pairs
-from hfsiamese.data.question_fingerprints import pair_question_hashes, read_fingerprint
+from hfsiamese.data.preprocessing import untokenized_pairs
+from hfsiamese.data.question_fingerprints import read_fingerprint
+from hfsiamese.data.tokenizing_collator import TokenizingPairCollator
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.models.siamese import SiameseModel
+from hfsiamese.preparation.derived_cache import prepared_folder_of
+from hfsiamese.preparation.question_cache import cached_pair_question_hashes
 from hfsiamese.training.arguments import DataArguments, ModelArguments
 from hfsiamese.training.preparation import load_splits_and_validation_size, training_view
 from hfsiamese.training.several_datasets import (
@@ -77,6 +81,18 @@ class StartedRun:
             prompt=self.model.config.prompt_text(),
         )
 
+    def tokenizes_in_collator(self) -> bool:
+        """Whether the training pairs are tokenised batch by batch (`--tokenize_in_collator`; by default when they
+        come from a prepared folder, whose millions of pairs would otherwise all be tokenised before the first step)."""
+        if self.data_args.tokenize_in_collator is not None:
+            return bool(self.data_args.tokenize_in_collator)
+        return self.parts is None and prepared_folder_of(self.splits["train"]) is not None
+
+    def training_rows(self, pairs: datasets.Dataset) -> datasets.Dataset:
+        """The training pairs as the trainer takes them: tokenised now, or left as text for the collator to tokenise
+        (`tokenizes_in_collator`), which `trainer` then gives it."""
+        return untokenized_pairs(pairs) if self.tokenizes_in_collator() else self.tokenize(pairs)
+
     def trainer(
         self,
         args: SiameseTrainingArguments,
@@ -90,6 +106,14 @@ class StartedRun:
         its training questions, the validation set's size (`eval_pairs_total`); `kwargs` go to the trainer too (a
         `DistillationTrainer`'s `teacher_vectors`)."""
         kwargs.setdefault("loss", self.loss)
+        if isinstance(train_dataset, datasets.Dataset) and "input_ids_a" not in train_dataset.column_names:
+            # Pairs left as text (`training_rows`): tokenised batch by batch, as `tokenize` would.
+            kwargs.setdefault(
+                "data_collator",
+                TokenizingPairCollator(
+                    self.tokenizer, max_length=self.model_args.max_length, prompt=self.model.config.prompt_text()
+                ),
+            )
         if self.validation_size is not None:  # one data set: its validation pairs (tokenised), maybe a sample
             kwargs.setdefault("eval_pairs_total", self.validation_size)
         return trainer_class(
@@ -135,7 +159,7 @@ def start_run(
     if resume_from is not None:
         check_same_vocabulary(tokenizer, resume_from)
     model.check_tokenizer(tokenizer)
-    training_questions = pair_question_hashes(splits["train"])
+    training_questions = cached_pair_question_hashes(splits["train"])
     if model_args.model_name_or_path and Path(model_args.model_name_or_path).is_dir():
         # Continuing from a checkpoint: its own training questions trained this model too.
         earlier = read_fingerprint(model_args.model_name_or_path)
@@ -246,7 +270,7 @@ def start_cross_encoder_run(
         )
     splits, validation_size = _seeded_process_and_splits(data_args, training_args, default_train_file)
     cross_encoder = build_cross_encoder(model_args)
-    training_questions = pair_question_hashes(splits["train"])
+    training_questions = cached_pair_question_hashes(splits["train"])
     return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions, validation_size)
 
 
