@@ -116,7 +116,9 @@ def prepare_pairs(
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if ray_address is not None and engine != "ray":
-        raise ValueError(f"ray_address ({ray_address}) is the cluster of engine='ray' (--engine ray); it was {engine}")
+        raise ValueError(
+            f"ray_address ({ray_address}) is a Ray cluster's: pass engine='ray' (--engine ray) with it, not {engine!r}"
+        )
     if engine == "ray":
         import_ray()  # without it: an ImportError naming the extra, before anything is written
     source = Path(train_file).expanduser()

@@ -61,7 +61,7 @@ def test_without_ray_the_engine_is_refused_naming_the_extra_before_anything_is_w
 def test_bad_engine_options_are_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="engine must be one of local, ray, got 'spark'"):
         prepare_pairs(QQP_FILE, tmp_path / "prepared", engine="spark")
-    with pytest.raises(ValueError, match=r"ray_address \(auto\) is the cluster of engine='ray'"):
+    with pytest.raises(ValueError, match=r"ray_address \(auto\) is a Ray cluster's: pass engine='ray'"):
         prepare_pairs(QQP_FILE, tmp_path / "prepared", ray_address="auto")
     with pytest.raises(UsageError, match="invalid choice: 'x'"):
         prepare_command(["--train_file", str(QQP_FILE), "--output_dir", str(tmp_path / "prepared"), "--engine", "x"])
