@@ -4,11 +4,16 @@ shards that `hfsiamese train --train_file <folder>` trains from without doing an
     hfsiamese prepare --train_file pairs.tsv --output_dir prepared/pairs            # the default recipe's split
     hfsiamese prepare minilm_qqp --train_file pairs.tsv --output_dir prepared/pairs # a config's data settings
     hfsiamese train lstm_qqp --train_file prepared/pairs                            # then train from it
+    hfsiamese prepare --train_file pairs.tsv --output_dir /shared/prepared --engine ray --ray_address auto
 
 The data settings come as `hfsiamese train` reads them (a config first, then data flags: `--validation_fraction`,
 `--test_fraction`, `--split_seed`, the column flags), so the folder holds that run's very split, duplicate groups and
 rows. A run killed while preparing is resumed by the same command (finished shards are kept); an `--output_dir` that
 holds anything else needs `--overwrite_output_dir`. Prints one JSON line: the folder and its counts.
+
+`--engine ray` (the `ray` extra) hashes the questions and writes the shards as Ray tasks, on a local Ray (started for
+the command, `--preprocessing_num_workers` CPUs) or on the cluster at `--ray_address`, whose nodes must all see
+`--output_dir` at the same path; the folder is the same, byte for byte, as the local engine's.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from hfsiamese.cli.configs import (
 )
 from hfsiamese.cli.data_command import parse_data_command
 from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.preparation.prepare import ENGINES
 
 DESCRIPTION = "Prepare a pair file once (read, de-duplicate, split, group) into Arrow shards that train reads."
 
@@ -45,6 +51,21 @@ class PrepareArguments:
         default=False, metadata={"help": "Replace an output_dir that holds anything else than this preparation."}
     )
     shard_pairs: int = field(default=250_000, metadata={"help": "Pairs per Arrow shard (a kill loses one at most)."})
+    engine: str = field(
+        default="local",
+        metadata={
+            "help": "Where the questions are hashed and the shards written: local processes, or Ray tasks (the ray "
+            "extra); the same folder either way.",
+            "choices": ENGINES,
+        },
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata={
+            "help": "With --engine ray: the cluster to run on ('auto', 'ray://head:10001'); its nodes must all see "
+            "--output_dir at the same path. Default: a local Ray started for the command."
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -76,6 +97,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         num_proc=data_args.preprocessing_num_workers,
         shard_pairs=args.shard_pairs,
         overwrite_output_dir=args.overwrite_output_dir,
+        engine=args.engine,
+        ray_address=args.ray_address,
     )
     summary = {"output_dir": args.output_dir, **manifest["counts"]}
     print(json.dumps(summary))

@@ -3,52 +3,48 @@
 killed at any point resumes where it stopped:
 
 1. read (`load_pairs`, memory-mapped Arrow in the datasets cache; empty rows dropped there);
-2. hash each question's identity (ids, else folded text) to 64 bits, in parallel (`datasets.map(num_proc=...)`);
+2. hash each question's identity (ids, else folded text) to 64 bits, in parallel (`local_engine`: `datasets.map(num_proc=...)`;
+   `ray_engine`: Ray tasks over row ranges, on this machine or a cluster);
 3. on those compact arrays only (no Python object per question or pair): collapse repeats, split by question
    component, draw the duplicate groups, with the same functions as the in-memory path (`repeated_pairs`,
    `split_codes`, `groups_of_questions`), saved as `assignment.npz`;
-4. write each split as Arrow shards of `shard_pairs` rows, one at a time (a finished shard is kept);
+4. write each split as Arrow shards of `shard_pairs` rows, in parallel by the same engine (a finished shard is kept);
 5. write `manifest.json` last: its presence says the folder is complete.
 
 The shards hold what the in-memory path's splits hold, column for column and row for row: a 64-bit hash collision
 between two different questions (odds about 1e-4 at 80 million distinct questions) would merge them, and is the
-only way the two could differ.
+only way the two could differ. Both engines call the same row functions (`pair_rows`), so they write the same
+shards byte for byte and the same manifest.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import shutil
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import datasets
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-from datasets.table import MemoryMappedTable
 from tqdm.auto import tqdm
 
 from hfsiamese.data.arrow_columns import column_numpy
 from hfsiamese.data.deduplication import DeduplicationReport, repeated_pairs
 from hfsiamese.data.groups import groups_of_questions
 from hfsiamese.data.loading import load_pairs
-from hfsiamese.data.question_ids import ID_COLUMNS, KEY_COLUMNS, QuestionCodes, fold_text
+from hfsiamese.data.question_ids import ID_COLUMNS, KEY_COLUMNS, QuestionCodes
 from hfsiamese.data.splits import check_split_fractions, split_codes
+from hfsiamese.preparation.local_engine import LocalPreparation
 from hfsiamese.preparation.options import SCHEMA_VERSION, PreparationOptions, preparation_key, source_fingerprint
-from hfsiamese.preparation.shards import (
-    check_shard,
-    read_json,
-    remove_partial_files,
-    write_json_atomically,
-    write_shard,
-)
+from hfsiamese.preparation.ray_engine import RayPreparation, import_ray
+from hfsiamese.preparation.shards import check_shard, read_json, remove_partial_files, write_json_atomically
 
-__all__ = ["MANIFEST", "prepare_pairs", "prepared_cache_folder"]
+__all__ = ["ENGINES", "MANIFEST", "prepare_pairs", "prepared_cache_folder"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +53,17 @@ STARTED = "preparation.json"  # written first: what this folder is a preparation
 ASSIGNMENT = "assignment.npz"  # stage 3's arrays: kept rows, their split, the training rows' groups
 SPLIT_NAMES = ("train", "validation", "test")
 DEFAULT_SHARD_PAIRS = 250_000
+ENGINES = ("local", "ray")  # where stages 2 and 4 run: this machine's processes, or Ray tasks
+
+
+class _Engine(Protocol):
+    """What `LocalPreparation` and `RayPreparation` both do: the row-parallel stages."""
+
+    def hash_questions(self, pairs: datasets.Dataset) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def write_shards(
+        self, pairs: datasets.Dataset, todo: list[tuple[Path, np.ndarray, np.ndarray | None]]
+    ) -> Iterator[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,8 @@ def prepare_pairs(
     num_proc: int | None = None,
     shard_pairs: int = DEFAULT_SHARD_PAIRS,
     overwrite_output_dir: bool = False,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """
     Prepare `train_file` into `output_dir` (see the module) and return its manifest.
@@ -93,11 +102,25 @@ def prepare_pairs(
     An `output_dir` that holds this same preparation (same file fingerprint and options) is resumed, or returned as
     it is when complete; one that holds anything else is refused unless `overwrite_output_dir`, before anything is
     written. `num_proc` processes hash the questions and write the shards.
+
+    With `engine="ray"` (the `ray` extra) Ray tasks do that instead, the reading and the assignment staying in this
+    process, and the folder is the same, byte for byte: on a local Ray started for the call (`num_proc` CPUs, all of
+    them when None) and stopped after, on the Ray this process already runs, or on the cluster at `ray_address`
+    (`"auto"`, `"ray://head:10001"`), whose nodes must all see `output_dir` at the same path (the tasks write the
+    shards; a task on a node that does not see it refuses, naming the node).
     """
     options = options or PreparationOptions()
     check_split_fractions(options.validation_fraction, options.test_fraction)
     if shard_pairs < 1:
         raise ValueError(f"shard_pairs must be at least 1, got {shard_pairs}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if ray_address is not None and engine != "ray":
+        raise ValueError(
+            f"ray_address ({ray_address}) is a Ray cluster's: pass engine='ray' (--engine ray) with it, not {engine!r}"
+        )
+    if engine == "ray":
+        import_ray()  # without it: an ImportError naming the extra, before anything is written
     source = Path(train_file).expanduser()
     if not source.is_file():
         raise FileNotFoundError(
@@ -126,8 +149,14 @@ def prepare_pairs(
     folder.mkdir(parents=True, exist_ok=True)
     remove_partial_files(folder)
     write_json_atomically(started, folder / STARTED)
-    assignment = _load_or_assign(folder, pairs, options, num_proc, str(train_file))
-    shards = _write_splits(folder, pairs, assignment, options, shard_pairs, num_proc)
+    session: AbstractContextManager[_Engine] = (
+        RayPreparation(folder / STARTED, ray_address, num_proc)
+        if engine == "ray"
+        else nullcontext(LocalPreparation(num_proc))
+    )
+    with session as workers:
+        assignment = _load_or_assign(folder, pairs, options, workers, str(train_file))
+        shards = _write_splits(folder, pairs, assignment, options, shard_pairs, workers)
     manifest = {
         **started,
         "counts": {
@@ -180,14 +209,14 @@ def _identity(started: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_or_assign(
-    folder: Path, pairs: datasets.Dataset, options: PreparationOptions, num_proc: int | None, source: str
+    folder: Path, pairs: datasets.Dataset, options: PreparationOptions, workers: _Engine, source: str
 ) -> _Assignment:
     path = folder / ASSIGNMENT
     if path.is_file():
         with np.load(path) as saved:
             counts = {str(k): int(v) for k, v in zip(saved["count_names"], saved["count_values"])}
             return _Assignment(saved["rows"], saved["split"], saved["group_id"], counts)
-    assignment = _assign(pairs, options, num_proc, source)
+    assignment = _assign(pairs, options, workers, source)
     temporary = path.with_name(path.name + ".partial")  # removed by `remove_partial_files` when a kill left it
     with temporary.open("wb") as handle:
         np.savez(
@@ -202,18 +231,9 @@ def _load_or_assign(
     return assignment
 
 
-def _assign(pairs: datasets.Dataset, options: PreparationOptions, num_proc: int | None, source: str) -> _Assignment:
-    """Stage 2 and 3: hashes, then repeats, split and groups on integer arrays only."""
-    hashes = pairs.with_format("arrow").map(
-        _hash_batch,
-        batched=True,
-        batch_size=10_000,
-        num_proc=num_proc if num_proc and num_proc > 1 else None,
-        remove_columns=pairs.column_names,
-        features=datasets.Features({"hash1": datasets.Value("uint64"), "hash2": datasets.Value("uint64")}),
-        desc="Hashing questions",
-    )
-    hash1, hash2 = column_numpy(hashes, "hash1"), column_numpy(hashes, "hash2")
+def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engine, source: str) -> _Assignment:
+    """Stage 2 (by the engine's workers) and 3 (here): hashes, then repeats, split and groups on integer arrays only."""
+    hash1, hash2 = workers.hash_questions(pairs)
     labels = column_numpy(pairs, "label")
     identity = "question ids" if set(ID_COLUMNS) <= set(pairs.column_names) else "normalised text"
 
@@ -258,36 +278,16 @@ def _codes(hash1: np.ndarray, hash2: np.ndarray) -> QuestionCodes:
     return QuestionCodes(codes[:n].astype(np.int64, copy=False), codes[n:].astype(np.int64, copy=False), len(uniques))
 
 
-def _hash_batch(batch: pa.Table) -> pa.Table:
-    """The 64-bit hash of each question's identity (`question_ids.question_keys`: ids, else folded text)."""
-    return pa.table({f"hash{side}": _hashes(key) for side, key in zip((1, 2), _keys(batch))})
-
-
-def _keys(table: pa.Table) -> tuple[pa.ChunkedArray | pa.Array, pa.ChunkedArray | pa.Array]:
-    """The identity columns of a batch of read pairs, as `question_ids.question_keys` gives them."""
-    if set(ID_COLUMNS) <= set(table.column_names):
-        return table.column("qid1").cast(pa.string()), table.column("qid2").cast(pa.string())
-    return fold_text(table.column("question1")), fold_text(table.column("question2"))
-
-
-def _hashes(keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    # pandas' hash of strings: SipHash with a fixed key, the same in every process and on every machine.
-    return pd.util.hash_array(np.asarray(keys.to_numpy(zero_copy_only=False), dtype=object))
-
-
 def _write_splits(
     folder: Path,
     pairs: datasets.Dataset,
     assignment: _Assignment,
     options: PreparationOptions,
     shard_pairs: int,
-    num_proc: int | None,
+    workers: _Engine,
 ) -> dict[str, list[dict[str, Any]]]:
-    """
-    Stage 4: each split's rows, in the read order, as shards; existing finished shards are checked and kept. With
-    `num_proc` > 1 the shards are written by that many processes, each reading the pairs' memory-mapped Arrow files
-    itself.
-    """
+    """Stage 4: each split's rows, in the read order, as shards written by the engine's workers; existing finished
+    shards are checked and kept."""
     names = SPLIT_NAMES[: 3 if options.test_fraction > 0 else 2]
     plan = []
     for code, name in enumerate(names):
@@ -296,25 +296,12 @@ def _write_splits(
             groups = assignment.group_id[start : start + shard_pairs] if name == "train" else None
             plan.append((name, folder / f"{name}-{index:05d}.arrow", rows[start : start + shard_pairs], groups))
     todo = [(path, rows, groups) for _, path, rows, groups in plan if not path.is_file()]
-    files = [entry["filename"] for entry in pairs.cache_files]
     written: dict[Path, dict[str, Any]] = {}
     progress = tqdm(total=len(plan), desc="Writing prepared shards", unit="shard")
     progress.update(len(plan) - len(todo))
-    if num_proc and num_proc > 1 and len(todo) > 1 and files:
-        # fork where there is one, as `datasets.map(num_proc=...)` does (Arrow re-creates its thread pools in a
-        # child); spawn would leave a resource tracker process running beside the caller's.
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(min(num_proc, len(todo)), mp_context=context) as pool:
-            futures = [pool.submit(_write_shard_of_files, files, rows, groups, path) for path, rows, groups in todo]
-            for future in as_completed(futures):
-                record = future.result()
-                written[folder / record["file"]] = record
-                progress.update()
-    else:
-        for path, rows, groups in todo:
-            written[path] = write_shard(_shard_table(pairs.data.table, rows, groups), path)
-            progress.update()
+    for record in workers.write_shards(pairs, todo):
+        written[folder / record["file"]] = record
+        progress.update()
     progress.close()
     shards: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for name, path, rows, _ in plan:
@@ -325,19 +312,3 @@ def _write_splits(
             check_shard(folder, record)
         shards[name].append(record)
     return shards
-
-
-def _shard_table(table: pa.Table, rows: np.ndarray, groups: np.ndarray | None) -> pa.Table:
-    """The rows of one shard, with their question keys (and, for training rows, their groups)."""
-    shard = table.take(pa.array(rows))
-    for key_name, key in zip(KEY_COLUMNS, _keys(shard)):
-        shard = shard.append_column(key_name, key)
-    if groups is not None:
-        shard = shard.append_column("group_id", pa.array(groups, type=pa.int64()))
-    return shard.combine_chunks()
-
-
-def _write_shard_of_files(files: list[str], rows: np.ndarray, groups: np.ndarray | None, path: Path) -> dict[str, Any]:
-    """A worker's shard: the pairs read from their memory-mapped Arrow files (the ones `load_pairs` wrote)."""
-    table = pa.concat_tables([MemoryMappedTable.from_file(name).table for name in files])
-    return write_shard(_shard_table(table, rows, groups), path)

@@ -108,6 +108,7 @@ _KILLED_RUN = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
+    import hfsiamese.preparation.local_engine as local_engine
     import hfsiamese.preparation.prepare as prepare
     from hfsiamese.preparation.shards import write_shard
 
@@ -120,7 +121,7 @@ _KILLED_RUN = textwrap.dedent(
         written.append(path.name)
         return write_shard(table, path)
 
-    prepare.write_shard = write_then_die
+    local_engine.write_shard = write_then_die
     prepare.prepare_pairs(sys.argv[1], sys.argv[2], shard_pairs=500)
     """
 )
