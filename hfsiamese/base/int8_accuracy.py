@@ -43,7 +43,7 @@ class Int8AccuracyCheck:
         """Refuse (or warn) when the mean cosine of int8 to fp32 embeddings of `count` held-out texts is below the bar."""
         if mean_cosine < self.min_cosine:
             self._fail(
-                f"the static int8 graph's embeddings of {count} held-out texts have a mean cosine of {mean_cosine:.4f} "
+                f"the static int8 graph's embeddings of {count} held-out texts have a mean cosine of {mean_cosine:.6f} "
                 f"to PyTorch's fp32 ones, below int8_min_cosine={self.min_cosine}"
             )
 
@@ -52,7 +52,7 @@ class Int8AccuracyCheck:
         if mean_diff > self.max_score_diff:
             self._fail(
                 f"the static int8 graph's scores of {count} held-out pairs differ from PyTorch's fp32 ones by "
-                f"{mean_diff:.4f} on average, above int8_max_score_diff={self.max_score_diff}"
+                f"{mean_diff:.6f} on average, above int8_max_score_diff={self.max_score_diff}"
             )
 
     def _fail(self, finding: str) -> None:
