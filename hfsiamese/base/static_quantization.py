@@ -103,7 +103,7 @@ def quantize_onnx_static(source: str | Path, target: str | Path, feeds: list[dic
 
     reader = _FeedReader(feeds)  # a CalibrationDataReader by its `get_next` (onnxruntime checks the method only)
     root = logging.getLogger()
-    advice = DropMessage("Please consider to run pre-processing before quantization")
+    advice = DropMessage("Please consider pre-processing before quantization")  # the static quantiser's wording
     root.addFilter(advice)
     try:
         quantize_static(

@@ -71,7 +71,7 @@ def test_static_int8_is_checked_on_held_out_texts_and_refused_past_the_bar(word_
 
 
 def test_onnx_static_int8_has_the_same_check(word_tokenizer, tmp_path):
-    model = tiny_model("static", len(word_tokenizer)).eval()
+    model = tiny_model("transformer", len(word_tokenizer)).eval()  # matrix products to quantise (a static one has none)
     sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)
     config = export_onnx(model, word_tokenizer, tmp_path / "int8", quantize="int8", calibration=sample)
     assert config.onnx["int8_mode"] == "static" and config.onnx["int8_check_mean_cosine"] >= 0.99
@@ -109,3 +109,15 @@ def test_without_the_extra_loading_names_it(word_tokenizer, tmp_path, monkeypatc
     with pytest.raises(ImportError, match=r"need the openvino package"):
         export_openvino(model, word_tokenizer, tmp_path / "again")
     assert not (tmp_path / "again").exists()
+
+
+def test_command_line_refuses_contradictory_flags_before_any_work(tmp_path):
+    from hfsiamese.bi_encoder.onnx_export import ExportArguments
+
+    common = {"model_name_or_path": str(tmp_path), "output_dir": str(tmp_path / "out")}
+    with pytest.raises(ValueError, match="OpenVINO int8 is static: give --calibration_file"):
+        ExportArguments(**common, format="openvino", quantize="int8")
+    with pytest.raises(ValueError, match="--calibration_file is for static int8"):
+        ExportArguments(**common, calibration_file="dev.tsv")
+    with pytest.raises(ValueError, match="int8_on_failure must be one of"):
+        ExportArguments(**common, quantize="int8", calibration_file="dev.tsv", int8_on_failure="ignore")
