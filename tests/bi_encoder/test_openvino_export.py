@@ -17,7 +17,9 @@ from hfsiamese.bi_encoder.openvino_model import OpenVinoSiameseModel
 from tests.bi_encoder.test_onnx_export import tiny_model
 from tests.conftest import TEXTS
 
-pytest.importorskip("openvino", reason="the openvino extra; tests/bi_encoder/test_onnx_export.py covers ONNX without it")
+pytest.importorskip(
+    "openvino", reason="the openvino extra; tests/bi_encoder/test_onnx_export.py covers ONNX without it"
+)
 
 # Texts of other lengths than the probes, some longer than the tokenizer's 16 tokens (truncated as served).
 QUESTIONS = [*TEXTS, "how do i learn python and cook rice and lose weight fast in the capital of france ?", "sky"]
@@ -63,7 +65,9 @@ def test_static_int8_is_checked_on_held_out_texts_and_refused_past_the_bar(word_
     assert cosine(int8.encode(QUESTIONS), expected).mean() >= 0.99
     # A bar no int8 graph meets: refused, the folder not written.
     strict = Int8AccuracyCheck(min_cosine=1.0)
-    with pytest.raises(Int8AccuracyError, match=r"mean cosine of 0\.9\d+ .* below int8_min_cosine=1\.0; not writing it"):
+    with pytest.raises(
+        Int8AccuracyError, match=r"mean cosine of 0\.9\d+ .* below int8_min_cosine=1\.0; not writing it"
+    ):
         export_openvino(
             model, word_tokenizer, tmp_path / "refused", quantize="int8", calibration=sample, int8_check=strict
         )
@@ -75,7 +79,9 @@ def test_onnx_static_int8_has_the_same_check(word_tokenizer, tmp_path):
     sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)
     config = export_onnx(model, word_tokenizer, tmp_path / "int8", quantize="int8", calibration=sample)
     assert config.onnx["int8_mode"] == "static" and config.onnx["int8_check_mean_cosine"] >= 0.99
-    assert cosine(load_model(tmp_path / "int8").encode(QUESTIONS), model.encode(QUESTIONS, word_tokenizer)).mean() >= 0.99
+    assert (
+        cosine(load_model(tmp_path / "int8").encode(QUESTIONS), model.encode(QUESTIONS, word_tokenizer)).mean() >= 0.99
+    )
     with pytest.raises(Int8AccuracyError, match="below int8_min_cosine=1.0"):
         export_onnx(
             model,

@@ -31,7 +31,9 @@ def test_fp32_export_equals_pytorch_and_static_int8_is_refused_past_the_bar(tiny
     with pytest.raises(ValueError, match="already an OpenVINO export"):
         export_cross_encoder_openvino(served, tmp_path / "again")
     sample = split_calibration_sample(PAIRS, calibration_size=5, check_size=3)
-    with pytest.raises(Int8AccuracyError, match=r"3 held-out pairs differ .* above int8_max_score_diff=0\.0; not writing"):
+    with pytest.raises(
+        Int8AccuracyError, match=r"3 held-out pairs differ .* above int8_max_score_diff=0\.0; not writing"
+    ):
         export_cross_encoder_openvino(
             tiny_cross_encoder,
             tmp_path / "refused",
