@@ -85,6 +85,15 @@ class ModelArguments:
     )
     vocab_size: int = field(default=20000, metadata={"help": "LSTM vocabulary size (trained on training texts)."})
     min_frequency: int = field(default=1, metadata={"help": "Minimum count of a word to enter the vocabulary."})
+    vocabulary_sample_pairs: int = field(
+        default=1_000_000,
+        metadata={
+            "help": "LSTM/static: train the word vocabulary on at most this many training pairs (a seeded sample of a "
+            "larger training set; every pair below it). Word counts from a million pairs rank the 20,000 commonest "
+            "words as all of them would, and tens of millions of texts would take minutes before the first step. "
+            "0: all pairs."
+        },
+    )
     tokenizer_model: str = field(default="wordlevel", metadata={"help": "LSTM vocabulary: 'wordlevel' or 'wordpiece'."})
     lowercase: bool = field(default=True, metadata={"help": "Lowercase texts in the LSTM tokenizer."})
     max_length: int | None = field(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import datasets
+import numpy as np
 import torch
 from accelerate import PartialState
 from accelerate.utils import broadcast
@@ -239,11 +240,28 @@ def _warn_other_similarity(source: SentenceTransformersSettings) -> None:
         )
 
 
+def vocabulary_sample(train_pairs: datasets.Dataset, limit: int) -> datasets.Dataset:
+    """The training pairs a word vocabulary is trained on: all of them up to `limit` (0: no limit), else a sample of
+    `limit` drawn with a fixed seed, in the rows' order (so that reading it stays sequential)."""
+    if limit < 0:
+        raise ValueError(f"vocabulary_sample_pairs must be 0 (all pairs) or more, got {limit}")
+    if not limit or len(train_pairs) <= limit:
+        return train_pairs
+    rows = np.sort(np.random.default_rng(0).choice(len(train_pairs), size=limit, replace=False))
+    logger.info(
+        "word vocabulary: trained on a sample of %d of %d training pairs (--vocabulary_sample_pairs)",
+        limit,
+        len(train_pairs),
+    )
+    return train_pairs.select(rows)
+
+
 def _word_vocabulary_model(
     model_args: ModelArguments, train_pairs: datasets.Dataset, classifier_head: bool
 ) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
     """An LSTM or static encoder whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
-    texts = (batch["question1"] + batch["question2"] for batch in train_pairs.iter(batch_size=1000))
+    sample = vocabulary_sample(train_pairs, model_args.vocabulary_sample_pairs)
+    texts = (batch["question1"] + batch["question2"] for batch in sample.iter(batch_size=1000))
     options = dict(
         vocab_size=model_args.vocab_size,
         min_frequency=model_args.min_frequency,
@@ -253,7 +271,12 @@ def _word_vocabulary_model(
     )
     # Trained from a prepared folder, the vocabulary is kept there for the later runs (`hfsiamese.preparation`).
     tokenizer = on_main_process_then_shared(
-        lambda: cached_word_tokenizer(train_pairs, options, lambda: train_word_tokenizer(texts, **options))
+        lambda: cached_word_tokenizer(
+            train_pairs,
+            # (a sample's size joins the key; without one the key is the earlier releases', so their folders serve)
+            options if sample is train_pairs else {**options, "sample_pairs": len(sample)},
+            lambda: train_word_tokenizer(texts, **options),
+        )
     )
     config = SiameseConfig(
         encoder_type=model_args.encoder_type,

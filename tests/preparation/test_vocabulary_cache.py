@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datasets
+import pytest
 
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.preparation import load_prepared_splits, prepare_pairs
@@ -42,3 +43,16 @@ def test_rows_not_from_a_prepared_folder_train_every_time(tmp_path):
     for _ in range(2):
         cached_word_tokenizer(train, {"vocab_size": 10}, counting_build(train, calls))
     assert len(calls) == 2
+
+
+def test_a_large_training_set_trains_its_vocabulary_on_a_seeded_sample():
+    from hfsiamese.bi_encoder.model_building import vocabulary_sample
+
+    pairs = datasets.Dataset.from_dict({"question1": [f"q{i}" for i in range(50)], "question2": ["x"] * 50})
+    assert vocabulary_sample(pairs, 0) is pairs and vocabulary_sample(pairs, 50) is pairs
+    sample = vocabulary_sample(pairs, 20)
+    assert len(sample) == 20 and sample["question1"] == vocabulary_sample(pairs, 20)["question1"]
+    rows = [int(text[1:]) for text in sample["question1"]]
+    assert rows == sorted(rows) and rows != list(range(20))  # drawn over the whole set, read in order
+    with pytest.raises(ValueError, match="vocabulary_sample_pairs must be 0"):
+        vocabulary_sample(pairs, -1)
