@@ -167,20 +167,24 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         """
         rng = self._generator(epoch)
         n, nb, size = self.num_kept, self.num_batches, self.batch_size
-        kept = self._kept_indices(rng)
-        gid = self._group_index[kept]
+        # Uncapped, every pair is kept: the group column itself, and the sort's output is the sequence (no copies:
+        # the temporaries of an epoch are what its peak memory is made of, with millions of pairs).
+        kept = self._kept_indices(rng) if self.max_pairs_per_group is not None else None
+        gid = self._group_index if kept is None else self._group_index[kept]
         group_key = rng.random(len(self._group_sizes))
-        sequence = kept[np.lexsort((rng.random(n), group_key[gid], -self._kept_sizes[gid]))]
+        sequence = np.lexsort((rng.random(n), group_key[gid], -self._kept_sizes[gid]))
+        if kept is not None:
+            sequence = kept[sequence]
+        del kept, gid
 
         rest = n - (nb - 1) * size  # cells of the last batch, 1..size
         full_rows = rest if rest < size else size
-        position = np.arange(n)
-        in_full_rows = position < full_rows * nb
-        batch = np.empty(n, dtype=np.int64)
-        batch[in_full_rows] = position[in_full_rows] % nb
+        in_full_rows = full_rows * nb  # the positions in full rows come first
+        batch = np.arange(n, dtype=np.int64)  # position in the sequence → its batch, in place
+        batch[:in_full_rows] %= nb
         if nb > 1:  # with one batch every row is full
-            tail = position[~in_full_rows] - full_rows * nb
-            batch[~in_full_rows] = tail % (nb - 1)
+            batch[in_full_rows:] -= in_full_rows
+            batch[in_full_rows:] %= nb - 1
 
         has_partial = rest < size
         n_full = nb - 1 if has_partial else nb
@@ -188,7 +192,9 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
-        order = np.lexsort((rng.random(n), batch_rank[batch]))
+        batch = batch_rank[batch]
+        order = np.lexsort((rng.random(n), batch))
+        del batch
         return sequence[order][: len(self)]
 
     def _generator(self, epoch: int) -> np.random.Generator:
