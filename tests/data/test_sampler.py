@@ -277,7 +277,7 @@ def kept_pairs(sampler: NoDuplicateGroupSampler, group: np.ndarray, rng: np.rand
 
 
 def earlier_blind_order(sampler: NoDuplicateGroupSampler, groups, epoch: int) -> list[int]:
-    """The length-blind order as the sampler built it up to 0.x (with an array per step): the reference for the
+    """The length-blind order as the sampler built it in 0.1.0 (with an array per step): the reference for the
     construction that now makes fewer copies."""
     rng = np.random.default_rng([sampler.seed, epoch])
     group_values, group = np.unique(groups, return_inverse=True)
@@ -309,7 +309,7 @@ def earlier_blind_order(sampler: NoDuplicateGroupSampler, groups, epoch: int) ->
 
 def list_built_length_order(sampler: NoDuplicateGroupSampler, groups, lengths, epoch: int) -> list[int] | None:
     """
-    The length-grouped order as the sampler built it up to 0.x, with Python lists and sets per pair: the reference
+    The length-grouped order as the sampler built it in 0.1.0, with Python lists and sets per pair: the reference
     its numpy construction must reproduce index for index (None where that construction gave up).
     """
     rng = np.random.default_rng([sampler.seed, epoch])
@@ -425,7 +425,7 @@ def test_an_epoch_is_yielded_from_its_array_as_python_ints(lengths):
 @pytest.mark.parametrize("lengths", [False, True])
 def test_an_epoch_holds_a_few_arrays_at_most(lengths):
     """Memory stays flat with millions of pairs: building and yielding an epoch holds a few arrays of the pairs at
-    once, never a Python list or set of them (up to 0.x the peak was about 70 bytes a pair here, 150 with lengths;
+    once, never a Python list or set of them (in 0.1.0 the peak was about 70 bytes a pair here, 150 with lengths;
     now about 36 and 48)."""
     rng = np.random.default_rng(0)
     n = 100_000
