@@ -21,16 +21,17 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from hfsiamese.data.sampler import iterate_indices
+
 __all__ = ["MULTI_DATASET_SAMPLING", "MultiDatasetSampler", "apportion", "check_weights"]
 
 MULTI_DATASET_SAMPLING = ("proportional", "round_robin")
 
 
 class EpochSampler(Protocol):
-    """An index sampler whose order is chosen by `set_epoch` (as `NoDuplicateGroupSampler`)."""
+    """An index sampler whose order is a function of the epoch, read as an array (as `NoDuplicateGroupSampler`)."""
 
-    def set_epoch(self, epoch: int) -> None: ...
-    def __iter__(self) -> Iterator[int]: ...
+    def epoch_order(self, epoch: int) -> np.ndarray: ...
     def __len__(self) -> int: ...
 
 
@@ -119,15 +120,14 @@ class MultiDatasetSampler(torch.utils.data.Sampler[int]):
             at = schedule == i
             rank[at] = np.arange(int(at.sum()))
         order = np.concatenate([blocks[i][k] for i, k in zip(schedule.tolist(), rank.tolist(), strict=True)])
-        return iter(order.tolist())
+        return iterate_indices(order)
 
     def _blocks_of(self, i: int, count: int) -> np.ndarray:
         """`count` blocks of data set `i` (rows of `block` global indices), in its sampler's order, pass after pass."""
         sampler, per_pass = self.samplers[i], int(self.blocks[i])
         rows = []
         for k in range(math.ceil(count / per_pass)):
-            sampler.set_epoch(self.epoch * self.passes + k)
-            order = np.fromiter(iter(sampler), dtype=np.int64, count=len(sampler))[: per_pass * self.block]
+            order = sampler.epoch_order(self.epoch * self.passes + k)[: per_pass * self.block]
             rows.append(order.reshape(per_pass, self.block))
         return np.concatenate(rows)[:count] + self.offsets[i]
 

@@ -23,7 +23,7 @@ import torch
 
 from hfsiamese.data.arrow_columns import column_arrow
 
-__all__ = ["NoDuplicateGroupSampler"]
+__all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 
 
 class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
@@ -110,11 +110,15 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         return full * self.batch_size + keep_rest
 
     def __iter__(self) -> Iterator[int]:
+        return iterate_indices(self.epoch_order(self.epoch))
+
+    def epoch_order(self, epoch: int) -> np.ndarray:
+        """The indices epoch `epoch` yields, as one int64 array (what `__iter__` yields after `set_epoch(epoch)`)."""
         if self._lengths is not None:
-            order = self._length_grouped_order(self.epoch)
+            order = self._length_grouped_order(epoch)
             if order is not None:
-                return iter(order.tolist())
-        return iter(self._epoch_order(self.epoch).tolist())
+                return order
+        return self._epoch_order(epoch)
 
     def _length_grouped_order(self, epoch: int) -> np.ndarray | None:
         """
@@ -122,78 +126,27 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
 
         The kept pairs are sorted by length with a ±10% random jitter (so batches differ between
         epochs) and cut into consecutive batches; a pair whose group is already in the batch being
-        filled waits for the next one. Pairs still waiting at the end are swapped into earlier
-        batches that lack their group. The order of the full batches is shuffled (bucket, then
-        shuffle buckets), so an epoch does not run from short to long. Returns None if the repair
-        fails (pathological group structures); the caller then uses the length-blind order.
+        filled waits for the next one (`_fill_batches`). Pairs still waiting at the end are swapped
+        into earlier batches that lack their group (`_swap_into_place`). The order of the full batches
+        is shuffled (bucket, then shuffle buckets), so an epoch does not run from short to long. Returns
+        None if the repair fails (pathological group structures); the caller then uses the length-blind
+        order. Arrays throughout: no Python object per pair, whatever the number of pairs.
         """
         rng = self._generator(epoch)
         kept = self._kept_indices(rng)
         jitter = 1.0 + 0.2 * (rng.random(len(kept)) - 0.5)
-        stream = kept[np.argsort(self._lengths[kept] * jitter, kind="stable")].tolist()
-        group = self._group_index
-        size = self.batch_size
-        targets = [size] * (self.num_batches - 1) + [self.num_kept - (self.num_batches - 1) * size]
-        batches: list[list[int]] = []
-        waiting: list[int] = []
-        position = 0
-        # A Python loop over pairs, once per epoch, outside the training step.
-        for target in targets:
-            batch, seen, still_waiting = [], set(), []
-            for index in waiting:
-                if len(batch) < target and group[index] not in seen:
-                    batch.append(index)
-                    seen.add(group[index])
-                else:
-                    still_waiting.append(index)
-            waiting = still_waiting
-            while len(batch) < target and position < len(stream):
-                index = stream[position]
-                position += 1
-                if group[index] in seen:
-                    waiting.append(index)
-                else:
-                    batch.append(index)
-                    seen.add(group[index])
-            batches.append(batch)
-        # Repair: near the end of the stream some batches may be short while pairs still wait.
-        # Put each waiting pair into a short batch lacking its group, or swap it into a full
-        # batch lacking its group whose displaced pair can go to a short batch.
-        batch_groups = [{group[i] for i in batch} for batch in batches]
-        for index in waiting:
-            g = group[index]
-            short = [k for k, batch in enumerate(batches) if len(batch) < targets[k]]
-            direct = next((k for k in short if g not in batch_groups[k]), None)
-            if direct is not None:
-                batches[direct].append(index)
-                batch_groups[direct].add(g)
-                continue
-            placed = False
-            for k in reversed(range(len(batches))):
-                if g in batch_groups[k] or k in short:
-                    continue
-                for slot, other in enumerate(batches[k]):
-                    target_batch = next((d for d in short if group[other] not in batch_groups[d]), None)
-                    if target_batch is None:
-                        continue
-                    batches[k][slot] = index
-                    batch_groups[k].discard(group[other])
-                    batch_groups[k].add(g)
-                    batches[target_batch].append(other)
-                    batch_groups[target_batch].add(group[other])
-                    placed = True
-                    break
-                if placed:
-                    break
-            if not placed:
-                return None
-        full = [batches[k] for k in rng.permutation(len(batches) - 1)] if len(batches) > 1 else []
-        tail = batches[-1]
-        if len(tail) == size:
-            full.append(tail)
-            tail = []
-        order = np.asarray([i for batch in full for i in batch] + tail, dtype=np.int64)
-        return order[: len(self)]
+        stream = kept[np.argsort(self._lengths[kept] * jitter, kind="stable")]
+        size, nb = self.batch_size, self.num_batches
+        targets = np.full(nb, size, dtype=np.int64)
+        targets[-1] = self.num_kept - (nb - 1) * size
+        batches, fill, waiting = _fill_batches(stream, self._group_index, targets)
+        if not _swap_into_place(batches, fill, targets, waiting, self._group_index):
+            return None
+        rows = rng.permutation(nb - 1) if nb > 1 else np.empty(0, dtype=np.int64)
+        if targets[-1] == size:
+            rows = np.append(rows, nb - 1)
+        tail = batches[nb - 1, : targets[-1]] if targets[-1] < size else batches[:0, 0]
+        return np.concatenate([batches[rows].ravel(), tail])[: len(self)]
 
     # ----------------------------------------------------------------------------------------
     def _epoch_order(self, epoch: int) -> np.ndarray:
@@ -214,20 +167,24 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         """
         rng = self._generator(epoch)
         n, nb, size = self.num_kept, self.num_batches, self.batch_size
-        kept = self._kept_indices(rng)
-        gid = self._group_index[kept]
+        # Uncapped, every pair is kept: the group column itself, and the sort's output is the sequence (no copies:
+        # the temporaries of an epoch are what its peak memory is made of, with millions of pairs).
+        kept = self._kept_indices(rng) if self.max_pairs_per_group is not None else None
+        gid = self._group_index if kept is None else self._group_index[kept]
         group_key = rng.random(len(self._group_sizes))
-        sequence = kept[np.lexsort((rng.random(n), group_key[gid], -self._kept_sizes[gid]))]
+        sequence = np.lexsort((rng.random(n), group_key[gid], -self._kept_sizes[gid]))
+        if kept is not None:
+            sequence = kept[sequence]
+        del kept, gid
 
         rest = n - (nb - 1) * size  # cells of the last batch, 1..size
         full_rows = rest if rest < size else size
-        position = np.arange(n)
-        in_full_rows = position < full_rows * nb
-        batch = np.empty(n, dtype=np.int64)
-        batch[in_full_rows] = position[in_full_rows] % nb
+        in_full_rows = full_rows * nb  # the positions in full rows come first
+        batch = np.arange(n, dtype=np.int64)  # position in the sequence → its batch, in place
+        batch[:in_full_rows] %= nb
         if nb > 1:  # with one batch every row is full
-            tail = position[~in_full_rows] - full_rows * nb
-            batch[~in_full_rows] = tail % (nb - 1)
+            batch[in_full_rows:] -= in_full_rows
+            batch[in_full_rows:] %= nb - 1
 
         has_partial = rest < size
         n_full = nb - 1 if has_partial else nb
@@ -235,7 +192,9 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
-        order = np.lexsort((rng.random(n), batch_rank[batch]))
+        batch = batch_rank[batch]
+        order = np.lexsort((rng.random(n), batch))
+        del batch
         return sequence[order][: len(self)]
 
     def _generator(self, epoch: int) -> np.random.Generator:
@@ -252,6 +211,86 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
         rank_in_group = np.arange(self.num_samples) - np.repeat(starts, np.diff(np.r_[starts, self.num_samples]))
         return np.sort(by_group[rank_in_group < self.max_pairs_per_group])
+
+
+def iterate_indices(order: np.ndarray, chunk: int = 65_536) -> Iterator[int]:
+    """The indices of `order` as Python ints, converted a chunk at a time: never a Python list of a whole epoch."""
+    for start in range(0, len(order), chunk):
+        yield from order[start : start + chunk].tolist()
+
+
+def _fill_batches(
+    stream: np.ndarray, group: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Batches filled in turn from `stream` (pair indices, in length order): each takes, in stream order, the first
+    pairs of distinct groups among the pairs still unplaced, up to its target. Returns the batches (a matrix of
+    `targets.max()` columns, row `k` holding `fill[k]` pairs in the order taken), `fill`, and the pairs left over,
+    in stream order. One pass of array operations per batch over a window of the stream and the pairs waiting.
+    """
+    batches = np.full((len(targets), int(targets.max())), -1, dtype=np.int64)
+    fill = np.zeros(len(targets), dtype=np.int64)
+    waiting = np.empty(0, dtype=np.int64)  # positions in `stream`, ascending
+    position = 0  # the stream is read up to here
+    stream_groups = group[stream]
+    for k, target in enumerate(targets.tolist()):
+        end = position
+        while True:
+            end = min(len(stream), end + target + 1)
+            window = np.concatenate([waiting, np.arange(position, end)])
+            first = np.zeros(len(window), dtype=bool)  # the first pair of each group in the window
+            first[np.unique(stream_groups[window], return_index=True)[1]] = True
+            taken = np.flatnonzero(first)[:target]
+            if len(taken) == target or end == len(stream):
+                break
+        batches[k, : len(taken)] = stream[window[taken]]
+        fill[k] = len(taken)
+        left = np.ones(len(window), dtype=bool)
+        left[taken] = False
+        if len(taken) == target:  # the pairs after the last one taken stay unread (or waiting)
+            last = int(taken[-1]) if len(taken) else -1
+            left &= (np.arange(len(window)) <= last) | (np.arange(len(window)) < len(waiting))
+            if last >= len(waiting):
+                position = int(window[last]) + 1
+        else:
+            position = end
+        waiting = window[left]
+    return batches, fill, stream[waiting]
+
+
+def _swap_into_place(
+    batches: np.ndarray, fill: np.ndarray, targets: np.ndarray, waiting: np.ndarray, group: np.ndarray
+) -> bool:
+    """
+    Put each waiting pair into a full batch lacking its group (the last such batch whose pair can move), moving
+    that batch's first such pair to the first short batch lacking its group; False when one cannot be placed.
+    (A short batch never lacks a waiting pair's group: it was filled with the stream exhausted, every pair still
+    waiting then being skipped for its group. So no waiting pair goes straight into a short batch.)
+    """
+    for index in waiting.tolist():
+        g = group[index]
+        short = np.flatnonzero(fill < targets)
+        short_groups = [group[batches[d, : fill[d]]] for d in short]
+        placed = False
+        for k in reversed(range(len(batches))):
+            members = group[batches[k, : fill[k]]]
+            if fill[k] < targets[k] or (members == g).any():
+                continue
+            # movable[d, slot]: the pair at `slot` may go to short batch d (which lacks its group)
+            movable = np.stack([~np.isin(members, groups) for groups in short_groups])
+            slots = np.flatnonzero(movable.any(axis=0))
+            if not slots.size:
+                continue
+            slot = int(slots[0])
+            d = int(short[np.argmax(movable[:, slot])])
+            batches[d, fill[d]] = batches[k, slot]
+            fill[d] += 1
+            batches[k, slot] = index
+            placed = True
+            break
+        if not placed:
+            return False
+    return True
 
 
 def _largest_feasible_cap(sizes: np.ndarray, batch_size: int) -> int | None:

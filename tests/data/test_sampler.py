@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import tracemalloc
 
 import datasets
 import numpy as np
@@ -260,3 +261,180 @@ def test_seed_and_epoch_do_not_alias():
 def test_negative_or_fractional_seed_and_epoch_are_errors(seed, epoch):
     with pytest.raises(ValueError, match="seed" if seed != 0 else "epoch"):
         NoDuplicateGroupSampler(np.arange(10), 4, seed=seed).set_epoch(epoch)
+
+
+def kept_pairs(sampler: NoDuplicateGroupSampler, group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The pairs an epoch uses, as the sampler draws them: all, or a random capped number of each group."""
+    n = len(group)
+    if sampler.max_pairs_per_group is None:
+        return np.arange(n)
+    shuffled = rng.permutation(n)
+    by_group = shuffled[np.argsort(group[shuffled], kind="stable")]
+    sorted_groups = group[by_group]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    return np.sort(by_group[rank < sampler.max_pairs_per_group])
+
+
+def earlier_blind_order(sampler: NoDuplicateGroupSampler, groups, epoch: int) -> list[int]:
+    """The length-blind order as the sampler built it in 0.1.0 (with an array per step): the reference for the
+    construction that now makes fewer copies."""
+    rng = np.random.default_rng([sampler.seed, epoch])
+    group_values, group = np.unique(groups, return_inverse=True)
+    sizes = np.bincount(group)
+    if sampler.max_pairs_per_group is not None:
+        sizes = np.minimum(sizes, sampler.max_pairs_per_group)
+    n, nb, size = sampler.num_kept, sampler.num_batches, sampler.batch_size
+    kept = kept_pairs(sampler, group, rng)
+    gid = group[kept]
+    group_key = rng.random(len(group_values))
+    sequence = kept[np.lexsort((rng.random(n), group_key[gid], -sizes[gid]))]
+    rest = n - (nb - 1) * size
+    full_rows = rest if rest < size else size
+    position = np.arange(n)
+    in_full_rows = position < full_rows * nb
+    batch = np.empty(n, dtype=np.int64)
+    batch[in_full_rows] = position[in_full_rows] % nb
+    if nb > 1:
+        batch[~in_full_rows] = (position[~in_full_rows] - full_rows * nb) % (nb - 1)
+    has_partial = rest < size
+    n_full = nb - 1 if has_partial else nb
+    batch_rank = np.empty(nb, dtype=np.int64)
+    batch_rank[:n_full] = rng.permutation(n_full)
+    if has_partial:
+        batch_rank[nb - 1] = nb - 1
+    order = np.lexsort((rng.random(n), batch_rank[batch]))
+    return sequence[order][: len(sampler)].tolist()
+
+
+def list_built_length_order(sampler: NoDuplicateGroupSampler, groups, lengths, epoch: int) -> list[int] | None:
+    """
+    The length-grouped order as the sampler built it in 0.1.0, with Python lists and sets per pair: the reference
+    its numpy construction must reproduce index for index (None where that construction gave up).
+    """
+    rng = np.random.default_rng([sampler.seed, epoch])
+    group = np.unique(groups, return_inverse=True)[1]
+    kept = kept_pairs(sampler, group, rng)
+    jitter = 1.0 + 0.2 * (rng.random(len(kept)) - 0.5)
+    stream = kept[np.argsort(np.asarray(lengths, dtype=np.float64)[kept] * jitter, kind="stable")].tolist()
+    size, nb = sampler.batch_size, sampler.num_batches
+    targets = [size] * (nb - 1) + [sampler.num_kept - (nb - 1) * size]
+    batches, waiting, position = [], [], 0
+    for target in targets:
+        batch, seen, still_waiting = [], set(), []
+        for index in waiting:
+            if len(batch) < target and group[index] not in seen:
+                batch.append(index)
+                seen.add(group[index])
+            else:
+                still_waiting.append(index)
+        waiting = still_waiting
+        while len(batch) < target and position < len(stream):
+            index = stream[position]
+            position += 1
+            if group[index] in seen:
+                waiting.append(index)
+            else:
+                batch.append(index)
+                seen.add(group[index])
+        batches.append(batch)
+    batch_groups = [{group[i] for i in batch} for batch in batches]
+    for index in waiting:
+        g = group[index]
+        short = [k for k, batch in enumerate(batches) if len(batch) < targets[k]]
+        direct = next((k for k in short if g not in batch_groups[k]), None)
+        if direct is not None:
+            batches[direct].append(index)
+            batch_groups[direct].add(g)
+            continue
+        placed = False
+        for k in reversed(range(len(batches))):
+            if g in batch_groups[k] or k in short:
+                continue
+            for slot, other in enumerate(batches[k]):
+                target_batch = next((d for d in short if group[other] not in batch_groups[d]), None)
+                if target_batch is None:
+                    continue
+                batches[k][slot] = index
+                batch_groups[k].discard(group[other])
+                batch_groups[k].add(g)
+                batches[target_batch].append(other)
+                batch_groups[target_batch].add(group[other])
+                placed = True
+                break
+            if placed:
+                break
+        if not placed:
+            return None
+    full = [batches[k] for k in rng.permutation(len(batches) - 1)] if len(batches) > 1 else []
+    tail = batches[-1]
+    if len(tail) == size:
+        full.append(tail)
+        tail = []
+    return ([i for batch in full for i in batch] + tail)[: len(sampler)]
+
+
+def crowded_groups(seed: int) -> tuple[np.ndarray, int]:
+    """Groups as large as an epoch's batches allow (and some larger, capped): pairs wait and are swapped into place."""
+    rng = np.random.default_rng(seed)
+    batch_size = int(rng.integers(2, 9))
+    n = int(rng.integers(3 * batch_size, 120))
+    nb = math.ceil(n / batch_size)
+    sizes = []
+    while sum(sizes) < n:
+        sizes.append(int(min(rng.integers(1, nb + 3), n - sum(sizes))))
+    return rng.permutation(np.repeat(np.arange(len(sizes)), sizes)), batch_size
+
+
+@pytest.mark.filterwarnings("ignore:duplicate group")
+@pytest.mark.parametrize("structure", [random_groups, crowded_groups])
+def test_epoch_orders_are_the_earlier_ones(structure):
+    """The numpy construction of a length-grouped epoch (no Python object per pair) gives the very order of the
+    list-built one, and the length-blind epoch with fewer copies the very order it gave, so a run resumed across the
+    change, and every recorded result, keeps its batches."""
+    gave_up = 0
+    for seed in range(40):
+        groups, batch_size = structure(seed)
+        lengths = np.random.default_rng(seed + 100).integers(3, 80, len(groups))
+        sampler = NoDuplicateGroupSampler(groups, batch_size, seed=seed % 5, lengths=lengths, drop_last=seed % 3 == 0)
+        blind = NoDuplicateGroupSampler(groups, batch_size, seed=seed % 5, drop_last=seed % 3 == 0)
+        for epoch in range(2):
+            expected = list_built_length_order(sampler, groups, lengths, epoch)
+            sampler.set_epoch(epoch)
+            blind.set_epoch(epoch)
+            assert list(blind) == earlier_blind_order(blind, groups, epoch), (structure.__name__, seed, epoch)
+            if expected is None:  # both fall back to the length-blind order
+                gave_up += 1
+                expected = list(blind)
+            assert list(sampler) == expected, (structure.__name__, seed, epoch)
+    if structure is crowded_groups:
+        assert 0 < gave_up < 40  # the repair's failure case is exercised too, but not everywhere
+
+
+@pytest.mark.parametrize("lengths", [False, True])
+def test_an_epoch_is_yielded_from_its_array_as_python_ints(lengths):
+    groups, batch_size = random_groups(3)
+    kwargs = dict(lengths=np.random.default_rng(1).integers(3, 50, len(groups))) if lengths else {}
+    sampler = NoDuplicateGroupSampler(groups, batch_size, seed=2, **kwargs)
+    sampler.set_epoch(1)
+    order = list(sampler)
+    assert order == sampler.epoch_order(1).tolist()
+    assert {type(index) for index in order} == {int}  # what a Dataset and the DataLoader index with
+
+
+@pytest.mark.parametrize("lengths", [False, True])
+def test_an_epoch_holds_a_few_arrays_at_most(lengths):
+    """Memory stays flat with millions of pairs: building and yielding an epoch holds a few arrays of the pairs at
+    once, never a Python list or set of them (in 0.1.0 the peak was about 70 bytes a pair here, 150 with lengths;
+    now about 36 and 48)."""
+    rng = np.random.default_rng(0)
+    n = 100_000
+    groups = rng.permutation(np.repeat(np.arange(n), rng.integers(1, 4, n))[:n])
+    sampler = NoDuplicateGroupSampler(groups, 64, seed=1, lengths=rng.integers(5, 60, n) if lengths else None)
+    tracemalloc.start()
+    try:
+        assert sum(1 for _ in sampler) == n
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak / n < 60
