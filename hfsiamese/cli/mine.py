@@ -105,6 +105,9 @@ class MineArguments:
 
     def __post_init__(self) -> None:
         self.filters()  # a filter out of range is a usage error, said before any work
+        for name in ("shard_size", "query_chunk_size", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be a positive integer, got {getattr(self, name)}")
         if self.bf16 and self.cross_encoder is None:
             raise ValueError("--bf16 runs the cross-encoder in bfloat16: pass --cross_encoder too")
 

@@ -100,6 +100,8 @@ def test_mine_from_a_config_file_in_each_format(files, capsys):
 def test_mine_refuses_bad_options_in_one_line(files, capsys):
     code, _, err = run(mine_argv(files, files / "m.parquet", "--num_negatives", "3", "--max_rank", "2"), capsys)
     assert code == 2 and err.strip().startswith("error: the rank window holds max_rank - skip_top = 2 candidates")
+    code, _, err = run(mine_argv(files, files / "m.parquet", "--shard_size", "0"), capsys)
+    assert code == 2 and err.strip() == "error: --shard_size must be a positive integer, got 0"
     code, _, err = run(mine_argv(files, files / "m.parquet", "--bf16"), capsys)
     assert code == 2 and err.strip() == "error: --bf16 runs the cross-encoder in bfloat16: pass --cross_encoder too"
     code, _, err = run(mine_argv(files, files / "m.csv"), capsys)
