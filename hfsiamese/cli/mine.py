@@ -17,6 +17,12 @@ no query either). --skip_top, --max_rank, --margin, --relative_margin and --max_
 none (a `save_to_disk` folder); an existing one is refused unless --overwrite_output. --format: triplet, n-tuple,
 labeled-pair or groups-with-scores (score them with a teacher by `hfsiamese teacher-scores`). Prints one JSON line: the
 counts.
+
+Resumable: the questions are embedded --shard_size at a time and each chunk of queries is written as it is found, into
+--shards_dir (default: the output path + `.shards`); stopped anywhere (a crash, a killed job, Ctrl-C), the same
+command run again skips what it finished and writes what an unstopped run writes. A folder of another run (other
+pairs, model, filters, search or cross-encoder) is refused before any work. The folder is removed once the output is
+written (--keep_shards keeps it).
 """
 
 from __future__ import annotations
@@ -85,10 +91,23 @@ class MineArguments:
     backend: str = field(default="exact", metadata={"help": "Search: exact or faiss.", "choices": MINING_BACKENDS})
     batch_size: int = field(default=64, metadata={"help": "Texts per encoding batch, pairs per cross-encoder batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: the model's)."})
-    query_chunk_size: int = field(default=1024, metadata={"help": "Queries searched at once (bounds memory)."})
+    query_chunk_size: int = field(
+        default=1024,
+        metadata={"help": "Queries searched at once (bounds memory): the search work a stopped run can lose."},
+    )
+    shards_dir: str | None = field(
+        default=None, metadata={"help": "Folder of the resumable work (default: --output_path + '.shards')."}
+    )
+    shard_size: int = field(
+        default=10_000, metadata={"help": "Questions per embedding shard: the encoding work a stopped run can lose."}
+    )
+    keep_shards: bool = field(default=False, metadata={"help": "Keep --shards_dir once the output is written."})
 
     def __post_init__(self) -> None:
         self.filters()  # a filter out of range is a usage error, said before any work
+        for name in ("shard_size", "query_chunk_size", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name} must be a positive integer, got {getattr(self, name)}")
         if self.bf16 and self.cross_encoder is None:
             raise ValueError("--bf16 runs the cross-encoder in bfloat16: pass --cross_encoder too")
 
@@ -118,11 +137,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args,) = parse_config_and_flags(parser, list(sys.argv[1:] if argv is None else argv))
     filters = args.filters()
     output = check_output_path(args.output_path, overwrite=args.overwrite_output)
+    shards_dir = Path(args.shards_dir) if args.shards_dir is not None else output.with_name(output.name + ".shards")
     configure_quiet_console()
     import torch
 
     from hfsiamese.loading import load_siamese_model
     from hfsiamese.mining.held_out import HeldOutQuestions
+    from hfsiamese.mining.mining_shards import MiningFolder
     from hfsiamese.mining.negative_mining import mine_negatives
 
     held_out = HeldOutQuestions()
@@ -150,10 +171,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         index_options={"max_length": args.max_length},
         batch_size=args.batch_size,
         query_chunk_size=args.query_chunk_size,
+        shards_dir=shards_dir,
+        shard_size=args.shard_size,
         show_progress_bar=True,
     )
     dataset = mined.to_dataset(args.format)
     save_dataset_file(dataset, output, overwrite=args.overwrite_output)
+    if not args.keep_shards:
+        MiningFolder(shards_dir).remove()
     summary = {"output_path": str(output), "format": args.format, "rows": len(dataset), **mined.summary()}
     print(json.dumps(summary, sort_keys=True))
     return summary

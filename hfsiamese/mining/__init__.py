@@ -8,7 +8,7 @@ A family of its own (not `search/`, not `distillation/`) because it joins them: 
 1. `mine_negatives` (`hfsiamese mine`): each duplicate pair's nearest non-duplicates, filtered by rank, margins and a
    ceiling (`NegativeFilters`), never of the query's duplicate group nor held out (`HeldOutQuestions`), optionally
    without those a cross-encoder calls duplicates; written as triplets, n-tuples, labelled pairs or groups with
-   scores (`mined_formats`, `dataset_files`).
+   scores (`mined_formats`, `dataset_files`); resumable in a shards folder (`mining_shards`).
 2. `score_groups` (`hfsiamese teacher-scores`): the `teacher_scores` of each group by a cross-encoder or a
    bi-encoder, resumably in shards (`score_shards`), for the `margin_mse` / `listwise_kl` losses.
 """
@@ -19,6 +19,7 @@ _LAZY = {
     "HeldOutQuestions": "hfsiamese.mining.held_out",
     "NegativeFilters": "hfsiamese.mining.negative_filters",
     "MinedNegatives": "hfsiamese.mining.mined_formats",
+    "MiningFolder": "hfsiamese.mining.mining_shards",
     "mine_negatives": "hfsiamese.mining.negative_mining",
     "OUTPUT_FORMATS": "hfsiamese.mining.mined_formats",
     "TEACHER_SCORES_COLUMN": "hfsiamese.mining.mined_formats",

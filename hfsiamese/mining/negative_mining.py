@@ -9,6 +9,9 @@ result is written in the layout a loss reads (`mined_formats`), optionally score
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import datasets
@@ -21,6 +24,7 @@ from hfsiamese.data.groups import question_groups
 from hfsiamese.data.question_ids import identity_name, question_keys, question_texts
 from hfsiamese.mining.held_out import HeldOutQuestions, held_out_mask
 from hfsiamese.mining.mined_formats import MinedNegatives
+from hfsiamese.mining.mining_shards import MiningFolder, codes_fingerprint
 from hfsiamese.mining.negative_filters import NegativeFilters, allowed_candidates
 from hfsiamese.search.reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
@@ -28,6 +32,7 @@ from hfsiamese.search.reranking import (
     cross_encoder_threshold,
     resolve_cross_encoder,
 )
+from hfsiamese.search.shards.manifest import corpus_fingerprint
 
 if TYPE_CHECKING:
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
@@ -62,6 +67,8 @@ def mine_negatives(
     index_options: dict[str, Any] | None = None,
     batch_size: int = 64,
     query_chunk_size: int = 1024,
+    shards_dir: str | os.PathLike | None = None,
+    shard_size: int = 10_000,
     show_progress_bar: bool = False,
 ) -> MinedNegatives:
     """
@@ -79,12 +86,19 @@ def mine_negatives(
     and dropped where it scores at least `cross_encoder_threshold` (default: its calibrated `config.threshold`): the
     cross-encoder calls it a duplicate. Its scores are kept (`MinedNegatives.cross_encoder_scores`).
     `cross_encoder_dtype` (e.g. `torch.bfloat16`) runs it in that precision (autocast; float32 when None).
+
+    With `shards_dir`, the run is resumable (`mining_shards`): the questions are embedded in shards of `shard_size`
+    and each chunk's result is written there as it is found, so a run stopped anywhere and started again with the
+    same arguments skips the work it finished and returns what an unstopped run returns; a folder of another run is
+    refused before any work. The folder is left in place (`MiningFolder(shards_dir).remove()`).
     """
     filters = filters or NegativeFilters()
     if backend not in MINING_BACKENDS:
         raise ValueError(f"backend must be one of {MINING_BACKENDS}, got {backend!r}")
     if isinstance(query_chunk_size, bool) or not isinstance(query_chunk_size, int) or query_chunk_size < 1:
         raise ValueError(f"query_chunk_size must be a positive integer, got {query_chunk_size!r}")
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise ValueError(f"shard_size must be a positive integer, got {shard_size!r}")
     reranker, threshold = _checked_cross_encoder(cross_encoder, cross_encoder_threshold)
     if cross_encoder_dtype is not None and reranker is None:
         raise ValueError("cross_encoder_dtype applies only with a cross_encoder")
@@ -94,21 +108,23 @@ def mine_negatives(
     held = held_out_mask(held_out, texts, _question_ids(pairs, first))
     queries, positives = _queries(pairs, codes1, codes2, held)
     corpus_codes = np.flatnonzero(~held)
-    index = _build_index(texts, corpus_codes, model, tokenizer, backend, index_options, batch_size, show_progress_bar)
+    search_options = {"batch_size": batch_size, "dtype": cross_encoder_dtype}
+    folder, settings = None, {}
+    if shards_dir is not None:
+        folder = MiningFolder(shards_dir)
+        settings = _run_settings(texts, queries, positives, held, filters, backend, index_options, query_chunk_size)
+        settings["cross_encoder"] = _cross_encoder_record(reranker, threshold, search_options)
+        folder.check_settings(settings)  # before any encoding
+    index = _build_index(
+        texts, corpus_codes, model, tokenizer, backend, index_options, batch_size, show_progress_bar,
+        folder.embeddings_dir if folder is not None else None, shard_size,
+    )  # fmt: skip
+    if folder is not None:
+        folder.start_search(settings)
     search = _ChunkSearch(
         index, corpus_codes, group_of, len(texts), filters, reranker, threshold, batch_size, cross_encoder_dtype
     )
-    progress = _progress(len(queries), show_progress_bar)
-    parts = []
-    try:
-        for start in range(0, len(queries), query_chunk_size):
-            stop = start + query_chunk_size
-            parts.append(search.chunk(texts, queries[start:stop], positives[start:stop]))
-            if progress is not None:
-                progress.update(len(queries[start:stop]))
-    finally:
-        if progress is not None:
-            progress.close()
+    parts = _searched_chunks(search, texts, queries, positives, query_chunk_size, folder, show_progress_bar)
     negative_codes, positive_scores, negative_scores = (np.concatenate([part[i] for part in parts]) for i in range(3))
     rescored = np.concatenate([part[3] for part in parts]) if reranker is not None else None
     return MinedNegatives(
@@ -158,16 +174,93 @@ def _build_index(
     index_options: dict[str, Any] | None,
     batch_size: int,
     show_progress_bar: bool,
+    shards_dir: Path | None = None,
+    shard_size: int = 10_000,
 ) -> DuplicateIndex:
-    """Every question that may be a negative (none held out), embedded once; ids are the question codes."""
+    """Every question that may be a negative (none held out), embedded once (in resumable shards in `shards_dir`,
+    where given); ids are the question codes."""
     from hfsiamese.search.duplicate_index import DuplicateIndex
 
-    options = {"batch_size": batch_size, **(index_options or {})}
+    options: dict[str, Any] = {"batch_size": batch_size, **(index_options or {})}
+    if shards_dir is not None:
+        options.update(shards_dir=shards_dir, shard_size=shard_size)
     corpus = [texts[code] for code in corpus_codes]
     return DuplicateIndex.build(
         corpus, model, tokenizer, ids=corpus_codes.tolist(), backend=backend,
         show_progress_bar=show_progress_bar, **options,
     )  # fmt: skip
+
+
+def _run_settings(
+    texts: list[str],
+    queries: np.ndarray,
+    positives: np.ndarray,
+    held: np.ndarray,
+    filters: NegativeFilters,
+    backend: str,
+    index_options: dict[str, Any] | None,
+    query_chunk_size: int,
+) -> dict[str, Any]:
+    """What a resumed run must share with the run whose chunks it reuses (the model is the embeddings folder's)."""
+    return {
+        "questions_sha256": corpus_fingerprint(texts),
+        "queries_sha256": codes_fingerprint(queries, positives, held),
+        "filters": dataclasses.asdict(filters),
+        "backend": backend,
+        "index_options": {key: repr(value) for key, value in sorted((index_options or {}).items())},
+        "query_chunk_size": query_chunk_size,
+    }
+
+
+def _cross_encoder_record(reranker: Any | None, threshold: float | None, options: dict[str, Any]) -> Any:
+    """The cross-encoder as the manifest records it: its threshold, precision and scores of probe pairs."""
+    if reranker is None:
+        return None
+    from hfsiamese.mining.teacher_scoring import PROBE_PAIRS
+
+    dtype = options["dtype"]
+    scores = cross_encoder_scores(
+        reranker, [a for a, _ in PROBE_PAIRS], [b for _, b in PROBE_PAIRS], batch_size=options["batch_size"],
+        **({} if dtype is None else {"dtype": dtype}),
+    )  # fmt: skip
+    return {
+        "threshold": float(threshold) if threshold is not None else None,
+        "dtype": None if dtype is None else str(dtype).removeprefix("torch."),
+        "probe_scores": [float(score) for score in scores],
+    }
+
+
+def _searched_chunks(
+    search: _ChunkSearch,
+    texts: list[str],
+    queries: np.ndarray,
+    positives: np.ndarray,
+    query_chunk_size: int,
+    folder: MiningFolder | None,
+    show_progress_bar: bool,
+) -> list[tuple[Any, ...]]:
+    """Each chunk of `query_chunk_size` queries searched, or read from `folder` where a run finished it already."""
+    starts = range(0, len(queries), query_chunk_size)
+    num_negatives, rescored = search.filters.num_negatives, search.reranker is not None
+    finished = 0 if folder is None else folder.count_finished(len(starts))
+    progress = _progress(len(starts), finished, show_progress_bar)
+    parts = []
+    try:
+        for chunk, start in enumerate(starts):
+            stop = min(start + query_chunk_size, len(queries))
+            if folder is not None and folder.finished(chunk):
+                parts.append(folder.read_chunk(chunk, stop - start, num_negatives, rescored))
+                continue
+            part = search.chunk(texts, queries[start:stop], positives[start:stop])
+            if folder is not None:
+                folder.write_chunk(chunk, part)
+            parts.append(part)
+            if progress is not None:
+                progress.update(1)
+    finally:
+        if progress is not None:
+            progress.close()
+    return parts
 
 
 class _ChunkSearch:
@@ -250,9 +343,9 @@ class _ChunkSearch:
         return (*packed, cross.numpy())
 
 
-def _progress(total: int, show: bool) -> Any:
+def _progress(total: int, done: int, show: bool) -> Any:
     if not show:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc="Mining negatives", unit="query")
+    return tqdm(total=total, initial=done, desc="Mining negatives", unit="chunk")

@@ -132,7 +132,7 @@ def prepare_pairs(
         "options": options.to_dict(),
     }
     folder = Path(output_dir)
-    manifest = _claim(folder, started, overwrite_output_dir)
+    manifest, replace = _claim(folder, started, overwrite_output_dir)
     if manifest is not None:
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)
         return manifest
@@ -145,7 +145,9 @@ def prepare_pairs(
         id1_column=options.id1_column,
         id2_column=options.id2_column,
         deduplicate=False,
-    )  # a file it cannot read is refused here, before the folder is made
+    )  # a file it cannot read is refused here, before the folder is made (or emptied, when replacing it)
+    if replace:
+        shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     remove_partial_files(folder)
     write_json_atomically(started, folder / STARTED)
@@ -171,15 +173,16 @@ def prepare_pairs(
     return manifest
 
 
-def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> dict[str, Any] | None:
-    """The manifest when `folder` already holds this complete preparation; None when it is to be (re)started; an
-    error when it holds something else and `overwrite` was not given."""
+def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> tuple[dict[str, Any] | None, bool]:
+    """(the manifest when `folder` already holds this complete preparation, else None; whether what it holds is to be
+    replaced); an error when it holds something else and `overwrite` was not given. Nothing is removed here: the
+    caller replaces the folder only once the file was read."""
     if not folder.exists():
-        return None
+        return None, False
     if not folder.is_dir():
         raise ValueError(f"--output_dir {folder} is a file, not a folder")
     if not any(folder.iterdir()):
-        return None
+        return None, False
     same = (folder / STARTED).is_file() and _identity(read_json(folder / STARTED)) == _identity(started)
     if same:
         if (folder / MANIFEST).is_file():
@@ -189,16 +192,15 @@ def _claim(folder: Path, started: dict[str, Any], overwrite: bool) -> dict[str, 
                 if (folder / record["file"]).is_file():
                     check_shard(folder, record)
             if all((folder / record["file"]).is_file() for record in records):
-                return manifest
+                return manifest, False
             (folder / MANIFEST).unlink()
-        return None  # resumed
+        return None, False  # resumed
     if not overwrite:
         raise FileExistsError(
             f"--output_dir {folder} holds something else than this preparation (another file, another version of it, "
             "or other options): pass --overwrite_output_dir to replace it, or another --output_dir"
         )
-    shutil.rmtree(folder)
-    return None
+    return None, True
 
 
 def _identity(started: dict[str, Any]) -> dict[str, Any]:

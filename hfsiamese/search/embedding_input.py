@@ -13,6 +13,8 @@ import torch
 
 from hfsiamese.search.embedding_table import EmbeddingTable
 
+ASSEMBLED_NAME = "embeddings.npy"  # a sharded build's embeddings, assembled beside its shards
+
 
 def check_embedding_shape(embeddings: Any, count: int, dim: int | None) -> None:
     if tuple(embeddings.shape) != (count, dim):
@@ -53,14 +55,14 @@ def assembled_embeddings(shards: Any, shards_dir: Path) -> EmbeddingTable:
     `accelerate launch`, the others waiting) and reused by a build that is started again."""
     from accelerate import PartialState
 
-    file = shards_dir / "embeddings.npy"
+    file = shards_dir / ASSEMBLED_NAME
     state = PartialState()
     if state.is_main_process and not file.is_file():
-        staging = shards_dir / ".embeddings.npy.partial"
+        staging = shards_dir / f".{ASSEMBLED_NAME}.partial"
         shards.write_npy(staging)
         os.replace(staging, file)  # never a half-written file under the final name
     state.wait_for_everyone()
     return EmbeddingTable.open_npy(file, mmap=True)
 
 
-__all__ = ["assembled_embeddings", "check_embedding_shape", "embedding_batches", "embedding_table"]
+__all__ = ["ASSEMBLED_NAME", "assembled_embeddings", "check_embedding_shape", "embedding_batches", "embedding_table"]

@@ -1,11 +1,14 @@
 """The bad-file table (`tests/bad_files.py`) fed to every command that reads a file, besides the recipes' `train`,
 `evaluate` and `search` (`tests/recipes/test_recipe_errors.py`): each bad file gets one line `error: ...` naming the
-file and the problem, and nothing is written."""
+file and the problem, and nothing is written: no output where there was none, and an existing output left as it was
+even where the command was told to replace it."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,7 +26,19 @@ def model_dir(tmp_path_factory, word_tokenizer):
     return saved_tiny_lstm(tmp_path_factory.mktemp("bad_files_model"), word_tokenizer)
 
 
-def pair_command(command: str, bad_file: Path, model_dir: Path, out: Path) -> list[str]:
+@pytest.fixture(scope="module")
+def cross_encoder_dir(tmp_path_factory, tiny_cross_encoder_dir):
+    """The tiny cross-encoder with a calibrated threshold (silver-pairs labels with it)."""
+    folder = tmp_path_factory.mktemp("bad_files_cross_encoder") / "cross"
+    shutil.copytree(tiny_cross_encoder_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "threshold": 0.5}))
+    return folder
+
+
+def pair_command(
+    command: str, bad_file: Path, model_dir: Path, out: Path, cross_encoder_dir: Path | None = None
+) -> list[str]:
     """The command line that hands `bad_file` to `command` as its pairs (its corpus, for `groups`)."""
     model = ["--model_name_or_path", str(model_dir)]
     return {
@@ -37,6 +52,11 @@ def pair_command(command: str, bad_file: Path, model_dir: Path, out: Path) -> li
         "groups": ["groups", *model, "--corpus", str(bad_file), "--output_file", str(out / "groups.parquet")],
         "train": ["train", "--train_file", str(bad_file), "--output_dir", str(out), "--max_steps", "1"],
         "evaluate": ["evaluate", *model, "--test_file", str(bad_file), "--report_dir", str(out)],
+        "prepare": ["prepare", "--train_file", str(bad_file), "--output_dir", str(out)],
+        "silver-pairs": [
+            "silver-pairs", "--train_file", str(bad_file), "--cross_encoder", str(cross_encoder_dir),
+            "--bi_encoder", str(model_dir), "--output_file", str(out / "silver.jsonl"),
+        ],
     }[command]  # fmt: skip
 
 
@@ -50,7 +70,7 @@ def files(folder: Path) -> dict[str, str]:
 
 def assert_one_error_line(argv: list[str], bad_file: Path, message: str, tmp_path: Path, monkeypatch, capsys) -> None:
     """The command exits with status 1 and one line `error: ...` naming the file and `message`; nothing written."""
-    before = files(tmp_path)
+    before, out_existed = files(tmp_path), (tmp_path / "out").exists()
     monkeypatch.chdir(tmp_path)  # whatever a command wrote by default would land here
     monkeypatch.setattr(sys, "argv", ["hfsiamese", *argv])
     # A training command's log handler writes to the stderr it found: this test's captured one, not an earlier test's.
@@ -63,41 +83,75 @@ def assert_one_error_line(argv: list[str], bad_file: Path, message: str, tmp_pat
     lines = [line for line in stderr.splitlines() if line.strip() and not line[:2].isdigit()]  # log records aside
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
     assert str(bad_file) in lines[0] and message in lines[0], lines[0]
-    assert files(tmp_path) == before and not (tmp_path / "out").exists()
+    assert files(tmp_path) == before and (tmp_path / "out").exists() == out_existed
 
 
-@pytest.mark.parametrize("command", ["calibrate", "split", "mine", "distill", "groups"])
+@pytest.mark.parametrize("command", ["calibrate", "split", "mine", "distill", "groups", "prepare", "silver-pairs"])
 @pytest.mark.parametrize("name", sorted(BAD_FILES))
-def test_a_bad_pair_file_is_one_line_and_writes_nothing(command, name, model_dir, tmp_path, monkeypatch, capsys):
+def test_a_bad_pair_file_is_one_line_and_writes_nothing(
+    command, name, model_dir, cross_encoder_dir, tmp_path, monkeypatch, capsys
+):
     content, message = BAD_FILES[name]
     bad_file = tmp_path / name
     bad_file.write_bytes(content)
-    argv = pair_command(command, bad_file, model_dir, tmp_path / "out")
+    argv = pair_command(command, bad_file, model_dir, tmp_path / "out", cross_encoder_dir)
     assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
 
 
-@pytest.mark.parametrize("command", ["train", "evaluate", "calibrate", "split", "mine", "distill"])
+@pytest.mark.parametrize(
+    "command", ["train", "evaluate", "calibrate", "split", "mine", "distill", "prepare", "silver-pairs"]
+)
 @pytest.mark.parametrize("name", sorted(BAD_LABEL_CELLS))
 def test_a_nan_null_or_empty_label_is_one_line_and_writes_nothing(
-    command, name, model_dir, tmp_path, monkeypatch, capsys
+    command, name, model_dir, cross_encoder_dir, tmp_path, monkeypatch, capsys
 ):
     content, message = BAD_LABEL_CELLS[name]
     bad_file = tmp_path / name
     bad_file.write_bytes(content)
-    argv = pair_command(command, bad_file, model_dir, tmp_path / "out")
+    argv = pair_command(command, bad_file, model_dir, tmp_path / "out", cross_encoder_dir)
     assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("name", sorted(BAD_GROUP_FILES))
 def test_a_bad_groups_file_for_teacher_scores_is_one_line_and_writes_nothing(
-    name, tiny_cross_encoder_dir, tmp_path, monkeypatch, capsys
+    name, cross_encoder_dir, tmp_path, monkeypatch, capsys
 ):
     content, message = BAD_GROUP_FILES[name]
     bad_file = tmp_path / name
     bad_file.write_bytes(content)
     out = tmp_path / "out"
-    argv = ["teacher-scores", "--groups", str(bad_file), "--teacher", str(tiny_cross_encoder_dir)]
+    argv = ["teacher-scores", "--groups", str(bad_file), "--teacher", str(cross_encoder_dir)]
     argv += ["--output_path", str(out / "scored.jsonl"), "--shards_dir", str(out / "shards")]
+    assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
+
+
+# Each command's output in "out" and the flag that lets it replace it: a refused run, asked to replace, still leaves
+# what a user had there as it was.
+OUTPUTS = {
+    "split": ("held_out.jsonl", "--overwrite_output_file"),
+    "mine": ("mined.parquet", "--overwrite_output"),
+    "distill": (None, "--overwrite_output_dir"),
+    "groups": ("groups.parquet", "--overwrite_output_file"),
+    "train": (None, "--overwrite_output_dir"),
+    "evaluate": (None, "--overwrite_report_dir"),
+    "prepare": (None, "--overwrite_output_dir"),
+    "silver-pairs": ("silver.jsonl", "--overwrite_output_file"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(OUTPUTS))
+def test_a_bad_pair_file_leaves_an_existing_output_as_it_was(
+    command, model_dir, cross_encoder_dir, tmp_path, monkeypatch, capsys
+):
+    name, overwrite = OUTPUTS[command]
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("a user's file")
+    if name is not None:
+        (tmp_path / "out" / name).write_text("the previous run's output")
+    content, message = {**BAD_FILES, **BAD_LABEL_CELLS}["nan_label.csv" if command != "groups" else "latin1.csv"]
+    bad_file = tmp_path / "pairs.csv"
+    bad_file.write_bytes(content)
+    argv = pair_command(command, bad_file, model_dir, tmp_path / "out", cross_encoder_dir) + [overwrite]
     assert_one_error_line(argv, bad_file, message, tmp_path, monkeypatch, capsys)
 
 

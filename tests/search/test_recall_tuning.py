@@ -138,9 +138,68 @@ def test_codes_that_find_corpus_rows_but_not_between_row_queries_are_refused(mod
     assert (
         deep_binary["settings"] == "binary codes searched exhaustively, 32x rescoring" and deep_binary["screened_out"]
     )
-    assert deep_binary["recall_rows"] >= 0.95 > 0.8 > deep_binary["recall_between"] == deep_binary["recall"]
+    assert deep_binary["recall_rows"] >= 0.95 > 0.8 > deep_binary["recall_between"] == deep_binary["recall_sample"]
+    assert deep_binary["recall"] < deep_binary["recall_sample"]  # the lower confidence bound of the lower kind
     assert index._ann.spec.quantization == "int8" and min(report.recall_rows, report.recall_between) >= 0.95
     assert "for corpus rows" in report.summary() and "between rows" in report.summary()
+
+
+def corpus_and_new_questions(dim=256, topics=20, per_topic=50, copies=5, new=200, seed=0):
+    """A corpus of near-copy clusters (as `near_copies`, sharing one direction) and `new` questions none of whose
+    copies are stored: asked for the first time, their nearest rows are topic-mates, not near-copies of themselves."""
+    rng = np.random.default_rng(seed)
+    shared = 1.5 * np.where(rng.random(dim) < 0.5, -1.0, 1.0)
+    centres = rng.standard_normal((topics, dim))
+    questions = np.repeat(centres, per_topic, axis=0) + 0.5 * rng.standard_normal((topics * per_topic, dim))
+    held = rng.choice(len(questions), new, replace=False)
+
+    def copies_of(chosen, count):
+        rows = shared + np.repeat(chosen, count, axis=0) + 0.1 * rng.standard_normal((len(chosen) * count, dim))
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    corpus = copies_of(np.delete(questions, held, axis=0), copies)
+    return corpus[rng.permutation(len(corpus))], copies_of(questions[held], 1)
+
+
+def new_question_recall(index: DuplicateIndex, corpus: np.ndarray, queries: np.ndarray, k: int = 10) -> float:
+    """Recall@k of questions the corpus does not hold, against exact search (ties at the k-th score count)."""
+    kth = (torch.from_numpy(queries) @ torch.from_numpy(corpus).T).topk(k, dim=1).values[:, -1]
+    _, found = index.search_embeddings(torch.from_numpy(queries), k)
+    hits = 0
+    for query, rows, floor in zip(queries, found.tolist(), kth.tolist()):
+        rows = [row for row in rows if row >= 0]
+        hits += int((corpus[rows] @ query >= floor - 1e-6).sum())
+    return hits / (len(queries) * k)
+
+
+def test_the_reported_recall_is_a_lower_bound_that_new_questions_reach(models):
+    corpus, new = corpus_and_new_questions()
+    # Lists probed one at a time: corpus rows find their near-copies in their own list, new questions do not.
+    with pytest.warns(UserWarning, match="below the recall target"):
+        weak = index_of(corpus, models, ann=replace(SMALL, quantization="int8", structure="ivf", nprobe=1))
+        weak._ensure_ann()
+    report, reached = weak.recall_report, new_question_recall(weak, corpus, new)
+    assert report.recall_rows > reached + 0.03  # measured on corpus rows alone, the recall would overstate
+    assert report.confidence == 0.95 and report.recall < report.recall_sample
+    assert report.recall <= reached
+    # "auto" tunes until the bound, not the sample's figure, reaches the target; new questions reach it too.
+    tuned = index_of(corpus, models, ann=SMALL)
+    tuned._ensure_ann()
+    report = tuned.recall_report
+    assert report.recall < report.recall_sample and 0.95 <= report.recall <= new_question_recall(tuned, corpus, new)
+    assert "at 95% confidence" in report.summary()
+
+
+def test_the_lower_bound_is_wilson_s_and_tighter_with_more_queries():
+    from scipy.stats import binomtest
+
+    from hfsiamese.search.recall_tuning import recall_lower_bound
+
+    for hits, n in ((50, 100), (290, 300), (300, 300), (3, 10)):
+        # a one-sided 95% bound is the low end of a two-sided 90% interval
+        assert recall_lower_bound(hits / n, n) == pytest.approx(binomtest(hits, n).proportion_ci(0.9, "wilson").low)
+    assert recall_lower_bound(0.97, 300) < recall_lower_bound(0.97, 3000) < 0.97
+    assert recall_lower_bound(1.0, 1) < 0.3 and recall_lower_bound(0.5, 0) == 0.0
 
 
 def test_recall_is_the_lower_of_corpus_rows_and_between_row_queries():
