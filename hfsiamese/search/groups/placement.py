@@ -12,25 +12,32 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.search.groups.canonical import choose_canonical
+from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, admits
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
-from hfsiamese.search.groups.guards import passes
 
 # `vectors(ids)`: the L2-normalised float32 embeddings of these members, `(len(ids), dim)`.
 MemberVectors = Callable[[list[Any]], np.ndarray]
 
 
 def place(
-    groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+    groups: DuplicateGroups,
+    member: Any,
+    vector: np.ndarray,
+    duplicates: Iterable[Any],
+    vectors: MemberVectors,
+    judge: LinkJudge | None = None,
 ) -> int:
-    """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first."""
+    """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first; `judge`:
+    the cross-encoder guard's (without one that guard is the mean guard)."""
     settings = groups.settings
     for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
         if candidate is None:
             continue
         members = groups.members(candidate)
         cosines = vectors(members) @ vector
-        to_canonical = float(cosines[members.index(groups.canonical_of(candidate))])
-        if passes(settings.guard, to_canonical, cosines, settings.threshold):
+        canonical = groups.canonical_of(candidate)
+        to_canonical = float(cosines[members.index(canonical)])
+        if admits(settings, judge, member, canonical, to_canonical, cosines):
             groups.join(member, candidate, to_canonical)
             if settings.canonical == "most_central":
                 recentre(groups, candidate, vectors)
