@@ -426,6 +426,7 @@ class DuplicateIndex(IndexViews):
         cross_encoder_threshold: float | None = None,
         cross_encoder_budget: float = DEFAULT_BUDGET,
         check_size: int | None = DEFAULT_CHECK_SIZE,
+        group_threshold: float | None = None,
     ) -> DuplicateGroups:
         """
         Group the indexed texts into duplicate groups and keep the groups with the index (saved with it, kept current
@@ -440,14 +441,16 @@ class DuplicateIndex(IndexViews):
         `check_size` members or more) decided by `cross_encoder` (default the index's own) reading the text and the
         group's canonical together, at `cross_encoder_threshold` (default its calibrated `config.threshold`), at most
         `cross_encoder_budget` pairs per 1,000 texts (`hfsiamese.search.groups.cross_encoder_guard`). Incremental
-        assignment then needs the index's `cross_encoder` too.
+        assignment then needs the index's `cross_encoder` too. `group_threshold`: the guard's bar where it should differ
+        from the pair threshold (the pairs stay those at `threshold`), as `fit_group_threshold` calibrates it on
+        labelled validation pairs.
         """
         from hfsiamese.search.groups.group_finding import find_groups
 
         found = find_groups(
             self, threshold, k, probability_threshold, guard, canonical, show_progress_bar,
             cross_encoder=call_reranker(self, cross_encoder), cross_encoder_threshold=cross_encoder_threshold,
-            cross_encoder_budget=cross_encoder_budget, check_size=check_size,
+            cross_encoder_budget=cross_encoder_budget, check_size=check_size, group_threshold=group_threshold,
         )  # fmt: skip
         return keep_groups(self, found)
 

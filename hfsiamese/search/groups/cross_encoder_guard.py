@@ -97,7 +97,7 @@ def admits(
     cosines: np.ndarray,
 ) -> bool:
     """Whether `member` (with these cosines to a group's members, `to_canonical` its canonical's) may join it."""
-    by_mean = passes(settings.guard, to_canonical, cosines, settings.threshold)
+    by_mean = passes(settings.guard, to_canonical, cosines, settings.bar)
     borderline = not by_mean or (settings.check_size is not None and len(cosines) >= settings.check_size)
     if not borderline or judge is None:
         return by_mean

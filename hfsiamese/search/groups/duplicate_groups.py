@@ -26,7 +26,9 @@ class GroupSettings:
     """How the groups were made: the cosine threshold, the guard against chaining, the canonical rule, the `k`
     nearest neighbours searched per question; with `guard="cross_encoder"`, the cross-encoder score that accepts a
     borderline link, the cross-encoder calls allowed per 1,000 questions grouped, and the group size from which
-    every joining member is checked (`cross_encoder_guard`). Groups saved before those fields read them as None."""
+    every joining member is checked (`cross_encoder_guard`); `group_threshold`, the bar of the guard (a question's
+    mean cosine to a group, or its cosine to the canonical) where it differs from the pair threshold, as
+    `threshold_fitting` calibrates it. Groups saved before those fields read them as None."""
 
     threshold: float
     guard: str
@@ -35,12 +37,20 @@ class GroupSettings:
     cross_encoder_threshold: float | None = None
     cross_encoder_budget: float | None = None
     check_size: int | None = None
+    group_threshold: float | None = None
 
     def __post_init__(self) -> None:
         check_guard(self.guard)
         check_canonical_rule(self.canonical)
+        if self.group_threshold is not None and not -1.0 <= self.group_threshold <= 1.0:
+            raise ValueError(f"group_threshold is a cosine in [-1, 1], got {self.group_threshold!r}")
         if uses_cross_encoder(self.guard):
             check_cross_encoder_options(self.cross_encoder_threshold, self.cross_encoder_budget, self.check_size)
+
+    @property
+    def bar(self) -> float:
+        """The cosine the guard compares with: `group_threshold`, else the pair threshold."""
+        return self.threshold if self.group_threshold is None else self.group_threshold
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,7 +61,7 @@ class GroupSettings:
         return cls(
             float(values["threshold"]), str(values["guard"]), str(values["canonical"]), int(values["k"]),
             optional("cross_encoder_threshold", float), optional("cross_encoder_budget", float),
-            optional("check_size", int),
+            optional("check_size", int), optional("group_threshold", float),
         )  # fmt: skip
 
 

@@ -36,6 +36,7 @@ def find_groups(
     cross_encoder_threshold: float | None = None,
     cross_encoder_budget: float | None = None,
     check_size: int | None = None,
+    group_threshold: float | None = None,
 ) -> DuplicateGroups:
     """The groups `DuplicateIndex.find_groups` describes (not yet kept by the index); `cross_encoder` is the one the
     `"cross_encoder"` guard asks (the call's or the index's)."""
@@ -45,8 +46,9 @@ def find_groups(
     index._check_not_empty()
     cosine = cosine_threshold(index, threshold, probability_threshold)
     settings = group_settings(
-        cosine, guard, canonical, k, cross_encoder, cross_encoder_threshold, cross_encoder_budget, check_size
-    )  # refused here, before any mining
+        cosine, guard, canonical, k, cross_encoder, cross_encoder_threshold, cross_encoder_budget, check_size,
+        group_threshold,
+    )  # refused here, before any mining  # fmt: skip
     store = mining_store(index)
     found = mine_rows(index, store, cosine, k, show_progress_bar)
     graph = pair_graph(len(store), found.rows_a, found.rows_b, found.scores)
@@ -70,14 +72,15 @@ def group_settings(
     guard: str,
     canonical: str,
     k: int,
-    cross_encoder: Any | None,
-    cross_encoder_threshold_: float | None,
-    cross_encoder_budget: float | None,
-    check_size: int | None,
+    cross_encoder: Any | None = None,
+    cross_encoder_threshold_: float | None = None,
+    cross_encoder_budget: float | None = None,
+    check_size: int | None = None,
+    group_threshold: float | None = None,
 ) -> GroupSettings:
     """The settings of a grouping; the cross-encoder guard's refused without a cross-encoder or its threshold."""
     if not uses_cross_encoder(guard):
-        return GroupSettings(threshold=cosine, guard=guard, canonical=canonical, k=k)
+        return GroupSettings(threshold=cosine, guard=guard, canonical=canonical, k=k, group_threshold=group_threshold)
     if cross_encoder is None:
         raise ValueError(
             "guard='cross_encoder' needs a cross-encoder: pass cross_encoder=... (a CrossEncoder or its folder) or "
@@ -86,7 +89,7 @@ def group_settings(
     decision = cross_encoder_threshold(cross_encoder, cross_encoder_threshold_)
     if decision is None:
         raise ValueError(NO_CROSS_ENCODER_THRESHOLD.replace("threshold=", "cross_encoder_threshold="))
-    return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size)
+    return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size, group_threshold)
 
 
 def row_judge(settings: GroupSettings, cross_encoder: Any, num_questions: int, texts: Any) -> LinkJudge:
