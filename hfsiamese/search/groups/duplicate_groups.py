@@ -53,7 +53,9 @@ class GroupSettings:
         return self.threshold if self.group_threshold is None else self.group_threshold
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as saved; the optional fields only where set (groups of the earlier guards save as before)."""
+        values = asdict(self)
+        return {name: value for name, value in values.items() if value is not None or name in _REQUIRED}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GroupSettings:
@@ -63,6 +65,9 @@ class GroupSettings:
             optional("cross_encoder_threshold", float), optional("cross_encoder_budget", float),
             optional("check_size", int), optional("group_threshold", float),
         )  # fmt: skip
+
+
+_REQUIRED = ("threshold", "guard", "canonical", "k")
 
 
 def check_cross_encoder_options(threshold: float | None, budget: float | None, check_size: int | None) -> None:
