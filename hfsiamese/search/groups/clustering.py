@@ -8,7 +8,12 @@ The guards (`GUARDS`):
   threshold;
 * `"canonical"`: only if its cosine to the group's canonical does (so every member is a duplicate of the question it
   links to);
-* `"none"`: plain connected components (chains kept whole).
+* `"none"`: plain connected components (chains kept whole);
+* `"cross_encoder"`: `"mean"`, with the links it would refuse (and those into a group of `check_size` members)
+  decided by a cross-encoder (`cross_encoder_guard`).
+
+A guard compares with the pair threshold, or with `GroupSettings.group_threshold` where one was set
+(`threshold_fitting` calibrates it on validation pairs).
 
 With a guard, the questions are placed in index order (`placement.place`): each joins the group of its most
 similar earlier duplicate whose guard it passes, else starts one, exactly as `add(..., assign_groups=True)` places a
