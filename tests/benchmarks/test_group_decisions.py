@@ -36,4 +36,3 @@ def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_pa
     assert guarded["cross-encoder pairs"] <= -(-20 * len(questions) // 1000)  # the budget: per 1,000, rounded up
     assert json.loads(lines[-1]) == {"threshold": 0.9, "num_pairs": 120, "num_questions": len(questions)}
     assert any(line.startswith("| pair threshold (cosine >= 0.9000) |") for line in lines)
-
