@@ -121,3 +121,14 @@ def test_the_judge_scores_in_batches_within_its_budget(cross_encoder):
     judge.deferring = False
     assert [judge.accepts(key, 0) for key in range(1, 5)] == [True, True, True, None]  # the fourth: no budget left
     assert judge.calls == 3
+
+
+def test_a_delete_without_the_cross_encoder_regroups_by_the_mean_guard_and_says_so(cross_encoder, tmp_path, caplog):
+    index = build(cross_encoder)
+    index.find_groups(guard="cross_encoder", cross_encoder_threshold=ACCEPTS)
+    index.save(tmp_path / "index")
+    loaded = DuplicateIndex.load(tmp_path / "index", model())
+    with caplog.at_level("WARNING"):
+        loaded.delete([1])  # chain a, the canonical of the whole chain
+    assert "the mean guard decides its borderline links" in caplog.text
+    assert ["chain b", "chain c"] in texts_of(loaded, loaded.groups) and ["chain d"] in texts_of(loaded, loaded.groups)
