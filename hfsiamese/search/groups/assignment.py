@@ -27,7 +27,7 @@ from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
-from hfsiamese.search.groups.placement import place
+from hfsiamese.search.groups.placement import first_borderline_link, place
 from hfsiamese.search.index_views import IndexViews
 
 logger = logging.getLogger(__name__)
@@ -50,11 +50,16 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
         if index.cross_encoder is None:
             raise ValueError(CROSS_ENCODER_NEEDED)
         judge = row_judge(settings, index.cross_encoder, len(ids), lambda keys: index.rows_by_id(keys)[0])
+    grouped = lambda member, matches: [  # noqa: E731  (its duplicates grouped so far, most similar first)
+        m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
+    ]
+    if judge is not None:  # each one's first borderline link among the groups as they are, scored in batches
+        links = (first_borderline_link(groups, m, v, grouped(m, found_m), member_vectors)
+                 for m, v, found_m in zip(ids, vectors, found))  # fmt: skip
+        judge.score([link for link in links if link is not None])
     joined = []
     for member, vector, matches in zip(ids, vectors, found):
-        duplicates = [
-            m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
-        ]
+        duplicates = grouped(member, matches)
         joined.append((member, place(groups, member, vector, duplicates, member_vectors, judge)))
     groups.cross_encoder_calls += 0 if judge is None else judge.calls
     canonicals = list(dict.fromkeys(groups.canonical_of(group) for _, group in joined))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.search.groups.duplicate_groups import GroupSettings
-from hfsiamese.search.groups.guards import passes
+from hfsiamese.search.groups.guards import passes, uses_cross_encoder
 from hfsiamese.search.reranking import cross_encoder_scores
 
 # `texts(keys)`: the texts of these questions (row numbers or ids, whichever the placing side uses).
@@ -88,6 +88,13 @@ class LinkJudge:
         return len(todo)
 
 
+def is_borderline(settings: GroupSettings, by_mean: bool, group_size: int) -> bool:
+    """Whether the cross-encoder guard asks the cross-encoder about a link (`by_mean`: the mean guard's decision)."""
+    if not uses_cross_encoder(settings.guard):
+        return False
+    return not by_mean or (settings.check_size is not None and group_size >= settings.check_size)
+
+
 def admits(
     settings: GroupSettings,
     judge: LinkJudge | None,
@@ -98,11 +105,10 @@ def admits(
 ) -> bool:
     """Whether `member` (with these cosines to a group's members, `to_canonical` its canonical's) may join it."""
     by_mean = passes(settings.guard, to_canonical, cosines, settings.bar)
-    borderline = not by_mean or (settings.check_size is not None and len(cosines) >= settings.check_size)
-    if not borderline or judge is None:
+    if judge is None or not is_borderline(settings, by_mean, len(cosines)):
         return by_mean
     decision = judge.accepts(member, canonical)
     return by_mean if decision is None else decision
 
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_CHECK_SIZE", "LinkJudge", "admits", "call_budget"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_CHECK_SIZE", "LinkJudge", "admits", "call_budget", "is_borderline"]

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.search.groups.canonical import choose_canonical
-from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, admits
+from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, admits, is_borderline
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
+from hfsiamese.search.groups.guards import passes
 
 # `vectors(ids)`: the L2-normalised float32 embeddings of these members, `(len(ids), dim)`.
 MemberVectors = Callable[[list[Any]], np.ndarray]
@@ -45,6 +46,23 @@ def place(
     return groups.new_group(member)
 
 
+def first_borderline_link(
+    groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+) -> tuple[Any, Any] | None:
+    """The first `(member, canonical)` link `place` would ask the cross-encoder guard's judge about, read without
+    placing anything; None where a sure link (or none) comes first. What a batch of new questions scores at once."""
+    settings = groups.settings
+    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
+        if candidate is None:
+            continue
+        members = groups.members(candidate)
+        cosines = vectors(members) @ vector
+        canonical = groups.canonical_of(candidate)
+        by_mean = passes(settings.guard, float(cosines[members.index(canonical)]), cosines, settings.bar)
+        return (member, canonical) if is_borderline(settings, by_mean, len(members)) else None
+    return None
+
+
 def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> None:
     """Make the group's most central member its canonical (the `"most_central"` rule), its scores with it."""
     members = groups.members(group)
@@ -54,4 +72,4 @@ def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> Non
         groups.set_canonical(group, members[best], dict(zip(members, (member_vectors @ member_vectors[best]).tolist())))
 
 
-__all__ = ["MemberVectors", "place", "recentre"]
+__all__ = ["MemberVectors", "first_borderline_link", "place", "recentre"]

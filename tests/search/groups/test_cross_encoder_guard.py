@@ -10,7 +10,7 @@ import torch
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.groups import GroupSettings
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
-from tests.search.group_vectors import THRESHOLD, corpus, model
+from tests.search.group_vectors import THRESHOLD, at_angle, corpus, model
 from tests.search.test_groups import assert_same_groups, texts_of
 
 CHAIN = ["chain a", "chain b", "chain c", "chain d"]
@@ -132,3 +132,17 @@ def test_a_delete_without_the_cross_encoder_regroups_by_the_mean_guard_and_says_
         loaded.delete([1])  # chain a, the canonical of the whole chain
     assert "the mean guard decides its borderline links" in caplog.text
     assert ["chain b", "chain c"] in texts_of(loaded, loaded.groups) and ["chain d"] in texts_of(loaded, loaded.groups)
+
+
+def test_the_questions_of_one_add_have_their_borderline_links_scored_in_one_batch(cross_encoder, monkeypatch):
+    index = build(cross_encoder)
+    index.find_groups(guard="cross_encoder", cross_encoder_threshold=ACCEPTS, cross_encoder_budget=1000)  # 1 a question
+    index.model.vectors.update({"chain e": at_angle(140), "chain e2": at_angle(141)})  # both past chain d
+    batches = []
+    score_pairs = cross_encoder.score_pairs
+    monkeypatch.setattr(
+        cross_encoder, "score_pairs", lambda a, b, **kw: batches.append(len(a)) or score_pairs(a, b, **kw)
+    )
+    joined = index.add(["chain e", "chain e2"], assign_groups=True)
+    assert batches == [2] and index.groups.cross_encoder_calls == 2 + 2  # the rebuild's two, then one batch of two
+    assert {row["group"] for row in joined} == {index.groups.group_of(1)}  # both kept with the chain
