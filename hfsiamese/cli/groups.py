@@ -7,7 +7,9 @@
 The index is the one `hfsiamese search` builds or loads (`--index_dir`, `--corpus` and the backend flags as there).
 Its duplicate pairs (cosine at the model's calibrated threshold, `--threshold`, or the cosine whose calibrated
 P(duplicate) reaches `--probability_threshold`) are joined into connected components, split where they chain
-(A≈B, B≈C, A≉C) by `--guard`; each group's canonical question is its earliest member or its most central one.
+(A≈B, B≈C, A≉C) by `--guard` (`cross_encoder`: the links the mean guard would refuse decided by `--cross_encoder`,
+at most `--cross_encoder_budget` pairs per 1,000 questions); each group's canonical question is its earliest member
+or its most central one.
 The groups are kept with the index in `--index_dir` (or in its database), so `DuplicateIndex.add(...,
 assign_groups=True)` keeps them current; `--output_file` also writes one row per question (`id`, `group`,
 `canonical_id`, `score`, `group_size`) as Parquet. Prints the largest groups (or with --json one JSON object).
@@ -29,6 +31,7 @@ from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
+from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.group_storage import save_groups_file
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.utils.console import configure_quiet_console
@@ -70,13 +73,31 @@ class GroupsArguments:
     guard: str = field(
         default=DEFAULT_GUARD,
         metadata={
-            "help": "Against chaining: mean (a member's mean cosine to its group), canonical (its cosine to the canonical), or none (plain connected components).",
+            "help": "Against chaining: mean (a member's mean cosine to its group), canonical (its cosine to the canonical), none (plain connected components), or cross_encoder (mean, its borderline links decided by --cross_encoder).",
             "choices": GUARDS,
         },
     )
     canonical: str = field(
         default="earliest",
         metadata={"help": "Each group's canonical question: earliest or most_central.", "choices": CANONICAL_RULES},
+    )
+    group_threshold: float | None = field(
+        default=None,
+        metadata={"help": "The guard's bar, where it differs from the pair threshold (fit_group_threshold fits one)."},
+    )
+    cross_encoder: str | None = field(
+        default=None,
+        metadata={"help": "With --guard cross_encoder: the cross-encoder folder that decides borderline links."},
+    )
+    cross_encoder_threshold: float | None = field(
+        default=None, metadata={"help": "The cross-encoder score that accepts a link (default: its calibrated one)."}
+    )
+    cross_encoder_budget: float = field(
+        default=DEFAULT_BUDGET, metadata={"help": "Cross-encoder pairs scored at most per 1,000 questions."}
+    )
+    check_size: int | None = field(
+        default=DEFAULT_CHECK_SIZE,
+        metadata={"help": "With --guard cross_encoder: from this group size, every joining question is checked."},
     )
     output_file: str | None = field(
         default=None, metadata={"help": "Write one row per question (id, group, canonical_id, score) here (Parquet)."}
@@ -100,6 +121,8 @@ def check_arguments(args: GroupsArguments) -> None:
 
         if Path(args.output_file).exists():
             raise UsageError(f"--output_file {args.output_file} exists: pass --overwrite_output_file to replace it")
+    if (args.guard == "cross_encoder") != (args.cross_encoder is not None):
+        raise UsageError("--cross_encoder goes with --guard cross_encoder, and it needs one")
     if args.k < 1 or args.largest < 0:
         raise UsageError("--k must be at least 1 and --largest at least 0")
 
@@ -118,10 +141,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     corpus = None
     if args.corpus is not None:
         corpus = partial(read_corpus, args.corpus, args.corpus_format, args.text_column, args.id_column, [])
+    cross_encoder = None
+    if args.cross_encoder is not None:  # loaded (or refused) before the corpus is embedded
+        from hfsiamese.cross_encoder.model import CrossEncoder
+
+        cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
     index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options)
     groups = index.find_groups(
         args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,
-        canonical=args.canonical, show_progress_bar=not args.json,
+        canonical=args.canonical, show_progress_bar=not args.json, cross_encoder=cross_encoder,
+        cross_encoder_threshold=args.cross_encoder_threshold, cross_encoder_budget=args.cross_encoder_budget,
+        check_size=args.check_size, group_threshold=args.group_threshold,
     )  # fmt: skip
     if args.index_dir is not None and index.database_store is None:  # a database keeps them itself
         save_groups_file(groups, args.index_dir)

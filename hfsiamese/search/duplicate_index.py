@@ -29,6 +29,7 @@ from hfsiamese.search.backends import (
     open_store,
 )
 from hfsiamese.search.duplicate_mining import find_duplicates
+from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
@@ -421,6 +422,11 @@ class DuplicateIndex(IndexViews):
         guard: str = DEFAULT_GUARD,
         canonical: str = "earliest",
         show_progress_bar: bool = False,
+        cross_encoder: Any | None = None,
+        cross_encoder_threshold: float | None = None,
+        cross_encoder_budget: float = DEFAULT_BUDGET,
+        check_size: int | None = DEFAULT_CHECK_SIZE,
+        group_threshold: float | None = None,
     ) -> DuplicateGroups:
         """
         Group the indexed texts into duplicate groups and keep the groups with the index (saved with it, kept current
@@ -430,10 +436,22 @@ class DuplicateIndex(IndexViews):
         threshold (`guard="mean"`, default), or its cosine to the group's canonical does (`"canonical"`); `"none"`
         keeps components whole (`hfsiamese.search.groups.clustering` says why the default). Each group's canonical question is its `"earliest"` member (first in the
         index) or its `"most_central"`; `DuplicateGroups.to_dataset()` gives each text's group, canonical and score.
+
+        `guard="cross_encoder"`: the mean guard, with the links it would refuse (and every link into a group of
+        `check_size` members or more) decided by `cross_encoder` (default the index's own) reading the text and the
+        group's canonical together, at `cross_encoder_threshold` (default its calibrated `config.threshold`), at most
+        `cross_encoder_budget` pairs per 1,000 texts (`hfsiamese.search.groups.cross_encoder_guard`). Incremental
+        assignment then needs the index's `cross_encoder` too. `group_threshold`: the guard's bar where it should differ
+        from the pair threshold (the pairs stay those at `threshold`), as `fit_group_threshold` calibrates it on
+        labelled validation pairs.
         """
         from hfsiamese.search.groups.group_finding import find_groups
 
-        found = find_groups(self, threshold, k, probability_threshold, guard, canonical, show_progress_bar)
+        found = find_groups(
+            self, threshold, k, probability_threshold, guard, canonical, show_progress_bar,
+            cross_encoder=call_reranker(self, cross_encoder), cross_encoder_threshold=cross_encoder_threshold,
+            cross_encoder_budget=cross_encoder_budget, check_size=check_size, group_threshold=group_threshold,
+        )  # fmt: skip
         return keep_groups(self, found)
 
     @property

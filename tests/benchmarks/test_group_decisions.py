@@ -16,19 +16,23 @@ from tests.helpers import run_offline
 SCRIPT = harness.REPO / "benchmarks" / "quality" / "group_decisions.py"
 
 
-def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_path):
+def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_path, tiny_cross_encoder_dir):
     pairs = load_pairs(str(harness.EMBEDDED_PAIRS)).select(range(120))
     pairs.to_json(tmp_path / "pairs.jsonl")
     questions, _ = question_corpus(pairs)
     save_tiny_lstm(questions, tmp_path / "model")
     args = [sys.executable, str(SCRIPT), "--model_name_or_path", str(tmp_path / "model")]
     args += ["--test_file", str(tmp_path / "pairs.jsonl"), "--threshold", "0.9", "--k", str(len(questions))]
+    args += ["--cross_encoder", str(tiny_cross_encoder_dir), "--cross_encoder_threshold", "0.5"]
+    args += ["--cross_encoder_budget", "20"]
     result = run_offline(args, cwd=tmp_path, OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    rows = [json.loads(line) for line in lines[:4]]
-    assert [row["decision"].split(" (")[0] for row in rows] == ["pair threshold"] + ["same group"] * 3
-    pair, none = rows[0], rows[1]
+    rows = [json.loads(line) for line in lines[:5]]
+    assert [row["decision"].split(" (")[0] for row in rows] == ["pair threshold"] + ["same group"] * 4
+    pair, none, guarded = rows[0], rows[1], rows[4]
     assert "guard none" in none["decision"] and none["recall"] >= pair["recall"]
+    assert "guard cross_encoder" in guarded["decision"] and none["largest group"] >= guarded["largest group"]
+    assert guarded["cross-encoder pairs"] <= -(-20 * len(questions) // 1000)  # the budget: per 1,000, rounded up
     assert json.loads(lines[-1]) == {"threshold": 0.9, "num_pairs": 120, "num_questions": len(questions)}
     assert any(line.startswith("| pair threshold (cosine >= 0.9000) |") for line in lines)

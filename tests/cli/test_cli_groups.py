@@ -57,8 +57,23 @@ def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path,
         ([], "pass --corpus"),
         (["--index_dir", "x", "--threshold", "0.5", "--probability_threshold", "0.9"], "not both"),
         (["--index_dir", "x", "--backend", "lancedb"], "--database goes with"),
+        (["--index_dir", "x", "--guard", "cross_encoder"], "--cross_encoder goes with --guard cross_encoder"),
+        (["--index_dir", "x", "--cross_encoder", "ce"], "--cross_encoder goes with --guard cross_encoder"),
     ],
 )
 def test_flag_mistakes_are_one_line(flags, message):
     with pytest.raises(UsageError, match=message):
         main(["--model_name_or_path", "m", *flags])
+
+
+def test_the_cross_encoder_guard_is_saved_with_its_options(model_dir, tiny_cross_encoder_dir, tmp_path):
+    corpus = tmp_path / "questions.txt"
+    corpus.write_text("\n".join(TEXTS), encoding="utf-8")
+    flags = ["--model_name_or_path", str(model_dir), "--index_dir", str(tmp_path / "index"), "--corpus", str(corpus)]
+    output = main([*flags, "--guard", "cross_encoder", "--cross_encoder", str(tiny_cross_encoder_dir),
+                   "--cross_encoder_threshold", "0.5", "--cross_encoder_budget", "100", "--json"])  # fmt: skip
+    assert output["settings"] == {
+        "threshold": 0.9, "guard": "cross_encoder", "canonical": "earliest", "k": 10, "cross_encoder_threshold": 0.5,
+        "cross_encoder_budget": 100.0, "check_size": 50,
+    }  # fmt: skip
+    assert DuplicateIndex.load(tmp_path / "index").groups.settings.cross_encoder_budget == 100.0

@@ -9,21 +9,33 @@ Keeping `DuplicateGroups` current as the index changes, without a rebuild:
   members by the rebuild's rule: a new canonical is promoted where the canonical went, and members that only
   belonged through a deleted question split off.
 
-On the same rows this equals a rebuild (`find_groups`) with the `"canonical"` and `"mean"` guards, as long as no
-question has more than `k` duplicates (the `k` cap can then hide different pairs from the two); with `"none"` (plain
-connected components) a new question that bridges two groups joins one of them, where a rebuild merges them.
+On the same rows this equals a rebuild (`find_groups`) with the `"canonical"`, `"mean"` and `"cross_encoder"` guards,
+as long as no question has more than `k` duplicates (the `k` cap can then hide different pairs from the two) and the
+cross-encoder guard's budget was not spent (each `add` has its own: `cross_encoder_budget` per 1,000 questions
+added); with `"none"` (plain connected components) a new question that bridges two groups joins one of them, where a
+rebuild merges them. The cross-encoder guard asks the index's `cross_encoder`.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.groups.clustering import guarded_groups, pair_graph
+from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
-from hfsiamese.search.groups.placement import place
+from hfsiamese.search.groups.group_finding import judged_groups, row_judge
+from hfsiamese.search.groups.guards import uses_cross_encoder
+from hfsiamese.search.groups.placement import first_borderline_link, place
 from hfsiamese.search.index_views import IndexViews
+
+logger = logging.getLogger(__name__)
+
+CROSS_ENCODER_NEEDED = (
+    "these duplicate groups were found with guard='cross_encoder': open the index with cross_encoder=... (a "
+    "CrossEncoder or its folder) to keep them current"
+)
 
 
 def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray) -> list[dict[str, Any]]:
@@ -33,12 +45,23 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
     vectors = np.asarray(vectors, dtype=np.float32)
     found = index._store.search(vectors, min(settings.k + 1, len(index)))  # each finds itself too
     member_vectors = lambda members: index.rows_by_id(members)[1]  # noqa: E731
+    judge = None
+    if uses_cross_encoder(settings.guard):
+        if index.cross_encoder is None:
+            raise ValueError(CROSS_ENCODER_NEEDED)
+        judge = row_judge(settings, index.cross_encoder, len(ids), lambda keys: index.rows_by_id(keys)[0])
+    grouped = lambda member, matches: [  # noqa: E731  (its duplicates grouped so far, most similar first)
+        m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
+    ]
+    if judge is not None:  # each one's first borderline link among the groups as they are, scored in batches
+        links = (first_borderline_link(groups, m, v, grouped(m, found_m), member_vectors)
+                 for m, v, found_m in zip(ids, vectors, found))  # fmt: skip
+        judge.score([link for link in links if link is not None])
     joined = []
     for member, vector, matches in zip(ids, vectors, found):
-        duplicates = [
-            m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
-        ]
-        joined.append((member, place(groups, member, vector, duplicates, member_vectors)))
+        duplicates = grouped(member, matches)
+        joined.append((member, place(groups, member, vector, duplicates, member_vectors, judge)))
+    groups.cross_encoder_calls += 0 if judge is None else judge.calls
     canonicals = list(dict.fromkeys(groups.canonical_of(group) for _, group in joined))
     texts = dict(zip(canonicals, index.rows_by_id(canonicals)[0]))
     return [
@@ -72,9 +95,15 @@ def regroup(index: IndexViews, groups: DuplicateGroups, group: int) -> None:
     cosines = vectors @ vectors.T
     rows_a, rows_b = np.nonzero(np.triu(cosines >= settings.threshold, k=1))
     graph = pair_graph(len(members), rows_a, rows_b, cosines[rows_a, rows_b])
-    group_of, canonical_rows, scores = guarded_groups(
-        graph, lambda rows: vectors[rows], settings.threshold, settings.guard, settings.canonical
-    )
+    judge = None
+    if uses_cross_encoder(settings.guard):
+        if index.cross_encoder is None:
+            logger.warning("regrouping a group without a cross-encoder: the mean guard decides its borderline links")
+        else:
+            texts = lambda rows: index.rows_by_id([members[row] for row in rows])[0]  # noqa: E731
+            judge = row_judge(settings, index.cross_encoder, len(members), texts)
+    group_of, canonical_rows, scores = judged_groups(graph, lambda rows: vectors[rows], settings, judge)
+    groups.cross_encoder_calls += 0 if judge is None else judge.calls
     score_of = dict(zip(members, scores.tolist()))
     for label, canonical_row in enumerate(canonical_rows.tolist()):
         if label == 0:  # the part holding the earliest member keeps the group's number
@@ -83,4 +112,4 @@ def regroup(index: IndexViews, groups: DuplicateGroups, group: int) -> None:
         groups.move([m for m, of in zip(members, group_of.tolist()) if of == label], members[canonical_row], score_of)
 
 
-__all__ = ["assign_new", "forget", "regroup"]
+__all__ = ["CROSS_ENCODER_NEEDED", "assign_new", "forget", "regroup"]

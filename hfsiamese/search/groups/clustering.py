@@ -8,7 +8,12 @@ The guards (`GUARDS`):
   threshold;
 * `"canonical"`: only if its cosine to the group's canonical does (so every member is a duplicate of the question it
   links to);
-* `"none"`: plain connected components (chains kept whole).
+* `"none"`: plain connected components (chains kept whole);
+* `"cross_encoder"`: `"mean"`, with the links it would refuse (and those into a group of `check_size` members)
+  decided by a cross-encoder (`cross_encoder_guard`).
+
+A guard compares with the pair threshold, or with `GroupSettings.group_threshold` where one was set
+(`threshold_fitting` calibrates it on validation pairs).
 
 With a guard, the questions are placed in index order (`placement.place`): each joins the group of its most
 similar earlier duplicate whose guard it passes, else starts one, exactly as `add(..., assign_groups=True)` places a
@@ -48,6 +53,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from hfsiamese.search.groups.canonical import choose_canonical
+from hfsiamese.search.groups.cross_encoder_guard import LinkJudge
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, GUARDS, check_guard
 from hfsiamese.search.groups.placement import place
@@ -86,18 +92,21 @@ def guarded_groups(
     canonical_rule: str,
     *,
     show_progress_bar: bool = False,
+    settings: GroupSettings | None = None,
+    judge: LinkJudge | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     `(group of each row, canonical row of each group, each row's cosine to its canonical)` from the pair `graph`
     (`pair_graph`): groups numbered by their first row, a row without pairs a group of its own (score 1). With a
     guard, every row in order goes where `placement.place` puts it (its earlier duplicates' groups, most similar
-    first, the first whose guard it passes); without one, the connected components.
+    first, the first whose guard it passes); without one, the connected components. `settings` (the guard's other
+    options) and `judge` (the cross-encoder guard's, keyed by row number) serve the `"cross_encoder"` guard.
     """
     check_guard(guard)
     if guard == "none":
         return _components_as_groups(graph, vectors, canonical_rule)
     num_rows = graph.shape[0]
-    groups = DuplicateGroups(GroupSettings(threshold, guard, canonical_rule, 1))
+    groups = DuplicateGroups(settings or GroupSettings(threshold, guard, canonical_rule, 1))
     degree = np.diff(graph.indptr)
     member_vectors = lambda rows: vectors(np.asarray(rows, dtype=np.int64))  # noqa: E731
     starts = range(0, num_rows, _ROW_CHUNK)
@@ -117,7 +126,7 @@ def guarded_groups(
             cosines = graph.data[graph.indptr[row] : graph.indptr[row + 1]]
             earlier = neighbours < row
             order = np.lexsort((neighbours[earlier], -cosines[earlier]))  # most similar first, ties by row
-            place(groups, row, chunk_vectors[row], neighbours[earlier][order].tolist(), member_vectors)
+            place(groups, row, chunk_vectors[row], neighbours[earlier][order].tolist(), member_vectors, judge)
     group_of = np.array([groups.group_of(row) for row in range(num_rows)], dtype=np.int64)
     canonical_rows = np.array([groups.canonical_of(group) for group in range(len(groups))], dtype=np.int64)
     scores = np.array([groups.score_of(row) for row in range(num_rows)], dtype=np.float32)

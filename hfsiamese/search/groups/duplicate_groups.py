@@ -15,7 +15,7 @@ import datasets
 import pyarrow as pa
 
 from hfsiamese.search.groups.canonical import check_canonical_rule
-from hfsiamese.search.groups.guards import check_guard
+from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
 
 # The columns of `to_dataset` (and of the saved table, which has `is_canonical` in place of `canonical_id`).
 DATASET_COLUMNS = ("id", "group", "canonical_id", "score", "group_size")
@@ -24,23 +24,60 @@ DATASET_COLUMNS = ("id", "group", "canonical_id", "score", "group_size")
 @dataclass(frozen=True)
 class GroupSettings:
     """How the groups were made: the cosine threshold, the guard against chaining, the canonical rule, the `k`
-    nearest neighbours searched per question."""
+    nearest neighbours searched per question; with `guard="cross_encoder"`, the cross-encoder score that accepts a
+    borderline link, the cross-encoder calls allowed per 1,000 questions grouped, and the group size from which
+    every joining member is checked (`cross_encoder_guard`); `group_threshold`, the bar of the guard (a question's
+    mean cosine to a group, or its cosine to the canonical) where it differs from the pair threshold, as
+    `threshold_fitting` calibrates it. Groups saved before those fields read them as None."""
 
     threshold: float
     guard: str
     canonical: str
     k: int
+    cross_encoder_threshold: float | None = None
+    cross_encoder_budget: float | None = None
+    check_size: int | None = None
+    group_threshold: float | None = None
 
     def __post_init__(self) -> None:
         check_guard(self.guard)
         check_canonical_rule(self.canonical)
+        if self.group_threshold is not None and not -1.0 <= self.group_threshold <= 1.0:
+            raise ValueError(f"group_threshold is a cosine in [-1, 1], got {self.group_threshold!r}")
+        if uses_cross_encoder(self.guard):
+            check_cross_encoder_options(self.cross_encoder_threshold, self.cross_encoder_budget, self.check_size)
+
+    @property
+    def bar(self) -> float:
+        """The cosine the guard compares with: `group_threshold`, else the pair threshold."""
+        return self.threshold if self.group_threshold is None else self.group_threshold
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings as saved; the optional fields only where set (groups of the earlier guards save as before)."""
+        values = asdict(self)
+        return {name: value for name, value in values.items() if value is not None or name in _REQUIRED}
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GroupSettings:
-        return cls(float(values["threshold"]), str(values["guard"]), str(values["canonical"]), int(values["k"]))
+        optional = lambda name, kind: None if values.get(name) is None else kind(values[name])  # noqa: E731
+        return cls(
+            float(values["threshold"]), str(values["guard"]), str(values["canonical"]), int(values["k"]),
+            optional("cross_encoder_threshold", float), optional("cross_encoder_budget", float),
+            optional("check_size", int), optional("group_threshold", float),
+        )  # fmt: skip
+
+
+_REQUIRED = ("threshold", "guard", "canonical", "k")
+
+
+def check_cross_encoder_options(threshold: float | None, budget: float | None, check_size: int | None) -> None:
+    """Refuse settings the cross-encoder guard cannot work with, naming the option."""
+    if threshold is None or not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"the cross_encoder guard needs a cross_encoder_threshold in [0, 1], got {threshold!r}")
+    if budget is None or budget < 0:
+        raise ValueError(f"cross_encoder_budget (calls per 1,000 questions) must be 0 or more, got {budget!r}")
+    if check_size is not None and (isinstance(check_size, bool) or check_size < 2):
+        raise ValueError(f"check_size must be an integer of at least 2 (or None), got {check_size!r}")
 
 
 class DuplicateGroups:
@@ -59,6 +96,7 @@ class DuplicateGroups:
         self._members: dict[int, tuple[Any, ...]] = {}
         self._canonical: dict[int, Any] = {}
         self._next_group = 0
+        self.cross_encoder_calls = 0  # pairs the cross-encoder guard scored for these groups in this process
         self.changed: set[Any] = set()  # ids whose row changed since a database last took them (`group_storage`)
         self.removed: set[Any] = set()
 
@@ -221,4 +259,4 @@ class DuplicateGroups:
         return group
 
 
-__all__ = ["DATASET_COLUMNS", "DuplicateGroups", "GroupSettings"]
+__all__ = ["DATASET_COLUMNS", "DuplicateGroups", "GroupSettings", "check_cross_encoder_options"]

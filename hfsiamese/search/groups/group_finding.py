@@ -3,15 +3,24 @@ connected components split where they chain (`clustering`), a canonical question
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from hfsiamese.search.duplicate_mining import cosine_threshold, mine_rows, mining_store
 from hfsiamese.search.groups.canonical import check_canonical_rule
-from hfsiamese.search.groups.clustering import guarded_groups, pair_graph
+from hfsiamese.search.groups.clustering import RowVectors, guarded_groups, pair_graph
+from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
-from hfsiamese.search.groups.guards import check_guard
+from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
 from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k
+from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold
+
+# Dry passes that collect the cross-encoder guard's borderline links for batched scoring before the pass that
+# decides: each pass's accepted links can change the groups, and so the links the next pass meets.
+DRY_PASSES = 3
 
 
 def find_groups(
@@ -22,26 +31,95 @@ def find_groups(
     guard: str,
     canonical: str,
     show_progress_bar: bool,
+    *,
+    cross_encoder: Any | None = None,
+    cross_encoder_threshold: float | None = None,
+    cross_encoder_budget: float | None = None,
+    check_size: int | None = None,
+    group_threshold: float | None = None,
 ) -> DuplicateGroups:
-    """The groups `DuplicateIndex.find_groups` describes (not yet kept by the index)."""
+    """The groups `DuplicateIndex.find_groups` describes (not yet kept by the index); `cross_encoder` is the one the
+    `"cross_encoder"` guard asks (the call's or the index's)."""
     check_k(k)
     check_guard(guard)
     check_canonical_rule(canonical)
     index._check_not_empty()
     cosine = cosine_threshold(index, threshold, probability_threshold)
+    settings = group_settings(
+        cosine, guard, canonical, k, cross_encoder, cross_encoder_threshold, cross_encoder_budget, check_size,
+        group_threshold,
+    )  # refused here, before any mining  # fmt: skip
     store = mining_store(index)
     found = mine_rows(index, store, cosine, k, show_progress_bar)
     graph = pair_graph(len(store), found.rows_a, found.rows_b, found.scores)
     del found
-    group_of, canonical_rows, scores = guarded_groups(
-        graph, store.table.gather, cosine, guard, canonical, show_progress_bar=show_progress_bar
-    )
+    judge = None
+    if uses_cross_encoder(guard):
+        texts = store.all_texts()
+        judge = row_judge(settings, cross_encoder, len(store), lambda rows: [texts[row] for row in rows])
+    group_of, canonical_rows, scores = judged_groups(graph, store.table.gather, settings, judge, show_progress_bar)
     is_canonical = np.zeros(len(group_of), dtype=bool)
     is_canonical[canonical_rows] = True
-    settings = GroupSettings(threshold=cosine, guard=guard, canonical=canonical, k=k)
-    return DuplicateGroups.from_columns(
+    groups = DuplicateGroups.from_columns(
         settings, store.all_ids(), group_of.tolist(), scores.tolist(), is_canonical.tolist()
     )
+    groups.cross_encoder_calls = 0 if judge is None else judge.calls
+    return groups
 
 
-__all__ = ["find_groups"]
+def group_settings(
+    cosine: float,
+    guard: str,
+    canonical: str,
+    k: int,
+    cross_encoder: Any | None = None,
+    cross_encoder_threshold_: float | None = None,
+    cross_encoder_budget: float | None = None,
+    check_size: int | None = None,
+    group_threshold: float | None = None,
+) -> GroupSettings:
+    """The settings of a grouping; the cross-encoder guard's refused without a cross-encoder or its threshold."""
+    if not uses_cross_encoder(guard):
+        return GroupSettings(threshold=cosine, guard=guard, canonical=canonical, k=k, group_threshold=group_threshold)
+    if cross_encoder is None:
+        raise ValueError(
+            "guard='cross_encoder' needs a cross-encoder: pass cross_encoder=... (a CrossEncoder or its folder) or "
+            "build the index with one"
+        )
+    decision = cross_encoder_threshold(cross_encoder, cross_encoder_threshold_)
+    if decision is None:
+        raise ValueError(NO_CROSS_ENCODER_THRESHOLD.replace("threshold=", "cross_encoder_threshold="))
+    return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size, group_threshold)
+
+
+def row_judge(settings: GroupSettings, cross_encoder: Any, num_questions: int, texts: Any) -> LinkJudge:
+    """The cross-encoder guard's judge for grouping `num_questions` questions, its budget theirs."""
+    assert settings.cross_encoder_threshold is not None and settings.cross_encoder_budget is not None  # checked
+    budget = call_budget(settings.cross_encoder_budget, num_questions)
+    return LinkJudge(cross_encoder, settings.cross_encoder_threshold, budget, texts)
+
+
+def judged_groups(
+    graph: csr_matrix,
+    vectors: RowVectors,
+    settings: GroupSettings,
+    judge: LinkJudge | None,
+    show_progress_bar: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`clustering.guarded_groups` with the settings' guard; with a `judge`, its borderline links first collected
+    by dry passes and scored in batches, then decided by a last pass (which scores any it still meets)."""
+    options = dict(settings=settings, judge=judge)
+    if judge is not None:
+        judge.deferring = True
+        for _ in range(DRY_PASSES):
+            guarded_groups(graph, vectors, settings.threshold, settings.guard, settings.canonical, **options)
+            if not judge.score_deferred():
+                break
+        judge.deferring = False
+    return guarded_groups(
+        graph, vectors, settings.threshold, settings.guard, settings.canonical, show_progress_bar=show_progress_bar,
+        **options,
+    )  # fmt: skip
+
+
+__all__ = ["find_groups", "group_settings", "judged_groups", "row_judge"]

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.groups.assignment import assign_new, forget
+from hfsiamese.search.groups.assignment import CROSS_ENCODER_NEEDED, assign_new, forget
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.groups.group_storage import read_groups, sync_groups, write_groups
-from hfsiamese.search.groups.guards import DEFAULT_GUARD
+from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
 from hfsiamese.search.index_views import IndexViews
 
 logger = logging.getLogger(__name__)
@@ -64,6 +64,8 @@ def groups_to_assign(index: IndexViews) -> DuplicateGroups:
     `assign` once the rows are written); otherwise `find_groups` must come first."""
     groups = current_groups(index)
     if groups is not None:
+        if uses_cross_encoder(groups.settings.guard) and index.cross_encoder is None:
+            raise ValueError(CROSS_ENCODER_NEEDED)
         return groups
     if len(index):
         raise ValueError(

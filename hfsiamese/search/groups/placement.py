@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.search.groups.canonical import choose_canonical
+from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, admits, is_borderline
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.guards import passes
 
@@ -20,22 +21,46 @@ MemberVectors = Callable[[list[Any]], np.ndarray]
 
 
 def place(
-    groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+    groups: DuplicateGroups,
+    member: Any,
+    vector: np.ndarray,
+    duplicates: Iterable[Any],
+    vectors: MemberVectors,
+    judge: LinkJudge | None = None,
 ) -> int:
-    """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first."""
+    """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first; `judge`:
+    the cross-encoder guard's (without one that guard is the mean guard)."""
     settings = groups.settings
     for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
         if candidate is None:
             continue
         members = groups.members(candidate)
         cosines = vectors(members) @ vector
-        to_canonical = float(cosines[members.index(groups.canonical_of(candidate))])
-        if passes(settings.guard, to_canonical, cosines, settings.threshold):
+        canonical = groups.canonical_of(candidate)
+        to_canonical = float(cosines[members.index(canonical)])
+        if admits(settings, judge, member, canonical, to_canonical, cosines):
             groups.join(member, candidate, to_canonical)
             if settings.canonical == "most_central":
                 recentre(groups, candidate, vectors)
             return candidate
     return groups.new_group(member)
+
+
+def first_borderline_link(
+    groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+) -> tuple[Any, Any] | None:
+    """The first `(member, canonical)` link `place` would ask the cross-encoder guard's judge about, read without
+    placing anything; None where a sure link (or none) comes first. What a batch of new questions scores at once."""
+    settings = groups.settings
+    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
+        if candidate is None:
+            continue
+        members = groups.members(candidate)
+        cosines = vectors(members) @ vector
+        canonical = groups.canonical_of(candidate)
+        by_mean = passes(settings.guard, float(cosines[members.index(canonical)]), cosines, settings.bar)
+        return (member, canonical) if is_borderline(settings, by_mean, len(members)) else None
+    return None
 
 
 def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> None:
@@ -47,4 +72,4 @@ def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> Non
         groups.set_canonical(group, members[best], dict(zip(members, (member_vectors @ member_vectors[best]).tolist())))
 
 
-__all__ = ["MemberVectors", "place", "recentre"]
+__all__ = ["MemberVectors", "first_borderline_link", "place", "recentre"]
