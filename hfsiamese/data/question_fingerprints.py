@@ -118,11 +118,21 @@ def training_overlap(pairs: datasets.Dataset, fingerprint: np.ndarray) -> Traini
     )
 
 
+_HASHED_PER_SLICE = 100_000  # texts made Python strings at a time: memory bounded on millions of questions
+
+
 def _row_hashes(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """One hash per row, in row order: 8 bytes of BLAKE2b of the folded text (stable across runs and machines)."""
-    folded = fold_text(texts.cast(pa.string())).to_pylist()
-    return np.fromiter(
-        (int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little") for text in folded),
-        dtype=np.uint64,
-        count=len(folded),
-    )
+    texts = texts.cast(pa.string())
+    hashes = np.empty(len(texts), dtype=np.uint64)
+    for start in range(0, len(texts), _HASHED_PER_SLICE):
+        folded = fold_text(texts.slice(start, _HASHED_PER_SLICE)).to_pylist()
+        hashes[start : start + len(folded)] = np.fromiter(
+            (
+                int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+                for text in folded
+            ),
+            dtype=np.uint64,
+            count=len(folded),
+        )
+    return hashes

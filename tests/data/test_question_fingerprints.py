@@ -42,3 +42,22 @@ def test_held_out_pairs_share_nothing():
     overlap = training_overlap(_pairs([("How do I cook rice?", "How to boil rice?")]), pair_question_hashes(train))
     assert not overlap.any and overlap.seen_questions == 0
     assert overlap.message() == "none of the 1 test pairs shares a question with the pairs that trained this model"
+
+
+def test_texts_are_hashed_slice_by_slice_as_one_by_one(monkeypatch):
+    import hashlib
+
+    import pyarrow as pa
+
+    from hfsiamese.data import question_fingerprints
+    from hfsiamese.data.question_ids import fold_text
+
+    texts = pa.chunked_array(
+        [["How do I learn Python?", "what IS  python"], ["Café ?", "x", "How do I learn Python ?"]]
+    )
+    monkeypatch.setattr(question_fingerprints, "_HASHED_PER_SLICE", 2)
+    expected = [
+        int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+        for text in fold_text(texts).to_pylist()
+    ]
+    assert question_fingerprints._row_hashes(texts).tolist() == expected
