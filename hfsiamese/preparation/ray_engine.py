@@ -11,9 +11,7 @@ node. The tasks call the same row functions as the local engine (`pair_rows`), s
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,13 +24,13 @@ from tqdm.auto import tqdm
 from hfsiamese.preparation.pair_rows import hash_batch, identity_columns, shard_table
 from hfsiamese.preparation.shards import write_shard
 from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.ray_usage_stats import ray_usage_stats_off_unless_chosen
 
 __all__ = ["HASH_ROWS", "RayPreparation", "SharedFolderError", "check_shared_folder", "import_ray"]
 
 logger = logging.getLogger(__name__)
 
 HASH_ROWS = 50_000  # rows per hashing task: big enough that a task's overhead is small, small enough to spread
-_USAGE_STATS_VARIABLE = "RAY_USAGE_STATS_ENABLED"
 
 
 class SharedFolderError(RuntimeError):
@@ -88,7 +86,7 @@ class RayPreparation:
     def __enter__(self) -> RayPreparation:
         ray = self._ray
         if not ray.is_initialized():
-            with _usage_stats_off_unless_chosen():
+            with ray_usage_stats_off_unless_chosen():
                 if self._address is None:
                     ray.init(num_cpus=self._num_proc, include_dashboard=False, logging_level=logging.WARNING)
                 else:
@@ -187,20 +185,3 @@ def _write_rows(
     """A Ray task (made one in `RayPreparation.write_shards`): one shard written into the shared output folder."""
     check_shared_folder(Path(started_file), started)
     return write_shard(shard_table(rows, groups), Path(path))
-
-
-@contextlib.contextmanager
-def _usage_stats_off_unless_chosen() -> Iterator[None]:
-    """
-    A Ray started here sends no usage statistics unless the user chose to (RAY_USAGE_STATS_ENABLED set, honoured as
-    it is). Ray reads only its environment and `ray.init` takes no such argument, so the variable is set for the start
-    and removed after: the caller's environment is as it was. (The shard encoder's Ray start does the same.)
-    """
-    if _USAGE_STATS_VARIABLE in os.environ:
-        yield
-        return
-    os.environ[_USAGE_STATS_VARIABLE] = "0"
-    try:
-        yield
-    finally:
-        os.environ.pop(_USAGE_STATS_VARIABLE, None)

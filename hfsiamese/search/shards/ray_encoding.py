@@ -6,11 +6,10 @@ can be finished the other.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from hfsiamese.search.shards.model_encoding import encode_texts, encoding_dtype,
 from hfsiamese.search.shards.reader import EmbeddingShards
 from hfsiamese.search.shards.shard_files import present_shards, remove_partial_files, shard_range, write_shard
 from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.ray_usage_stats import ray_usage_stats_off_unless_chosen
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def encode_to_shards_ray(
         if address is None:
             # As many CPUs as the actors ask for: with fewer, the ones that do not fit would wait forever.
             num_cpus = max(num_workers, math.ceil(num_workers * options["num_cpus"]))
-            with _ray_usage_stats_off_unless_chosen():
+            with ray_usage_stats_off_unless_chosen():
                 ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
         else:
             ray.init(address=address, logging_level=logging.WARNING)
@@ -179,27 +179,6 @@ class ShardEncoder:
         )
         write_shard(Path(shards_dir), index, start, embeddings)
         return index
-
-
-USAGE_STATS_VARIABLE = "RAY_USAGE_STATS_ENABLED"
-
-
-@contextlib.contextmanager
-def _ray_usage_stats_off_unless_chosen() -> Iterator[None]:
-    """
-    A local Ray started here sends no usage statistics over the network unless the user chose to
-    (RAY_USAGE_STATS_ENABLED set, honoured as it is). Ray reads only its environment, which the processes it
-    starts inherit, and `ray.init` takes no such argument: the variable is set for the start and removed
-    after, so the caller's environment is as it was.
-    """
-    if USAGE_STATS_VARIABLE in os.environ:
-        yield
-        return
-    os.environ[USAGE_STATS_VARIABLE] = "0"
-    try:
-        yield
-    finally:
-        os.environ.pop(USAGE_STATS_VARIABLE, None)
 
 
 def import_ray() -> Any:
