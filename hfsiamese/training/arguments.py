@@ -15,7 +15,7 @@ from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_card import local_card_license
 from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS
-from hfsiamese.utils.deprecation import warn_renamed
+from hfsiamese.utils.deprecation import warn_deprecated
 
 # Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
 EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)"
@@ -157,9 +157,11 @@ class DataArguments:
                     f"--dataset_name {self.dataset_name} names configuration {config!r}, --dataset_config_name "
                     f"{self.dataset_config_name!r}: pass --dataset_name {name} --dataset_config_name <config>"
                 )
-            warn_renamed(
-                f"--dataset_name {self.dataset_name}",
-                f"--dataset_name {name} --dataset_config_name {config}",
+            warn_deprecated(
+                "option",
+                "--dataset_name owner/name:config",
+                said_old=f"--dataset_name {self.dataset_name}",
+                said_new=f"--dataset_name {name} --dataset_config_name {config}",
                 stacklevel=4,
             )
             self.dataset_name, self.dataset_config_name = name, config
