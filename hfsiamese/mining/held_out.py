@@ -17,8 +17,7 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from hfsiamese.data.arrow_columns import column_arrow
-from hfsiamese.data.question_ids import ID_COLUMNS, fold_text
+from hfsiamese.data.question_identity import ID_COLUMNS, column_arrow, fold_text
 
 __all__ = ["HeldOutQuestions", "held_out_mask"]
 
