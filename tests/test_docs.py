@@ -105,7 +105,9 @@ def test_a_command_or_block_using_a_deprecated_form_fails(tmp_path):
     deprecated = (
         "python -c \"from hfsiamese.utils.deprecation import warn_deprecated; warn_deprecated('option', '--method')\""
     )
-    with pytest.raises(AssertionError, match=r"uses what hfsiamese deprecates: .*--method is renamed --calibration_method"):
+    with pytest.raises(
+        AssertionError, match=r"uses what hfsiamese deprecates: .*--method is renamed --calibration_method"
+    ):
         run_shell_command(deprecated, deprecated, "page.md:1", tmp_path, env, set(), {}, timeout=300)
     other = "python -c \"import warnings; warnings.warn('x', FutureWarning)\""
     run_shell_command(other, other, "page.md:2", tmp_path, env, set(), {}, timeout=300)

@@ -158,7 +158,9 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     ),
     Deprecated("loss", "contrastive_triplet", "contrastive_ranking", "2026-11-21"),
     Deprecated("loss option", "triplet_weight", "ranking_weight", "2026-11-21"),
-    Deprecated("name", "hfsiamese.losses.ContrastiveTripletLoss", "hfsiamese.losses.ContrastiveRankingLoss", "2026-11-24"),
+    Deprecated(
+        "name", "hfsiamese.losses.ContrastiveTripletLoss", "hfsiamese.losses.ContrastiveRankingLoss", "2026-11-24"
+    ),
     Deprecated("keyword", "model.calibrate(target=...)", "calibrate_for=...", _FILED_BY_FAMILY),
     Deprecated("keyword", "calibrate_model(target=...)", "calibrate_for=...", _FILED_BY_FAMILY),
     Deprecated(
@@ -171,9 +173,34 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("option", "--overwrite", "--overwrite_output_dir", _FILED_BY_FAMILY),
     Deprecated("option", "--overwrite_index", "--overwrite_index_dir", _FILED_BY_FAMILY),
     Deprecated(
-        "option", "--dataset_name owner/name:config", "--dataset_name owner/name --dataset_config_name config",
+        "option",
+        "--dataset_name owner/name:config",
+        "--dataset_name owner/name --dataset_config_name config",
         _FILED_BY_FAMILY,
-    ),  # fmt: skip
+    ),
+    # One question identity: ids, keys, groups, repeated pairs and the column reading they share, in one module.
+    Deprecated("module", "hfsiamese.data.question_ids", "hfsiamese.data.question_identity", _ROUND_THREE),
+    Deprecated("module", "hfsiamese.data.groups", "hfsiamese.data.question_identity", _ROUND_THREE),
+    Deprecated("module", "hfsiamese.data.deduplication", "hfsiamese.data.question_identity", _ROUND_THREE),
+    Deprecated(
+        "name",
+        "hfsiamese.data.arrow_columns.column_arrow",
+        "hfsiamese.data.question_identity.column_arrow",
+        _ROUND_THREE,
+    ),
+    Deprecated(
+        "name",
+        "hfsiamese.data.arrow_columns.column_numpy",
+        "hfsiamese.data.question_identity.column_numpy",
+        _ROUND_THREE,
+    ),
+    Deprecated(
+        "name", "hfsiamese.data.splits.split_report", "hfsiamese.data.question_identity.split_report", _ROUND_THREE
+    ),
+    # One negative-filter rule, and one vocabulary, for the training-time miner and `hfsiamese mine`.
+    Deprecated("module", "hfsiamese.mining.negative_filters", "hfsiamese.data.negative_filters", _ROUND_THREE),
+    Deprecated("option", "--mining_top_k", "--mining_max_rank", _ROUND_THREE),
+    Deprecated("keyword", "mine_hard_negatives(top_k=...)", "max_rank=...", _ROUND_THREE),
 )
 """Every old name, oldest first within a kind; rows are only added here (and all removed at `REMOVED_IN`)."""
 
@@ -249,7 +276,7 @@ def moved_name_getattr(module_name: str) -> Callable[[str], Any]:
         if row.kind == "name" and row.old.rpartition(".")[0] == module_name
     }
 
-    def __getattr__(name: str) -> Any:  # noqa: N807 - the module hook's own name
+    def __getattr__(name: str) -> Any:
         row = moved.get(name)
         if row is None:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
