@@ -201,6 +201,8 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("module", "hfsiamese.mining.negative_filters", "hfsiamese.data.negative_filters", _ROUND_THREE),
     Deprecated("option", "--mining_top_k", "--mining_max_rank", _ROUND_THREE),
     Deprecated("keyword", "mine_hard_negatives(top_k=...)", "max_rank=...", _ROUND_THREE),
+    # Names that say what they hold: "mining" is hard negatives; a corpus's duplicate pairs are found.
+    Deprecated("module", "hfsiamese.search.duplicate_mining", "hfsiamese.search.duplicate_finding", _ROUND_THREE),
 )
 """Every old name, oldest first within a kind; rows are only added here (and all removed at `REMOVED_IN`)."""
 
