@@ -126,7 +126,7 @@ def read_pairs(path: str) -> Any:
     """The pairs: a `save_to_disk` folder as it is, any other file through `load_pairs`."""
     if Path(path).is_dir():
         return load_dataset_file(path)
-    from hfsiamese.data.loading import load_pairs
+    from hfsiamese.data.pair_loading import load_pairs
 
     return load_pairs(path)
 

@@ -66,7 +66,7 @@ class HeldOutQuestions:
             check_text_file(path, "one question (or id) per line")
             lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             return cls.from_texts(lines) | cls.from_ids(lines)
-        from hfsiamese.data.loading import load_pairs
+        from hfsiamese.data.pair_loading import load_pairs
 
         return cls.from_pairs(load_pairs(str(path), deduplicate=False))
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from hfsiamese.data.loading import load_pairs
+from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
     KEY_COLUMNS,

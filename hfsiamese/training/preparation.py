@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
-from hfsiamese.data.loading import load_pairs
+from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
     SILVER_COLUMN,
