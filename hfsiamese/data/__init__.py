@@ -6,8 +6,8 @@ them for a training run; it is not imported here, since its mined view needs `hf
 
 from hfsiamese.data.arrow_batches import ArrowBatchDataset, arrow_batch_dataset
 from hfsiamese.data.collator import SiamesePairCollator
-from hfsiamese.data.pair_loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
+from hfsiamese.data.pair_loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from hfsiamese.data.preprocessing import tokenize_pairs
 from hfsiamese.data.question_identity import (
     DeduplicationReport,

@@ -203,7 +203,9 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("keyword", "mine_hard_negatives(top_k=...)", "max_rank=...", _ROUND_THREE),
     # Names that say what they hold: "mining" is hard negatives; a corpus's duplicate pairs are found.
     Deprecated("module", "hfsiamese.search.duplicate_mining", "hfsiamese.search.duplicate_finding", _ROUND_THREE),
-    Deprecated("module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE),  # not hfsiamese.loading
+    Deprecated(
+        "module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE
+    ),  # not hfsiamese.loading
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
 )
 """Every old name, oldest first within a kind; rows are only added here (and all removed at `REMOVED_IN`)."""
