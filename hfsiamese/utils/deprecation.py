@@ -215,10 +215,10 @@ MOVED_MODULES: dict[str, str] = {row.old: row.new for row in DEPRECATIONS if row
 
 MOVED_PACKAGES: dict[str, dict[str, str]] = {}
 """Old package (gone) → the names it exported, each with the module that holds it now."""
-for _row in DEPRECATIONS:
-    if _row.kind == "package name":
-        _package, _, _name = _row.old.rpartition(".")
-        MOVED_PACKAGES.setdefault(_package, {})[_name] = _row.new.rpartition(".")[0]
+for _entry in DEPRECATIONS:
+    if _entry.kind == "package name":
+        _package, _, _name = _entry.old.rpartition(".")
+        MOVED_PACKAGES.setdefault(_package, {})[_name] = _entry.new.rpartition(".")[0]
 
 
 def _row(kind: Kind, old: str) -> Deprecated:
