@@ -179,23 +179,15 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
         _FILED_BY_FAMILY,
     ),
     # One question identity: ids, keys, groups, repeated pairs and the column reading they share, in one module.
-    Deprecated("module", "hfsiamese.data.question_ids", "hfsiamese.data.question_identity", _ROUND_THREE),
-    Deprecated("module", "hfsiamese.data.groups", "hfsiamese.data.question_identity", _ROUND_THREE),
-    Deprecated("module", "hfsiamese.data.deduplication", "hfsiamese.data.question_identity", _ROUND_THREE),
-    Deprecated(
-        "name",
-        "hfsiamese.data.arrow_columns.column_arrow",
-        "hfsiamese.data.question_identity.column_arrow",
-        _ROUND_THREE,
+    *(
+        Deprecated("module", f"hfsiamese.data.{old}", "hfsiamese.data.question_identity", _ROUND_THREE)
+        for old in ("question_ids", "groups", "deduplication")
     ),
-    Deprecated(
-        "name",
-        "hfsiamese.data.arrow_columns.column_numpy",
-        "hfsiamese.data.question_identity.column_numpy",
-        _ROUND_THREE,
-    ),
-    Deprecated(
-        "name", "hfsiamese.data.splits.split_report", "hfsiamese.data.question_identity.split_report", _ROUND_THREE
+    *(
+        Deprecated(
+            "name", f"hfsiamese.data.{old}", f"hfsiamese.data.question_identity.{old.rpartition('.')[2]}", _ROUND_THREE
+        )
+        for old in ("arrow_columns.column_arrow", "arrow_columns.column_numpy", "splits.split_report")
     ),
     # One negative-filter rule, and one vocabulary, for the training-time miner and `hfsiamese mine`.
     Deprecated("module", "hfsiamese.mining.negative_filters", "hfsiamese.data.negative_filters", _ROUND_THREE),
@@ -203,9 +195,8 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("keyword", "mine_hard_negatives(top_k=...)", "max_rank=...", _ROUND_THREE),
     # Names that say what they hold: "mining" is hard negatives; a corpus's duplicate pairs are found.
     Deprecated("module", "hfsiamese.search.duplicate_mining", "hfsiamese.search.duplicate_finding", _ROUND_THREE),
-    Deprecated(
-        "module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE
-    ),  # not hfsiamese.loading
+    # `load_pairs`, beside `hfsiamese.loading` (which loads models).
+    Deprecated("module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE),
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
 )
 """Every old name, oldest first within a kind; rows are only added here (and all removed at `REMOVED_IN`)."""
