@@ -58,7 +58,7 @@ _LAZY = {
     "CrossEncoderTrainingArguments": "hfsiamese.cross_encoder.training_args",
     "PairTrainer": "hfsiamese.base.trainer",
     "DuplicateIndex": "hfsiamese.search.duplicate_index",
-    "load_pairs": "hfsiamese.data.loading",
+    "load_pairs": "hfsiamese.data.pair_loading",
     "NonFiniteLossError": "hfsiamese.base.nonfinite_loss",
     "resolve_resume_checkpoint": "hfsiamese.base.checkpoints",
     "ExportArguments": "hfsiamese.bi_encoder.onnx_export",

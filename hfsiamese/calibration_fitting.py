@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -43,6 +42,7 @@ from hfsiamese.models.siamese.score_calibrator import (
     check_calibration,
 )
 from hfsiamese.models.siamese.scoring import score_unit
+from hfsiamese.utils.deprecation import warn_deprecated
 
 logger = logging.getLogger(__name__)
 
@@ -174,12 +174,7 @@ def calibrate_model(
     `target`: the old name of `calibrate_for` (kept for one release, with a FutureWarning).
     """
     if target is not None:
-        warnings.warn(
-            "calibrate_model(target=...) is renamed calibrate_for=..., as the commands' --calibrate_for; "
-            "target= will be removed in the next release",
-            FutureWarning,
-            stacklevel=2,
-        )
+        warn_deprecated("keyword", "calibrate_model(target=...)")
         calibrate_for = target
     target = calibrate_for  # the report's name for it
     if method not in CALIBRATION_METHODS:

@@ -16,9 +16,8 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.data.groups import question_groups
 from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE, TrainingOverlap, read_fingerprint, training_overlap
-from hfsiamese.data.question_ids import question_texts
+from hfsiamese.data.question_identity import question_groups, question_texts
 from hfsiamese.metrics import pair_classification_metrics, retrieval_metrics
 from hfsiamese.metrics.ranking import check_ks
 from hfsiamese.metrics.reliability import calibration_metrics

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 from tests.conftest import REPO_ROOT
@@ -57,3 +58,72 @@ def test_every_module_of_the_package_is_named():
     }
     unnamed = sorted(modules - named)
     assert not unnamed, f"modules docs/architecture.md does not name (add them where they live): {unnamed}"
+
+
+# The import that runs back up, as the page describes it: `model.calibrate` fits with the installed library.
+UP_THE_FLOORS = {("models/siamese/calibration.py", "calibration_fitting.py")}
+
+
+def _floors(text: str) -> dict[str, int]:
+    """The page's floors table: room (`cli/`, `loading.py`) -> floor."""
+    section = text.split("## Floors", 1)[1].split("\n## ", 1)[0]
+    floors = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].isdigit():
+            floors.update({room: int(cells[0]) for room in re.findall(r"`([\w./]+)`", cells[1])})
+    return floors
+
+
+def _room(module: str) -> str:
+    """The room of a module of the package: its folder under hfsiamese/, or its file at the root."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "__init__.py"
+    return f"{parts[1]}/" if (PACKAGE / parts[1]).is_dir() else f"{parts[1]}.py"
+
+
+def _imports(path) -> list[str]:
+    """Every hfsiamese module `path` imports, at the top or inside a function (absolute imports: the package's own)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return [name for name in names if name == "hfsiamese" or name.startswith("hfsiamese.")]
+
+
+def floor_breaks(imports: dict[str, list[str]], floors: dict[str, int]) -> list[str]:
+    """`file -> module` for each import from a higher floor than the file's room, and each room with no floor."""
+    problems = []
+    for file, modules in sorted(imports.items()):
+        source = _room("hfsiamese." + file.removesuffix(".py").replace("/", ".")) if "/" in file else file
+        for module in modules:
+            target = _room(module)
+            if target == source or (file, target) in UP_THE_FLOORS:
+                continue
+            unplaced = [room for room in (source, target) if room not in floors]
+            if unplaced:
+                problems.append(f"{file} -> {module}: {unplaced} on no floor of docs/architecture.md")
+            elif floors[target] > floors[source]:
+                problems.append(f"{file} (floor {floors[source]}) -> {module} (floor {floors[target]})")
+    return problems
+
+
+def test_imports_run_down_the_floors():
+    floors = _floors(DOC.read_text(encoding="utf-8"))
+    assert floors, "docs/architecture.md has no floors table"
+    imports = {str(path.relative_to(PACKAGE)): _imports(path) for path in PACKAGE.rglob("*.py")}
+    problems = floor_breaks(imports, floors)
+    assert not problems, "imports that run up the floors of docs/architecture.md:\n" + "\n".join(problems)
+
+
+def test_an_import_from_a_higher_floor_is_found():
+    floors = {"cli/": 2, "data/": 1, "utils/": 0}
+    assert floor_breaks({"data/views.py": ["hfsiamese.utils.console"]}, floors) == []
+    assert floor_breaks({"utils/console.py": ["hfsiamese.data.views"]}, floors) == [
+        "utils/console.py (floor 0) -> hfsiamese.data.views (floor 1)"
+    ]
+    assert "on no floor" in floor_breaks({"data/views.py": ["hfsiamese.search.app"]}, floors)[0]

@@ -102,13 +102,17 @@ def test_a_command_or_block_using_a_deprecated_form_fails(tmp_path):
     """An hfsiamese FutureWarning fails the block (the docs showed `--method platt` with the test green); another
     library's does not."""
     env = offline_env(PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    deprecated = "python -c \"from hfsiamese.utils.deprecation import warn_renamed; warn_renamed('--a', '--b')\""
-    with pytest.raises(AssertionError, match=r"uses what hfsiamese deprecates: .*--a is renamed --b"):
+    deprecated = (
+        "python -c \"from hfsiamese.utils.deprecation import warn_deprecated; warn_deprecated('option', '--method')\""
+    )
+    with pytest.raises(
+        AssertionError, match=r"uses what hfsiamese deprecates: .*--method is renamed --calibration_method"
+    ):
         run_shell_command(deprecated, deprecated, "page.md:1", tmp_path, env, set(), {}, timeout=300)
     other = "python -c \"import warnings; warnings.warn('x', FutureWarning)\""
     run_shell_command(other, other, "page.md:2", tmp_path, env, set(), {}, timeout=300)
     block = readme_blocks(
-        "```python\nfrom hfsiamese.utils.deprecation import warn_renamed\nwarn_renamed('--a', '--b')\n```\n"
+        "```python\nfrom hfsiamese.utils.deprecation import warn_deprecated\nwarn_deprecated('option', '--method')\n```\n"
     )[0]
     with pytest.raises(AssertionError, match="uses what hfsiamese deprecates"):
         run_python_block(block, "page.md:3", {}, tmp_path, set(), {})

@@ -40,7 +40,7 @@ from benchmarks.common.harness import (
 )
 from benchmarks.common.qqp_slices import qqp_train_and_validation, validation_retrieval
 from hfsiamese.data import load_pairs
-from hfsiamese.data.question_ids import distinct_questions
+from hfsiamese.data.question_identity import distinct_questions
 from hfsiamese.distillation import load_teacher
 from hfsiamese.evaluation import evaluate_pairs
 

@@ -9,7 +9,7 @@ import torch
 from transformers.trainer_pt_utils import LengthGroupedSampler
 from transformers.utils import logging
 
-from hfsiamese.data.arrow_columns import column_arrow, column_numpy
+from hfsiamese.data.question_identity import column_arrow, column_numpy
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
 
 logger = logging.get_logger(__name__)

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hfsiamese.data.arrow_columns import column_arrow, column_numpy
+from hfsiamese.data.question_identity import column_arrow, column_numpy
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 

@@ -37,7 +37,7 @@ from hfsiamese.models.siamese.adapters import merged_copy
 from hfsiamese.models.siamese.configuration_siamese import encoder_width
 from hfsiamese.models.siamese.inference import check_truncate_dim
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
-from hfsiamese.utils.deprecation import warn_renamed
+from hfsiamese.utils.deprecation import warn_deprecated
 from hfsiamese.utils.output_dirs import give_umask_mode
 
 MODULES_FILE = "modules.json"
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     if args.overwrite:  # the old name, kept for one release
-        warn_renamed("--overwrite", "--overwrite_output_dir", stacklevel=2)
+        warn_deprecated("option", "--overwrite", stacklevel=2)
     path = export_sentence_transformers(
         args.checkpoint,
         args.output_dir or args.checkpoint,

@@ -1,13 +1,13 @@
 """`hfsiamese app`: a duplicate-search web app for your corpus: "has this question already been asked?" (Gradio).
 
     hfsiamese app --model_name_or_path outputs/lstm_qqp --corpus questions.txt
-    hfsiamese app --model_name_or_path outputs/lstm_qqp --corpus questions.txt --index outputs/my_index
-    hfsiamese app --model_name_or_path outputs/lstm_qqp --index outputs/my_index --port 8080
-    hfsiamese app --model_name_or_path outputs/lstm_qqp --index outputs/my_index \\
+    hfsiamese app --model_name_or_path outputs/lstm_qqp --corpus questions.txt --index_dir outputs/my_index
+    hfsiamese app --model_name_or_path outputs/lstm_qqp --index_dir outputs/my_index --port 8080
+    hfsiamese app --model_name_or_path outputs/lstm_qqp --index_dir outputs/my_index \\
         --cross_encoder outputs/cross_minilm_qqp       # the cross-encoder reranks and decides
 
 Then open http://127.0.0.1:7860. It binds 127.0.0.1 (this machine only) unless --host says
-otherwise. The corpus formats are those of `hfsiamese search`; --index loads a saved index, or
+otherwise. The corpus formats are those of `hfsiamese search`; --index_dir loads a saved index, or
 saves the one built from --corpus there; --cross_encoder reranks each search's --rerank_k candidates
 (default max(2k, 20)) and decides with its own scores and threshold, in both tabs. Needs
 gradio (`pip install -e ".[app]"` from a clone).
@@ -27,7 +27,7 @@ DESCRIPTION = 'A duplicate-search web app for your corpus: "has this question al
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`hfsiamese app --model_name_or_path MODEL --corpus QUESTIONS [--index FOLDER]`: serves until stopped."""
+    """`hfsiamese app --model_name_or_path MODEL --corpus QUESTIONS [--index_dir FOLDER]`: serves until stopped."""
     parser = HfArgumentParser(AppArguments, prog="hfsiamese app", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     configure_quiet_console()

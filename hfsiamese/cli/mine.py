@@ -38,9 +38,9 @@ from transformers import HfArgumentParser
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.data.negative_filters import NegativeFilters
 from hfsiamese.mining.dataset_files import OUTPUT_PATH_HELP, check_output_path, load_dataset_file, save_dataset_file
 from hfsiamese.mining.mined_formats import OUTPUT_FORMATS
-from hfsiamese.mining.negative_filters import NegativeFilters
 from hfsiamese.mining.negative_mining import MINING_BACKENDS
 from hfsiamese.utils.console import configure_quiet_console
 
@@ -126,7 +126,7 @@ def read_pairs(path: str) -> Any:
     """The pairs: a `save_to_disk` folder as it is, any other file through `load_pairs`."""
     if Path(path).is_dir():
         return load_dataset_file(path)
-    from hfsiamese.data.loading import load_pairs
+    from hfsiamese.data.pair_loading import load_pairs
 
     return load_pairs(path)
 

@@ -10,7 +10,6 @@ bi-encoder's and its folder appears only complete.
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from hfsiamese.cross_encoder.model import is_cross_encoder_config
 from hfsiamese.cross_encoder.model_card import cross_encoder_card
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, model_inputs, swapped_inputs
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
+from hfsiamese.utils.deprecation import warn_deprecated
 
 
 class CrossEncoderTrainer(PairTrainer):
@@ -43,7 +43,7 @@ class CrossEncoderTrainer(PairTrainer):
     loss stops training, or with `nan_policy="skip"` drops the batch.
 
     It takes `CrossEncoderTrainingArguments`, which have no loss options; `SiameseTrainingArguments`, which it took
-    before, are still accepted for one release, with a FutureWarning (their loss options do not apply).
+    before, are still accepted until hfsiamese 0.3, with a FutureWarning (their loss options do not apply).
     """
 
     arguments_class = CrossEncoderTrainingArguments
@@ -56,12 +56,7 @@ class CrossEncoderTrainer(PairTrainer):
 
         if not isinstance(args, SiameseTrainingArguments):
             return super().checked_arguments(args)
-        warnings.warn(
-            "CrossEncoderTrainer takes CrossEncoderTrainingArguments (hfsiamese.cross_encoder.training_args); "
-            "SiameseTrainingArguments are accepted until the next release",
-            FutureWarning,
-            stacklevel=3,
-        )
+        warn_deprecated("argument", "CrossEncoderTrainer(args=SiameseTrainingArguments(...))", stacklevel=4)
         if args.gradient_cache_mini_batch_size:
             raise ValueError(
                 "gradient_cache_mini_batch_size applies to in-batch losses; a cross-encoder's loss is per pair"

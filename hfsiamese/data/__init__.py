@@ -6,14 +6,19 @@ them for a training run; it is not imported here, since its mined view needs `hf
 
 from hfsiamese.data.arrow_batches import ArrowBatchDataset, arrow_batch_dataset
 from hfsiamese.data.collator import SiamesePairCollator
-from hfsiamese.data.deduplication import DeduplicationReport, deduplicate_pairs
-from hfsiamese.data.groups import assign_duplicate_groups
-from hfsiamese.data.loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
+from hfsiamese.data.pair_loading import PAIR_FORMATS, HubUnreachableError, load_pairs
 from hfsiamese.data.preprocessing import tokenize_pairs
-from hfsiamese.data.question_ids import distinct_questions, with_question_keys
+from hfsiamese.data.question_identity import (
+    DeduplicationReport,
+    assign_duplicate_groups,
+    deduplicate_pairs,
+    distinct_questions,
+    split_report,
+    with_question_keys,
+)
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
-from hfsiamese.data.splits import split_by_group, split_report
+from hfsiamese.data.splits import split_by_group
 from hfsiamese.data.text_normalization import NORMALIZATIONS, normalize_texts
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets, view_sizes
 

@@ -10,8 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from transformers import PreTrainedTokenizerBase
 
-from hfsiamese.data.arrow_columns import column_arrow
-from hfsiamese.data.question_ids import KEY_COLUMNS
+from hfsiamese.data.question_identity import KEY_COLUMNS, column_arrow
 from hfsiamese.data.text_encoding import TextEncoder
 from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, tokenizer_max_length, warn_truncated
 

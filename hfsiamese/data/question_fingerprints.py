@@ -26,8 +26,7 @@ import numpy as np
 import pyarrow as pa
 from safetensors.numpy import load_file
 
-from hfsiamese.data.arrow_columns import column_arrow
-from hfsiamese.data.question_ids import fold_text
+from hfsiamese.data.question_identity import column_arrow, fold_text
 
 __all__ = [
     "FINGERPRINT_FILE",

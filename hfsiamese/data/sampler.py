@@ -21,7 +21,7 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.data.arrow_columns import column_arrow
+from hfsiamese.data.question_identity import column_arrow
 
 __all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 

@@ -15,8 +15,9 @@ import datasets
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hfsiamese.data.arrow_columns import column_arrow, is_json_type
+from hfsiamese.data.arrow_columns import is_json_type
 from hfsiamese.data.formats import TEXT_FORMATS
+from hfsiamese.data.question_identity import column_arrow
 from hfsiamese.data.readers import root_message
 
 __all__ = [

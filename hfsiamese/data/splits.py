@@ -1,5 +1,6 @@
 """
-Leak-free train/validation(/test) splits of pair data sets, and a report that checks them.
+Leak-free train/validation(/test) splits of pair data sets (`split_report`, which checks them, counts shared
+questions by their identity: `hfsiamese.data.question_identity`).
 
 The units of a split are the connected components over *all* pairs (duplicates and
 non-duplicates), so that no question is seen on two sides: a question in both would leak its
@@ -10,14 +11,13 @@ from __future__ import annotations
 
 import datasets
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.groups import connected_questions
-from hfsiamese.data.question_ids import QuestionCodes, question_codes, question_keys, with_question_keys
+from hfsiamese.data.question_identity import QuestionCodes, pair_components, question_codes, with_question_keys
+from hfsiamese.utils.deprecation import moved_name_getattr
 
-__all__ = ["check_split_fractions", "split_by_group", "split_codes", "split_report"]
+__all__ = ["check_split_fractions", "deal_components", "split_by_group", "split_codes"]
+
+__getattr__ = moved_name_getattr(__name__)  # `split_report` moved to the question identity
 
 
 def split_by_group(
@@ -35,13 +35,15 @@ def split_by_group(
     are shuffled with `seed` and dealt to validation, then test, until each holds about its
     fraction of the pairs (a unit larger than that whole share stays in train unless nothing else
     fits). Row order inside each side is kept. Questions are identified as in
-    `hfsiamese.data.question_ids` (ids, else normalised text, which merges at least as much as raw
+    `hfsiamese.data.question_identity` (ids, else normalised text, which merges at least as much as raw
     text, so the split is leak-free for either identity); every side carries that identity along.
     """
     check_split_fractions(validation_fraction, test_fraction)
     dataset = with_question_keys(dataset)
-    codes = question_codes(dataset)
-    pair_split = split_codes(codes, validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed)
+    component = pair_components(question_codes(dataset))
+    pair_split = deal_components(
+        component, validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed
+    )
     names = ["train", "validation"] + (["test"] if test_fraction > 0 else [])
     indices = {name: np.flatnonzero(pair_split == code) for code, name in enumerate(names)}
     return datasets.DatasetDict({name: dataset.select(idx) for name, idx in indices.items()})
@@ -66,9 +68,18 @@ def split_codes(
     deals them: what the out-of-core preparation (`hfsiamese.preparation`) calls on its compact arrays, so that both
     paths make one split. A side left empty is a ValueError.
     """
+    return deal_components(
+        pair_components(codes), validation_fraction=validation_fraction, test_fraction=test_fraction, seed=seed
+    )
+
+
+def deal_components(
+    component: np.ndarray, *, validation_fraction: float = 0.1, test_fraction: float = 0.0, seed: int = 42
+) -> np.ndarray:
+    """The side of every pair (int8: 0 train, 1 validation, 2 test) from its connected component (`pair_components`):
+    the components shuffled with `seed` and dealt to validation, then test. A side left empty is a ValueError."""
     fractions = {"validation": validation_fraction, "test": test_fraction}
-    n = len(codes.codes1)
-    component = connected_questions(codes.codes1, codes.codes2, codes.count)[codes.codes1]
+    n = len(component)
     units, pair_unit = np.unique(component, return_inverse=True)
     unit_sizes = np.bincount(pair_unit, minlength=len(units))
 
@@ -95,36 +106,6 @@ def split_codes(
             f"test_fraction={test_fraction}: {', '.join(empty)} would be empty"
         )
     return pair_split
-
-
-def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
-    """
-    Size and duplicate rate of each split, and how many questions two splits share (0 for a
-    leak-free split). Questions are identified as in `split_by_group`.
-    """
-    report: dict[str, dict[str, float]] = {}
-    question_sets = {}
-    for name, split in splits.items():
-        labels = column_numpy(split, "label")
-        key1, key2 = question_keys(split)
-        # Distinct keys as Arrow arrays (no Python string per question: millions of them in a prepared run).
-        question_sets[name] = pa.chunked_array(key1.chunks + key2.chunks, type=pa.string()).unique()
-        report[name] = {
-            "pairs": len(split),
-            "duplicates": int((labels == 1).sum()),
-            "duplicate_rate": float((labels == 1).mean()) if len(split) else 0.0,
-            "questions": len(question_sets[name]),
-        }
-        if "group_id" in split.column_names:
-            report[name]["duplicate_groups"] = len(np.unique(column_numpy(split, "group_id")))
-    names = list(splits)
-    shared = {
-        f"{a}/{b}": int(pc.sum(pc.is_in(question_sets[a], value_set=question_sets[b])).as_py() or 0)
-        for i, a in enumerate(names)
-        for b in names[i + 1 :]
-    }
-    report["shared_questions"] = shared
-    return report
 
 
 def _prefix_closest_to(filled: np.ndarray, target: float) -> int:

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hfsiamese.data.arrow_columns import column_arrow
 from hfsiamese.data.formats import check_json_file, check_parquet_file
+from hfsiamese.data.question_identity import column_arrow
 
 TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
 # The mined groups' names (hfsiamese.mining.mined_formats) -> the names the training pairs use.

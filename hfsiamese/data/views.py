@@ -13,9 +13,13 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.groups import assign_duplicate_groups, question_groups
-from hfsiamese.data.question_ids import question_texts, with_question_keys
+from hfsiamese.data.question_identity import (
+    assign_duplicate_groups,
+    column_numpy,
+    question_groups,
+    question_texts,
+    with_question_keys,
+)
 
 __all__ = ["duplicate_pairs", "group_pairs", "labelled_pairs", "triplets", "view_sizes"]
 

@@ -27,7 +27,13 @@ import pyarrow.compute as pc
 import torch
 import torch.nn.functional as F
 
-from hfsiamese.data.question_ids import first_positions, identity_name, question_codes, question_keys, question_texts
+from hfsiamese.data.question_identity import (
+    first_positions,
+    identity_name,
+    question_codes,
+    question_keys,
+    question_texts,
+)
 from hfsiamese.utils.exact_topk import topk_cosine
 
 if TYPE_CHECKING:

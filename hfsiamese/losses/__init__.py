@@ -45,6 +45,7 @@ from hfsiamese.losses.registry import (
 )
 from hfsiamese.losses.triplet import TripletLoss
 from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
+from hfsiamese.utils.deprecation import moved_name_getattr
 
 __all__ = [
     "LOSSES",
@@ -72,11 +73,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> type[SiameseLoss]:
-    # The class's name before the rename (PEP 562): old imports keep working, with a FutureWarning.
-    if name == "ContrastiveTripletLoss":
-        import warnings
-
-        warnings.warn("ContrastiveTripletLoss is now ContrastiveRankingLoss", FutureWarning, stacklevel=2)
-        return ContrastiveRankingLoss
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The classes' names before a rename (PEP 562), from the deprecation table: old imports keep working, with a
+# FutureWarning.
+__getattr__ = moved_name_getattr(__name__)

@@ -6,7 +6,6 @@ one, so the two never import each other.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from hfsiamese.losses.hard_negative_triplet import HardNegativeTripletLoss
 from hfsiamese.losses.multiple_negatives_ranking import MultipleNegativesRankingLoss
 from hfsiamese.losses.triplet import TripletLoss
 from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
+from hfsiamese.utils.deprecation import DEPRECATIONS, warn_deprecated
 
 # Every loss on embeddings (or the head's logits) by its name: what a wrapping loss (`matryoshka`) may wrap.
 EMBEDDING_LOSSES: dict[str, type[SiameseLoss]] = {
@@ -32,21 +32,15 @@ EMBEDDING_LOSSES: dict[str, type[SiameseLoss]] = {
 }
 
 # Names that changed, kept working with a FutureWarning so that configs, scripts and saved training
-# arguments written before a rename still run: old name -> current name.
-RENAMED_LOSSES: dict[str, str] = {"contrastive_triplet": "contrastive_ranking"}
-RENAMED_LOSS_OPTIONS: dict[str, str] = {"triplet_weight": "ranking_weight"}
+# arguments written before a rename still run: old name -> current name (rows of the deprecation table).
+RENAMED_LOSSES: dict[str, str] = {row.old: row.new for row in DEPRECATIONS if row.kind == "loss"}
+RENAMED_LOSS_OPTIONS: dict[str, str] = {row.old: row.new for row in DEPRECATIONS if row.kind == "loss option"}
 
 
 def current_loss_name(name: str) -> str:
     """`name`, or the name it was renamed to (with a FutureWarning naming both)."""
     if name in RENAMED_LOSSES:
-        warnings.warn(
-            f"loss {name!r} is now called {RENAMED_LOSSES[name]!r} (the old name will be removed): "
-            f"--loss {RENAMED_LOSSES[name]}",
-            FutureWarning,
-            stacklevel=3,
-        )
-        return RENAMED_LOSSES[name]
+        return warn_deprecated("loss", name, stacklevel=4)
     return name
 
 
@@ -58,9 +52,7 @@ def current_loss_options(options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if new in current:
             raise ValueError(f"{old} is the old name of {new}: give {new} only")
-        warnings.warn(
-            f"loss option {old!r} is now called {new!r} (the old name will be removed)", FutureWarning, stacklevel=3
-        )
+        warn_deprecated("loss option", old, stacklevel=4)
         current[new] = current.pop(old)
     return current
 

@@ -17,7 +17,7 @@ from hfsiamese.utils.lazy_exports import lazy_exports
 
 _LAZY = {
     "HeldOutQuestions": "hfsiamese.mining.held_out",
-    "NegativeFilters": "hfsiamese.mining.negative_filters",
+    "NegativeFilters": "hfsiamese.data.negative_filters",
     "MinedNegatives": "hfsiamese.mining.mined_formats",
     "MiningFolder": "hfsiamese.mining.mining_shards",
     "mine_negatives": "hfsiamese.mining.negative_mining",

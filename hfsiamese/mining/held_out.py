@@ -17,8 +17,7 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from hfsiamese.data.arrow_columns import column_arrow
-from hfsiamese.data.question_ids import ID_COLUMNS, fold_text
+from hfsiamese.data.question_identity import ID_COLUMNS, column_arrow, fold_text
 
 __all__ = ["HeldOutQuestions", "held_out_mask"]
 
@@ -67,7 +66,7 @@ class HeldOutQuestions:
             check_text_file(path, "one question (or id) per line")
             lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
             return cls.from_texts(lines) | cls.from_ids(lines)
-        from hfsiamese.data.loading import load_pairs
+        from hfsiamese.data.pair_loading import load_pairs
 
         return cls.from_pairs(load_pairs(str(path), deduplicate=False))
 

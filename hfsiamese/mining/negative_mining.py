@@ -19,13 +19,11 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.groups import question_groups
-from hfsiamese.data.question_ids import identity_name, question_keys, question_texts
+from hfsiamese.data.negative_filters import NegativeFilters, allowed_candidates
+from hfsiamese.data.question_identity import column_numpy, identity_name, question_groups, question_keys, question_texts
 from hfsiamese.mining.held_out import HeldOutQuestions, held_out_mask
 from hfsiamese.mining.mined_formats import MinedNegatives
 from hfsiamese.mining.mining_shards import MiningFolder, codes_fingerprint
-from hfsiamese.mining.negative_filters import NegativeFilters, allowed_candidates
 from hfsiamese.search.reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
     cross_encoder_scores,

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 from datasets.table import MemoryMappedTable
 
-from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.question_identity import column_numpy
 from hfsiamese.preparation.pair_rows import hash_batch, shard_table
 from hfsiamese.preparation.shards import write_shard
 

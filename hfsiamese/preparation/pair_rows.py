@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hfsiamese.data.question_ids import ID_COLUMNS, KEY_COLUMNS, fold_text
+from hfsiamese.data.question_identity import ID_COLUMNS, KEY_COLUMNS, fold_text
 
 __all__ = ["hash_batch", "identity_columns", "shard_table"]
 

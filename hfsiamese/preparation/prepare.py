@@ -33,11 +33,16 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.deduplication import DeduplicationReport, repeated_pairs
-from hfsiamese.data.groups import groups_of_questions
-from hfsiamese.data.loading import load_pairs
-from hfsiamese.data.question_ids import ID_COLUMNS, KEY_COLUMNS, QuestionCodes
+from hfsiamese.data.pair_loading import load_pairs
+from hfsiamese.data.question_identity import (
+    ID_COLUMNS,
+    KEY_COLUMNS,
+    DeduplicationReport,
+    QuestionCodes,
+    column_numpy,
+    groups_of_questions,
+    repeated_pairs,
+)
 from hfsiamese.data.splits import check_split_fractions, split_codes
 from hfsiamese.preparation.local_engine import LocalPreparation
 from hfsiamese.preparation.options import SCHEMA_VERSION, PreparationOptions, preparation_key, source_fingerprint

@@ -13,7 +13,7 @@ import datasets
 import numpy as np
 
 from hfsiamese.data.question_fingerprints import pair_question_hashes
-from hfsiamese.data.splits import split_report
+from hfsiamese.data.question_identity import split_report
 from hfsiamese.preparation.derived_cache import kept_in_prepared_folder
 
 __all__ = ["TRAINING_QUESTIONS", "SPLIT_REPORTS", "cached_pair_question_hashes", "cached_split_report"]

@@ -31,6 +31,7 @@ from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.utils.deprecation import renamed_option
 from hfsiamese.utils.extras import install_hint
 
 logger = logging.getLogger(__name__)
@@ -50,12 +51,13 @@ class AppArguments:
     corpus: str | None = field(
         default=None, metadata={"help": "File of earlier questions (formats as hfsiamese search)."}
     )
-    index: str | None = field(
+    index_dir: str | None = field(
         default=None,
         metadata={
             "help": "Folder of a saved DuplicateIndex: loaded if it holds one, else built from --corpus and saved there."
         },
     )
+    index: str | None = field(default=None, metadata={"help": "Deprecated: use --index_dir."})
     corpus_format: str = field(
         default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS}
     )
@@ -89,19 +91,22 @@ class AppArguments:
         default=None, metadata={"help": "With --hybrid weighted: BM25's share of the fused score (default 0.3)."}
     )
 
+    def __post_init__(self) -> None:
+        renamed_option(self, "index", "index_dir")  # one name with `hfsiamese search`, `groups` and `serve`
+
 
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
-    """The saved index in `args.index` (whatever `args.corpus`), or one built from `args.corpus` (saved to `args.index`
+    """The saved index in `args.index_dir` (whatever `args.corpus`), or one built from `args.corpus` (saved to `args.index_dir`
     when given): `index_opening.open_index`."""
     model = model if model is not None else load_siamese_model(args.model_name_or_path)
     index = open_index(
         args.model_name_or_path,
-        args.index,
+        args.index_dir,
         None if args.corpus is None else lambda: _questions(args),
         model=model,
         options=hybrid_flags(args.hybrid, args.rrf_k, args.lexical_weight),
         build_options={"batch_size": args.batch_size},
-        index_flag="--index",
+        index_flag="--index_dir",
     )
     return cast(DuplicateIndex, index)  # None only in the helper processes of a sharded build, which the app never runs
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import datasets
 
 from hfsiamese.data import load_pairs
-from hfsiamese.data.question_ids import distinct_questions
+from hfsiamese.data.question_identity import distinct_questions
 
 CORPUS_FORMATS = ("auto", "lines", "table", "pairs")
 _TABLE_BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}

@@ -1,7 +1,7 @@
 """
 A searchable corpus of embedded texts that answers "has this question been asked before?". `DuplicateIndex` keeps the
 model, the threshold, the calibration and the reranker; its store (`stores`, named in `backends`) keeps the vectors.
-What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_mining`,
+What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_finding`,
 `index_saving`.
 """
 
@@ -28,7 +28,7 @@ from hfsiamese.search.backends import (
     database_location,
     open_store,
 )
-from hfsiamese.search.duplicate_mining import find_duplicates
+from hfsiamese.search.duplicate_finding import find_duplicates
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file

@@ -31,7 +31,7 @@ class IndexViews:
     database: str
     collection: str
     # What `DuplicateIndex` sets and defines, declared here so that the modules doing its work (index_building,
-    # index_rows, index_saving, index_searching, duplicate_mining) take this base and never import the index.
+    # index_rows, index_saving, index_searching, duplicate_finding) take this base and never import the index.
     model: Any
     tokenizer: Any
     calibrator: Any

@@ -15,7 +15,7 @@ from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_card import local_card_license
 from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS
-from hfsiamese.utils.deprecation import warn_renamed
+from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
 
 # Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
 EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)"
@@ -94,7 +94,11 @@ class DataArguments:
             "mined_triplets; margin_mse, listwise_kl: teacher_scores; others: duplicate_pairs)."
         },
     )
-    mining_top_k: int = field(default=50, metadata={"help": "mined_triplets, triplets: nearest candidates considered."})
+    mining_max_rank: int = field(
+        default=50,
+        metadata={"help": "mined_triplets, triplets: look no further than this rank (hfsiamese mine's --max_rank)."},
+    )
+    mining_top_k: int | None = field(default=None, metadata={"help": "Deprecated: use --mining_max_rank."})
     mining_margin: float = field(
         default=0.05,
         metadata={"help": "mined_triplets: drop candidates above s(anchor, positive) − margin (false negatives)."},
@@ -144,6 +148,7 @@ class DataArguments:
     )
 
     def __post_init__(self) -> None:
+        renamed_option(self, "mining_top_k", "mining_max_rank")
         if isinstance(self.train_datasets, str):  # from the command line
             try:
                 self.train_datasets = json.loads(self.train_datasets)
@@ -157,9 +162,11 @@ class DataArguments:
                     f"--dataset_name {self.dataset_name} names configuration {config!r}, --dataset_config_name "
                     f"{self.dataset_config_name!r}: pass --dataset_name {name} --dataset_config_name <config>"
                 )
-            warn_renamed(
-                f"--dataset_name {self.dataset_name}",
-                f"--dataset_name {name} --dataset_config_name {config}",
+            warn_deprecated(
+                "option",
+                "--dataset_name owner/name:config",
+                said_old=f"--dataset_name {self.dataset_name}",
+                said_new=f"--dataset_name {name} --dataset_config_name {config}",
                 stacklevel=4,
             )
             self.dataset_name, self.dataset_config_name = name, config

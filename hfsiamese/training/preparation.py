@@ -21,11 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
-from hfsiamese.data.arrow_columns import column_numpy
-from hfsiamese.data.deduplication import deduplicate_pairs
-from hfsiamese.data.groups import SILVER_COLUMN, assign_duplicate_groups
-from hfsiamese.data.loading import load_pairs
-from hfsiamese.data.question_ids import ID_COLUMNS, identity_name, question_keys, with_question_keys
+from hfsiamese.data.pair_loading import load_pairs
+from hfsiamese.data.question_identity import (
+    ID_COLUMNS,
+    SILVER_COLUMN,
+    assign_duplicate_groups,
+    column_numpy,
+    deduplicate_pairs,
+    identity_name,
+    question_keys,
+    with_question_keys,
+)
 from hfsiamese.data.splits import split_by_group
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
@@ -86,14 +92,6 @@ def load_splits_and_validation_size(
     `data_args.max_eval_pairs` bounds the validation pairs: a larger set is sampled, stratified by label, with
     `split_seed` (`hfsiamese.training.validation_sample`); the validation set's size before that comes second.
     """
-    columns = dict(
-        format=data_args.data_format,
-        question1_column=data_args.question1_column,
-        question2_column=data_args.question2_column,
-        label_column=data_args.label_column,
-        id1_column=data_args.id1_column,
-        id2_column=data_args.id2_column,
-    )
     if data_args.train_datasets:
         raise ValueError(
             "train_datasets lists several data sets, which `hfsiamese train` alone reads: give this command one data "
@@ -102,10 +100,26 @@ def load_splits_and_validation_size(
     if data_args.dataset_name and data_args.train_file:
         raise ValueError("pass either --train_file or --dataset_name, not both")
     prepared = _prepared_folder(data_args, default_train_file)
-    if prepared is not None:
-        train_file = str(prepared)
-        splits = load_prepared_splits(prepared, PreparationOptions.from_data_args(data_args))
-        return _finish_splits(splits, data_args, train_file, gold_pairs=len(splits["train"]), grouped=True)
+    if prepared is not None:  # split and grouped at preparation
+        splits, train_file = load_prepared_splits(prepared, PreparationOptions.from_data_args(data_args)), str(prepared)
+    else:
+        splits, train_file = _pair_file_splits(data_args, default_train_file)
+    return _finish_splits(splits, data_args, train_file, grouped=prepared is not None)
+
+
+def _pair_file_splits(
+    data_args: DataArguments, default_train_file: str | Path | None
+) -> tuple[datasets.DatasetDict, str]:
+    """The splits of a pair file or a Hub data set, read in memory (with its `validation_file`, else split off by
+    connected question components), and the name of the training source."""
+    columns = dict(
+        format=data_args.data_format,
+        question1_column=data_args.question1_column,
+        question2_column=data_args.question2_column,
+        label_column=data_args.label_column,
+        id1_column=data_args.id1_column,
+        id2_column=data_args.id2_column,
+    )
     if data_args.dataset_source:
         train_file = data_args.dataset_source
         pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
@@ -115,31 +129,28 @@ def load_splits_and_validation_size(
         train_file = data_args.train_file or str(default_train_file)
         pairs = _load_with_identity(train_file, **columns)
     if data_args.validation_file:
-        splits = datasets.DatasetDict(
-            train=pairs,
-            validation=_load_with_identity(data_args.validation_file, **columns),
-        )
-    else:
-        splits = split_by_group(
-            pairs,
-            validation_fraction=data_args.validation_fraction,
-            test_fraction=data_args.test_fraction,
-            seed=data_args.split_seed,
-        )
-    gold_pairs = len(splits["train"])
-    if data_args.silver_pairs_file:
-        held_out = [split for name, split in splits.items() if name != "train"]
-        splits["train"] = with_silver_pairs(splits["train"], held_out, data_args.silver_pairs_file)
-    return _finish_splits(splits, data_args, train_file, gold_pairs=gold_pairs, grouped=False)
+        validation = _load_with_identity(data_args.validation_file, **columns)
+        return datasets.DatasetDict(train=pairs, validation=validation), train_file
+    splits = split_by_group(
+        pairs,
+        validation_fraction=data_args.validation_fraction,
+        test_fraction=data_args.test_fraction,
+        seed=data_args.split_seed,
+    )
+    return splits, train_file
 
 
 def _finish_splits(
-    splits: datasets.DatasetDict, data_args: DataArguments, train_file: str, *, gold_pairs: int, grouped: bool
-) -> datasets.DatasetDict:
-    """What every source of splits goes through last: the teacher rows' check, the duplicate groups (unless a
-    prepared folder's training pairs already carry them: `grouped`), the size limits and the split report."""
+    splits: datasets.DatasetDict, data_args: DataArguments, train_file: str, *, grouped: bool
+) -> tuple[datasets.DatasetDict, int]:
+    """What every source of splits goes through last: the silver pairs after the gold training pairs (a prepared
+    folder has refused them), the teacher rows' check, the duplicate groups (unless a prepared folder's training
+    pairs already carry them: `grouped`), the size limits and the split report."""
+    held_out = [split for name, split in splits.items() if name != "train"]
+    gold_pairs = len(splits["train"])
+    if data_args.silver_pairs_file:
+        splits["train"] = with_silver_pairs(splits["train"], held_out, data_args.silver_pairs_file)
     if data_args.teacher_scores_file:  # said now, before any training: its rows must hold no held-out question
-        held_out = [split for name, split in splits.items() if name != "train"]
         teacher_rows = load_teacher_score_rows(data_args.teacher_scores_file)
         refuse_held_out_questions(teacher_rows, held_out, data_args.teacher_scores_file)
     if not grouped:
@@ -307,7 +318,7 @@ def mined_triplets(
         model,
         train_pairs,
         tokenizer,
-        top_k=data_args.mining_top_k,
+        max_rank=data_args.mining_max_rank,
         skip_top=data_args.mining_skip_top,
         margin=data_args.mining_margin,
         relative_margin=data_args.mining_relative_margin,
@@ -347,7 +358,7 @@ def warn_if_thin(view: str, kept: int, duplicate_pairs_total: int) -> None:
         warnings.warn(
             f"train_view={view} keeps {kept:,} of {duplicate_pairs_total:,} duplicate pairs "
             f"({kept / duplicate_pairs_total:.0%}): the others found no negative inside the mining window "
-            "(--mining_top_k) and margins (--mining_margin, --mining_relative_margin); widen them, or train on "
+            "(--mining_max_rank) and margins (--mining_margin, --mining_relative_margin); widen them, or train on "
             "--train_view duplicate_pairs with in-batch negatives",
             UserWarning,
             stacklevel=2,

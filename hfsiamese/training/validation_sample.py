@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import datasets
 import numpy as np
 
-from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.question_identity import column_numpy
 
 __all__ = ["DEFAULT_MAX_EVAL_PAIRS", "ValidationSample", "sample_validation_pairs", "validation_sample_indices"]
 

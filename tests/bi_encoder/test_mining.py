@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
+from hfsiamese.data.negative_filters import NegativeFilters, allowed_candidates
 from hfsiamese.utils.exact_topk import topk_cosine
 
 
@@ -61,7 +62,7 @@ def test_relative_margin_drops_candidates_close_to_the_positive():
 
 def test_group_members_are_never_negatives():
     pairs = data([("a", "b", 1), ("b", "c", 1), ("d", "e", 0), ("f", "e", 0)])  # a, b, c: one group
-    mined = mine_hard_negatives(TableModel(VECTORS), pairs, num_negatives=3, top_k=5, margin=-1.0)
+    mined = mine_hard_negatives(TableModel(VECTORS), pairs, num_negatives=3, max_rank=5, margin=-1.0)
     for negative in mined["negative"]:
         assert negative not in {"a", "b", "c"}
     assert len(set(mined["group_id"])) == 1
@@ -71,7 +72,7 @@ def test_neighbours_are_the_exact_search_results_outside_the_group():
     """The candidates are `topk_cosine`'s nearest texts, best first and with its scores, less the anchor's group."""
     pairs = data([("a", "b", 1), ("d", "e", 1), ("c", "f", 0)])
     model = TableModel(VECTORS)
-    mined = mine_hard_negatives(model, pairs, num_negatives=3, top_k=3, margin=-2.0, relative_margin=None)
+    mined = mine_hard_negatives(model, pairs, num_negatives=3, max_rank=3, margin=-2.0, relative_margin=None)
     texts = ["a", "b", "c", "d", "e", "f"]
     embeddings = model.encode(texts)
     for anchor, group in {"a": {"a", "b"}, "d": {"d", "e"}}.items():
@@ -85,7 +86,7 @@ def test_neighbours_are_the_exact_search_results_outside_the_group():
 def test_bad_arguments_and_inputs():
     model = TableModel(VECTORS)
     with pytest.raises(ValueError, match="skip_top"):
-        mine_hard_negatives(model, data([("a", "b", 1)]), num_negatives=3, top_k=2)
+        mine_hard_negatives(model, data([("a", "b", 1)]), num_negatives=3, max_rank=2)
     with pytest.raises(ValueError, match="no duplicate pairs"):
         mine_hard_negatives(model, data([("a", "b", 0)]))
     with pytest.raises(ValueError, match="no hard negatives"):
@@ -109,3 +110,31 @@ def test_with_a_real_model(tiny_lstm, word_tokenizer):
         got = [(n, s) for q, n, s in zip(mined["question1"], mined["negative"], mined["negative_score"]) if q == anchor]
         assert [n for n, _ in got] == [TEXTS[i] for i in nearest]
         assert [s for _, s in got] == pytest.approx([scores[i] for i in nearest], abs=1e-5)
+
+
+def test_the_old_top_k_keyword_is_max_rank_with_a_warning():
+    pairs = data([("a", "b", 1), ("d", "e", 1), ("c", "f", 0)])
+    expected = mine_hard_negatives(TableModel(VECTORS), pairs, num_negatives=2, max_rank=3, margin=-2.0)
+    with pytest.warns(FutureWarning, match=r"mine_hard_negatives\(top_k=\.\.\.\) is renamed max_rank=\.\.\..* 0\.3"):
+        mined = mine_hard_negatives(TableModel(VECTORS), pairs, num_negatives=2, top_k=3, margin=-2.0)
+    assert mined.to_dict() == expected.to_dict()
+
+
+def test_the_rule_is_hfsiamese_mines_one():
+    """The training miner keeps exactly the candidates `allowed_candidates` allows (the rule `hfsiamese mine` applies),
+    ranked among the texts outside the anchor's group."""
+    pairs = data([("a", "b", 1), ("c", "f", 0), ("d", "e", 0)])
+    model = TableModel(VECTORS)
+    texts = ["a", "b", "c", "f", "d", "e"]
+    embeddings = model.encode(texts)
+    scores, nearest = topk_cosine(embeddings[[0]], embeddings, len(texts))
+    keep = [texts[i] not in {"a", "b"} for i in nearest[0].tolist()]
+    positive = (embeddings[0] * embeddings[1]).sum().reshape(1)
+    for options in ({"skip_top": 1, "margin": 0.0}, {"max_rank": 2, "margin": None, "relative_margin": 0.3}):
+        filters = NegativeFilters(num_negatives=2, **{"max_rank": 4, "relative_margin": None, **options})
+        allowed = allowed_candidates(scores, torch.tensor([keep]), positive, filters)[0]
+        expected = [texts[i] for i, ok in zip(nearest[0].tolist(), allowed.tolist()) if ok][:2]
+        mined = mine_hard_negatives(
+            model, pairs, num_negatives=2, **{"max_rank": 4, "relative_margin": None, **options}
+        )
+        assert mined["negative"] == expected and expected

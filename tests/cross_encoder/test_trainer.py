@@ -130,7 +130,7 @@ def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):
         )
     with (
         pytest.raises(ValueError, match="gradient_cache_mini_batch_size applies to in-batch losses"),
-        pytest.warns(FutureWarning, match="CrossEncoderTrainer takes CrossEncoderTrainingArguments"),
+        pytest.warns(FutureWarning, match=r"is replaced by CrossEncoderTrainer\(args=CrossEncoderTrainingArguments"),
     ):
         CrossEncoderTrainer(
             model=tiny_cross_encoder.model,

@@ -31,7 +31,7 @@ from hfsiamese.data import (
     load_pairs,
     tokenize_pairs,
 )
-from hfsiamese.data.arrow_columns import column_numpy
+from hfsiamese.data.question_identity import column_numpy
 
 MAX_LENGTH = 16  # tokens kept per text by the small tokenizers below
 LONG_QUESTION = "word " * 20_000 + "end ?"  # 100,005 characters, about 20,000 words

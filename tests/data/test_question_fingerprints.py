@@ -50,7 +50,7 @@ def test_texts_are_hashed_slice_by_slice_as_one_by_one(monkeypatch):
     import pyarrow as pa
 
     from hfsiamese.data import question_fingerprints
-    from hfsiamese.data.question_ids import fold_text
+    from hfsiamese.data.question_identity import fold_text
 
     texts = pa.chunked_array(
         [["How do I learn Python?", "what IS  python"], ["Café ?", "x", "How do I learn Python ?"]]

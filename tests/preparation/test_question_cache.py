@@ -6,7 +6,7 @@ import datasets
 import numpy as np
 
 from hfsiamese.data.question_fingerprints import pair_question_hashes
-from hfsiamese.data.splits import split_report
+from hfsiamese.data.question_identity import split_report
 from hfsiamese.preparation import load_prepared_splits, prepare_pairs, question_cache
 from hfsiamese.preparation.question_cache import (
     SPLIT_REPORTS,

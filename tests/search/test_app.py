@@ -87,10 +87,10 @@ def test_bad_questions_are_messages(app, question, message):
 def test_index_is_built_saved_and_loaded(model_dir, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(TEXTS), encoding="utf-8")
-    args = AppArguments(model_name_or_path=str(model_dir), corpus=str(corpus), index=str(tmp_path / "index"))
+    args = AppArguments(model_name_or_path=str(model_dir), corpus=str(corpus), index_dir=str(tmp_path / "index"))
     built = load_or_build_index(args)
     assert (tmp_path / "index" / "index_config.json").is_file() and len(built) == len(TEXTS)
-    loaded = load_or_build_index(AppArguments(model_name_or_path=str(model_dir), index=str(tmp_path / "index")))
+    loaded = load_or_build_index(AppArguments(model_name_or_path=str(model_dir), index_dir=str(tmp_path / "index")))
     assert loaded.search(TEXTS[1], k=1)[0]["text"] == TEXTS[1]
 
 
@@ -114,3 +114,9 @@ def test_gradio_analytics_are_off_unless_the_user_turns_them_on(monkeypatch, use
     monkeypatch.delenv("HF_HUB_DISABLE_TELEMETRY", raising=False)  # gradio sets it when analytics are off
     assert build_app(None, error="no index").analytics_enabled is analytics
     assert os.environ.get("GRADIO_ANALYTICS_ENABLED") == users_choice  # the user's environment as it was
+
+
+def test_index_is_the_old_name_of_index_dir(tmp_path):
+    with pytest.warns(FutureWarning, match=r"--index is renamed --index_dir; --index goes in hfsiamese 0\.3"):
+        args = AppArguments(model_name_or_path="m", index=str(tmp_path))
+    assert args.index_dir == str(tmp_path)

@@ -90,3 +90,14 @@ def test_value_given_on_the_command_line_or_in_the_config(tmp_path):
     assert config_file_of(["--x", "1"], "default.yaml") == "default.yaml"
     assert value_given("output_dir", [], config) and not value_given("max_steps", [], config)
     assert value_given("max_steps", ["--max_steps=3"], None) and not value_given("max_steps", ["--max_steps_x"], None)
+
+
+def test_mining_top_k_is_the_old_name_of_mining_max_rank():
+    with pytest.warns(
+        FutureWarning, match=r"--mining_top_k is renamed --mining_max_rank; --mining_top_k goes in hfsiamese 0\.3"
+    ):
+        args = DataArguments(mining_top_k=7)
+    assert args.mining_max_rank == 7 and args.mining_top_k == 7
+    assert DataArguments(mining_max_rank=9).mining_top_k == 9
+    with pytest.raises(ValueError, match="--mining_top_k \\(deprecated\\) and --mining_max_rank give different values"):
+        DataArguments(mining_top_k=7, mining_max_rank=9)

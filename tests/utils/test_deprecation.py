@@ -1,4 +1,5 @@
-"""Renamed options keep working under their old name for one release, with a FutureWarning naming the new one."""
+"""Every deprecated name (one table, `hfsiamese.utils.deprecation`) keeps working until its one sunset version, with a
+FutureWarning naming the new one."""
 
 from __future__ import annotations
 
@@ -100,3 +101,80 @@ def test_st_export_overwrite_is_overwrite_output_dir(monkeypatch, capsys):
     st_export.main(["ckpt", "out", "--overwrite_output_dir"])
     st_export.main(["ckpt", "out"])
     assert [call["overwrite"] for call in calls] == [True, True, False]
+
+
+# --- the one deprecation table ---
+
+
+def test_every_old_name_is_dated_and_goes_in_one_release():
+    import datetime
+
+    import hfsiamese
+    from hfsiamese.utils.deprecation import DEPRECATIONS, REMOVED_IN
+
+    assert tuple(map(int, REMOVED_IN.split("."))) > tuple(map(int, hfsiamese.__version__.split(".")[:2]))
+    olds = [(row.kind, row.old) for row in DEPRECATIONS]
+    assert len(olds) == len(set(olds)), "an old name listed twice"
+    for row in DEPRECATIONS:
+        datetime.date.fromisoformat(row.since)  # a day, YYYY-MM-DD
+        assert row.old != row.new
+
+
+def test_every_warning_names_the_sunset_version():
+    from hfsiamese.utils.deprecation import DEPRECATIONS, REMOVED_IN, deprecation_message
+
+    for row in DEPRECATIONS:
+        message = deprecation_message(row)
+        assert f"hfsiamese {REMOVED_IN}" in message and row.old.rpartition(".")[2] in message, message
+
+
+def test_the_package_states_no_other_sunset():
+    """The four mechanisms of before (option renames, moved modules, loss names, class aliases) said "the next release"
+    or "0.3"; every warning now comes from the table, and the travelling model (which cannot import it) says 0.3."""
+    from hfsiamese.utils.deprecation import REMOVED_IN
+    from tests.conftest import REPO_ROOT
+
+    for path in (REPO_ROOT / "hfsiamese").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "removed in the next release" not in text and "until the next release" not in text, path
+    calibration = (REPO_ROOT / "hfsiamese" / "models" / "siamese" / "calibration.py").read_text(encoding="utf-8")
+    assert f"goes in hfsiamese {REMOVED_IN}" in calibration
+
+
+def test_a_deprecation_missing_from_the_table_is_refused():
+    from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
+
+    with pytest.raises(KeyError, match="not in hfsiamese.utils.deprecation.DEPRECATIONS"):
+        warn_deprecated("option", "--never_was")
+
+    class Args:
+        old = None
+        new = 1
+
+    with pytest.raises(KeyError, match="--old is not in"):
+        renamed_option(Args(), "old", "new")
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "new_module"),
+    [
+        ("hfsiamese.data.arrow_columns", "column_arrow", "hfsiamese.data.question_identity"),
+        ("hfsiamese.data.arrow_columns", "column_numpy", "hfsiamese.data.question_identity"),
+        ("hfsiamese.data.splits", "split_report", "hfsiamese.data.question_identity"),
+    ],
+)
+def test_a_name_moved_out_of_a_module_that_stays_still_imports_with_a_warning(module, name, new_module):
+    import importlib
+
+    with pytest.warns(FutureWarning, match=rf"{module}.{name} moved to {new_module}.{name}; the old path goes in"):
+        old = getattr(importlib.import_module(module), name)
+    assert old is getattr(importlib.import_module(new_module), name)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        importlib.import_module(module).nothing_here  # noqa: B018 - the attribute lookup is the test
+
+
+def test_a_renamed_class_still_imports_with_a_warning():
+    import hfsiamese.losses as losses
+
+    with pytest.warns(FutureWarning, match="ContrastiveTripletLoss is now ContrastiveRankingLoss"):
+        assert losses.ContrastiveTripletLoss is losses.ContrastiveRankingLoss

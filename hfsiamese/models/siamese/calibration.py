@@ -44,7 +44,7 @@ class CalibrationMixin:
         if "target" in kwargs:
             warnings.warn(
                 "model.calibrate(target=...) is renamed calibrate_for=..., as the commands' --calibrate_for; "
-                "target= will be removed in the next release",
+                "target= goes in hfsiamese 0.3 (hfsiamese.utils.deprecation.REMOVED_IN)",
                 FutureWarning,
                 stacklevel=2,
             )

@@ -1,4 +1,4 @@
-"""`DuplicateIndex.find_groups`: the index's duplicate pairs at a calibrated threshold (`duplicate_mining`), their
+"""`DuplicateIndex.find_groups`: the index's duplicate pairs at a calibrated threshold (`duplicate_finding`), their
 connected components split where they chain (`clustering`), a canonical question per group (`canonical`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from hfsiamese.search.duplicate_mining import cosine_threshold, mine_rows, mining_store
+from hfsiamese.search.duplicate_finding import cosine_threshold, mine_rows, mining_store
 from hfsiamese.search.groups.canonical import check_canonical_rule
 from hfsiamese.search.groups.clustering import RowVectors, guarded_groups, pair_graph
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget

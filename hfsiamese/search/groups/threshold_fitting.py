@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import sklearn.metrics
 
-from hfsiamese.search.duplicate_mining import cosine_threshold, mine_rows, mining_store
+from hfsiamese.search.duplicate_finding import cosine_threshold, mine_rows, mining_store
 from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.group_finding import group_settings, judged_groups, row_judge

@@ -1,6 +1,11 @@
 """
 Which of a query's nearest texts may be its hard negatives: a rank window, margins to the positive, a ceiling.
 
+One rule, in one vocabulary, for both miners: the training-time one (`hfsiamese.bi_encoder.mining`, the
+`mined_triplets` view, `--mining_max_rank`...) and `hfsiamese mine` (`hfsiamese.mining`, `--max_rank`...). Each keeps
+its own defaults (the training view drops candidates within a 0.05 margin of the positive; `hfsiamese mine` filters
+only by rank unless told).
+
 False negatives (unlabelled duplicates) hide among the nearest texts, so a candidate is kept only where it ranks
 inside the window (`skip_top` < rank <= `max_rank`, ranks counted among the texts that may be negatives at all:
 the query's own duplicate group and held-out questions are never counted), and scores at least `margin` below the

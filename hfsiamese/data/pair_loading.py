@@ -31,10 +31,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hfsiamese.data.arrow_columns import column_arrow
-from hfsiamese.data.deduplication import deduplicate_pairs
 from hfsiamese.data.formats import PAIR_FORMATS, TEXT_FORMATS, detect_format, looks_like_hub_id
 from hfsiamese.data.label_values import invalid_label_error, labels_to_int
+from hfsiamese.data.question_identity import column_arrow, deduplicate_pairs
 from hfsiamese.data.readers import (
     ShortRows,
     TextLayout,
