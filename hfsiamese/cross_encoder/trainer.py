@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hfsiamese.base.model_card_rows import metrics_from_log_history
 from hfsiamese.base.trainer import PairTrainer
 from hfsiamese.base.training_args import PairTrainingArguments
-from hfsiamese.bi_encoder.model_card import metrics_from_log_history
 from hfsiamese.cross_encoder.model import is_cross_encoder_config
 from hfsiamese.cross_encoder.model_card import cross_encoder_card
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, model_inputs, swapped_inputs
