@@ -143,7 +143,7 @@ def tiny_cross_encoder_dir(tmp_path_factory):
     """
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
     from hfsiamese.cross_encoder.model import CrossEncoder
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())

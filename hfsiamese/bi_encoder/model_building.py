@@ -23,7 +23,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokeniz
 
 from hfsiamese.bi_encoder.decoder_tokens import ensure_eos_appended, ensure_pad_token
 from hfsiamese.bi_encoder.lora import add_lora, refuse_lora
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+from hfsiamese.utils.minilm import resolve_minilm_path
 from hfsiamese.bi_encoder.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.bi_encoder.sentence_transformers_folder import (
     SentenceTransformersSettings,

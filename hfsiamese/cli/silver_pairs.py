@@ -30,7 +30,7 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID
+from hfsiamese.utils.minilm import MINILM_HUB_ID
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,

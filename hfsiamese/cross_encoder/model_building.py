@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from transformers import AutoConfig
 
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+from hfsiamese.utils.minilm import resolve_minilm_path
 from hfsiamese.cross_encoder.model import PAIR_ORDERS, CrossEncoder, is_cross_encoder_config
 from hfsiamese.models.siamese.modeling_siamese import with_dropout
 from hfsiamese.utils.hub_access import require_local_or_cached
