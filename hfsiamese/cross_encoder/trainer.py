@@ -52,9 +52,8 @@ class CrossEncoderTrainer(PairTrainer):
 
     def checked_arguments(self, args: PairTrainingArguments | None) -> PairTrainingArguments:
         """`CrossEncoderTrainingArguments`, or for one release the `SiameseTrainingArguments` it used to take."""
-        from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments  # the old arguments: only here
-
-        if not isinstance(args, SiameseTrainingArguments):
+        # A bi-encoder's arguments are told by the loss they build, so that this family imports nothing of the other.
+        if isinstance(args, CrossEncoderTrainingArguments) or not hasattr(args, "build_loss"):
             return super().checked_arguments(args)
         warnings.warn(
             "CrossEncoderTrainer takes CrossEncoderTrainingArguments (hfsiamese.cross_encoder.training_args); "
@@ -62,7 +61,7 @@ class CrossEncoderTrainer(PairTrainer):
             FutureWarning,
             stacklevel=3,
         )
-        if args.gradient_cache_mini_batch_size:
+        if getattr(args, "gradient_cache_mini_batch_size", None):
             raise ValueError(
                 "gradient_cache_mini_batch_size applies to in-batch losses; a cross-encoder's loss is per pair"
             )
