@@ -156,7 +156,9 @@ def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):
 def test_arguments_of_neither_family_are_refused(tiny_cross_encoder, tmp_path):
     from hfsiamese.base.training_args import PairTrainingArguments
 
-    with pytest.raises(TypeError, match="CrossEncoderTrainer needs CrossEncoderTrainingArguments, got PairTrainingArguments"):
+    with pytest.raises(
+        TypeError, match="CrossEncoderTrainer needs CrossEncoderTrainingArguments, got PairTrainingArguments"
+    ):
         CrossEncoderTrainer(
             model=tiny_cross_encoder.model,
             args=tiny_training_args(tmp_path, PairTrainingArguments),
