@@ -118,9 +118,13 @@ def train(
     (`split_command`: the summary's `hfsiamese split`)."""
     # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    run = start_run(
-        model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from
-    )
+    # What the command says of the run's data, read from its arguments once, before the run takes them over: the
+    # default pairs, the questions the end-of-run search command names, and the model card (README.md, beside the
+    # weights; with --push_to_hub the folder is uploaded too).
+    train_file = default_train_file(data_args)
+    corpus_file = corpus_file_of(data_args)
+    card = model_card_kwargs(model_args, data_args)
+    run = start_run(model_args, data_args, training_args, default_train_file=train_file, resume_from=resume_from)
     if model_args.export_sentence_transformers:
         # An LSTM, or an export already there, fails now rather than after training.
         check_export(run.model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
@@ -143,8 +147,6 @@ def train(
         )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)
-    # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
-    card = model_card_kwargs(model_args, data_args)
     metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     if model_args.export_sentence_transformers and trainer.is_world_process_zero():
         export_sentence_transformers(
@@ -153,7 +155,6 @@ def train(
             run.tokenizer,
             overwrite=training_args.overwrite_output_dir,
         )
-    corpus_file = corpus_file_of(data_args)
     end_run(trainer, metrics, corpus_file=corpus_file, reranker=run.family.reranker, split_command=split_command)
     return metrics
 
