@@ -11,13 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import datasets
+    from datasets import Dataset
     from transformers import PreTrainedTokenizerBase
 
     from hfsiamese.base.model_arguments import ModelArguments
     from hfsiamese.base.trainer import PairTrainer
     from hfsiamese.base.training_args import PairTrainingArguments
     from hfsiamese.losses import SiameseLoss
+
+
+class BuiltRun(Protocol):
+    """What a family's steps read of a started run once its model is built (`hfsiamese.training.run_start.StartedRun`)."""
+
+    model: Any
+    tokenizer: PreTrainedTokenizerBase
+    model_args: ModelArguments
+    data_args: Any
 
 
 class RunFamily(Protocol):
@@ -35,40 +44,25 @@ class RunFamily(Protocol):
         ...
 
     def build_model(
-        self,
-        model_args: ModelArguments,
-        train_pairs: datasets.Dataset,
-        *,
-        loss: SiameseLoss | None,
-        resume_from: str | None,
+        self, model_args: ModelArguments, train_pairs: Dataset, *, loss: SiameseLoss | None, resume_from: str | None
     ) -> tuple[Any, PreTrainedTokenizerBase]:
         """The model to train and its tokenizer (built from the training pairs where a vocabulary is learned), checked
         against the checkpoint `resume_from` when resuming."""
         ...
 
-    def tokenize(
-        self,
-        pairs: datasets.Dataset,
-        model: Any,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        max_length: int | None,
-        num_proc: int | None,
-        training: bool = False,
-    ) -> datasets.Dataset:
-        """`pairs` as the trainer takes them for training (`training`) or evaluation, all rows at once."""
+    def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
+        """`pairs` as the trainer takes them for training (`training`) or evaluation, all rows at once
+        (`--max_length`, `--preprocessing_num_workers`)."""
         ...
 
-    def text_collator(self, model: Any, tokenizer: PreTrainedTokenizerBase, *, max_length: int | None) -> Any | None:
+    def text_collator(self, run: BuiltRun) -> Any | None:
         """A collator that tokenises text rows batch by batch as `tokenize` would, or None where the family's pairs
         are always tokenised at once."""
         ...
 
-    def describe_rows(
-        self, train: datasets.Dataset, validation: datasets.Dataset, *, model: Any, data_args: Any, training_args: Any
-    ) -> str:
+    def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """One log line on what the run trains and validates on."""
         ...
 
 
-__all__ = ["RunFamily"]
+__all__ = ["BuiltRun", "RunFamily"]

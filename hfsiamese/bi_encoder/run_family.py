@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import datasets
+from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from hfsiamese.base.model_arguments import ModelArguments
+from hfsiamese.base.run_family import BuiltRun
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
@@ -34,12 +35,7 @@ class BiEncoderRun:
         return training_args.build_loss()
 
     def build_model(
-        self,
-        model_args: ModelArguments,
-        train_pairs: datasets.Dataset,
-        *,
-        loss: SiameseLoss | None,
-        resume_from: str | None,
+        self, model_args: ModelArguments, train_pairs: Dataset, *, loss: SiameseLoss | None, resume_from: str | None
     ) -> tuple[Any, PreTrainedTokenizerBase]:
         """`build_model_and_tokenizer`; a resumed run must rebuild its checkpoint's vocabulary, and a tokenizer of
         another model fails here, naming its file."""
@@ -49,32 +45,22 @@ class BiEncoderRun:
         model.check_tokenizer(tokenizer)
         return model, tokenizer
 
-    def tokenize(
-        self,
-        pairs: datasets.Dataset,
-        model: Any,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        max_length: int | None,
-        num_proc: int | None,
-        training: bool = False,
-    ) -> datasets.Dataset:
+    def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
         """Both questions tokenised side by side, with the model's default prompt (training and evaluation alike)."""
-        return tokenize_pairs(
-            pairs, tokenizer, max_length=max_length, num_proc=num_proc, prompt=model.config.prompt_text()
-        )
+        prompt = run.model.config.prompt_text()
+        max_length, num_proc = run.model_args.max_length, run.data_args.preprocessing_num_workers
+        return tokenize_pairs(pairs, run.tokenizer, max_length=max_length, num_proc=num_proc, prompt=prompt)
 
-    def text_collator(self, model: Any, tokenizer: PreTrainedTokenizerBase, *, max_length: int | None) -> Any:
+    def text_collator(self, run: BuiltRun) -> TokenizingPairCollator:
         """Pairs left as text, tokenised batch by batch as `tokenize` would."""
-        return TokenizingPairCollator(tokenizer, max_length=max_length, prompt=model.config.prompt_text())
+        prompt = run.model.config.prompt_text()
+        return TokenizingPairCollator(run.tokenizer, max_length=run.model_args.max_length, prompt=prompt)
 
-    def describe_rows(
-        self, train: datasets.Dataset, validation: datasets.Dataset, *, model: Any, data_args: Any, training_args: Any
-    ) -> str:
+    def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """The training rows (their view, the loss, the duplicate groups) and the validation pairs."""
         groups = distinct_count(train, "group_id") if "group_id" in train.column_names else "no"
         return (
-            f"train: {len(train)} rows ({data_args.train_view}, loss {training_args.loss}) in {groups} duplicate "
+            f"train: {len(train)} rows ({run.data_args.train_view}, loss {training_args.loss}) in {groups} duplicate "
             f"groups; validation: {len(validation)} labelled pairs"
         )
 

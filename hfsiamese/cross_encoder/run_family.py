@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import datasets
+from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from hfsiamese.base.model_arguments import ModelArguments
+from hfsiamese.base.run_family import BuiltRun
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.model_building import build_cross_encoder
 from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
@@ -33,54 +34,38 @@ class CrossEncoderRun:
         return None
 
     def build_model(
-        self,
-        model_args: ModelArguments,
-        train_pairs: datasets.Dataset,
-        *,
-        loss: SiameseLoss | None,
-        resume_from: str | None,
+        self, model_args: ModelArguments, train_pairs: Dataset, *, loss: SiameseLoss | None, resume_from: str | None
     ) -> tuple[Any, PreTrainedTokenizerBase]:
         """A saved cross-encoder to continue, or a new one-logit head (`build_cross_encoder`); no vocabulary is
         learned from the pairs, and a resumed checkpoint holds the same model."""
         cross_encoder = build_cross_encoder(model_args)
         return cross_encoder.model, cross_encoder.tokenizer
 
-    def tokenize(
-        self,
-        pairs: datasets.Dataset,
-        model: Any,
-        tokenizer: PreTrainedTokenizerBase,
-        *,
-        max_length: int | None,
-        num_proc: int | None,
-        training: bool = False,
-    ) -> datasets.Dataset:
+    def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
         """
         `pairs` as this cross-encoder trains (`training`: both orders as rows when it scores both) or evaluates
         (the other order as `*_swapped` columns when it scores both), cut at the model's own length
-        (`max_length` was set on it when it was built).
+        (`--max_length` was set on it when it was built).
         """
-        cross_encoder = CrossEncoder(model, tokenizer)
+        cross_encoder = CrossEncoder(run.model, run.tokenizer)
         both = cross_encoder.pair_order == "both"
         return tokenize_cross_pairs(
             pairs,
-            tokenizer,
+            run.tokenizer,
             max_length=cross_encoder.default_max_length(),
             both_orders=training and both,
             swapped_columns=not training and both,
-            num_proc=num_proc,
+            num_proc=run.data_args.preprocessing_num_workers,
         )
 
-    def text_collator(self, model: Any, tokenizer: PreTrainedTokenizerBase, *, max_length: int | None) -> None:
+    def text_collator(self, run: BuiltRun) -> None:
         """None: a cross-encoder's pairs are tokenised before training."""
         return None
 
-    def describe_rows(
-        self, train: datasets.Dataset, validation: datasets.Dataset, *, model: Any, data_args: Any, training_args: Any
-    ) -> str:
+    def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """The training rows (labelled pairs, in which order) and the validation pairs."""
         return (
-            f"cross-encoder: {len(train)} training rows (labelled pairs, pair order {model.config.pair_order}), "
+            f"cross-encoder: {len(train)} training rows (labelled pairs, pair order {run.model.config.pair_order}), "
             f"{len(validation)} validation pairs"
         )
 

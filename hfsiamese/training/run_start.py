@@ -89,20 +89,13 @@ class StartedRun:
     def tokenize(self, pairs: datasets.Dataset, *, training: bool = False) -> datasets.Dataset:
         """`pairs` tokenised as this run trains (`training`) or evaluates (`--max_length`,
         `--preprocessing_num_workers`; the family's way: `RunFamily.tokenize`)."""
-        return self.family.tokenize(
-            pairs,
-            self.model,
-            self.tokenizer,
-            max_length=self.model_args.max_length,
-            num_proc=self.data_args.preprocessing_num_workers,
-            training=training,
-        )
+        return self.family.tokenize(pairs, self, training=training)
 
     def tokenizes_in_collator(self) -> bool:
         """Whether the training pairs are tokenised batch by batch (`--tokenize_in_collator`; by default when they
         come from a prepared folder, whose millions of pairs would otherwise all be tokenised before the first step),
         never for a family that tokenises its pairs at once."""
-        if self.family.text_collator(self.model, self.tokenizer, max_length=self.model_args.max_length) is None:
+        if self.family.text_collator(self) is None:
             return False
         if self.data_args.tokenize_in_collator is not None:
             return bool(self.data_args.tokenize_in_collator)
@@ -123,9 +116,7 @@ class StartedRun:
 
     def describe_rows(self, train: datasets.Dataset, validation: datasets.Dataset, training_args: Any) -> str:
         """One log line on the rows this run trains and validates on (`RunFamily.describe_rows`)."""
-        return self.family.describe_rows(
-            train, validation, model=self.model, data_args=self.data_args, training_args=training_args
-        )
+        return self.family.describe_rows(train, validation, self, training_args)
 
     def trainer(
         self,
@@ -141,7 +132,7 @@ class StartedRun:
         (`eval_pairs_total`); `kwargs` go to the trainer too (a `DistillationTrainer`'s `teacher_vectors`)."""
         if self.loss is not None:
             kwargs.setdefault("loss", self.loss)
-        collator = self.family.text_collator(self.model, self.tokenizer, max_length=self.model_args.max_length)
+        collator = self.family.text_collator(self)
         if (
             collator is not None
             and isinstance(train_dataset, datasets.Dataset)
