@@ -79,7 +79,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from hfsiamese import SiameseModel
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     path = resolve_minilm_path()
     texts = load_texts(args.num_texts)

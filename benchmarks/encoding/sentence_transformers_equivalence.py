@@ -71,7 +71,7 @@ def tiny_folders(root: Path) -> dict[str, str]:
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())  # a real WordPiece vocabulary
     torch.manual_seed(0)
@@ -106,7 +106,7 @@ def tiny_folders(root: Path) -> dict[str, str]:
 
 def main() -> None:
     import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     parser = argument_parser(__doc__)
     parser.add_argument("--model", action="append", default=[], help="NAME=PATH of a sentence-transformers folder")

@@ -98,7 +98,7 @@ def load_model(name: str):
 
     if name == "minilm":
         from hfsiamese import SiameseModel
-        from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+        from hfsiamese.utils.minilm import resolve_minilm_path
 
         path = resolve_minilm_path()
         return SiameseModel.from_encoder_pretrained(path), AutoTokenizer.from_pretrained(path)

@@ -44,10 +44,10 @@ import hfsiamese  # noqa: F401
 from benchmarks.common.harness import EMBEDDED_PAIRS as REPO_QQP, argument_parser, write_json
 from benchmarks.common.qqp_slices import recipe_splits
 from hfsiamese import SiameseModel, load_siamese_model
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 from hfsiamese.bi_encoder.onnx_export import export_onnx
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.app import DuplicateSearch
+from hfsiamese.utils.minilm import resolve_minilm_path
 
 QQP_DEV = Path("/work/shared/data/qqp/dev.tsv")
 

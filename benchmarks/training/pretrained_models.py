@@ -136,8 +136,8 @@ def main() -> None:
     output_root.mkdir(parents=True, exist_ok=True)
     model_args, data_args, training_args = recipe_arguments(CONFIG, flags)
 
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
     from hfsiamese.training.preparation import load_splits
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     splits = load_splits(data_args, default_train_file=EMBEDDED_PAIRS)  # the recipe's split, data flags applied
     validation = splits["validation"]

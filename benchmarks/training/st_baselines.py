@@ -46,7 +46,7 @@ def train_sentence_transformers(
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     from benchmarks.common.qqp_slices import qqp_train_and_validation
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     if loss_name not in ST_LOSSES:
         raise ValueError(f"loss_name must be one of {ST_LOSSES}, got {loss_name!r}")

@@ -31,7 +31,7 @@ def main() -> None:
     )
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     pairs = load_dataset(
         "csv",

@@ -178,7 +178,7 @@ def mean_tokens_per_question() -> float:
     from transformers import AutoTokenizer
 
     from benchmarks.common.qqp_slices import qqp_train_and_validation
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     train_pairs, _ = qqp_train_and_validation()
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())

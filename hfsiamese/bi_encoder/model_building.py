@@ -23,7 +23,6 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokeniz
 
 from hfsiamese.bi_encoder.decoder_tokens import ensure_eos_appended, ensure_pad_token
 from hfsiamese.bi_encoder.lora import add_lora, refuse_lora
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 from hfsiamese.bi_encoder.pretrained_vectors import init_embeddings_from_glove
 from hfsiamese.bi_encoder.sentence_transformers_folder import (
     SentenceTransformersSettings,
@@ -35,6 +34,7 @@ from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 from hfsiamese.models.siamese.sub_batching import AUTO, TokenBudget, check_sub_batching
 from hfsiamese.preparation.vocabulary_cache import cached_word_tokenizer
 from hfsiamese.utils.hub_access import require_local_or_cached
+from hfsiamese.utils.minilm import resolve_minilm_path
 
 if TYPE_CHECKING:
     from hfsiamese.base.model_arguments import ModelArguments

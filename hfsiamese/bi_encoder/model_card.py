@@ -15,25 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
-from huggingface_hub.utils import HFValidationError, validate_repo_id
+from huggingface_hub import ModelCard, ModelCardData
 
+from hfsiamese.base.model_card_rows import (  # shared with the cross-encoder's card; importable from here too
+    METRICS,
+    SPLITS,
+    eval_results,
+    hub_model_id,
+    metric_rows,
+    metrics_from_log_history,
+)
 from hfsiamese.losses import LOSSES, SiameseLoss, loss_name
 
 TEMPLATE_PATH = Path(__file__).parent / "templates" / "model_card_template.md"
 BASE_TAGS = ("hfsiamese", "siamese-network", "bi-encoder", "sentence-similarity", "duplicate-question-detection")
-
-# (metric key, model-index metric type, pretty name), in the order of the card's table.
-METRICS = (
-    ("average_precision", "average_precision", "Average precision"),
-    ("roc_auc", "roc_auc", "ROC-AUC"),
-    ("accuracy", "accuracy", "Accuracy at the calibrated threshold"),
-    ("f1", "f1", "F1 at the calibrated threshold"),
-    ("precision", "precision", "Precision at the calibrated threshold"),
-    ("recall", "recall", "Recall at the calibrated threshold"),
-)
-# Split prefixes of the Trainer's metrics, and the split name the model-index records.
-SPLITS = (("eval", "validation"), ("test", "test"))
 
 # Training arguments that shape the model (never paths, tokens or logging options), after the loss
 # and its options (which `SiameseTrainingArguments.loss_options` gives, from the losses' own list).
@@ -45,57 +40,12 @@ TRAINING_ARGUMENTS = (
 )  # fmt: skip
 
 
-def hub_model_id(name_or_path: str | os.PathLike | None) -> str | None:
-    """`name_or_path` if it names a Hub repository rather than a local folder (only those make a `base_model`)."""
-    if not name_or_path or os.path.exists(name_or_path):
-        return None
-    try:
-        validate_repo_id(str(name_or_path))
-    except HFValidationError:
-        return None
-    return str(name_or_path)
-
-
 def local_card_license(path: str | os.PathLike | None) -> str | None:
     """The license a local model folder's README.md declares, if any (a fine-tuned model inherits it)."""
     readme = Path(path) / "README.md" if path else None
     if readme is None or not readme.is_file():
         return None
     return ModelCard.load(readme, ignore_metadata_errors=True).data.license
-
-
-def eval_results(
-    metrics: Mapping[str, float], *, dataset_type: str, dataset_name: str, dataset_config: str | None = None
-) -> list[EvalResult]:
-    """The `model-index` entries of the validation (`eval_*`) and test (`test_*`) metrics found in `metrics`."""
-    results = []
-    for prefix, split in SPLITS:
-        for key, metric_type, pretty in METRICS:
-            value = metrics.get(f"{prefix}_{key}")
-            if value is None:
-                continue
-            results.append(
-                EvalResult(
-                    task_type="text-classification",
-                    task_name="Duplicate question detection",
-                    dataset_type=dataset_type,
-                    dataset_name=dataset_name,
-                    dataset_config=dataset_config,
-                    dataset_split=split,
-                    metric_type=metric_type,
-                    metric_name=f"{pretty} ({split})",
-                    metric_value=round(float(value), 4),
-                )
-            )
-    return results
-
-
-def metrics_from_log_history(log_history: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """The latest value of every logged metric (the final evaluation last): what a run ended with."""
-    metrics: dict[str, float] = {}
-    for entry in log_history:
-        metrics.update({k: v for k, v in entry.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
-    return metrics
 
 
 def _loss_summary(name: str) -> str:
@@ -162,29 +112,6 @@ def _model_rows(model: Any, tokenizer: Any | None, base_model: str | None = None
     else:
         rows.append(("output", "cosine similarity in [-1, 1]; duplicate when ≥ `config.threshold`"))
     rows.append(("parameters", _count(sum(p.numel() for p in model.parameters()))))
-    return rows
-
-
-def _metric_rows(metrics: Mapping[str, float], dataset_names: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One row per split, and with several data sets one per data set and split (`eval_<name>_*`, `test_<name>_*`)."""
-    rows = []
-    splits = [
-        *SPLITS,
-        *((f"{prefix}_{name}", f"{split}: {name}") for prefix, split in SPLITS for name in dataset_names),
-    ]
-    for prefix, split in splits:
-        values = {key: metrics.get(f"{prefix}_{key}") for key, _, _ in METRICS}
-        if all(v is None for v in values.values()):
-            continue
-        pairs = metrics.get(f"{prefix}_num_pairs")
-        rows.append(
-            {
-                "split": split,
-                "threshold": metrics.get(f"{prefix}_threshold"),
-                "pairs": int(pairs) if pairs else None,
-                **values,
-            }
-        )
     return rows
 
 
@@ -296,7 +223,7 @@ def build_model_card(
         loss_options=loss_options,
         config_yaml=config_yaml,
         metric_columns=[(key, pretty.split(" at ")[0]) for key, _, pretty in METRICS],
-        metric_rows=_metric_rows(metrics, [str(part["name"]) for part in training_datasets or []]),
+        metric_rows=metric_rows(metrics, [str(part["name"]) for part in training_datasets or []]),
         sentence_transformers_path=sentence_transformers_path,
     )
     return card
@@ -319,6 +246,8 @@ def _slug(name: str) -> str:
 
 
 __all__ = [
+    "METRICS",
+    "SPLITS",
     "build_model_card",
     "eval_results",
     "hub_model_id",

@@ -30,7 +30,6 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
@@ -47,6 +46,7 @@ from hfsiamese.distillation import load_teacher
 from hfsiamese.distillation.silver_pairs import SILVER_SOURCES, label_silver_pairs, silver_threshold
 from hfsiamese.training.preparation import load_splits
 from hfsiamese.utils.console import configure_quiet_console
+from hfsiamese.utils.minilm import MINILM_HUB_ID
 
 # DEFAULT_CONFIG: `hfsiamese train`'s default, hence the same split.
 

@@ -24,8 +24,8 @@ With `--architecture cross_encoder` the same command trains a cross-encoder (`hf
 questions read together, binary cross-entropy on labelled pairs, the same splits, calibration and outputs.
 
 The steps are the package's (`hfsiamese.training` for the run's arguments, data, start, folder, training and end;
-the families' trainers and arguments, `SiameseTrainingArguments` or `CrossEncoderTrainingArguments` by
-`--architecture`); this module only puts them in order.
+the family `--architecture` names supplies its arguments, model, tokenisation and trainer: `hfsiamese.base.run_family`);
+this module only puts them in order, one path for either family.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import datasets
 from transformers import HfArgumentParser
 
 from hfsiamese.base.checkpoints import resolve_resume_checkpoint
+from hfsiamese.base.training_args import PairTrainingArguments
 from hfsiamese.bi_encoder.sentence_transformers_export import check_export, export_sentence_transformers
-from hfsiamese.bi_encoder.trainer import SiameseTrainer
-from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import (
     config_file_of,
@@ -62,16 +62,14 @@ from hfsiamese.cli.configs import (
 from hfsiamese.cli.run_folder import claim_output_dir
 from hfsiamese.cli.split import held_out_command
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
-from hfsiamese.data.arrow_columns import distinct_count
 from hfsiamese.losses import LOSS_OPTIONS, loss_name
 from hfsiamese.preparation import is_prepared_folder, prepared_source
-from hfsiamese.training.arguments import ARCHITECTURES, DataArguments, ModelArguments, model_card_kwargs
-from hfsiamese.training.preparation import training_view
+from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.run_end import end_run
-from hfsiamese.training.run_start import StartedRun, several_datasets_inputs, start_cross_encoder_run, start_run
+from hfsiamese.training.run_start import StartedRun, run_family, several_datasets_inputs, start_run
 from hfsiamese.training.run_training import train_evaluate_save
 from hfsiamese.utils.console import configure_training_console
+from hfsiamese.utils.deprecation import warn_deprecated
 
 logger = logging.getLogger("hfsiamese.cli.train")
 DESCRIPTION = "Train a Siamese bi-encoder (or a cross-encoder) on question pairs; a config (a shipped name or a file) may come first."
@@ -86,63 +84,58 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     typed = argv  # as the user typed it, for the `hfsiamese split` command the summary prints
     argv = resolve_config_argument(argv)  # a shipped config by name, or the user's file
     default_config = default_config_of(argv, DEFAULT_CONFIG, pretrained_config=PRETRAINED_CONFIG)
-    arguments_class = training_arguments_class(argv, default_config)
-    if arguments_class is CrossEncoderTrainingArguments:
+    family = run_family(architecture_of(argv, default_config))  # its arguments are what the command line parses
+    if not family.takes_loss:
         refuse_bi_encoder_losses(argv, default_config)  # by name, before the parser calls them unknown
     parser = HfArgumentParser(
-        (ModelArguments, DataArguments, arguments_class), prog="hfsiamese train", description=DESCRIPTION
+        (ModelArguments, DataArguments, family.arguments_class), prog="hfsiamese train", description=DESCRIPTION
     )
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)
     if not data_args.train_datasets:  # several data sets name their own (`hfsiamese.training.several_datasets`)
         require_training_data(data_args.train_file, data_args.dataset_name)  # said before the output folder is made
 
     configure_training_console(training_args.should_log)
-    if model_args.architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {model_args.architecture!r}")
-    trained_with = "cross_encoder" if model_args.architecture == "cross_encoder" else None  # names the run's folder
+    run_family(model_args.architecture)  # the value parsed is checked too
+    # A run folder is named after a family other than the default one (`outputs/<data>-cross_encoder`).
+    trained_with = None if model_args.architecture == "bi_encoder" else model_args.architecture
     # Several data sets have no one held-out split to write: no `hfsiamese split` line then.
     split_command = None if data_args.train_datasets else held_out_command(typed, default_config)
     with claim_output_dir(
         training_args, data_args, argv, default_config, trained_with=trained_with
     ):  # named, checked, locked
-        if model_args.architecture == "cross_encoder":
-            return train_cross_encoder(model_args, data_args, training_args, split_command=split_command)
         return train(model_args, data_args, training_args, split_command=split_command)
 
 
 def train(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: SiameseTrainingArguments,
+    training_args: PairTrainingArguments,
     *,
     split_command: str | None = None,
 ) -> dict[str, float]:
-    """The run itself, once the output folder is this run's (`split_command`: the summary's `hfsiamese split`)."""
+    """The run itself, of either family (`model_args.architecture`), once the output folder is this run's
+    (`split_command`: the summary's `hfsiamese split`)."""
     # Resolved before any data work, so that `--resume_from_checkpoint auto` with nothing to resume fails at once.
     resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    run = start_run(
-        model_args, data_args, training_args, default_train_file=default_train_file(data_args), resume_from=resume_from
-    )
-    model, tokenizer, loss, splits = run.model, run.tokenizer, run.loss, run.splits
+    # What the command says of the run's data, read from its arguments once, before the run takes them over: the
+    # default pairs, the questions the end-of-run search command names, and the model card (README.md, beside the
+    # weights; with --push_to_hub the folder is uploaded too).
+    train_file = default_train_file(data_args)
+    corpus_file = corpus_file_of(data_args)
+    card = model_card_kwargs(model_args, data_args)
+    run = start_run(model_args, data_args, training_args, default_train_file=train_file, resume_from=resume_from)
     if model_args.export_sentence_transformers:
         # An LSTM, or an export already there, fails now rather than after training.
-        check_export(model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
+        check_export(run.model, model_args.export_sentence_transformers, overwrite=training_args.overwrite_output_dir)
     if run.parts is not None:
         trainer, test_dataset = several_datasets_trainer(run, training_args)
     else:
         with training_args.main_process_first(desc="tokenising pairs"):
-            train_dataset = run.training_rows(training_view(splits["train"], data_args, loss, model, tokenizer))
-            eval_dataset = run.tokenize(splits["validation"])
-            test_dataset = run.tokenize(splits["test"]) if "test" in splits else None
+            train_dataset = run.training_dataset()
+            eval_dataset = run.tokenize(run.splits["validation"])
+            test_dataset = run.tokenize(run.splits["test"]) if "test" in run.splits else None
         if training_args.process_index == 0:
-            logger.info(
-                "train: %d rows (%s, loss %s) in %s duplicate groups; validation: %d labelled pairs",
-                len(train_dataset),
-                data_args.train_view,
-                training_args.loss,
-                distinct_count(train_dataset, "group_id") if "group_id" in train_dataset.column_names else "no",
-                len(eval_dataset),
-            )
+            logger.info("%s", run.describe_rows(train_dataset, eval_dataset, training_args))
         trainer = run.trainer(training_args, train_dataset, eval_dataset)
     zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
     if model_args.export_sentence_transformers and (trainer.is_fsdp_enabled or zero_stage == 3):
@@ -153,20 +146,21 @@ def train(
         )
     if resume_from is not None and training_args.process_index == 0:
         logger.info("resuming from %s", resume_from)
-    # The model card (README.md) goes beside the weights; with --push_to_hub the folder is uploaded too.
-    card = model_card_kwargs(model_args, data_args)
     metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
     if model_args.export_sentence_transformers and trainer.is_world_process_zero():
         export_sentence_transformers(
-            model, model_args.export_sentence_transformers, tokenizer, overwrite=training_args.overwrite_output_dir
+            run.model,
+            model_args.export_sentence_transformers,
+            run.tokenizer,
+            overwrite=training_args.overwrite_output_dir,
         )
-    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), split_command=split_command)
+    end_run(trainer, metrics, corpus_file=corpus_file, reranker=run.family.reranker, split_command=split_command)
     return metrics
 
 
 def several_datasets_trainer(
-    run: StartedRun, training_args: SiameseTrainingArguments
-) -> tuple[SiameseTrainer, dict[str, datasets.Dataset] | None]:
+    run: StartedRun, training_args: PairTrainingArguments
+) -> tuple[Any, dict[str, datasets.Dataset] | None]:
     """The trainer of a run on several data sets (`train_datasets`), and their test pairs if any."""
     with training_args.main_process_first(desc="tokenising pairs"):
         inputs = several_datasets_inputs(run)
@@ -185,42 +179,23 @@ def several_datasets_trainer(
 def train_cross_encoder(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: CrossEncoderTrainingArguments,
+    training_args: PairTrainingArguments,
     *,
     split_command: str | None = None,
 ) -> dict[str, float]:
-    """A cross-encoder's run (`--architecture cross_encoder`), once the output folder is this run's."""
-    resume_from = resolve_resume_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    run = start_cross_encoder_run(
-        model_args, data_args, training_args, default_train_file=default_train_file(data_args)
-    )
-    with training_args.main_process_first(desc="tokenising pairs"):
-        train_dataset = run.tokenize(run.splits["train"], training=True)
-        eval_dataset = run.tokenize(run.splits["validation"])
-        test_dataset = run.tokenize(run.splits["test"]) if "test" in run.splits else None
-    if training_args.process_index == 0:
-        logger.info(
-            "cross-encoder: %d training rows (labelled pairs, pair order %s), %d validation pairs",
-            len(train_dataset),
-            run.cross_encoder.pair_order,
-            len(eval_dataset),
-        )
-    trainer = run.trainer(training_args, train_dataset, eval_dataset)
-    card = model_card_kwargs(model_args, data_args)
-    metrics = train_evaluate_save(trainer, card=card, resume_from=resume_from, test_dataset=test_dataset)
-    end_run(trainer, metrics, corpus_file=corpus_file_of(data_args), reranker=True, split_command=split_command)
-    return metrics
+    """Deprecated: `train`, which runs either family (a cross-encoder's by `model_args.architecture`)."""
+    warn_deprecated("name", "hfsiamese.cli.train.train_cross_encoder")
+    return train(model_args, data_args, training_args, split_command=split_command)
 
 
-def training_arguments_class(
-    argv: list[str], default_config: str | Path
-) -> type[SiameseTrainingArguments] | type[CrossEncoderTrainingArguments]:
-    """The run's family's arguments: `--architecture` on the command line, else the config's, else a bi-encoder's."""
+def architecture_of(argv: list[str], default_config: str | Path) -> str | None:
+    """The run's family before the command line is parsed: `--architecture` on the command line, else the config's
+    (None: neither names one, a bi-encoder)."""
     architecture = flag_value("architecture", argv)
     config_file = config_file_of(argv, default_config)
     if architecture is None and config_file is not None:
         architecture = read_config_file(config_file).get("architecture")
-    return CrossEncoderTrainingArguments if architecture == "cross_encoder" else SiameseTrainingArguments
+    return architecture
 
 
 def refuse_bi_encoder_losses(argv: Sequence[str], default_config: str | Path | None) -> None:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from transformers import AutoConfig
 
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 from hfsiamese.cross_encoder.model import PAIR_ORDERS, CrossEncoder, is_cross_encoder_config
 from hfsiamese.models.siamese.modeling_siamese import with_dropout
 from hfsiamese.utils.hub_access import require_local_or_cached
+from hfsiamese.utils.minilm import resolve_minilm_path
 
 if TYPE_CHECKING:
     from hfsiamese.base.model_arguments import ModelArguments

@@ -1,6 +1,7 @@
 """The model card of a trained cross-encoder: Hub metadata with its validation results, what it is, and how to load it.
 
-Shorter than a Siamese model's card (`hfsiamese.bi_encoder.model_card`, whose metric table and model-index it reuses): a
+Shorter than a Siamese model's card (`hfsiamese.bi_encoder.model_card`; the metric table and model-index both cards
+show are `hfsiamese.base.model_card_rows`'): a
 cross-encoder has no embedding, pooling or search to describe, but three ways to load it, each named here.
 """
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from hfsiamese.bi_encoder.model_card import METRICS, _metric_rows, eval_results, hub_model_id
+from hfsiamese.base.model_card_rows import METRICS, eval_results, hub_model_id, metric_rows
 
 TAGS = ("hfsiamese", "cross-encoder", "text-classification", "duplicate-question-detection")
 
@@ -68,7 +69,7 @@ def cross_encoder_card(
         "| split | pairs | " + " | ".join(pretty for _, _, pretty in METRICS) + " |",
         "|---|---|" + "---|" * len(METRICS),
     ]
-    for row in _metric_rows(metrics):
+    for row in metric_rows(metrics):
         values = " | ".join("" if row[key] is None else f"{row[key]:.4f}" for key, _, _ in METRICS)
         lines.append(f"| {row['split']} | {row['pairs'] or ''} | {values} |")
     lines += [

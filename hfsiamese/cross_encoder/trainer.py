@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hfsiamese.base.model_card_rows import metrics_from_log_history
 from hfsiamese.base.trainer import PairTrainer
 from hfsiamese.base.training_args import PairTrainingArguments
-from hfsiamese.bi_encoder.model_card import metrics_from_log_history
 from hfsiamese.cross_encoder.model import is_cross_encoder_config
 from hfsiamese.cross_encoder.model_card import cross_encoder_card
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, model_inputs, swapped_inputs
@@ -52,12 +52,11 @@ class CrossEncoderTrainer(PairTrainer):
 
     def checked_arguments(self, args: PairTrainingArguments | None) -> PairTrainingArguments:
         """`CrossEncoderTrainingArguments`, or for one release the `SiameseTrainingArguments` it used to take."""
-        from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments  # the old arguments: only here
-
-        if not isinstance(args, SiameseTrainingArguments):
+        # A bi-encoder's arguments are told by the loss they build, so that this family imports nothing of the other.
+        if isinstance(args, CrossEncoderTrainingArguments) or not hasattr(args, "build_loss"):
             return super().checked_arguments(args)
         warn_deprecated("argument", "CrossEncoderTrainer(args=SiameseTrainingArguments(...))", stacklevel=4)
-        if args.gradient_cache_mini_batch_size:
+        if getattr(args, "gradient_cache_mini_batch_size", None):
             raise ValueError(
                 "gradient_cache_mini_batch_size applies to in-batch losses; a cross-encoder's loss is per pair"
             )

@@ -12,12 +12,12 @@ import pandas as pd
 import torch
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer
 from hfsiamese.loading import BI_ENCODER, config_values, load_siamese_model, model_kind
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 from hfsiamese.training.arguments import ModelArguments
 from hfsiamese.utils.hub_access import require_local_or_cached
+from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
 
 logger = logging.getLogger(__name__)
 

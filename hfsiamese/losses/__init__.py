@@ -21,6 +21,12 @@ The contract (`base.SiameseLoss`), which the trainer and the recipes read and no
   (the model card shows them) and `LOSS_OPTIONS` names every option of every registered loss.
   `MatryoshkaLoss` (``matryoshka``) wraps any other loss on embeddings: it takes that loss's options
   too (`SiameseLoss.accepted_options`) and reports them after its own.
+
+Why a folder of its own and not `hfsiamese/bi_encoder/`: only the bi-encoder trains with these losses (a
+cross-encoder's binary cross-entropy is its trainer's), but more than that family reads them: the distillation
+student's trainer and arguments, the data layer's collator and the miners' file formats (the teacher-scores column
+the score-distillation losses read), and a training run's views and several data sets (what each loss declares it
+needs). Those sit beside or below the family, so the losses sit below it too, and no one imports a family for them.
 """
 
 from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput

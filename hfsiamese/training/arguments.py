@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
-from hfsiamese.bi_encoder.minilm import MINILM_HUB_ID, resolve_minilm_path
 from hfsiamese.bi_encoder.model_card import local_card_license
 from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS
 from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
+from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
 
 # Named in the card when a run trains on the embedded pairs (no train_file, no dataset_name).
 EMBEDDED_QQP_NAME = "Quora Question Pairs (the BiMPM dev part in recipes/data/qqp_dev.tsv)"

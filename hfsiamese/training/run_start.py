@@ -19,20 +19,15 @@ from transformers import PreTrainedTokenizerBase, set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from hfsiamese.base.cpu_precision import check_bf16_trainable
-from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
-from hfsiamese.bi_encoder.trainer import SiameseTrainer
-from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+from hfsiamese.base.model_arguments import ARCHITECTURES
+from hfsiamese.base.run_family import RunFamily
+from hfsiamese.base.trainer import PairTrainer
+from hfsiamese.bi_encoder.run_family import BI_ENCODER_RUN
 from hfsiamese.cross_encoder.model import CrossEncoder
-from hfsiamese.cross_encoder.model_building import build_cross_encoder
-from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
-from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
-from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
-from hfsiamese.data import tokenize_pairs
+from hfsiamese.cross_encoder.run_family import CROSS_ENCODER_RUN
 from hfsiamese.data.preprocessing import untokenized_pairs
 from hfsiamese.data.question_fingerprints import read_fingerprint
-from hfsiamese.data.tokenizing_collator import TokenizingPairCollator
 from hfsiamese.losses import SiameseLoss
-from hfsiamese.models.siamese import SiameseModel
 from hfsiamese.preparation.derived_cache import prepared_folder_of
 from hfsiamese.preparation.question_cache import cached_pair_question_hashes
 from hfsiamese.training.arguments import DataArguments, ModelArguments
@@ -47,18 +42,31 @@ from hfsiamese.training.several_datasets import (
 from hfsiamese.training.zero3_construction import built_whole_under_zero3
 from hfsiamese.utils import openmp_defaults
 from hfsiamese.utils.cpu_threads import apply_cpu_threads
+from hfsiamese.utils.deprecation import moved_name_getattr, warn_deprecated
 
 logger = logging.getLogger(__name__)
+
+# Each `--architecture` and the family that describes its run.
+RUN_FAMILIES: dict[str, RunFamily] = {family.architecture: family for family in (BI_ENCODER_RUN, CROSS_ENCODER_RUN)}
+
+
+def run_family(architecture: str | None) -> RunFamily:
+    """The family `--architecture` names (None: a bi-encoder's)."""
+    family = RUN_FAMILIES.get(architecture or "bi_encoder")
+    if family is None:
+        raise ValueError(f"architecture must be one of {ARCHITECTURES}, got {architecture!r}")
+    return family
 
 
 @dataclass
 class StartedRun:
-    """What a training run starts from: its data split, its loss, the model and tokenizer to train, and the
-    fingerprint of the questions it trains on (saved beside every checkpoint: `SiameseTrainer(training_questions=)`)."""
+    """What a training run starts from, for either family: its data split, its loss (None for a family whose
+    trainer has its own), the model and tokenizer to train, and the fingerprint of the questions it trains on (saved
+    beside every checkpoint: `PairTrainer(training_questions=)`)."""
 
     splits: datasets.DatasetDict
-    loss: SiameseLoss
-    model: SiameseModel
+    loss: SiameseLoss | None
+    model: Any
     tokenizer: PreTrainedTokenizerBase
     model_args: ModelArguments
     data_args: DataArguments
@@ -70,20 +78,24 @@ class StartedRun:
     losses: dict[str, SiameseLoss] | None = None
     # The validation set's size before `max_eval_pairs` sampled it (one data set): the trainer reports it.
     validation_size: int | None = None
+    family: RunFamily = BI_ENCODER_RUN
 
-    def tokenize(self, pairs: datasets.Dataset) -> datasets.Dataset:
-        """`pairs` tokenised as this run trains and evaluates (`--max_length`, `--preprocessing_num_workers`, the model's default prompt)."""
-        return tokenize_pairs(
-            pairs,
-            self.tokenizer,
-            max_length=self.model_args.max_length,
-            num_proc=self.data_args.preprocessing_num_workers,
-            prompt=self.model.config.prompt_text(),
-        )
+    @property
+    def cross_encoder(self) -> CrossEncoder:
+        """A cross-encoder run's model and tokenizer as a `CrossEncoder` (what `StartedCrossEncoderRun` held)."""
+        return CrossEncoder(self.model, self.tokenizer)
+
+    def tokenize(self, pairs: datasets.Dataset, *, training: bool = False) -> datasets.Dataset:
+        """`pairs` tokenised as this run trains (`training`) or evaluates (`--max_length`,
+        `--preprocessing_num_workers`; the family's way: `RunFamily.tokenize`)."""
+        return self.family.tokenize(pairs, self, training=training)
 
     def tokenizes_in_collator(self) -> bool:
         """Whether the training pairs are tokenised batch by batch (`--tokenize_in_collator`; by default when they
-        come from a prepared folder, whose millions of pairs would otherwise all be tokenised before the first step)."""
+        come from a prepared folder, whose millions of pairs would otherwise all be tokenised before the first step),
+        never for a family that tokenises its pairs at once."""
+        if self.family.text_collator(self) is None:
+            return False
         if self.data_args.tokenize_in_collator is not None:
             return bool(self.data_args.tokenize_in_collator)
         return self.parts is None and prepared_folder_of(self.splits["train"]) is not None
@@ -91,32 +103,45 @@ class StartedRun:
     def training_rows(self, pairs: datasets.Dataset) -> datasets.Dataset:
         """The training pairs as the trainer takes them: tokenised now, or left as text for the collator to tokenise
         (`tokenizes_in_collator`), which `trainer` then gives it."""
-        return untokenized_pairs(pairs) if self.tokenizes_in_collator() else self.tokenize(pairs)
+        return untokenized_pairs(pairs) if self.tokenizes_in_collator() else self.tokenize(pairs, training=True)
+
+    def training_dataset(self) -> datasets.Dataset:
+        """The training split as the trainer takes it (`training_rows`), in the view the loss trains on where the
+        family has a loss (`training_view`)."""
+        pairs = self.splits["train"]
+        if self.loss is not None:
+            pairs = training_view(pairs, self.data_args, self.loss, self.model, self.tokenizer)
+        return self.training_rows(pairs)
+
+    def describe_rows(self, train: datasets.Dataset, validation: datasets.Dataset, training_args: Any) -> str:
+        """One log line on the rows this run trains and validates on (`RunFamily.describe_rows`)."""
+        return self.family.describe_rows(train, validation, self, training_args)
 
     def trainer(
         self,
-        args: SiameseTrainingArguments,
+        args: Any,
         train_dataset: datasets.Dataset | dict[str, datasets.Dataset],
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset],
         *,
-        trainer_class: type[SiameseTrainer] = SiameseTrainer,
+        trainer_class: type[PairTrainer] | None = None,
         **kwargs: Any,
-    ) -> SiameseTrainer:
-        """A `trainer_class` for this run's model on these pairs: its tokenizer, its loss (unless `loss=` is given),
-        its training questions, the validation set's size (`eval_pairs_total`); `kwargs` go to the trainer too (a
-        `DistillationTrainer`'s `teacher_vectors`)."""
-        kwargs.setdefault("loss", self.loss)
-        if isinstance(train_dataset, datasets.Dataset) and "input_ids_a" not in train_dataset.column_names:
+    ) -> Any:
+        """A `trainer_class` (default: the family's) for this run's model on these pairs: its tokenizer, its loss
+        (unless `loss=` is given; none for a family without one), its training questions, the validation set's size
+        (`eval_pairs_total`); `kwargs` go to the trainer too (a `DistillationTrainer`'s `teacher_vectors`)."""
+        if self.loss is not None:
+            kwargs.setdefault("loss", self.loss)
+        collator = self.family.text_collator(self)
+        if (
+            collator is not None
+            and isinstance(train_dataset, datasets.Dataset)
+            and "input_ids_a" not in train_dataset.column_names
+        ):
             # Pairs left as text (`training_rows`): tokenised batch by batch, as `tokenize` would.
-            kwargs.setdefault(
-                "data_collator",
-                TokenizingPairCollator(
-                    self.tokenizer, max_length=self.model_args.max_length, prompt=self.model.config.prompt_text()
-                ),
-            )
+            kwargs.setdefault("data_collator", collator)
         if self.validation_size is not None:  # one data set: its validation pairs (tokenised), maybe a sample
             kwargs.setdefault("eval_pairs_total", self.validation_size)
-        return trainer_class(
+        return (trainer_class or self.family.trainer_class)(
             model=self.model,
             args=args,
             train_dataset=train_dataset,
@@ -130,18 +155,26 @@ class StartedRun:
 def start_run(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: SiameseTrainingArguments,
+    training_args: Any,
     *,
     default_train_file: str | Path | None,
     resume_from: str | None = None,
+    family: RunFamily | None = None,
 ) -> StartedRun:
     """
     Seed as the Trainer seeds itself (the model's initialisation draws from these generators), take all
     the cores a process owns (also under `accelerate launch`), load and split the pairs (main process
-    first), build the loss, then the model and tokenizer; a run resumed from `resume_from` must rebuild
-    that checkpoint's vocabulary, and a tokenizer of another model fails here, naming its file.
+    first), build the loss, then the model and tokenizer (`family`'s: by default the one `model_args.architecture`
+    names); a run resumed from `resume_from` must rebuild that checkpoint's vocabulary, and a tokenizer of another
+    model fails here, naming its file.
     """
+    family = family or run_family(model_args.architecture)
     check_bf16_trainable(model_args, training_args)  # an LSTM this CPU cannot run in bf16: before the data is read
+    if data_args.train_datasets and not family.several_datasets:
+        raise ValueError(
+            f"train_datasets (several data sets) trains a bi-encoder; a {family.architecture.replace('_', '-')} "
+            "trains on one data set"
+        )
     entries = training_datasets(data_args) if data_args.train_datasets else None
     parts, losses = None, None
     validation_size: int | None = None  # several data sets: each its own validation pairs, reported by name
@@ -150,15 +183,14 @@ def start_run(
         parts = _seeded_process_and_several_splits(entries, training_args)
         splits = datasets.DatasetDict(train=combined_training_pairs(parts))
         # A classification head when any data set's loss trains on logits.
-        loss = next((each for each in losses.values() if each.uses_logits), next(iter(losses.values())))
+        loss: SiameseLoss | None = next(
+            (each for each in losses.values() if each.uses_logits), next(iter(losses.values()))
+        )
     else:
         splits, validation_size = _seeded_process_and_splits(data_args, training_args, default_train_file)
-        loss = training_args.build_loss()
+        loss = family.build_loss(training_args)
     with built_whole_under_zero3(training_args):  # DeepSpeed ZeRO-3 shards it when the Trainer starts
-        model, tokenizer = build_model_and_tokenizer(model_args, splits["train"], loss=loss)
-    if resume_from is not None:
-        check_same_vocabulary(tokenizer, resume_from)
-    model.check_tokenizer(tokenizer)
+        model, tokenizer = family.build_model(model_args, splits["train"], loss=loss, resume_from=resume_from)
     training_questions = cached_pair_question_hashes(splits["train"])
     if model_args.model_name_or_path and Path(model_args.model_name_or_path).is_dir():
         # Continuing from a checkpoint: its own training questions trained this model too.
@@ -177,6 +209,7 @@ def start_run(
         parts,
         losses,
         validation_size=validation_size,
+        family=family,
     )
 
 
@@ -212,66 +245,18 @@ def _seed_and_threads(training_args: Any) -> None:
         )
 
 
-@dataclass
-class StartedCrossEncoderRun:
-    """What a cross-encoder run starts from: its data split, the cross-encoder, and the training questions' fingerprint."""
-
-    splits: datasets.DatasetDict
-    cross_encoder: CrossEncoder
-    model_args: ModelArguments
-    data_args: DataArguments
-    training_questions: np.ndarray
-    validation_size: int | None = None  # the validation set's size before `max_eval_pairs` sampled it
-
-    def tokenize(self, pairs: datasets.Dataset, *, training: bool = False) -> datasets.Dataset:
-        """
-        `pairs` as this cross-encoder trains (`training`: both orders as rows when it scores both) or evaluates
-        (the other order as `*_swapped` columns when it scores both).
-        """
-        both = self.cross_encoder.pair_order == "both"
-        return tokenize_cross_pairs(
-            pairs,
-            self.cross_encoder.tokenizer,
-            max_length=self.cross_encoder.default_max_length(),
-            both_orders=training and both,
-            swapped_columns=not training and both,
-            num_proc=self.data_args.preprocessing_num_workers,
-        )
-
-    def trainer(
-        self, args: CrossEncoderTrainingArguments, train_dataset: datasets.Dataset, eval_dataset: datasets.Dataset
-    ) -> CrossEncoderTrainer:
-        """A `CrossEncoderTrainer` for this run's cross-encoder on these tokenised pairs, with its training questions."""
-        return CrossEncoderTrainer(
-            model=self.cross_encoder.model,
-            args=args,
-            train_dataset=train_dataset,
-            eval_dataset=eval_dataset,
-            processing_class=self.cross_encoder.tokenizer,
-            training_questions=self.training_questions,
-            eval_pairs_total=self.validation_size,
-        )
-
-
 def start_cross_encoder_run(
     model_args: ModelArguments,
     data_args: DataArguments,
-    training_args: CrossEncoderTrainingArguments,
+    training_args: Any,
     *,
     default_train_file: str | Path | None,
-) -> StartedCrossEncoderRun:
-    """
-    As `start_run`, for a cross-encoder: seed, threads, splits, then the model: a saved cross-encoder to continue
-    training, or a new one-logit head on `model_args.model_name_or_path` (default: all-MiniLM-L6-v2).
-    """
-    if data_args.train_datasets:
-        raise ValueError(
-            "train_datasets (several data sets) trains a bi-encoder; a cross-encoder trains on one data set"
-        )
-    splits, validation_size = _seeded_process_and_splits(data_args, training_args, default_train_file)
-    cross_encoder = build_cross_encoder(model_args)
-    training_questions = cached_pair_question_hashes(splits["train"])
-    return StartedCrossEncoderRun(splits, cross_encoder, model_args, data_args, training_questions, validation_size)
+) -> StartedRun:
+    """Deprecated: `start_run`, which starts either family's run (a cross-encoder's by `model_args.architecture`)."""
+    warn_deprecated("name", "hfsiamese.training.run_start.start_cross_encoder_run")
+    return start_run(
+        model_args, data_args, training_args, default_train_file=default_train_file, family=CROSS_ENCODER_RUN
+    )
 
 
 @dataclass
@@ -301,10 +286,15 @@ def several_datasets_inputs(run: StartedRun) -> SeveralDatasetsInputs:
 
 
 __all__ = [
+    "RUN_FAMILIES",
     "SeveralDatasetsInputs",
-    "StartedCrossEncoderRun",
     "StartedRun",
+    "run_family",
     "several_datasets_inputs",
     "start_cross_encoder_run",
     "start_run",
 ]
+
+
+# `StartedCrossEncoderRun`: a cross-encoder's started run is a `StartedRun` (its model and tokenizer as `.cross_encoder`).
+__getattr__ = moved_name_getattr(__name__)

@@ -71,7 +71,7 @@ _MODULES_FILED_BY_FAMILY = {
     "hfsiamese.training.decoder_tokens": "hfsiamese.bi_encoder.decoder_tokens",
     "hfsiamese.training.pretrained_vectors": "hfsiamese.bi_encoder.pretrained_vectors",
     "hfsiamese.training.word_tokenizer": "hfsiamese.bi_encoder.word_tokenizer",
-    "hfsiamese.training.minilm": "hfsiamese.bi_encoder.minilm",
+    "hfsiamese.training.minilm": "hfsiamese.utils.minilm",
     "hfsiamese.training.mining": "hfsiamese.bi_encoder.mining",
     "hfsiamese.models.sentence_transformers_folder": "hfsiamese.bi_encoder.sentence_transformers_folder",
     "hfsiamese.model_card": "hfsiamese.bi_encoder.model_card",
@@ -198,6 +198,26 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     # `load_pairs`, beside `hfsiamese.loading` (which loads models).
     Deprecated("module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE),
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
+    # The two families as siblings with one run: MiniLM is both families' default, one start and one train for either.
+    Deprecated("module", "hfsiamese.bi_encoder.minilm", "hfsiamese.utils.minilm", _ROUND_THREE),
+    Deprecated(
+        "name",
+        "hfsiamese.training.run_start.start_cross_encoder_run",
+        "hfsiamese.training.run_start.start_run (a cross-encoder's run by model_args.architecture)",
+        _ROUND_THREE,
+    ),
+    Deprecated(
+        "name",
+        "hfsiamese.training.run_start.StartedCrossEncoderRun",
+        "hfsiamese.training.run_start.StartedRun",
+        _ROUND_THREE,
+    ),
+    Deprecated(
+        "name",
+        "hfsiamese.cli.train.train_cross_encoder",
+        "hfsiamese.cli.train.train (either family, by model_args.architecture)",
+        _ROUND_THREE,
+    ),
 )
 """Every old name, oldest first within a kind; rows are only added here (and all removed at `REMOVED_IN`)."""
 

@@ -151,3 +151,16 @@ def test_refusals(tiny_cross_encoder, tiny_lstm, tmp_path):
     )
     with pytest.raises(ValueError, match="scores both orders: tokenise evaluation pairs with swapped_columns=True"):
         trainer.evaluate()
+
+
+def test_arguments_of_neither_family_are_refused(tiny_cross_encoder, tmp_path):
+    from hfsiamese.base.training_args import PairTrainingArguments
+
+    with pytest.raises(
+        TypeError, match="CrossEncoderTrainer needs CrossEncoderTrainingArguments, got PairTrainingArguments"
+    ):
+        CrossEncoderTrainer(
+            model=tiny_cross_encoder.model,
+            args=tiny_training_args(tmp_path, PairTrainingArguments),
+            processing_class=tiny_cross_encoder.tokenizer,
+        )

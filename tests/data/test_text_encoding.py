@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from hfsiamese.bi_encoder.minilm import resolve_minilm_path
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.data.text_encoding import TextEncoder
 from hfsiamese.models.siamese.token_fields import truncated_flags
+from hfsiamese.utils.minilm import resolve_minilm_path
 from tests.conftest import TEXTS
 
 SAMPLES = [

