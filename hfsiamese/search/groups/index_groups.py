@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,7 +11,9 @@ from hfsiamese.search.groups.assignment import CROSS_ENCODER_NEEDED, assign_new,
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.groups.group_storage import read_groups, sync_groups, write_groups
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
-from hfsiamese.search.index_views import IndexViews
+
+if TYPE_CHECKING:  # for the annotations only: the index imports this module
+    from hfsiamese.search.duplicate_index import DuplicateIndex
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +21,7 @@ logger = logging.getLogger(__name__)
 NOT_READ = object()
 
 
-def current_groups(index: IndexViews) -> DuplicateGroups | None:
+def current_groups(index: DuplicateIndex) -> DuplicateGroups | None:
     """The index's groups (a database's read from it the first time, and made good where a process stopped between a
     `delete`'s two writes: `drop_removed`), None before `find_groups`."""
     groups = getattr(index, "_groups", NOT_READ)
@@ -31,7 +33,7 @@ def current_groups(index: IndexViews) -> DuplicateGroups | None:
     return groups
 
 
-def drop_removed(index: IndexViews, groups: DuplicateGroups) -> None:
+def drop_removed(index: DuplicateIndex, groups: DuplicateGroups) -> None:
     """
     A database's stored groups holding questions its rows no longer hold (a process stopped after a `delete`'s rows
     were removed, before their group rows were): they leave their groups now, as that `delete` would have had them
@@ -51,14 +53,14 @@ def drop_removed(index: IndexViews, groups: DuplicateGroups) -> None:
     )
 
 
-def keep_groups(index: IndexViews, groups: DuplicateGroups) -> DuplicateGroups:
+def keep_groups(index: DuplicateIndex, groups: DuplicateGroups) -> DuplicateGroups:
     """Make `groups` the index's own (written to a database now; to a folder by `save`)."""
     write_groups(index, groups)
     index._groups = groups
     return groups
 
 
-def groups_to_assign(index: IndexViews) -> DuplicateGroups:
+def groups_to_assign(index: DuplicateIndex) -> DuplicateGroups:
     """The groups new rows will join, or the refusal, before any row is written: the index's own groups (a database's
     read and checked now), else new ones with the default settings for an index that holds nothing yet (kept by
     `assign` once the rows are written); otherwise `find_groups` must come first."""
@@ -77,7 +79,7 @@ def groups_to_assign(index: IndexViews) -> DuplicateGroups:
     return DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
 
 
-def assign(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
+def assign(index: DuplicateIndex, groups: DuplicateGroups, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
     """Assign just-added rows to `groups` (what `groups_to_assign` gave before they were written)."""
     if current_groups(index) is not groups:
         keep_groups(index, groups)
@@ -87,7 +89,7 @@ def assign(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: 
     return assigned
 
 
-def after_delete(index: IndexViews, ids: list[Any]) -> None:
+def after_delete(index: DuplicateIndex, ids: list[Any]) -> None:
     """The deleted rows leave their groups (a new canonical promoted where one went)."""
     groups = current_groups(index)
     if groups is not None:

@@ -120,6 +120,10 @@ class FaissStore(InMemoryStore):
 
     # --- the FAISS index -------------------------------------------------------------------------
 
+    def finish_build(self) -> None:
+        """Build (tune and measure) the FAISS index now, at the end of `DuplicateIndex.build`."""
+        self.ensure_ann()
+
     def ensure_ann(self) -> FaissAnnIndex:
         """The FAISS index over every row, built (tuned and measured: `faiss_tuning.build_ann`) on first need."""
         if self.ann is None:
