@@ -19,7 +19,6 @@ import torch
 from hfsiamese.models.siamese.inference import check_truncate_dim
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold, stored_calibrator, threshold_in_unit
-from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, ann_spec_of
 from hfsiamese.search.backends import (
     DATABASE_BACKENDS,
     Backend,
@@ -42,7 +41,6 @@ from hfsiamese.search.groups.index_groups import (
     keep_groups,
 )
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME
 from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
 from hfsiamese.search.index_searching import call_reranker, decided, dense_matches, plan_search, search_backend
@@ -50,9 +48,11 @@ from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, tex
 from hfsiamese.search.lexical.bm25_index import import_bm25s
 from hfsiamese.search.lexical.hybrid_search import LexicalSide, save_lexical
 from hfsiamese.search.lexical.hybrid_settings import check_hybrid
-from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, RecallReport, check_recall_target
 from hfsiamese.search.reranking import resolve_cross_encoder
+from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex, ann_spec_of
 from hfsiamese.search.stores.base import DatabaseStore, VectorStore
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, RecallReport, check_recall_target
 
 if TYPE_CHECKING:
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
@@ -90,7 +90,7 @@ class DuplicateIndex:
             cheapest codes that reach `recall_target` (the guide "Duplicate search at three scales" says how).
         structure: with `backend="faiss"`: `"flat"`, `"hnsw"` or `"ivf"`; `"auto"` (default) tuned with `quantization`.
         rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
-        ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`), instead of the three above.
+        ann: every FAISS setting at once (`hfsiamese.search.stores.ann_index.AnnSpec`), instead of the three above.
         faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index.
         recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95),
             measured on the corpus when the FAISS index is built (`recall_report`); `None`: nothing measured.

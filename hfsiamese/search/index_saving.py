@@ -18,11 +18,11 @@ import torch
 
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold
-from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.backends import DATABASE_BACKENDS
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME, read_index_folder
 from hfsiamese.search.lexical.hybrid_settings import saved_hybrid_options
-from hfsiamese.search.recall_tuning import RecallReport
+from hfsiamese.search.stores.ann_index import AnnSpec
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME, read_index_folder
+from hfsiamese.search.stores.recall_tuning import RecallReport
 
 if TYPE_CHECKING:  # for the annotations only: the index imports this module
     from hfsiamese.search.duplicate_index import DuplicateIndex

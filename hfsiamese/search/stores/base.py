@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from hfsiamese.search.index_files import write_index_folder
 from hfsiamese.search.input_checks import id_type
+from hfsiamese.search.stores.index_files import write_index_folder
 from hfsiamese.search.stores.store_checks import RESERVED_FIELDS, Rows, check_batch_size, check_rows
 from hfsiamese.utils.extras import install_hint
 

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
-from hfsiamese.search.embedding_table import EmbeddingTable
-from hfsiamese.search.index_files import write_index_folder
-from hfsiamese.search.recall_tuning import RecallReport
 from hfsiamese.search.stores import faiss_tuning
+from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.in_memory import InMemoryStore, NeighbourSearch
+from hfsiamese.search.stores.index_files import write_index_folder
+from hfsiamese.search.stores.recall_tuning import RecallReport
 
 
 class FaissStore(InMemoryStore):
