@@ -32,18 +32,11 @@ from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
-from hfsiamese.search.groups.index_groups import (
-    NOT_READ,
-    after_delete,
-    assign,
-    current_groups,
-    groups_to_assign,
-    keep_groups,
-)
+from hfsiamese.search.groups.index_groups import IndexGroups
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards
 from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
-from hfsiamese.search.index_searching import call_reranker, decided, dense_matches, plan_search, search_backend
+from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_backend
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, texts_and_ids
 from hfsiamese.search.lexical.bm25_index import import_bm25s
 from hfsiamese.search.lexical.hybrid_search import LexicalSide, save_lexical
@@ -183,7 +176,7 @@ class DuplicateIndex:
         )  # fmt: skip
         # Not saved with the index: a cross-encoder is a model folder of its own.
         self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
-        self._groups: Any = NOT_READ  # `groups`: found by `find_groups`, read from a saved index or its database
+        self._groups = IndexGroups()  # found by `find_groups`, read from a saved index or its database
 
     @classmethod
     def build(
@@ -256,10 +249,10 @@ class DuplicateIndex:
         if not texts:
             return [] if assign_groups else None
         new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
-        groups = groups_to_assign(self) if assign_groups else None  # refused before any row is written
+        groups = self._groups.to_assign(self) if assign_groups else None  # refused before any row is written
         embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
         self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
-        return assign(self, groups, new_ids, embeddings) if groups is not None else None
+        return self._groups.assign(self, groups, new_ids, embeddings) if groups is not None else None
 
     def add_embeddings(
         self,
@@ -282,12 +275,12 @@ class DuplicateIndex:
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
         ids = check_ids_to_delete(self, ids)  # "0" never finds 0: refused, not 0 removed
-        current_groups(self)  # a database's stored groups read (or refused as damaged) before any row goes
+        self._groups.current(self)  # a database's stored groups read (or refused as damaged) before any row goes
         removed = self._store.delete(ids)
         if not self._store.database and not len(self._store):
             self._id_type = None
         if removed:
-            after_delete(self, ids)  # a deleted canonical's group promotes another member
+            self._groups.after_delete(self, ids)  # a deleted canonical's group promotes another member
         return removed
 
     def encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
@@ -348,8 +341,7 @@ class DuplicateIndex:
         plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k, backend)
         if not texts:
             return []
-        retrieve = dense_matches if self._lexical is None else self._lexical.matches  # the one fork: fused or not
-        results = decided(plan, texts, retrieve(self, texts, self._encode(texts), plan.fetch_k, backend, filter), k)
+        results = decided(plan, texts, candidates(self, texts, self._encode(texts), plan.fetch_k, backend, filter), k)
         return results[0] if single else results
 
     def search_embeddings(
@@ -441,12 +433,12 @@ class DuplicateIndex:
             cross_encoder=call_reranker(self, cross_encoder), cross_encoder_threshold=cross_encoder_threshold,
             cross_encoder_budget=cross_encoder_budget, check_size=check_size, group_threshold=group_threshold,
         )  # fmt: skip
-        return keep_groups(self, found)
+        return self._groups.keep(self, found)
 
     @property
     def groups(self) -> DuplicateGroups | None:
         """The duplicate groups `find_groups` made (kept current since), None before."""
-        return current_groups(self)
+        return self._groups.current(self)
 
     def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """
@@ -484,7 +476,7 @@ class DuplicateIndex:
         """
         index = load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
         if not index._store.database:
-            index._groups = load_groups_file(save_directory)
+            index._groups = IndexGroups(load_groups_file(save_directory))
         return index
 
     # --- what the index holds: its rows (read from its store), its size, its FAISS index -------------------------

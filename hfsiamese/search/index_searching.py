@@ -110,4 +110,19 @@ def dense_matches(
     return numbered.matches(*index.search_embeddings(query_embeddings, k, backend=backend))
 
 
-__all__ = ["SearchPlan", "call_reranker", "decided", "dense_matches", "plan_search", "search_backend"]
+def candidates(
+    index: DuplicateIndex,
+    texts: list[str],
+    query_embeddings: torch.Tensor,
+    k: int,
+    backend: Backend | None,
+    filter: dict[str, Any] | None,
+) -> list[list[dict[str, Any]]]:
+    """Each query's `k` candidates, the one path of `search`: fused by the index's lexical side (`hybrid=`), else by
+    cosine alone (`dense_matches`)."""
+    if index.lexical is not None:
+        return index.lexical.matches(index, texts, query_embeddings, k, backend, filter)
+    return dense_matches(index, texts, query_embeddings, k, backend, filter)
+
+
+__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "dense_matches", "plan_search", "search_backend"]
