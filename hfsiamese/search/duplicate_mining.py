@@ -16,15 +16,15 @@ from hfsiamese.search.paraphrase_pairs import ParaphrasePairs, paraphrase_pairs
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold, rerank_pairs
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.base import DatabaseStore
 
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
 
 def find_duplicates(
-    index: DuplicateIndex,
+    index: SearchIndex,
     threshold: float | None,
     k: int,
     probability_threshold: float | None,
@@ -45,7 +45,7 @@ def find_duplicates(
     return _mine_pairs(index, store, threshold, k, probability_threshold, show_progress_bar)
 
 
-def _in_memory_copy(index: DuplicateIndex) -> InMemoryStore:
+def _in_memory_copy(index: SearchIndex) -> InMemoryStore:
     """An exact in-memory store of a database collection's rows (to mine pairs among them)."""
     store = InMemoryStore(
         index.embedding_dim, query_chunk_size=index.query_chunk_size, corpus_chunk_size=index.corpus_chunk_size
@@ -57,7 +57,7 @@ def _in_memory_copy(index: DuplicateIndex) -> InMemoryStore:
 
 
 def _reranked(
-    index: DuplicateIndex,
+    index: SearchIndex,
     store: InMemoryStore,
     reranker: Any,
     threshold: float | None,
@@ -83,13 +83,13 @@ def _reranked(
     return rerank_pairs(reranker, pairs, threshold=decision)
 
 
-def mining_store(index: DuplicateIndex) -> InMemoryStore:
+def mining_store(index: SearchIndex) -> InMemoryStore:
     """The store whose neighbour search mines `index`: its own, or an exact in-memory copy of a database's rows."""
     store = index.store
     return cast("InMemoryStore", store) if store.numbered_rows else _in_memory_copy(index)
 
 
-def cosine_threshold(index: DuplicateIndex, threshold: float | None, probability_threshold: float | None) -> float:
+def cosine_threshold(index: SearchIndex, threshold: float | None, probability_threshold: float | None) -> float:
     """The cosine that decides a pair: `threshold`, else the lowest cosine whose calibrated P(duplicate) reaches
     `probability_threshold`, else the index's."""
     if probability_threshold is not None:  # a P(duplicate), as the lowest cosine that reaches it
@@ -107,7 +107,7 @@ def cosine_threshold(index: DuplicateIndex, threshold: float | None, probability
 
 
 def mine_rows(
-    index: DuplicateIndex, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool
+    index: SearchIndex, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool
 ) -> ParaphrasePairs:
     """The row pairs of `store` whose cosine reaches `threshold` (a warning where the `k` cap may hide some)."""
     found = paraphrase_pairs(
@@ -132,7 +132,7 @@ def mine_rows(
 
 
 def _mine_pairs(
-    index: DuplicateIndex,
+    index: SearchIndex,
     store: InMemoryStore,
     threshold: float | None,
     k: int,

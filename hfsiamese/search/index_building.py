@@ -12,12 +12,12 @@ from hfsiamese.search.embedding_input import assembled_embeddings, check_embeddi
 from hfsiamese.search.index_rows import check_new_ids
 from hfsiamese.search.input_checks import check_metadata, id_type
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
-def check_empty_store(index: DuplicateIndex) -> None:
+def check_empty_store(index: SearchIndex) -> None:
     """A database collection that holds texts already is loaded, not built into."""
     if index.store.database and len(index):
         raise ValueError(
@@ -27,7 +27,7 @@ def check_empty_store(index: DuplicateIndex) -> None:
 
 
 def fill_from_shards(
-    index: DuplicateIndex,
+    index: SearchIndex,
     texts: list[str],
     ids: Sequence[int | str] | None,
     metadata: Sequence[dict[str, Any]] | None,

@@ -10,11 +10,11 @@ from hfsiamese.search.embedding_input import embedding_batches, embedding_table
 from hfsiamese.search.input_checks import check_metadata, check_texts, id_type, plain_ids
 from hfsiamese.search.stores.store_checks import show
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 
-def check_id_kind(index: DuplicateIndex, ids: list[Any], what: str) -> None:
+def check_id_kind(index: SearchIndex, ids: list[Any], what: str) -> None:
     """Refuse ids of the other kind than the index's (`what` names them in the message): `"0"` never finds `0`."""
     if not ids:
         return
@@ -26,14 +26,14 @@ def check_id_kind(index: DuplicateIndex, ids: list[Any], what: str) -> None:
         )
 
 
-def check_ids_to_delete(index: DuplicateIndex, ids: Sequence[int | str]) -> list[Any]:
+def check_ids_to_delete(index: SearchIndex, ids: Sequence[int | str]) -> list[Any]:
     """The ids `delete` removes, refused where of the other kind than the index's (or of both kinds)."""
     ids = plain_ids(ids)
     check_id_kind(index, ids, "ids to delete")
     return ids
 
 
-def check_new_ids(index: DuplicateIndex, ids: Sequence[int | str] | None, count: int) -> list[Any]:
+def check_new_ids(index: SearchIndex, ids: Sequence[int | str] | None, count: int) -> list[Any]:
     """The ids of `count` new texts (default: the next row numbers), refused where of the other kind than the index's,
     repeated, or kept already."""
     if ids is None:
@@ -57,7 +57,7 @@ def check_new_ids(index: DuplicateIndex, ids: Sequence[int | str] | None, count:
 
 
 def rows_to_add(
-    index: DuplicateIndex,
+    index: SearchIndex,
     texts: Sequence[str],
     embeddings: Any,
     ids: Sequence[int | str] | None,

@@ -12,7 +12,7 @@ import logging
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 
@@ -24,8 +24,8 @@ from hfsiamese.search.stores.ann_index import AnnSpec
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME, read_index_folder
 from hfsiamese.search.stores.recall_tuning import RecallReport
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.faiss_store import FaissStore
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
@@ -43,8 +43,10 @@ PROBE_QUESTIONS = (
 )
 SAME_MODEL_MIN_COSINE = 0.95
 
+Index = TypeVar("Index", bound="SearchIndex")  # `load_index` gives back the class it is handed
 
-def index_config(index: DuplicateIndex) -> dict[str, Any]:
+
+def index_config(index: SearchIndex) -> dict[str, Any]:
     """The `index_config.json` of `index` (the store adds what it keeps: a FAISS index's settings)."""
     config: dict[str, Any] = {
         "model_name_or_path": index.model_name_or_path,
@@ -72,13 +74,13 @@ def index_config(index: DuplicateIndex) -> dict[str, Any]:
 
 
 def load_index(
-    cls: Callable[..., DuplicateIndex],
+    cls: Callable[..., Index],
     path: Path,
     model: Any,
     tokenizer: Any,
     mmap: bool | None,
     kwargs: dict[str, Any],
-) -> DuplicateIndex:
+) -> Index:
     """`DuplicateIndex.load` (see there)."""
     config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
     kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
@@ -147,7 +149,7 @@ def load_index(
     return index
 
 
-def _check_model(index: DuplicateIndex, config: dict[str, Any], path: Path) -> None:
+def _check_model(index: SearchIndex, config: dict[str, Any], path: Path) -> None:
     """Refuse a model of another size, or (by the saved fingerprint) another model; warn on a name only."""
     model_dim = index.truncate_dim or index.model.config.sentence_embedding_dim
     if model_dim != config["embedding_dim"]:
@@ -166,7 +168,7 @@ def _check_model(index: DuplicateIndex, config: dict[str, Any], path: Path) -> N
         )
 
 
-def _check_same_model(index: DuplicateIndex, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
+def _check_same_model(index: SearchIndex, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
     """Refuse a model whose embeddings of the saved probe questions differ from the building model's."""
     saved = torch.tensor(fingerprint["embeddings"], dtype=torch.float32)
     now = index.encode(list(fingerprint["texts"])).float().cpu()

@@ -17,8 +17,8 @@ from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import decide
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
@@ -31,13 +31,13 @@ class SearchPlan(NamedTuple):
     reranker: Any | None
 
 
-def call_reranker(index: DuplicateIndex, cross_encoder: Any | None) -> Any | None:
+def call_reranker(index: SearchIndex, cross_encoder: Any | None) -> Any | None:
     """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
     return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
 
 
 def plan_search(
-    index: DuplicateIndex,
+    index: SearchIndex,
     texts: list[str],
     k: int,
     threshold: float | None,
@@ -77,7 +77,7 @@ def decided(
     return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
 
 
-def search_backend(index: DuplicateIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
+def search_backend(index: SearchIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
     """The in-process backend `search_embeddings` uses, its arguments checked."""
     check_k(k)
     if not index.store.numbered_rows:
@@ -94,7 +94,7 @@ def search_backend(index: DuplicateIndex, query_embeddings: torch.Tensor, k: int
 
 
 def dense_matches(
-    index: DuplicateIndex,
+    index: SearchIndex,
     texts: list[str],
     query_embeddings: torch.Tensor,
     k: int,
@@ -111,7 +111,7 @@ def dense_matches(
 
 
 def candidates(
-    index: DuplicateIndex,
+    index: SearchIndex,
     texts: list[str],
     query_embeddings: torch.Tensor,
     k: int,

@@ -29,8 +29,8 @@ from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
 from hfsiamese.search.groups.placement import first_borderline_link, place
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ CROSS_ENCODER_NEEDED = (
 
 
 def assign_new(
-    index: DuplicateIndex, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray
+    index: SearchIndex, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray
 ) -> list[dict[str, Any]]:
     """Put each new question (already in the index) in a group; for each `{"id", "group", "canonical_id",
     "canonical_text", "score" (cosine to the canonical), "new_group"}`."""
@@ -81,7 +81,7 @@ def assign_new(
     ]
 
 
-def forget(index: DuplicateIndex, groups: DuplicateGroups, ids: list[Any]) -> None:
+def forget(index: SearchIndex, groups: DuplicateGroups, ids: list[Any]) -> None:
     """Take deleted questions out of their groups and group what is left of each again (a new canonical promoted
     where one went); only the remaining members are read."""
     touched = {group for group in (groups.leave(member) for member in ids) if group is not None}
@@ -90,7 +90,7 @@ def forget(index: DuplicateIndex, groups: DuplicateGroups, ids: list[Any]) -> No
         regroup(index, groups, group)
 
 
-def regroup(index: DuplicateIndex, groups: DuplicateGroups, group: int) -> None:
+def regroup(index: SearchIndex, groups: DuplicateGroups, group: int) -> None:
     """Group one group's members again among themselves, in the order they joined (pairs from their own cosines: a
     group's size squared)."""
     settings = groups.settings

@@ -17,8 +17,8 @@ from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 # Dry passes that collect the cross-encoder guard's borderline links for batched scoring before the pass that
 # decides: each pass's accepted links can change the groups, and so the links the next pass meets.
@@ -26,7 +26,7 @@ DRY_PASSES = 3
 
 
 def find_groups(
-    index: DuplicateIndex,
+    index: SearchIndex,
     threshold: float | None,
     k: int,
     probability_threshold: float | None,

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.stores.base import GROUP_SETTINGS_KEY
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 GROUPS_NAME = "groups.parquet"
 
@@ -72,7 +72,7 @@ def _from_table(settings: GroupSettings, table: pa.Table) -> DuplicateGroups:
 # --- a database ---------------------------------------------------------------------------------------
 
 
-def write_groups(index: DuplicateIndex, groups: DuplicateGroups) -> None:
+def write_groups(index: SearchIndex, groups: DuplicateGroups) -> None:
     """Replace a database index's stored groups with `groups` (nothing to do in memory: `save` writes them)."""
     store = index.database_store
     if store is not None:
@@ -81,7 +81,7 @@ def write_groups(index: DuplicateIndex, groups: DuplicateGroups) -> None:
     groups.removed.clear()
 
 
-def sync_groups(index: DuplicateIndex, groups: DuplicateGroups) -> None:
+def sync_groups(index: SearchIndex, groups: DuplicateGroups) -> None:
     """Write a database index the rows of its groups that changed since it last took them."""
     store = index.database_store
     if store is None or not (groups.changed or groups.removed):
@@ -92,7 +92,7 @@ def sync_groups(index: DuplicateIndex, groups: DuplicateGroups) -> None:
     groups.removed.clear()
 
 
-def read_groups(index: DuplicateIndex) -> DuplicateGroups | None:
+def read_groups(index: SearchIndex) -> DuplicateGroups | None:
     """A database index's stored groups, None where it has none (or is no database)."""
     store = index.database_store
     if store is None:

@@ -12,8 +12,8 @@ from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSetti
 from hfsiamese.search.groups.group_storage import read_groups, sync_groups, write_groups
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class IndexGroups:
     def __init__(self, groups: DuplicateGroups | object | None = NOT_READ) -> None:
         self._groups = groups
 
-    def current(self, index: DuplicateIndex) -> DuplicateGroups | None:
+    def current(self, index: SearchIndex) -> DuplicateGroups | None:
         """The index's groups (a database's read from it the first time, and made good where a process stopped
         between a `delete`'s two writes: `drop_removed`), None before `find_groups`."""
         if self._groups is NOT_READ:
@@ -41,13 +41,13 @@ class IndexGroups:
             self._groups = groups
         return self._groups  # type: ignore[return-value]  # read: DuplicateGroups or None
 
-    def keep(self, index: DuplicateIndex, groups: DuplicateGroups) -> DuplicateGroups:
+    def keep(self, index: SearchIndex, groups: DuplicateGroups) -> DuplicateGroups:
         """Make `groups` the index's own (written to a database now; to a folder by `save`)."""
         write_groups(index, groups)
         self._groups = groups
         return groups
 
-    def to_assign(self, index: DuplicateIndex) -> DuplicateGroups:
+    def to_assign(self, index: SearchIndex) -> DuplicateGroups:
         """The groups new rows will join, or the refusal, before any row is written: the index's own groups (a
         database's read and checked now), else new ones with the default settings for an index that holds nothing yet
         (kept by `assign` once the rows are written); otherwise `find_groups` must come first."""
@@ -65,9 +65,7 @@ class IndexGroups:
             raise ValueError("assign_groups needs a cosine threshold: build the index with threshold=...")
         return DuplicateGroups(GroupSettings(index.threshold, DEFAULT_GUARD, "earliest", 10))
 
-    def assign(
-        self, index: DuplicateIndex, groups: DuplicateGroups, ids: list[Any], vectors: Any
-    ) -> list[dict[str, Any]]:
+    def assign(self, index: SearchIndex, groups: DuplicateGroups, ids: list[Any], vectors: Any) -> list[dict[str, Any]]:
         """Assign just-added rows to `groups` (what `to_assign` gave before they were written)."""
         if self.current(index) is not groups:
             self.keep(index, groups)
@@ -76,7 +74,7 @@ class IndexGroups:
         sync_groups(index, groups)
         return assigned
 
-    def after_delete(self, index: DuplicateIndex, ids: list[Any]) -> None:
+    def after_delete(self, index: SearchIndex, ids: list[Any]) -> None:
         """The deleted rows leave their groups (a new canonical promoted where one went)."""
         groups = self.current(index)
         if groups is not None:
@@ -84,7 +82,7 @@ class IndexGroups:
             sync_groups(index, groups)
 
 
-def drop_removed(index: DuplicateIndex, groups: DuplicateGroups) -> None:
+def drop_removed(index: SearchIndex, groups: DuplicateGroups) -> None:
     """
     A database's stored groups holding questions its rows no longer hold (a process stopped after a `delete`'s rows
     were removed, before their group rows were): they leave their groups now, as that `delete` would have had them

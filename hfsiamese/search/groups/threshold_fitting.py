@@ -23,8 +23,8 @@ from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_
 from hfsiamese.search.groups.group_finding import group_settings, judged_groups, row_judge
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 CALIBRATE_FOR = ("accuracy", "f1")
 # Default candidates: the pair threshold moved by these steps (a mean runs below pairwise cosines: mostly down).
@@ -41,7 +41,7 @@ class GroupThresholdFit:
 
 
 def fit_group_threshold(
-    index: DuplicateIndex,
+    index: SearchIndex,
     ids_a: Sequence[Any],
     ids_b: Sequence[Any],
     labels: Sequence[int],

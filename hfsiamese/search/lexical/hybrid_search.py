@@ -19,8 +19,8 @@ from hfsiamese.search.lexical.fusion import reciprocal_rank_fusion, weighted_fus
 from hfsiamese.search.lexical.hybrid_settings import HybridSpec
 from hfsiamese.search.paraphrase_pairs import NeighbourSearch, ParaphrasePairs, paraphrase_pairs
 
-if TYPE_CHECKING:  # for the annotations only: the index imports this module
-    from hfsiamese.search.duplicate_index import DuplicateIndex
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
 # Each side's list is this deep (at least), so that a candidate ranked low by one side and high by the other is seen.
@@ -54,7 +54,7 @@ class LexicalSide:
 
     def matches(
         self,
-        index: DuplicateIndex,
+        index: SearchIndex,
         queries: list[str],
         query_embeddings: torch.Tensor,
         k: int,
@@ -68,7 +68,7 @@ class LexicalSide:
         return database_hybrid_matches(index, queries, query_embeddings, k, filter)
 
 
-def save_lexical(index: DuplicateIndex, directory: Path) -> None:
+def save_lexical(index: SearchIndex, directory: Path) -> None:
     """Write the index's BM25 index into its saved folder, or remove an older one there (saved without hybrid, or a
     database's folder: its keyword index is in the database)."""
     if index.lexical is None or index.store.database:
@@ -88,7 +88,7 @@ class HybridHits(NamedTuple):
 
 
 def hybrid_search_embeddings(
-    index: DuplicateIndex,
+    index: SearchIndex,
     queries: list[str],
     query_embeddings: torch.Tensor,
     k: int,
@@ -140,7 +140,7 @@ def fuse(
 
 
 def hybrid_matches(
-    index: DuplicateIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
+    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
 ) -> list[list[dict[str, Any]]]:
     """`search`'s candidates, fused: match dicts whose `"score"` is the cosine, with `"hybrid_score"` (the fused
     score, their order) and `"lexical_score"` (BM25)."""
@@ -154,7 +154,7 @@ def hybrid_matches(
 
 
 def database_hybrid_matches(
-    index: DuplicateIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, filter: dict[str, Any] | None
+    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, filter: dict[str, Any] | None
 ) -> list[list[dict[str, Any]]]:
     """`hybrid_matches` in a LanceDB table: its vector search and its own full-text index (`lancedb_full_text`), both
     under the same `filter`, fused by id."""
