@@ -15,7 +15,7 @@
   `--threads` thread counts (torch and onnxruntime alike): PyTorch fp32, PyTorch bf16 autocast
   (transformers), ONNX fp32, ONNX int8, run in turn (A B C D A B C D ...) `--repeats` times so that a
   slow spell of the shared machine hits all alike; the best run of each is compared;
-- `--app_corpus_size` (default 100,000) texts: the app's search (`hfsiamese.search.app.DuplicateSearch.search`:
+- `--app_corpus_size` (default 100,000) texts: the app's search (`hfsiamese.cli.app_page.DuplicateSearch.search`:
   query encoding, exact top-k, the page's table) per query, median and 95th percentile over
   `--app_queries` queries, with the model's int8 export. The corpus is QQP dev's 19,056 distinct
   questions plus synthetic variants of them (one word dropped and two neighbouring words swapped, at
@@ -45,8 +45,8 @@ from benchmarks.common.harness import EMBEDDED_PAIRS as REPO_QQP, argument_parse
 from benchmarks.common.qqp_slices import recipe_splits
 from hfsiamese import SiameseModel, load_siamese_model
 from hfsiamese.bi_encoder.onnx_export import export_onnx
+from hfsiamese.cli.app_page import DuplicateSearch
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.app import DuplicateSearch
 from hfsiamese.utils.minilm import resolve_minilm_path
 
 QQP_DEV = Path("/work/shared/data/qqp/dev.tsv")

@@ -62,7 +62,7 @@ COMMAND_ARGUMENTS: dict[str, tuple[str, list[str]]] = {
     ),
     "app": (
         "hfsiamese app --model_name_or_path DIR --corpus FILE [--option value ...]",
-        ["hfsiamese.search.app:AppArguments"],
+        ["hfsiamese.cli.app_page:AppArguments"],
     ),
     "serve": (
         "hfsiamese serve --index_dir DIR --model_name_or_path DIR [--option value ...]",

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from transformers import HfArgumentParser
 
+from hfsiamese.cli.app_page import AppArguments, app_from_arguments
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.search.app import AppArguments, app_from_arguments
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = 'A duplicate-search web app for your corpus: "has this question already been asked?" (Gradio).'

@@ -58,14 +58,14 @@ from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
-from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
+from hfsiamese.search.stores.ann_index import QUANTIZATIONS, STRUCTURES
+from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.deprecation import renamed_option
 

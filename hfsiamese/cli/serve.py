@@ -28,7 +28,7 @@ from transformers import HfArgumentParser
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
 from hfsiamese.service.settings import DEFAULT_MAX_CHARS, Batching, Limits, ServeSettings
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.extras import install_hint

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from hfsiamese.search.ann_index import AnnSpec
+from hfsiamese.search.stores.ann_index import AnnSpec
 from hfsiamese.search.stores.base import VectorStore
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
@@ -38,7 +38,7 @@ def check_backend(backend: str) -> str:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "faiss":
-        from hfsiamese.search.ann_index import import_faiss
+        from hfsiamese.search.stores.ann_index import import_faiss
 
         import_faiss()
     if backend == "qdrant":

@@ -8,20 +8,23 @@ collection is read into an exact in-memory store and mined there.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hfsiamese.models.siamese.scoring import check_threshold, resolve_decision_threshold, resolve_threshold
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.lexical.hybrid_search import with_lexical_pairs
 from hfsiamese.search.paraphrase_pairs import ParaphrasePairs, paraphrase_pairs
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold, rerank_pairs
 from hfsiamese.search.stores.in_memory import InMemoryStore
 
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
+    from hfsiamese.search.stores.base import DatabaseStore
+
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
 
 def find_duplicates(
-    index: IndexViews,
+    index: SearchIndex,
     threshold: float | None,
     k: int,
     probability_threshold: float | None,
@@ -42,19 +45,19 @@ def find_duplicates(
     return _mine_pairs(index, store, threshold, k, probability_threshold, show_progress_bar)
 
 
-def _in_memory_copy(index: IndexViews) -> InMemoryStore:
+def _in_memory_copy(index: SearchIndex) -> InMemoryStore:
     """An exact in-memory store of a database collection's rows (to mine pairs among them)."""
     store = InMemoryStore(
         index.embedding_dim, query_chunk_size=index.query_chunk_size, corpus_chunk_size=index.corpus_chunk_size
     )
-    ids, texts, vectors = index._store.read_all()
+    ids, texts, vectors = cast("DatabaseStore", index.store).read_all()  # no numbered rows: a database
     if ids:
         store.add(ids, texts, vectors)
     return store
 
 
 def _reranked(
-    index: IndexViews,
+    index: SearchIndex,
     store: InMemoryStore,
     reranker: Any,
     threshold: float | None,
@@ -80,12 +83,13 @@ def _reranked(
     return rerank_pairs(reranker, pairs, threshold=decision)
 
 
-def mining_store(index: IndexViews) -> InMemoryStore:
+def mining_store(index: SearchIndex) -> InMemoryStore:
     """The store whose neighbour search mines `index`: its own, or an exact in-memory copy of a database's rows."""
-    return index._store if isinstance(index._store, InMemoryStore) else _in_memory_copy(index)
+    store = index.store
+    return cast("InMemoryStore", store) if store.numbered_rows else _in_memory_copy(index)
 
 
-def cosine_threshold(index: IndexViews, threshold: float | None, probability_threshold: float | None) -> float:
+def cosine_threshold(index: SearchIndex, threshold: float | None, probability_threshold: float | None) -> float:
     """The cosine that decides a pair: `threshold`, else the lowest cosine whose calibrated P(duplicate) reaches
     `probability_threshold`, else the index's."""
     if probability_threshold is not None:  # a P(duplicate), as the lowest cosine that reaches it
@@ -103,7 +107,7 @@ def cosine_threshold(index: IndexViews, threshold: float | None, probability_thr
 
 
 def mine_rows(
-    index: IndexViews, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool
+    index: SearchIndex, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool
 ) -> ParaphrasePairs:
     """The row pairs of `store` whose cosine reaches `threshold` (a warning where the `k` cap may hide some)."""
     found = paraphrase_pairs(
@@ -114,9 +118,9 @@ def mine_rows(
         query_chunk_size=index.query_chunk_size,
         show_progress_bar=show_progress_bar,
     )
-    if index._lexical is not None:  # each text's BM25 neighbours as candidates too, decided by the cosine
+    if index.lexical is not None:  # each text's BM25 neighbours as candidates too, decided by the cosine
         found = with_lexical_pairs(
-            found, store, index._lexical, threshold, k, query_chunk_size=index.query_chunk_size,
+            found, store, index.lexical, threshold, k, query_chunk_size=index.query_chunk_size,
             show_progress_bar=show_progress_bar,
         )  # fmt: skip
     if found.capped:
@@ -128,7 +132,7 @@ def mine_rows(
 
 
 def _mine_pairs(
-    index: IndexViews,
+    index: SearchIndex,
     store: InMemoryStore,
     threshold: float | None,
     k: int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import datasets
 import numpy as np
@@ -19,7 +19,6 @@ import torch
 from hfsiamese.models.siamese.inference import check_truncate_dim
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold, stored_calibrator, threshold_in_unit
-from hfsiamese.search.ann_index import AnnSpec, ann_spec_of
 from hfsiamese.search.backends import (
     DATABASE_BACKENDS,
     Backend,
@@ -33,38 +32,27 @@ from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
-from hfsiamese.search.groups.index_groups import (
-    NOT_READ,
-    after_delete,
-    assign,
-    current_groups,
-    groups_to_assign,
-    keep_groups,
-)
-from hfsiamese.search.index_building import check_empty_store, fill_from_shards, with_ann
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.groups.index_groups import IndexGroups
+from hfsiamese.search.index_building import check_empty_store, fill_from_shards
 from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
-from hfsiamese.search.index_searching import call_reranker, decided, plan_search, search_backend
-from hfsiamese.search.index_views import IndexViews
+from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_backend
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, texts_and_ids
 from hfsiamese.search.lexical.bm25_index import import_bm25s
-from hfsiamese.search.lexical.hybrid_search import (
-    LexicalSide,
-    database_hybrid_matches,
-    hybrid_matches,
-    save_lexical,
-)
+from hfsiamese.search.lexical.hybrid_search import LexicalSide, save_lexical
 from hfsiamese.search.lexical.hybrid_settings import check_hybrid
-from hfsiamese.search.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 from hfsiamese.search.reranking import resolve_cross_encoder
-from hfsiamese.search.stores.in_memory import InMemoryStore
+from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex, ann_spec_of
+from hfsiamese.search.stores.base import DatabaseStore, VectorStore
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, RecallReport, check_recall_target
 
 if TYPE_CHECKING:
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
+    from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
-class DuplicateIndex(IndexViews):
+class DuplicateIndex:
     r"""
     Embeddings of a corpus of texts, searchable by cosine similarity, for duplicate detection.
 
@@ -95,7 +83,7 @@ class DuplicateIndex(IndexViews):
             cheapest codes that reach `recall_target` (the guide "Duplicate search at three scales" says how).
         structure: with `backend="faiss"`: `"flat"`, `"hnsw"` or `"ivf"`; `"auto"` (default) tuned with `quantization`.
         rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
-        ann: every FAISS setting at once (`hfsiamese.search.ann_index.AnnSpec`), instead of the three above.
+        ann: every FAISS setting at once (`hfsiamese.search.stores.ann_index.AnnSpec`), instead of the three above.
         faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index.
         recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95),
             measured on the corpus when the FAISS index is built (`recall_report`); `None`: nothing measured.
@@ -158,7 +146,7 @@ class DuplicateIndex(IndexViews):
         check_backend_options(backend, spec, database)
         self._hybrid = check_hybrid(hybrid, rrf_k, lexical_weight, backend)
         self.hybrid: str | None = None if self._hybrid is None else self._hybrid.method
-        self._lexical: LexicalSide | None = None if self._hybrid is None else LexicalSide()
+        self._lexical: LexicalSide | None = None if self._hybrid is None else LexicalSide(self._hybrid)
         if self._hybrid is not None:
             import_bm25s()  # said before any encoding
         self.model = self._resolve_model(model)
@@ -181,14 +169,14 @@ class DuplicateIndex(IndexViews):
         self._spec, self._recall_target = spec, recall_target  # a FAISS store's own, once it has one
         if backend in DATABASE_BACKENDS:
             self.database, self.collection = database_location(database), collection
-        self._store = open_store(
+        self._store: VectorStore = open_store(
             backend, self.embedding_dim, spec=spec, recall_target=recall_target, database=database,
             collection=collection, api_key=api_key, query_chunk_size=query_chunk_size,
             corpus_chunk_size=corpus_chunk_size,
         )  # fmt: skip
         # Not saved with the index: a cross-encoder is a model folder of its own.
         self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
-        self._groups: Any = NOT_READ  # `groups`: found by `find_groups`, read from a saved index or its database
+        self._groups = IndexGroups()  # found by `find_groups`, read from a saved index or its database
 
     @classmethod
     def build(
@@ -234,8 +222,9 @@ class DuplicateIndex(IndexViews):
         if shards_dir is None:
             index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
         else:
-            fill_from_shards(index, texts, ids, metadata, shards_dir, shard_size, show_progress_bar)
-        return with_ann(index)
+            index._id_type = fill_from_shards(index, texts, ids, metadata, shards_dir, shard_size, show_progress_bar)
+        index._store.finish_build()  # a FAISS index built and measured now
+        return index
 
     def add(
         self,
@@ -260,10 +249,10 @@ class DuplicateIndex(IndexViews):
         if not texts:
             return [] if assign_groups else None
         new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
-        groups = groups_to_assign(self) if assign_groups else None  # refused before any row is written
+        groups = self._groups.to_assign(self) if assign_groups else None  # refused before any row is written
         embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
         self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
-        return assign(self, groups, new_ids, embeddings) if groups is not None else None
+        return self._groups.assign(self, groups, new_ids, embeddings) if groups is not None else None
 
     def add_embeddings(
         self,
@@ -286,13 +275,17 @@ class DuplicateIndex(IndexViews):
         deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
         the next search), so for a large corpus that changes every day prefer a database."""
         ids = check_ids_to_delete(self, ids)  # "0" never finds 0: refused, not 0 removed
-        current_groups(self)  # a database's stored groups read (or refused as damaged) before any row goes
+        self._groups.current(self)  # a database's stored groups read (or refused as damaged) before any row goes
         removed = self._store.delete(ids)
-        if isinstance(self._store, InMemoryStore) and not len(self._store):
+        if not self._store.database and not len(self._store):
             self._id_type = None
         if removed:
-            after_delete(self, ids)  # a deleted canonical's group promotes another member
+            self._groups.after_delete(self, ids)  # a deleted canonical's group promotes another member
         return removed
+
+    def encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
+        """Embed texts as the index embeds its corpus and queries (its model, batch size, length, `truncate_dim`)."""
+        return self._encode(texts, show_progress_bar=show_progress_bar)
 
     def _encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
         if self.model is None:
@@ -345,23 +338,10 @@ class DuplicateIndex(IndexViews):
         """
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
-        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k)
+        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k, backend)
         if not texts:
             return []
-        if plan.database:
-            if backend not in (None, self.backend):
-                raise ValueError(f"this index lives in {self.backend}: backend={backend!r} cannot search it")
-            if self._hybrid is not None:
-                candidates = database_hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, filter)
-            else:
-                candidates = self._store.search(self._encode(texts).float().cpu().numpy(), plan.fetch_k, filter=filter)
-        elif self._hybrid is not None:
-            candidates = hybrid_matches(self, texts, self._encode(texts), plan.fetch_k, backend=backend)
-        else:
-            candidates = self._store.matches(
-                *self.search_embeddings(self._encode(texts), plan.fetch_k, backend=backend)
-            )
-        results = decided(plan, texts, candidates, k)
+        results = decided(plan, texts, candidates(self, texts, self._encode(texts), plan.fetch_k, backend, filter), k)
         return results[0] if single else results
 
     def search_embeddings(
@@ -374,7 +354,8 @@ class DuplicateIndex(IndexViews):
         index's candidates are rescored exactly: only which rows are found may differ from `backend="exact"`.
         """
         exact = search_backend(self, query_embeddings, k, backend) == "exact"
-        return self._store.topk(query_embeddings.detach().float().cpu(), k, exact=exact)
+        numbered = cast("InMemoryStore", self._store)  # checked: numbered rows, an in-process store
+        return numbered.topk(query_embeddings.detach().float().cpu(), k, exact=exact)
 
     def find_duplicates(
         self,
@@ -452,12 +433,12 @@ class DuplicateIndex(IndexViews):
             cross_encoder=call_reranker(self, cross_encoder), cross_encoder_threshold=cross_encoder_threshold,
             cross_encoder_budget=cross_encoder_budget, check_size=check_size, group_threshold=group_threshold,
         )  # fmt: skip
-        return keep_groups(self, found)
+        return self._groups.keep(self, found)
 
     @property
     def groups(self) -> DuplicateGroups | None:
         """The duplicate groups `find_groups` made (kept current since), None before."""
-        return current_groups(self)
+        return self._groups.current(self)
 
     def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
         """
@@ -465,10 +446,10 @@ class DuplicateIndex(IndexViews):
         unless `overwrite=True`, which replaces the index files there (other files are left alone). A FAISS index is
         saved with it (loading does not rebuild it); a database index saves only where its collection is.
         """
-        self._check_not_empty()
+        self.check_not_empty()
         self._store.save(save_directory, index_config(self), overwrite=overwrite)
         save_lexical(self, Path(save_directory))  # derived from the texts: rebuilt at load if missing
-        if isinstance(self._store, InMemoryStore):  # a database keeps its groups beside its rows
+        if not self._store.database:  # a database keeps its groups beside its rows
             save_groups_file(self.groups, save_directory)
 
     @classmethod
@@ -494,9 +475,137 @@ class DuplicateIndex(IndexViews):
         time, about 4x slower at 1M texts). Default: `True` for an index saved with quantised FAISS codes.
         """
         index = load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
-        if isinstance(index._store, InMemoryStore):
-            index._groups = load_groups_file(save_directory)
+        if not index._store.database:
+            index._groups = IndexGroups(load_groups_file(save_directory))
         return index
+
+    # --- what the index holds: its rows (read from its store), its size, its FAISS index -------------------------
+
+    @property
+    def store(self) -> VectorStore:
+        """The `VectorStore` keeping the rows (`hfsiamese.search.stores`): what the index's helpers hand work to."""
+        return self._store
+
+    @property
+    def lexical(self) -> LexicalSide | None:
+        """The keyword side of a `hybrid=` index (`hfsiamese.search.lexical`), None for a dense one."""
+        return self._lexical
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def rows_by_id(self, ids: list[Any]) -> tuple[list[str], np.ndarray]:
+        """The texts and embeddings of these ids, in their order, read from the store without a scan (a KeyError
+        names ids not in the index)."""
+        return self._store.rows_by_id(list(ids))
+
+    def contains(self, ids: list[Any]) -> list[bool]:
+        """Whether each id is in the index, in one query of its store (a service checks new ids before it writes)."""
+        return self._store.contains(list(ids))
+
+    @property
+    def id_type(self) -> str | None:
+        """`"int"` or `"str"`: the kind of the index's ids (None while it holds none); what an id read as text, from a
+        URL, is turned into. Known once rows were added or loaded, else asked of the store (a database collection
+        opened by the constructor)."""
+        if self._id_type is None and len(self):
+            self._id_type = self._store.id_type
+        return self._id_type
+
+    def __repr__(self) -> str:
+        where = f", database={self.database!r}, collection={self.collection!r}" if self._store.database else ""
+        faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
+        hybrid = f", hybrid={self._hybrid.method!r}" if self._hybrid is not None else ""
+        return (
+            f"{type(self).__name__}(num_texts={len(self)}, embedding_dim={self.embedding_dim}, "
+            f"backend={self.backend!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
+            f"threshold={self.threshold})"
+        )
+
+    @property
+    def database_store(self) -> DatabaseStore | None:
+        """The store when the index lives in a database (LanceDB, Qdrant), None for an in-process one: what the
+        index's duplicate groups are written to beside its rows."""
+        return self._store if self._store.database else None  # type: ignore[return-value]  # database: a DatabaseStore
+
+    @property
+    def embeddings(self) -> torch.Tensor:
+        """The `(num_texts, dim)` float32 embeddings, in row order (a copy in memory if they are memory-mapped)."""
+        return self._store.all_embeddings()
+
+    @property
+    def memory_mapped(self) -> bool:
+        """Whether the embeddings are read from the saved folder's file rather than held in memory."""
+        return self._store.memory_mapped
+
+    @property
+    def corpus(self) -> datasets.Dataset | None:
+        """The ids and texts as a `datasets.Dataset` (columns `id`, `text`), in row order."""
+        return self._store.dataset()
+
+    @property
+    def ids(self) -> list[int | str]:
+        return self._store.all_ids()
+
+    @property
+    def texts(self) -> list[str]:
+        return self._store.all_texts()
+
+    @property
+    def _faiss(self) -> Any:  # the FaissStore with backend="faiss" (what `ann_index`, `recall_tuning` answer for)
+        return self._store if self.backend == "faiss" else None
+
+    @property
+    def ann_spec(self) -> AnnSpec:
+        """The FAISS settings asked for (what a rebuild starts from)."""
+        return self._faiss.spec if self._faiss is not None else self._spec
+
+    @property
+    def recall_target(self) -> float | None:
+        return self._faiss.recall_target if self._faiss is not None else self._recall_target
+
+    @property
+    def _ann(self) -> FaissAnnIndex | None:
+        return self._faiss.ann if self._faiss is not None else None
+
+    def _ensure_ann(self) -> FaissAnnIndex:
+        return self._faiss.ensure_ann()
+
+    @property
+    def recall_report(self) -> RecallReport | None:
+        """What the FAISS index was measured to find (`recall_tuning.RecallReport`: recall@10 against exact search,
+        per-query latency, the settings and why); saved with the index. None before the FAISS index is built (at
+        `build`, the first search or `save`), without `backend="faiss"`, with `recall_target=None`, and for an index
+        saved by a release that did not measure (`measure_recall` measures it)."""
+        return self._faiss.recall if self._faiss is not None else None
+
+    def rebuild_ann(self) -> RecallReport | None:
+        """
+        Build the FAISS index anew over every row (IVF lists and int8 ranges fitted on the corpus as it is now,
+        `"auto"` settings tuned again to `recall_target`) and return its measurement. What the warning after a
+        large `add` suggests; the rows and ids are unchanged.
+        """
+        return self._checked_faiss().rebuild_ann()
+
+    def measure_recall(self) -> RecallReport:
+        """Measure the FAISS index as it is (nothing rebuilt or re-tuned) against `recall_target`, and keep the
+        figures (saved with the index): e.g. for an index saved by a release that did not measure."""
+        return self._checked_faiss().measure_recall()
+
+    def _checked_faiss(self) -> Any:
+        if self.backend != "faiss":
+            raise ValueError(
+                f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}'
+            )
+        self.check_not_empty()
+        return self._faiss
+
+    def check_not_empty(self) -> None:
+        """Refuse to search, mine or save an index that holds nothing (one message for every caller)."""
+        if len(self) == 0:
+            raise ValueError("the index is empty: add texts first (DuplicateIndex.build or index.add)")
+
+    _check_not_empty = check_not_empty  # the name of earlier releases
 
     def close(self) -> None:
         """Release a database collection (an embedded Qdrant folder is locked by the process that opened it)."""

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
 
 ASSEMBLED_NAME = "embeddings.npy"  # a sharded build's embeddings, assembled beside its shards
 

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CorpusFile
 from hfsiamese.search.duplicate_index import DuplicateIndex
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
 
 # Where the saved index says where its rows are, these options of a new one do not apply to it.
 _WHERE_THE_ROWS_ARE = ("database", "collection")

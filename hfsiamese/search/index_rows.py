@@ -4,16 +4,17 @@ kind, none twice, none kept already), then handed to its store."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfsiamese.search.embedding_input import embedding_batches, embedding_table
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_metadata, check_texts, id_type, plain_ids
-from hfsiamese.search.stores.in_memory import InMemoryStore
 from hfsiamese.search.stores.store_checks import show
 
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
-def check_id_kind(index: IndexViews, ids: list[Any], what: str) -> None:
+
+def check_id_kind(index: SearchIndex, ids: list[Any], what: str) -> None:
     """Refuse ids of the other kind than the index's (`what` names them in the message): `"0"` never finds `0`."""
     if not ids:
         return
@@ -25,14 +26,14 @@ def check_id_kind(index: IndexViews, ids: list[Any], what: str) -> None:
         )
 
 
-def check_ids_to_delete(index: IndexViews, ids: Sequence[int | str]) -> list[Any]:
+def check_ids_to_delete(index: SearchIndex, ids: Sequence[int | str]) -> list[Any]:
     """The ids `delete` removes, refused where of the other kind than the index's (or of both kinds)."""
     ids = plain_ids(ids)
     check_id_kind(index, ids, "ids to delete")
     return ids
 
 
-def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int) -> list[Any]:
+def check_new_ids(index: SearchIndex, ids: Sequence[int | str] | None, count: int) -> list[Any]:
     """The ids of `count` new texts (default: the next row numbers), refused where of the other kind than the index's,
     repeated, or kept already."""
     if ids is None:
@@ -56,7 +57,7 @@ def check_new_ids(index: IndexViews, ids: Sequence[int | str] | None, count: int
 
 
 def rows_to_add(
-    index: IndexViews,
+    index: SearchIndex,
     texts: Sequence[str],
     embeddings: Any,
     ids: Sequence[int | str] | None,
@@ -70,9 +71,9 @@ def rows_to_add(
     """
     texts = check_texts(texts)
     new_ids = check_new_ids(index, ids, len(texts))
-    metadata = check_metadata(metadata, len(texts), database=not isinstance(index._store, InMemoryStore))
+    metadata = check_metadata(metadata, len(texts), database=index.store.database)
     kind = index.id_type or id_type(new_ids)
-    if isinstance(index._store, InMemoryStore):  # one table of every new row, then appended at once
+    if not index.store.database:  # one table of every new row, then appended at once
         return kind, [(new_ids, texts, embedding_table(embeddings, len(texts), index.embedding_dim), None)]
     pieces = (  # piece by piece (shard by shard), each written to the database
         (new_ids[start : start + len(batch)], texts[start : start + len(batch)], batch,

@@ -12,20 +12,22 @@ import logging
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold
-from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.backends import DATABASE_BACKENDS
-from hfsiamese.search.index_files import INDEX_CONFIG_NAME, read_index_folder
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.lexical.hybrid_settings import saved_hybrid_options
-from hfsiamese.search.recall_tuning import RecallReport
-from hfsiamese.search.stores.faiss_store import FaissStore
-from hfsiamese.search.stores.in_memory import InMemoryStore
+from hfsiamese.search.stores.ann_index import AnnSpec
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME, read_index_folder
+from hfsiamese.search.stores.recall_tuning import RecallReport
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
+    from hfsiamese.search.stores.faiss_store import FaissStore
+    from hfsiamese.search.stores.in_memory import InMemoryStore
 
 logger = logging.getLogger("hfsiamese.search.duplicate_index")  # the logger these lines have always come from
 
@@ -41,8 +43,10 @@ PROBE_QUESTIONS = (
 )
 SAME_MODEL_MIN_COSINE = 0.95
 
+Index = TypeVar("Index", bound="SearchIndex")  # `load_index` gives back the class it is handed
 
-def index_config(index: IndexViews) -> dict[str, Any]:
+
+def index_config(index: SearchIndex) -> dict[str, Any]:
     """The `index_config.json` of `index` (the store adds what it keeps: a FAISS index's settings)."""
     config: dict[str, Any] = {
         "model_name_or_path": index.model_name_or_path,
@@ -54,10 +58,10 @@ def index_config(index: IndexViews) -> dict[str, Any]:
         "calibration": None if index.calibrator is None else index.calibrator.to_dict(),
         "backend": index.backend,
     }
-    if index._hybrid is not None:  # absent without hybrid: such configs are as before
-        config["hybrid"] = index._hybrid.to_dict()
+    if index.lexical is not None:  # absent without hybrid: such configs are as before
+        config["hybrid"] = index.lexical.spec.to_dict()
     if index.model is not None:
-        probes = index._encode(list(PROBE_QUESTIONS)).float()
+        probes = index.encode(list(PROBE_QUESTIONS)).float()
         config["model_fingerprint"] = {
             "texts": list(PROBE_QUESTIONS),
             "embeddings": [[round(value, 7) for value in row] for row in probes.tolist()],
@@ -70,8 +74,13 @@ def index_config(index: IndexViews) -> dict[str, Any]:
 
 
 def load_index(
-    cls: Callable[..., IndexViews], path: Path, model: Any, tokenizer: Any, mmap: bool | None, kwargs: dict[str, Any]
-) -> IndexViews:
+    cls: Callable[..., Index],
+    path: Path,
+    model: Any,
+    tokenizer: Any,
+    mmap: bool | None,
+    kwargs: dict[str, Any],
+) -> Index:
     """`DuplicateIndex.load` (see there)."""
     config, table, corpus, ann_file = read_index_folder(path, mmap=mmap)
     kwargs.setdefault("truncate_dim", config.get("truncate_dim"))  # the size it was built at, unless told
@@ -98,20 +107,21 @@ def load_index(
     index.embedding_dim = config["embedding_dim"]
     index._model_fingerprint = config.get("model_fingerprint")
     index._id_type = config.get("id_type")
-    store = index._store
-    if not isinstance(store, InMemoryStore):
+    if index.store.database:
         return index
     if table is None:
         raise ValueError(
             f"the index in {path} lives in a database collection: load it with its saved backend (the default)"
         )
+    store = cast("InMemoryStore", index.store)  # numbered rows, kept in the folder
     store.embedding_dim = index.embedding_dim
     store.table, store.corpus = table, corpus
-    if index._lexical is not None:
-        index._lexical.take_saved(store, path)
-    index._id_type = "int" if store.int_ids else "str"
+    if index.lexical is not None:
+        index.lexical.take_saved(store, path)
+    index._id_type = store.id_type or "str"
     saved_spec = AnnSpec.from_dict(config["ann"]) if config.get("ann") else None
-    if isinstance(store, FaissStore) and ann_file is not None and saved_spec is not None:
+    if index.backend == "faiss" and ann_file is not None and saved_spec is not None:
+        store = cast("FaissStore", store)
         asked = store.spec
         if asked.is_default or asked.resolved(len(index), index.embedding_dim) == saved_spec:
             # A rebuild (after a delete, or rebuild_ann) starts from what was asked: "auto" is tuned again.
@@ -139,7 +149,7 @@ def load_index(
     return index
 
 
-def _check_model(index: IndexViews, config: dict[str, Any], path: Path) -> None:
+def _check_model(index: SearchIndex, config: dict[str, Any], path: Path) -> None:
     """Refuse a model of another size, or (by the saved fingerprint) another model; warn on a name only."""
     model_dim = index.truncate_dim or index.model.config.sentence_embedding_dim
     if model_dim != config["embedding_dim"]:
@@ -158,10 +168,10 @@ def _check_model(index: IndexViews, config: dict[str, Any], path: Path) -> None:
         )
 
 
-def _check_same_model(index: IndexViews, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
+def _check_same_model(index: SearchIndex, fingerprint: dict[str, Any], path: Path, built_with: str | None) -> None:
     """Refuse a model whose embeddings of the saved probe questions differ from the building model's."""
     saved = torch.tensor(fingerprint["embeddings"], dtype=torch.float32)
-    now = index._encode(list(fingerprint["texts"])).float().cpu()
+    now = index.encode(list(fingerprint["texts"])).float().cpu()
     agreement = torch.nn.functional.cosine_similarity(saved, now, dim=1).min().item()
     if agreement < SAME_MODEL_MIN_COSINE:
         raise ValueError(

@@ -7,17 +7,19 @@ names the same line as before.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
 
 from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Backend, check_backend
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import decide
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
-from hfsiamese.search.stores.in_memory import InMemoryStore
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
+    from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
 class SearchPlan(NamedTuple):
@@ -29,23 +31,24 @@ class SearchPlan(NamedTuple):
     reranker: Any | None
 
 
-def call_reranker(index: IndexViews, cross_encoder: Any | None) -> Any | None:
+def call_reranker(index: SearchIndex, cross_encoder: Any | None) -> Any | None:
     """The cross-encoder of a call: the one given (loaded if a folder), else the index's own (or None)."""
     return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
 
 
 def plan_search(
-    index: IndexViews,
+    index: SearchIndex,
     texts: list[str],
     k: int,
     threshold: float | None,
     filter: dict[str, Any] | None,
     cross_encoder: Any | None,
     rerank_k: int | None,
+    backend: Backend | None = None,
 ) -> SearchPlan:
     """The options of a `search` checked (and the index not empty, where there are queries)."""
     check_k(k)
-    database = not isinstance(index._store, InMemoryStore)
+    database = index.store.database
     if filter is not None and not database:
         raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
     reranker = call_reranker(index, cross_encoder)
@@ -59,7 +62,9 @@ def plan_search(
         rerank_k = check_rerank_k(rerank_k, k)
         threshold = cross_encoder_threshold(reranker, threshold)
     if texts:
-        index._check_not_empty()
+        index.check_not_empty()
+        if database and backend not in (None, index.backend):
+            raise ValueError(f"this index lives in {index.backend}: backend={backend!r} cannot search it")
     return SearchPlan(database, rerank_k or k, threshold, reranker)
 
 
@@ -72,12 +77,12 @@ def decided(
     return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
 
 
-def search_backend(index: IndexViews, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
+def search_backend(index: SearchIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
     """The in-process backend `search_embeddings` uses, its arguments checked."""
     check_k(k)
-    if not isinstance(index._store, InMemoryStore):
+    if not index.store.numbered_rows:
         raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
-    index._check_not_empty()
+    index.check_not_empty()
     if query_embeddings.dim() != 2 or query_embeddings.shape[1] != index.embedding_dim:
         raise ValueError(
             f"query embeddings must have shape (num_queries, {index.embedding_dim}), got {tuple(query_embeddings.shape)}"
@@ -88,4 +93,36 @@ def search_backend(index: IndexViews, query_embeddings: torch.Tensor, k: int, ba
     return backend
 
 
-__all__ = ["SearchPlan", "call_reranker", "decided", "plan_search", "search_backend"]
+def dense_matches(
+    index: SearchIndex,
+    texts: list[str],
+    query_embeddings: torch.Tensor,
+    k: int,
+    backend: Backend | None,
+    filter: dict[str, Any] | None,
+) -> list[list[dict[str, Any]]]:
+    """`search`'s candidates by cosine alone: the store's own search (a database's, under `filter`), or, where rows are
+    numbered, `search_embeddings` (the backend of the call: an exact search of a FAISS index) turned into matches."""
+    store = index.store
+    if not store.numbered_rows:
+        return store.search(query_embeddings.float().cpu().numpy(), k, filter=filter)
+    numbered = cast("InMemoryStore", store)  # numbered rows: an in-process store's `matches`
+    return numbered.matches(*index.search_embeddings(query_embeddings, k, backend=backend))
+
+
+def candidates(
+    index: SearchIndex,
+    texts: list[str],
+    query_embeddings: torch.Tensor,
+    k: int,
+    backend: Backend | None,
+    filter: dict[str, Any] | None,
+) -> list[list[dict[str, Any]]]:
+    """Each query's `k` candidates, the one path of `search`: fused by the index's lexical side (`hybrid=`), else by
+    cosine alone (`dense_matches`)."""
+    if index.lexical is not None:
+        return index.lexical.matches(index, texts, query_embeddings, k, backend, filter)
+    return dense_matches(index, texts, query_embeddings, k, backend, filter)
+
+
+__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "dense_matches", "plan_search", "search_backend"]

@@ -200,6 +200,13 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
     # The two families as siblings with one run: MiniLM is both families' default, one start and one train for either.
     Deprecated("module", "hfsiamese.bi_encoder.minilm", "hfsiamese.utils.minilm", _ROUND_THREE),
+    # The index composes: what keeps and tunes vectors is the store side; the web page is beside the command serving it.
+    *(
+        Deprecated("module", f"hfsiamese.search.{name}", f"hfsiamese.search.stores.{name}", _ROUND_THREE)
+        for name in ("ann_index", "recall_tuning", "index_files", "embedding_table")
+    ),
+    Deprecated("module", "hfsiamese.search.app", "hfsiamese.cli.app_page", _ROUND_THREE),
+    Deprecated("module", "hfsiamese.search.app_groups", "hfsiamese.cli.app_groups", _ROUND_THREE),
     Deprecated(
         "name",
         "hfsiamese.training.run_start.start_cross_encoder_run",

@@ -25,7 +25,7 @@ HELP_FIELDS = {
     "calibrate": ("hfsiamese.bi_encoder.calibrated_folder:CalibrationArguments",),
     "export": ("hfsiamese.bi_encoder:ExportArguments",),
     "search": ("hfsiamese.cli.search:SearchArguments",),
-    "app": ("hfsiamese.search.app:AppArguments",),
+    "app": ("hfsiamese.cli.app_page:AppArguments",),
     "serve": ("hfsiamese.cli.serve:ServeArguments",),
     "groups": ("hfsiamese.cli.groups:GroupsArguments",),
     "silver-pairs": (

@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.models.siamese import SiameseConfig, SiameseModel
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.ann_index import EXACT_UP_TO, AnnSpec, default_nlist
+from hfsiamese.search.stores.ann_index import EXACT_UP_TO, AnnSpec, default_nlist
 from tests.conftest import TEXTS
 
 DIM = 32

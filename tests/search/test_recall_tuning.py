@@ -13,8 +13,8 @@ import torch
 
 from hfsiamese.models.siamese import SiameseConfig, SiameseModel
 from hfsiamese.search import AnnSpec, DuplicateIndex
-from hfsiamese.search.ann_index import index_bytes
-from hfsiamese.search.recall_tuning import (
+from hfsiamese.search.stores.ann_index import index_bytes
+from hfsiamese.search.stores.recall_tuning import (
     RecallProbe,
     RecallReport,
     auto_ladder,
@@ -193,7 +193,7 @@ def test_the_reported_recall_is_a_lower_bound_that_new_questions_reach(models):
 def test_the_lower_bound_is_wilson_s_and_tighter_with_more_queries():
     from scipy.stats import binomtest
 
-    from hfsiamese.search.recall_tuning import recall_lower_bound
+    from hfsiamese.search.stores.recall_tuning import recall_lower_bound
 
     for hits, n in ((50, 100), (290, 300), (300, 300), (3, 10)):
         # a one-sided 95% bound is the low end of a two-sided 90% interval

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from hfsiamese.cli.app_page import DuplicateSearch
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.search import DuplicateIndex, rerank_matches, rerank_pairs
-from hfsiamese.search.app import DuplicateSearch
 from hfsiamese.search.reranking import DEFAULT_RERANK_K, default_rerank_k
 from tests.conftest import TEXTS
 
@@ -246,7 +246,7 @@ def test_the_app_reranks_and_decides_with_the_cross_encoder(index, tiny_cross_en
 def test_the_app_from_its_flags(tmp_path, tiny_lstm, word_tokenizer, tiny_cross_encoder_dir):
     import gradio as gr
 
-    from hfsiamese.search.app import AppArguments, app_from_arguments
+    from hfsiamese.cli.app_page import AppArguments, app_from_arguments
 
     tiny_lstm.save_pretrained(tmp_path / "model")
     word_tokenizer.save_pretrained(tmp_path / "model")

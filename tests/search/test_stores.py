@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from hfsiamese.search import VectorStore
-from hfsiamese.search.ann_index import AnnSpec
 from hfsiamese.search.stores import FaissStore, InMemoryStore, LanceDBStore, QdrantStore
+from hfsiamese.search.stores.ann_index import AnnSpec
 
 
 def test_in_process_stores_are_vector_stores():

@@ -19,7 +19,7 @@ rebuild merges them. The cross-encoder guard asks the index's `cross_encoder`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,7 +28,9 @@ from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
 from hfsiamese.search.groups.placement import first_borderline_link, place
-from hfsiamese.search.index_views import IndexViews
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +40,14 @@ CROSS_ENCODER_NEEDED = (
 )
 
 
-def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray) -> list[dict[str, Any]]:
+def assign_new(
+    index: SearchIndex, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray
+) -> list[dict[str, Any]]:
     """Put each new question (already in the index) in a group; for each `{"id", "group", "canonical_id",
     "canonical_text", "score" (cosine to the canonical), "new_group"}`."""
     settings = groups.settings
     vectors = np.asarray(vectors, dtype=np.float32)
-    found = index._store.search(vectors, min(settings.k + 1, len(index)))  # each finds itself too
+    found = index.store.search(vectors, min(settings.k + 1, len(index)))  # each finds itself too
     member_vectors = lambda members: index.rows_by_id(members)[1]  # noqa: E731
     judge = None
     if uses_cross_encoder(settings.guard):
@@ -77,7 +81,7 @@ def assign_new(index: IndexViews, groups: DuplicateGroups, ids: list[Any], vecto
     ]
 
 
-def forget(index: IndexViews, groups: DuplicateGroups, ids: list[Any]) -> None:
+def forget(index: SearchIndex, groups: DuplicateGroups, ids: list[Any]) -> None:
     """Take deleted questions out of their groups and group what is left of each again (a new canonical promoted
     where one went); only the remaining members are read."""
     touched = {group for group in (groups.leave(member) for member in ids) if group is not None}
@@ -86,7 +90,7 @@ def forget(index: IndexViews, groups: DuplicateGroups, ids: list[Any]) -> None:
         regroup(index, groups, group)
 
 
-def regroup(index: IndexViews, groups: DuplicateGroups, group: int) -> None:
+def regroup(index: SearchIndex, groups: DuplicateGroups, group: int) -> None:
     """Group one group's members again among themselves, in the order they joined (pairs from their own cosines: a
     group's size squared)."""
     settings = groups.settings

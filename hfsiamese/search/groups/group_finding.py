@@ -3,7 +3,7 @@ connected components split where they chain (`clustering`), a canonical question
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -14,9 +14,11 @@ from hfsiamese.search.groups.clustering import RowVectors, guarded_groups, pair_
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
 from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 # Dry passes that collect the cross-encoder guard's borderline links for batched scoring before the pass that
 # decides: each pass's accepted links can change the groups, and so the links the next pass meets.
@@ -24,7 +26,7 @@ DRY_PASSES = 3
 
 
 def find_groups(
-    index: IndexViews,
+    index: SearchIndex,
     threshold: float | None,
     k: int,
     probability_threshold: float | None,
@@ -43,7 +45,7 @@ def find_groups(
     check_k(k)
     check_guard(guard)
     check_canonical_rule(canonical)
-    index._check_not_empty()
+    index.check_not_empty()
     cosine = cosine_threshold(index, threshold, probability_threshold)
     settings = group_settings(
         cosine, guard, canonical, k, cross_encoder, cross_encoder_threshold, cross_encoder_budget, check_size,

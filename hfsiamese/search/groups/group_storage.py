@@ -16,13 +16,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
-from hfsiamese.search.index_views import IndexViews
 from hfsiamese.search.stores.base import GROUP_SETTINGS_KEY
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 GROUPS_NAME = "groups.parquet"
 
@@ -69,7 +72,7 @@ def _from_table(settings: GroupSettings, table: pa.Table) -> DuplicateGroups:
 # --- a database ---------------------------------------------------------------------------------------
 
 
-def write_groups(index: IndexViews, groups: DuplicateGroups) -> None:
+def write_groups(index: SearchIndex, groups: DuplicateGroups) -> None:
     """Replace a database index's stored groups with `groups` (nothing to do in memory: `save` writes them)."""
     store = index.database_store
     if store is not None:
@@ -78,7 +81,7 @@ def write_groups(index: IndexViews, groups: DuplicateGroups) -> None:
     groups.removed.clear()
 
 
-def sync_groups(index: IndexViews, groups: DuplicateGroups) -> None:
+def sync_groups(index: SearchIndex, groups: DuplicateGroups) -> None:
     """Write a database index the rows of its groups that changed since it last took them."""
     store = index.database_store
     if store is None or not (groups.changed or groups.removed):
@@ -89,7 +92,7 @@ def sync_groups(index: IndexViews, groups: DuplicateGroups) -> None:
     groups.removed.clear()
 
 
-def read_groups(index: IndexViews) -> DuplicateGroups | None:
+def read_groups(index: SearchIndex) -> DuplicateGroups | None:
     """A database index's stored groups, None where it has none (or is no database)."""
     store = index.database_store
     if store is None:

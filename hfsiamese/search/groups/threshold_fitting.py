@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sklearn.metrics
@@ -22,7 +22,9 @@ from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.group_finding import group_settings, judged_groups, row_judge
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
-from hfsiamese.search.index_views import IndexViews
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
 
 CALIBRATE_FOR = ("accuracy", "f1")
 # Default candidates: the pair threshold moved by these steps (a mean runs below pairwise cosines: mostly down).
@@ -39,7 +41,7 @@ class GroupThresholdFit:
 
 
 def fit_group_threshold(
-    index: IndexViews,
+    index: SearchIndex,
     ids_a: Sequence[Any],
     ids_b: Sequence[Any],
     labels: Sequence[int],
@@ -65,7 +67,7 @@ def fit_group_threshold(
     labels_ = _checked_labels(ids_a, ids_b, labels)
     if calibrate_for not in CALIBRATE_FOR:
         raise ValueError(f"calibrate_for must be one of {CALIBRATE_FOR}, got {calibrate_for!r}")
-    index._check_not_empty()
+    index.check_not_empty()
     cosine = cosine_threshold(index, threshold, None)
     bars = [float(np.clip(cosine + step, -1.0, 1.0)) for step in DEFAULT_OFFSETS] if candidates is None else candidates
     ce = dict(cross_encoder_threshold_=cross_encoder_threshold, cross_encoder_budget=cross_encoder_budget)

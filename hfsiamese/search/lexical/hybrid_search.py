@@ -9,7 +9,7 @@ text's BM25 neighbours as candidate pairs beside its dense ones (`with_lexical_p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import torch
@@ -18,7 +18,10 @@ from hfsiamese.search.lexical.bm25_index import Bm25Index, remove_saved
 from hfsiamese.search.lexical.fusion import reciprocal_rank_fusion, weighted_fusion
 from hfsiamese.search.lexical.hybrid_settings import HybridSpec
 from hfsiamese.search.paraphrase_pairs import NeighbourSearch, ParaphrasePairs, paraphrase_pairs
-from hfsiamese.search.stores.in_memory import InMemoryStore
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.index_protocol import SearchIndex
+    from hfsiamese.search.stores.in_memory import InMemoryStore
 
 # Each side's list is this deep (at least), so that a candidate ranked low by one side and high by the other is seen.
 MIN_DEPTH = 20
@@ -26,10 +29,12 @@ _NOT_BUILT = object()
 
 
 class LexicalSide:
-    """The BM25 index of an in-process store's texts, rebuilt when the store's rows changed (an `add` or `delete`
-    replaces its corpus: the index remembers the corpus it was built from)."""
+    """The keyword side of a `hybrid=` index, which the index hands its store: the BM25 index of an in-process store's
+    texts, rebuilt when the store's rows changed (an `add` or `delete` replaces its corpus: the index remembers the
+    corpus it was built from), or a LanceDB table's own full-text index; fused with the cosine by `spec`."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: HybridSpec) -> None:
+        self.spec = spec
         self._bm25: Bm25Index | None = None
         self._built_from: Any = _NOT_BUILT
 
@@ -47,14 +52,29 @@ class LexicalSide:
     def save(self, store: InMemoryStore, directory: Path) -> None:
         self.index_of(store).save(directory)
 
+    def matches(
+        self,
+        index: SearchIndex,
+        queries: list[str],
+        query_embeddings: torch.Tensor,
+        k: int,
+        backend: str | None,
+        filter: dict[str, Any] | None,
+    ) -> list[list[dict[str, Any]]]:
+        """`search`'s candidates, fused: in process over numbered rows (`hybrid_matches`), else in the database
+        (`database_hybrid_matches`)."""
+        if index.store.numbered_rows:
+            return hybrid_matches(index, queries, query_embeddings, k, backend=backend)
+        return database_hybrid_matches(index, queries, query_embeddings, k, filter)
 
-def save_lexical(index: Any, directory: Path) -> None:
+
+def save_lexical(index: SearchIndex, directory: Path) -> None:
     """Write the index's BM25 index into its saved folder, or remove an older one there (saved without hybrid, or a
     database's folder: its keyword index is in the database)."""
-    if index._lexical is None or not isinstance(index._store, InMemoryStore):
+    if index.lexical is None or index.store.database:
         remove_saved(directory)
     else:
-        index._lexical.save(index._store, directory)
+        index.lexical.save(cast("InMemoryStore", index.store), directory)
 
 
 class HybridHits(NamedTuple):
@@ -68,7 +88,7 @@ class HybridHits(NamedTuple):
 
 
 def hybrid_search_embeddings(
-    index: Any,
+    index: SearchIndex,
     queries: list[str],
     query_embeddings: torch.Tensor,
     k: int,
@@ -82,12 +102,13 @@ def hybrid_search_embeddings(
     query left out of both lists before they are fused (a corpus searched with its own texts, as
     `hfsiamese.evaluation.evaluate_retrieval` does).
     """
-    spec: HybridSpec = index._hybrid
-    store: InMemoryStore = index._store
+    if index.lexical is None:
+        raise ValueError('hybrid search needs an index built with hybrid="rrf" or "weighted"')
+    side, store = index.lexical, cast("InMemoryStore", index.store)  # numbered rows: an in-process store
     excluded = 0 if exclude_rows is None else 1
     depth = min(len(store), max(2 * k, MIN_DEPTH) + excluded)
     dense_scores, dense_rows = index.search_embeddings(query_embeddings, depth, backend=backend)
-    lexical_scores, lexical_rows = index._lexical.index_of(store).topk(queries, depth)
+    lexical_scores, lexical_rows = side.index_of(store).topk(queries, depth)
     embedded = query_embeddings.detach().float().cpu().numpy()
     width = min(k, len(store) - excluded)
     out = HybridHits(*(torch.full((len(queries), width), fill) for fill in (float("-inf"), -1, 0.0, 0.0)))
@@ -100,7 +121,7 @@ def hybrid_search_embeddings(
         if found_by_bm25_only:  # their exact cosine: the decision stays the dense model's
             vectors = store.table.gather(np.asarray(found_by_bm25_only, dtype=np.int64))
             cosines.update(zip(found_by_bm25_only, (vectors @ embedded[q]).tolist()))
-        fused = fuse(spec, dense, lexical, cosines)
+        fused = fuse(side.spec, dense, lexical, cosines)
         for column, (row, score) in enumerate(fused[:width]):
             out.rows[q, column], out.fused_scores[q, column] = row, score
             out.scores[q, column], out.lexical_scores[q, column] = cosines[row], lexical.get(row, 0.0)
@@ -119,12 +140,12 @@ def fuse(
 
 
 def hybrid_matches(
-    index: Any, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
+    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
 ) -> list[list[dict[str, Any]]]:
     """`search`'s candidates, fused: match dicts whose `"score"` is the cosine, with `"hybrid_score"` (the fused
     score, their order) and `"lexical_score"` (BM25)."""
     hits = hybrid_search_embeddings(index, queries, query_embeddings, k, backend=backend)
-    results = index._store.matches(hits.scores, hits.rows)
+    results = cast("InMemoryStore", index.store).matches(hits.scores, hits.rows)
     for found, rows, fused, lexical in zip(results, hits.rows, hits.fused_scores, hits.lexical_scores):
         kept = rows >= 0
         for match, fused_score, lexical_score in zip(found, fused[kept].tolist(), lexical[kept].tolist()):
@@ -133,13 +154,13 @@ def hybrid_matches(
 
 
 def database_hybrid_matches(
-    index: Any, queries: list[str], query_embeddings: torch.Tensor, k: int, filter: dict[str, Any] | None
+    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, filter: dict[str, Any] | None
 ) -> list[list[dict[str, Any]]]:
     """`hybrid_matches` in a LanceDB table: its vector search and its own full-text index (`lancedb_full_text`), both
     under the same `filter`, fused by id."""
     from hfsiamese.search.lexical.lancedb_full_text import full_text_search
 
-    store = index._store
+    store, spec = index.store, cast(LexicalSide, index.lexical).spec
     depth = max(2 * k, MIN_DEPTH)
     vectors = query_embeddings.detach().float().cpu().numpy()
     results = []
@@ -152,7 +173,7 @@ def database_hybrid_matches(
         for hit, bm25 in hits:
             by_id.setdefault(hit["id"], hit)
             lexical[hit["id"]] = bm25
-        fused = fuse(index._hybrid, dense, lexical, {i: m["score"] for i, m in by_id.items()})
+        fused = fuse(spec, dense, lexical, {i: m["score"] for i, m in by_id.items()})
         results.append(
             [{**by_id[i], "hybrid_score": score, "lexical_score": lexical.get(i, 0.0)} for i, score in fused[:k]]
         )

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hfsiamese.search.embedding_table import write_npy_rows
 from hfsiamese.search.shards.manifest import MANIFEST_NAME, read_manifest
 from hfsiamese.search.shards.shard_files import num_shards, partial_name, read_shard, shard_path, shard_rows
+from hfsiamese.search.stores.embedding_table import write_npy_rows
 
 
 @dataclass(frozen=True)

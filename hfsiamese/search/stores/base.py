@@ -22,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from hfsiamese.search.index_files import write_index_folder
+from hfsiamese.search.input_checks import id_type
+from hfsiamese.search.stores.index_files import write_index_folder
 from hfsiamese.search.stores.store_checks import RESERVED_FIELDS, Rows, check_batch_size, check_rows
 from hfsiamese.utils.extras import install_hint
 
@@ -42,6 +43,22 @@ class VectorStore(Protocol):
     (`FaissStore`), or in a database (`LanceDBStore`, `QdrantStore`)."""
 
     embedding_dim: int | None
+    # What the store is, so that no caller asks which class it is: whether a database keeps the rows (their metadata,
+    # the index's duplicate groups beside them, and `save` writes only where they are), and whether a search can
+    # answer in row numbers (`topk`, `matches`: an in-process store's rows are numbered in insertion order).
+    database: bool
+    numbered_rows: bool
+
+    @property
+    def memory_mapped(self) -> bool:
+        """Whether the embeddings are read from a saved folder's file rather than held in memory."""
+
+    @property
+    def id_type(self) -> str | None:
+        """`"int"` or `"str"`: the kind of the ids kept (None while none are), read from what is stored."""
+
+    def finish_build(self) -> None:
+        """What the store does once a build's rows are all in (a FAISS store builds and measures its index)."""
 
     def __len__(self) -> int:
         """The number of texts kept."""
@@ -100,6 +117,9 @@ class DatabaseStore(ABC):
     groups, which each engine keeps in `groups_collection` beside the rows, as durably (`*_group_rows`).
     """
 
+    database: ClassVar[bool] = True
+    numbered_rows: ClassVar[bool] = False
+    memory_mapped: ClassVar[bool] = False  # the rows are the engine's, read through its client
     # The words naming the engine's int64 limit, for the message refusing a larger id.
     INT64_NOTE: ClassVar[str] = "ids are stored as int64"
     # Names metadata cannot take in this engine.
@@ -181,6 +201,16 @@ class DatabaseStore(ABC):
     def read_group_rows(self) -> tuple[dict[str, Any], pa.Table] | None:
         """The stored groups' settings and rows, None where none were written (Qdrant: nor where none are left, as
         earlier releases read it)."""
+
+    @property
+    def id_type(self) -> str | None:
+        """The kind of the first stored row's id (one kind per collection: `add` refuses the other)."""
+        first = next(iter(self.iter_rows(1, with_vectors=False)), None)
+        return id_type(list(first[0][:1])) if first is not None and first[0] else None
+
+    def finish_build(self) -> None:
+        """Nothing: every row is durable and searchable when `add` returns."""
+        return None
 
     def read_all(self, *, with_vectors: bool = True) -> tuple[list[Any], list[str], np.ndarray | None]:
         """Every id, text (and embedding) of the collection, read in batches."""

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex
-from hfsiamese.search.embedding_table import EmbeddingTable
-from hfsiamese.search.index_files import write_index_folder
-from hfsiamese.search.recall_tuning import RecallReport
 from hfsiamese.search.stores import faiss_tuning
+from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.in_memory import InMemoryStore, NeighbourSearch
+from hfsiamese.search.stores.index_files import write_index_folder
+from hfsiamese.search.stores.recall_tuning import RecallReport
 
 
 class FaissStore(InMemoryStore):
@@ -119,6 +119,10 @@ class FaissStore(InMemoryStore):
         return neighbours
 
     # --- the FAISS index -------------------------------------------------------------------------
+
+    def finish_build(self) -> None:
+        """Build (tune and measure) the FAISS index now, at the end of `DuplicateIndex.build`."""
+        self.ensure_ann()
 
     def ensure_ann(self) -> FaissAnnIndex:
         """The FAISS index over every row, built (tuned and measured: `faiss_tuning.build_ann`) on first need."""

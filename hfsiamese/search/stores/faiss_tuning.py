@@ -16,9 +16,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from hfsiamese.search.ann_index import AnnSpec, FaissAnnIndex, training_sample
-from hfsiamese.search.embedding_table import EmbeddingTable
-from hfsiamese.search.recall_tuning import (
+from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex, training_sample
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
+from hfsiamese.search.stores.recall_tuning import (
     RECALL_CONFIDENCE,
     RECALL_K,
     REMEASURE_GROWTH,

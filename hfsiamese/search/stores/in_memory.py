@@ -16,11 +16,11 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.search.embedding_table import EmbeddingTable
-from hfsiamese.search.index_files import write_index_folder
 from hfsiamese.search.input_checks import check_metadata, id_type
 from hfsiamese.search.matches import match
 from hfsiamese.search.stores.base import RowBatch
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
+from hfsiamese.search.stores.index_files import write_index_folder
 from hfsiamese.search.stores.store_checks import check_batch_size
 from hfsiamese.utils.exact_topk import topk_cosine
 
@@ -34,6 +34,9 @@ NeighbourSearch = Callable[[int, int, int], tuple[torch.Tensor, torch.Tensor]]
 class InMemoryStore:
     """Rows kept in this process, searched exactly; `query_chunk_size * corpus_chunk_size * 4` bytes at most of
     scores at a time, whatever the corpus size."""
+
+    database = False  # the rows live in this process; `save` writes them into the index folder
+    numbered_rows = True
 
     def __init__(self, embedding_dim: int | None, *, query_chunk_size: int = 1024, corpus_chunk_size: int = 65536):
         self.embedding_dim = embedding_dim
@@ -161,6 +164,18 @@ class InMemoryStore:
     def int_ids(self) -> bool:
         """Whether the ids are ints (else strs), by the corpus's id column."""
         return self.corpus is not None and self.corpus.features["id"].dtype.startswith("int")
+
+    @property
+    def id_type(self) -> str | None:
+        """`"int"` or `"str"` by the corpus's id column; None while empty."""
+        return None if not len(self) else "int" if self.int_ids else "str"
+
+    @property
+    def memory_mapped(self) -> bool:
+        return self.table.memory_mapped
+
+    def finish_build(self) -> None:
+        """Nothing: the rows are searched exactly as they are."""
 
     def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
         """Every row in row order, `batch_size` at a time (no metadata: an in-process store keeps none)."""

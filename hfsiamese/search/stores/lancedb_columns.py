@@ -6,6 +6,7 @@ field is first seen), and the conversion of rows to and from Arrow.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -184,8 +185,57 @@ def check_key(key: str, position: int) -> None:
         )
 
 
+def check_base_columns(schema: pa.Schema, collection: str, where: str) -> None:
+    """An existing table has the columns `LanceDBStore` makes (any vector size: checked against the model apart)."""
+    for name, wanted in zip(BASE_COLUMNS, base_schema(1)):
+        field = schema.field(name) if name in schema.names else None
+        same = field is not None and (
+            field.type.equals(wanted.type)
+            or (name == VECTOR and pa.types.is_fixed_size_list(field.type) and field.type.value_type == pa.float32())
+        )
+        if not same:
+            raise ValueError(
+                f"table {collection!r} at {where} has no {name} column of type {wanted.type}, so it was not made "
+                "by LanceDBStore: choose another collection name"
+            )
+
+
+# Key of the `vector` field's metadata under which `LanceDBStore.set_metadata` keeps its dict.
+METADATA_KEY = "hfsiamese"
+
+
+def row_batch(
+    rows: pa.Table, fields: list[str], embedding_dim: int | None
+) -> tuple[list[int | str], list[str], np.ndarray | None, list[dict[str, Any]]]:
+    """`iter_rows`' batch of the table's `rows`: ids, texts, float32 `(n, embedding_dim)` vectors (None without an
+    `embedding_dim`: read without vectors) and metadata."""
+    ids, texts, metadata = [], [], []
+    for user_id, text, values in table_rows(rows, fields):
+        ids.append(user_id)
+        texts.append(text)
+        metadata.append(values)
+    embeddings = None
+    if embedding_dim is not None:
+        flat = rows.column(VECTOR).combine_chunks().flatten()
+        embeddings = np.ascontiguousarray(flat.to_numpy(zero_copy_only=False), dtype=np.float32)
+        embeddings = embeddings.reshape(len(ids), embedding_dim)
+    return ids, texts, embeddings, metadata
+
+
+def read_table_metadata(table: Any) -> dict[str, Any]:
+    """The JSON dict kept in the `vector` field's metadata, {} if none."""
+    stored = table.schema.field(VECTOR).metadata or {}
+    raw = stored.get(METADATA_KEY.encode())
+    return dict(json.loads(raw)) if raw else {}
+
+
+def write_table_metadata(table: Any, plain: dict[str, Any]) -> None:
+    """Replace that dict (one commit of the table)."""
+    table.update_field_metadata({"path": VECTOR, "metadata": {METADATA_KEY: json.dumps(plain)}})
+
+
 __all__ = [
     "BASE_COLUMNS", "ID_INT", "ID_STR", "INT64_NOTE", "KEY", "RESERVED_FIELDS", "TEXT", "VECTOR", "base_schema",
-    "check_key", "column_kind", "fits", "id_key", "metadata_fields", "new_fields", "record_batch", "table_rows",
-    "value_kind",
+    "METADATA_KEY", "check_base_columns", "check_key", "column_kind", "fits", "id_key", "metadata_fields", "new_fields",
+    "read_table_metadata", "record_batch", "row_batch", "table_rows", "value_kind", "write_table_metadata",
 ]  # fmt: skip

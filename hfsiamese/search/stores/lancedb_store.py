@@ -94,7 +94,6 @@ build.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -120,7 +119,6 @@ from hfsiamese.search.stores.base import (
     local_folder,
 )
 from hfsiamese.search.stores.lancedb_columns import (
-    BASE_COLUMNS,
     ID_INT,
     ID_STR,
     INT64_NOTE,
@@ -129,12 +127,16 @@ from hfsiamese.search.stores.lancedb_columns import (
     TEXT,
     VECTOR,
     base_schema,
+    check_base_columns,
     check_key,
     id_key,
     metadata_fields,
     new_fields,
+    read_table_metadata,
     record_batch,
+    row_batch,
     table_rows,
+    write_table_metadata,
 )  # fmt: skip
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
 from hfsiamese.search.stores.lancedb_maintenance import maintain_table
@@ -152,8 +154,6 @@ from hfsiamese.search.stores.store_checks import (
 logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")  # the logger its lines have always come from
 
 DEFAULT_COLLECTION = "duplicate_index"
-# Key of the `vector` field's metadata under which `set_metadata` keeps its dict.
-METADATA_KEY = "hfsiamese"
 # Queries per multi-vector request, and keys per `id_key IN (...)` filter.
 _QUERY_BATCH = 256
 _ID_BATCH = 10_000
@@ -256,21 +256,8 @@ class LanceDBStore(DatabaseStore):
             check_creatable(collection, where, create, embedding_dim)
             # exist_ok: another process may have created it in the meantime; it is checked below then.
             table = db.create_table(collection, schema=base_schema(embedding_dim), exist_ok=True)
-        schema = table.schema
-        for name, wanted in zip(BASE_COLUMNS, base_schema(1)):
-            field = schema.field(name) if name in schema.names else None
-            same = field is not None and (
-                field.type.equals(wanted.type)
-                or (
-                    name == VECTOR and pa.types.is_fixed_size_list(field.type) and field.type.value_type == pa.float32()
-                )
-            )
-            if not same:
-                raise ValueError(
-                    f"table {collection!r} at {where} has no {name} column of type {wanted.type}, so it was not made "
-                    "by LanceDBStore: choose another collection name"
-                )
-        check_stored_dim(collection, where, schema.field(VECTOR).type.list_size, embedding_dim)
+        check_base_columns(table.schema, collection, where)
+        check_stored_dim(collection, where, table.schema.field(VECTOR).type.list_size, embedding_dim)
         return table
 
     def close(self) -> None:
@@ -429,39 +416,22 @@ class LanceDBStore(DatabaseStore):
             pending_rows += batch.num_rows
             while pending_rows >= batch_size:
                 joined = pa.Table.from_batches(pending)
-                yield self._row_batch(joined.slice(0, batch_size), fields, with_vectors)
+                yield row_batch(joined.slice(0, batch_size), fields, self.embedding_dim if with_vectors else None)
                 rest = joined.slice(batch_size)
                 pending, pending_rows = rest.to_batches(), rest.num_rows
         if pending_rows:
-            yield self._row_batch(pa.Table.from_batches(pending), fields, with_vectors)
-
-    def _row_batch(
-        self, rows: pa.Table, fields: list[str], with_vectors: bool
-    ) -> tuple[list[int | str], list[str], np.ndarray | None, list[dict[str, Any]]]:
-        ids, texts, metadata = [], [], []
-        for user_id, text, values in table_rows(rows, fields):
-            ids.append(user_id)
-            texts.append(text)
-            metadata.append(values)
-        embeddings = None
-        if with_vectors:
-            flat = rows.column(VECTOR).combine_chunks().flatten()
-            embeddings = np.ascontiguousarray(flat.to_numpy(zero_copy_only=False), dtype=np.float32)
-            embeddings = embeddings.reshape(len(ids), self.embedding_dim)
-        return ids, texts, embeddings, metadata
+            yield row_batch(pa.Table.from_batches(pending), fields, self.embedding_dim if with_vectors else None)
 
     # --- table metadata ------------------------------------------------------------------------
 
     def get_metadata(self) -> dict[str, Any]:
         """The dict `set_metadata` kept in the table (the index config), {} if none."""
-        stored = self._table.schema.field(VECTOR).metadata or {}
-        raw = stored.get(METADATA_KEY.encode())
-        return dict(json.loads(raw)) if raw else {}
+        return read_table_metadata(self._table)
 
     def set_metadata(self, values: dict[str, Any]) -> None:
         """Replace the small JSON dict kept in the table (one commit), so that the index config travels with it."""
         plain = check_json_dict(values)
-        self._table.update_field_metadata({"path": VECTOR, "metadata": {METADATA_KEY: json.dumps(plain)}})
+        write_table_metadata(self._table, plain)
         if self.get_metadata() != plain:
             raise RuntimeError(
                 f"the LanceDB table at {self.where} did not keep the metadata: keep the index config in a file"

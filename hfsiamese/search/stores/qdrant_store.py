@@ -74,11 +74,11 @@ from hfsiamese.search.stores.base import (
     import_engine,
     local_folder,
 )
+from hfsiamese.search.stores.qdrant_filters import MATCHES_NOTHING, qdrant_filter
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,
     check_embedding_dim,
-    check_filter,
     check_id,
     check_json_dict,
     check_not_present,
@@ -325,8 +325,8 @@ class QdrantStore(DatabaseStore):
         """
         check_k(k)
         vectors = check_vectors(queries, self.embedding_dim, "queries")
-        query_filter = _qdrant_filter(filter, self._models)
-        if query_filter is _MATCHES_NOTHING:
+        query_filter = qdrant_filter(filter, self._models)
+        if query_filter is MATCHES_NOTHING:
             return [[] for _ in range(len(vectors))]
         vectors = normalise(vectors)
         models = self._models
@@ -389,35 +389,6 @@ class QdrantStore(DatabaseStore):
 def _canonical(pid: Any) -> int | str:
     """A point id as the client hands it back (UUIDs spelled lowercase with hyphens)."""
     return pid if isinstance(pid, int) else str(uuid.UUID(str(pid)))
-
-
-# `_qdrant_filter`'s answer to an any-of over an empty list: no text can match.
-_MATCHES_NOTHING = object()
-
-
-def _qdrant_filter(filter: dict[str, Any] | None, models: Any) -> Any:
-    """{field: value} / {field: [values]} (all fields at once) as a Qdrant Filter; None for no filter."""
-    checked = check_filter(filter, matches="Qdrant matches str, int and bool values only")
-    if not checked:
-        return None
-    must = []
-    for field, wanted in checked.items():
-        values = wanted if isinstance(wanted, list) else None
-        if values is None:
-            must.append(models.FieldCondition(key=field, match=models.MatchValue(value=wanted)))
-            continue
-        if not values:
-            return _MATCHES_NOTHING
-        # MatchAny takes all-str or all-int lists; bools (and a mix) become one condition each, any of them.
-        strs = [v for v in values if isinstance(v, str)]
-        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-        bools = list(dict.fromkeys(v for v in values if isinstance(v, bool)))
-        conditions = [
-            models.FieldCondition(key=field, match=models.MatchAny(any=group)) for group in (strs, ints) if group
-        ]
-        conditions += [models.FieldCondition(key=field, match=models.MatchValue(value=b)) for b in bools]
-        must.append(conditions[0] if len(conditions) == 1 else models.Filter(should=conditions))
-    return models.Filter(must=must)
 
 
 def _close_lock_file(err: BaseException) -> None:

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from hfsiamese import SiameseModel
+from hfsiamese.cli.app_page import AppArguments, DuplicateSearch, load_or_build_index
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.app import AppArguments, DuplicateSearch, load_or_build_index
 from hfsiamese.search.lexical import hybrid_search_embeddings
 from tests.conftest import TEXTS
 

@@ -27,8 +27,8 @@ import datasets
 import numpy as np
 from safetensors.torch import load_file
 
-from hfsiamese.search.ann_index import AnnSpec
-from hfsiamese.search.embedding_table import EmbeddingTable
+from hfsiamese.search.stores.ann_index import AnnSpec
+from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.utils.json_files import read_json_record
 from hfsiamese.utils.output_dirs import ensure_writable_folder, give_umask_mode
 

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.ann_index import AnnSpec, default_nlist, index_bytes
+from hfsiamese.search.stores.ann_index import AnnSpec, default_nlist, index_bytes
 
 DEFAULT_RECALL_TARGET = 0.95
 RECALL_K = 10

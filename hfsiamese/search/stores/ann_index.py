@@ -173,7 +173,7 @@ def ann_spec_of(
             "give the FAISS settings either as ann=AnnSpec(...) or as quantization=/structure=/..., not both"
         )
     if not isinstance(ann, AnnSpec):
-        raise TypeError(f"ann must be a hfsiamese.search.ann_index.AnnSpec, got {type(ann).__name__}")
+        raise TypeError(f"ann must be a hfsiamese.search.stores.ann_index.AnnSpec, got {type(ann).__name__}")
     return ann
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from hfsiamese.cli.app_page import DuplicateSearch, build_app
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.app import DuplicateSearch, build_app
 from tests.search.group_vectors import THRESHOLD, corpus, model
 
 

@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from hfsiamese import SiameseConfig, SiameseModel
-from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.app import (
+from hfsiamese.cli.app_page import (
     AppArguments,
     DuplicateSearch,
     app_from_arguments,
     build_app,
     load_or_build_index,
 )
+from hfsiamese.search import DuplicateIndex
 from tests.conftest import TEXTS
 
 

@@ -23,8 +23,8 @@ from typing import Any, cast
 
 import torch
 
+from hfsiamese.cli.app_groups import GroupCells
 from hfsiamese.loading import load_siamese_model
-from hfsiamese.search.app_groups import GroupCells
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.index_opening import open_index
