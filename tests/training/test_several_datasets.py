@@ -84,7 +84,10 @@ def test_a_bad_json_list_is_one_line():
         DataArguments(train_datasets="[{")
 
 
-def test_train_on_two_files_each_with_its_loss(tmp_path):
+@pytest.fixture(scope="module")
+def two_set_run(tmp_path_factory):
+    """One short run on two files, each with its loss: its folder and its results (shared by the tests below)."""
+    tmp_path = tmp_path_factory.mktemp("two_sets")
     lines = QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "first.tsv").write_text("".join(lines[:500]), encoding="utf-8")
     (tmp_path / "second.tsv").write_text("".join(lines[500:900]), encoding="utf-8")
@@ -99,7 +102,11 @@ def test_train_on_two_files_each_with_its_loss(tmp_path):
     flags = recipe_flags(dict(TINY_LSTM_BASE, max_steps=4, eval_strategy="no", save_strategy="no"), tmp_path / "out")
     trained = run_offline([sys.executable, "-m", "hfsiamese.cli.main", "train", str(config), *flags], cwd=tmp_path)
     assert trained.returncode == 0, trained.stderr[-4000:]
-    results = json.loads((tmp_path / "out" / "all_results.json").read_text())
+    return tmp_path, json.loads((tmp_path / "out" / "all_results.json").read_text())
+
+
+def test_train_on_two_files_each_with_its_loss(two_set_run):
+    tmp_path, results = two_set_run
     assert results["eval_num_pairs"] == results["eval_first_num_pairs"] + results["eval_second_num_pairs"]
     assert "eval_second_average_precision" in results and "eval_average_precision" in results
     card = (tmp_path / "out" / "README.md").read_text()
@@ -108,3 +115,47 @@ def test_train_on_two_files_each_with_its_loss(tmp_path):
     assert "- second: 360 training rows, loss `contrastive`, weight 1\n" in card
     assert "| validation: first |" in card and "| validation: second |" in card
     assert f"{results['eval_num_pairs']} labelled validation pairs" in card
+
+
+def test_each_sets_figures_are_what_evaluate_gives_on_that_set_alone(two_set_run):
+    """`eval_<set>_*` of a several-set run is the model scored on that set's own held-out pairs, nothing mixed in
+    (the second set: its figures come after the first's, where a shifted slice would show)."""
+    tmp_path, results = two_set_run
+    name = "second"
+    held_out = tmp_path / f"{name}_validation.jsonl"
+    split = run_offline(
+        [
+            sys.executable,
+            "-m",
+            "hfsiamese.cli.main",
+            "split",
+            "--train_file",
+            f"{name}.tsv",
+            "--output_file",
+            str(held_out),
+            "--split",
+            "validation",
+        ],
+        cwd=tmp_path,
+    )
+    assert split.returncode == 0, split.stderr[-4000:]
+    scored = tmp_path / f"{name}_scores.json"
+    evaluated = run_offline(
+        [
+            sys.executable,
+            "-m",
+            "hfsiamese.cli.main",
+            "evaluate",
+            "--model_name_or_path",
+            str(tmp_path / "out"),
+            "--test_file",
+            str(held_out),
+            "--output_file",
+            str(scored),
+        ],
+        cwd=tmp_path,
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-4000:]
+    alone = json.loads(scored.read_text())
+    assert alone["num_pairs"] == results[f"eval_{name}_num_pairs"]
+    assert alone["average_precision"] == pytest.approx(results[f"eval_{name}_average_precision"], abs=1e-6)
