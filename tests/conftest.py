@@ -19,6 +19,15 @@ os.environ.update(MACHINE_PINS)
 # deepspeed (in the test extra) logs its accelerator detection to stdout on a machine without a GPU, which would
 # mix into the JSON the commands print there; the suite names the accelerator instead, as a CPU fleet would.
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
+# Under pytest-xdist (`-n 2` in pyproject.toml's addopts) each worker is one of several test processes: with torch's
+# default of every core in each, the workers would oversubscribe the machine. Each takes its share of the cores,
+# set before torch is imported (the processes a test starts inherit it); a thread count the caller set wins. The
+# suite passes under any count (the commands' own defaults are tested with the variable removed).
+if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores_each = str(max(1, cores // int(workers)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, cores_each)
 
 import uuid  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -47,6 +56,19 @@ TEXTS = [
     "how do i cook rice ?",
     "what is the capital of france ?",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "runs_first: a test of many minutes, collected first so that under pytest-xdist it starts at once and the "
+        "other workers run the rest of the suite beside it (last, it would run alone at the end)",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `runs_first` tests ahead of the others (a stable sort: the rest keep their order)."""
+    items.sort(key=lambda item: item.get_closest_marker("runs_first") is None)
 
 
 @pytest.fixture
