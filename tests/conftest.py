@@ -39,9 +39,9 @@ import torch  # noqa: E402
 from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer  # noqa: E402
 
-# Skips are counted (a reason off its allow-list fails the session); pytester runs the suite's own guards
-# (tests/test_suite_guards.py) in inner sessions.
-pytest_plugins = ["tests.plugins.skip_allowlist", "pytester"]
+# Skips are counted (a reason off its allow-list fails the session); the `runs_first` tests are collected first
+# (tests/plugins/run_order.py); pytester runs the suite's own guards (tests/test_suite_guards.py) in inner sessions.
+pytest_plugins = ["tests.plugins.skip_allowlist", "tests.plugins.run_order", "pytester"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QQP_FILE = REPO_ROOT / "recipes" / "data" / "qqp_dev.tsv"
@@ -56,19 +56,6 @@ TEXTS = [
     "how do i cook rice ?",
     "what is the capital of france ?",
 ]
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "runs_first: a test of many minutes, collected first so that under pytest-xdist it starts at once and the "
-        "other workers run the rest of the suite beside it (last, it would run alone at the end)",
-    )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The `runs_first` tests ahead of the others (a stable sort: the rest keep their order)."""
-    items.sort(key=lambda item: item.get_closest_marker("runs_first") is None)
 
 
 @pytest.fixture
