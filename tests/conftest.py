@@ -19,6 +19,15 @@ os.environ.update(MACHINE_PINS)
 # deepspeed (in the test extra) logs its accelerator detection to stdout on a machine without a GPU, which would
 # mix into the JSON the commands print there; the suite names the accelerator instead, as a CPU fleet would.
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
+# Under pytest-xdist (`-n 2` in pyproject.toml's addopts) each worker is one of several test processes: with torch's
+# default of every core in each, the workers would oversubscribe the machine. Each takes its share of the cores,
+# set before torch is imported (the processes a test starts inherit it); a thread count the caller set wins. The
+# suite passes under any count (the commands' own defaults are tested with the variable removed).
+if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores_each = str(max(1, cores // int(workers)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, cores_each)
 
 import uuid  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -30,9 +39,9 @@ import torch  # noqa: E402
 from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer  # noqa: E402
 
-# Skips are counted (a reason off its allow-list fails the session); pytester runs the suite's own guards
-# (tests/test_suite_guards.py) in inner sessions.
-pytest_plugins = ["tests.plugins.skip_allowlist", "pytester"]
+# Skips are counted (a reason off its allow-list fails the session); the `runs_first` tests are collected first
+# (tests/plugins/run_order.py); pytester runs the suite's own guards (tests/test_suite_guards.py) in inner sessions.
+pytest_plugins = ["tests.plugins.skip_allowlist", "tests.plugins.run_order", "pytester"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QQP_FILE = REPO_ROOT / "recipes" / "data" / "qqp_dev.tsv"

@@ -151,6 +151,7 @@ def repo_copy(tmp_path):
 # (compiled as "README.md:<line>"); each shell command has its own 600 s limit. The old 820-line README took 14
 # minutes on a 2-core machine at load 6; the front page trains once.
 @pytest.mark.timeout(1200)
+@pytest.mark.runs_first
 def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
     blocks = readme_blocks(README.read_text(encoding="utf-8"))
     namespace: dict[str, object] = {}  # the README's own Python blocks define every name they use

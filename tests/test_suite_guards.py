@@ -157,3 +157,27 @@ def test_an_optional_backend_that_cannot_be_imported_is_an_error(inner):
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*ERROR collecting test_backend.py*", "*ImportError: libbackend.so*"])
+
+
+def test_a_runs_first_test_is_collected_ahead_of_the_others(inner):
+    """Under xdist the modules go out in collection order: the docs run, marked, must lead it, not close it."""
+    inner.makepyfile(
+        test_a="""
+        def test_quick():
+            pass
+        """,
+        test_b="""
+        import pytest
+
+        def test_before_it():
+            pass
+
+        @pytest.mark.runs_first
+        def test_of_many_minutes():
+            pass
+        """,
+    )
+    result = inner.runpytest_inprocess("-p", "tests.plugins.run_order", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    collected = [line for line in result.stdout.lines if "::" in line]
+    assert collected == ["test_b.py::test_of_many_minutes", "test_a.py::test_quick", "test_b.py::test_before_it"]
