@@ -10,6 +10,13 @@ how close it came to PyTorch): that entry is what tells it from a PyTorch checkp
 Precision: OpenVINO's CPU plugin runs an fp32 graph in bf16 on CPUs with native bf16 unless told otherwise; a session
 here asks for f32 (`INFERENCE_PRECISION_HINT`), so that an fp32 export gives the embeddings it was checked to give on
 every CPU. A caller who wants bf16 says so with `ov_config={"INFERENCE_PRECISION_HINT": "bf16"}`.
+
+One `openvino.Core` for the process (`shared_core`): OpenVINO 2026.4's CPU plugin gives the thread that first
+compiles with a Core an alternate signal stack of its own (for AMX's larger signal frames) and, when that Core is
+destroyed, puts back the stack it found and unmaps its own. Two Cores destroyed in another order than made (a
+session per model, freed whenever Python frees them) leave the thread's alternate stack pointing at unmapped
+memory, and the next signal handled on it kills the process (SIGSEGV, si_code SI_KERNEL; a pytest run of the
+OpenVINO tests and then a training test died so, issue 51). A Core made once and kept is never destroyed early.
 """
 
 from __future__ import annotations
@@ -34,6 +41,19 @@ DEFAULT_OV_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 STATIC_LENGTH_STEP = 8
 # Compiled shapes kept per session (least recently used dropped first).
 STATIC_SHAPES_KEPT = 16
+
+
+_shared: dict[str, Any] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_core() -> Any:
+    """The `openvino.Core` every graph here is read and compiled with: made on first use, kept for the process."""
+    openvino = require_openvino()
+    with _shared_lock:
+        if "core" not in _shared:
+            _shared["core"] = openvino.Core()
+        return _shared["core"]
 
 
 def openvino_entry(config: Any) -> dict[str, Any] | None:
@@ -79,8 +99,7 @@ class OpenVinoSession:
         static_shapes: bool = False,
         padding_id: int = 0,
     ) -> None:
-        openvino = require_openvino()
-        self._core = openvino.Core()
+        self._core = shared_core()
         self._model = model
         self._config = {**DEFAULT_OV_CONFIG, **(ov_config or {})}
         self._static_shapes = static_shapes
@@ -136,9 +155,9 @@ def open_openvino_graph(
     path: str | Path, *, ov_config: dict[str, Any] | None = None, **options: Any
 ) -> OpenVinoSession:
     """A session over the OpenVINO IR (or any graph file OpenVINO reads) at `path`; `options` go to `OpenVinoSession`."""
-    openvino = require_openvino()
+    core = shared_core()
     try:
-        model = openvino.Core().read_model(str(path))
+        model = core.read_model(str(path))
     except Exception as err:  # OpenVINO raises its own types for unreadable or invalid graphs
         raise ValueError(f"{path}: OpenVINO cannot read this graph: {err}") from err
     return OpenVinoSession(model, ov_config=ov_config, **options)
@@ -168,4 +187,5 @@ __all__ = [
     "open_openvino_session",
     "openvino_entry",
     "require_openvino",
+    "shared_core",
 ]
