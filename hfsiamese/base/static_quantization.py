@@ -7,15 +7,15 @@ Whether the result is accurate enough is judged afterwards on held-out texts (`h
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import logging
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hfsiamese.base.nncf_process import quantize_in_child
 from hfsiamese.base.onnx_export_steps import DropMessage
 from hfsiamese.utils.onnx_runtime import require_onnxruntime
 from hfsiamese.utils.openvino_runtime import require_openvino
@@ -27,59 +27,26 @@ logger = logging.getLogger(__name__)
 STATIC_QUANTIZED_OPERATORS = ("MatMul", "Gemm")
 
 
-def require_nncf() -> Any:
-    """The nncf module, or the one-line error saying how to install it (it comes with the openvino extra)."""
+def require_nncf() -> None:
+    """
+    Raise the one-line error saying how to install NNCF (it comes with the openvino extra) where it is missing. Found,
+    not imported: NNCF runs in a child process (`hfsiamese.base.nncf_process`), never in this one.
+    """
     from hfsiamese.utils.extras import install_hint
 
-    try:
-        import nncf
-    except ImportError as err:
-        raise ImportError(f"static int8 for OpenVINO needs NNCF: {install_hint('openvino')}") from err
-    return nncf
+    if importlib.util.find_spec("nncf") is None:
+        raise ImportError(f"static int8 for OpenVINO needs NNCF: {install_hint('openvino')}")
 
 
 def quantize_openvino_static(model: Any, feeds: list[dict[str, np.ndarray]], *, transformer: bool) -> Any:
     """
     The OpenVINO model `model` quantised by NNCF on the calibration batches `feeds` (input name to array), every batch
     used. A transformer is quantised with NNCF's transformer scheme (SmoothQuant; softmax and norms kept float).
+    NNCF runs in a child process, which leaves this one as it was (`hfsiamese.base.nncf_process`).
     """
     require_openvino()
-    nncf = require_nncf()
-    options: dict[str, Any] = {"subset_size": max(1, len(feeds))}
-    if transformer:
-        options["model_type"] = nncf.ModelType.TRANSFORMER
-    with _nncf_output_on_stderr():
-        return nncf.quantize(model, nncf.Dataset(feeds), **options)
-
-
-@contextlib.contextmanager
-def _nncf_output_on_stderr() -> Iterator[None]:
-    """
-    NNCF writes its log lines (a handler it binds to stdout at import) and its progress bars (rich, on `sys.stdout`) to
-    standard output, where `hfsiamese export` prints its one JSON object. For the call only: the log records go to
-    this module's logger instead, the bars to standard error; both are restored after.
-    """
-    nncf_logger = logging.getLogger("nncf")
-    forward = _ForwardRecords(logger)
-    nncf_logger.addFilter(forward)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        nncf_logger.removeFilter(forward)
-
-
-class _ForwardRecords(logging.Filter):
-    """Hands each record to `target` (the library's logging, on standard error) instead of the logger it came to."""
-
-    def __init__(self, target: logging.Logger) -> None:
-        super().__init__()
-        self.target = target
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING:
-            self.target.log(record.levelno, "NNCF: %s", record.getMessage())
-        return False
+    require_nncf()
+    return quantize_in_child(model, feeds, transformer=transformer)
 
 
 class _FeedReader:
