@@ -96,13 +96,16 @@ def exported_format(name_or_path: str | os.PathLike) -> str | None:
     return "onnx" if is_onnx_folder(name_or_path) else None
 
 
-def load_model(folder_or_hub_id: str | os.PathLike, **kwargs: Any) -> Any:
+def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
     The model a folder or Hub id holds, for either family: `SiameseModel` (a bi-encoder checkpoint: safetensors
     only), `OnnxSiameseModel` (its ONNX export; needs onnxruntime), `OpenVinoSiameseModel` (its OpenVINO export; needs
     openvino), or `CrossEncoder` (a cross-encoder checkpoint or its ONNX or OpenVINO export). `kwargs` go to that
     class's `from_pretrained` (e.g. `providers`, `session_options` for an ONNX export; `ov_config` for an OpenVINO
     one). A folder that holds none of these is a one-line ValueError.
+
+    `backend="auto"` (a local folder): of the folder and the exports in its subfolders, the one that scores pairs
+    fastest on this CPU, timed once and kept (`hfsiamese.backend_choice`); None loads the folder as it is.
 
     Examples:
 
@@ -112,17 +115,35 @@ def load_model(folder_or_hub_id: str | os.PathLike, **kwargs: Any) -> Any:
     >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
     ```
     """
-    return _load(folder_or_hub_id, (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO, CROSS_ENCODER), **kwargs)
+    return _load(
+        chosen_folder(folder_or_hub_id, backend),
+        (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO, CROSS_ENCODER),
+        **kwargs,
+    )
 
 
-def load_siamese_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str | os.PathLike:
+    """The folder to load for `backend`: `name_or_path` itself (None), or the one `backend="auto"` chooses in it."""
+    if backend is None:
+        return name_or_path
+    from hfsiamese.backend_choice import BACKENDS, choose_backend
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS} or None (the folder as it is), got {backend!r}")
+    if not os.path.isdir(name_or_path):
+        raise ValueError(f"backend='auto' chooses among a local folder's exports: {name_or_path} is no folder")
+    return choose_backend(name_or_path).path
+
+
+def load_siamese_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
     A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs onnxruntime),
     `OpenVinoSiameseModel` for an OpenVINO export (needs openvino), else `SiameseModel` (`AutoModel.from_pretrained`,
     safetensors only). `kwargs` go to that class's `from_pretrained`.
-    `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused.
+    `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused. `backend`: as for
+    `load_model`.
     """
-    return _load(name_or_path, (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO), **kwargs)
+    return _load(chosen_folder(name_or_path, backend), (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO), **kwargs)
 
 
 def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any) -> Any:
@@ -156,13 +177,13 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
     return AutoModel.from_pretrained(source, **kwargs)
 
 
-def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+def load_pair_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
     A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
     (`hfsiamese evaluate`, `hfsiamese calibrate`): `load_model`, which loads a cross-encoder, a Siamese checkpoint
-    or the ONNX export of either.
+    or the ONNX export of either (`backend`: as for `load_model`).
     """
-    return load_model(name_or_path, **kwargs)
+    return load_model(name_or_path, backend=backend, **kwargs)
 
 
 __all__ = [
@@ -170,6 +191,7 @@ __all__ = [
     "BI_ENCODER_ONNX",
     "BI_ENCODER_OPENVINO",
     "CROSS_ENCODER",
+    "chosen_folder",
     "config_values",
     "exported_format",
     "is_cross_encoder_config",
