@@ -21,6 +21,7 @@ Hand-written: sentence-transformers and optimum choose a backend by the caller's
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -82,24 +83,32 @@ def describe(values: dict[str, Any]) -> str:
     return "PyTorch fp32"
 
 
+def _config(folder: Path) -> dict[str, Any]:
+    """A local folder's config.json (a folder without one, or unreadable JSON: one line naming the file)."""
+    file = folder / "config.json"
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{file}: backend='auto' cannot read this model's config.json: {err}") from err
+
+
 def candidates(folder: str | os.PathLike) -> list[Candidate]:
     """The folder itself and every immediate subfolder holding an ONNX or OpenVINO export, in name order."""
-    from hfsiamese.loading import config_values
-
     root = Path(folder)
-    found = [Candidate(".", root, describe(config_values(root)))]
+    found = [Candidate(".", root, describe(_config(root)))]
     for sub in sorted(path for path in root.iterdir() if (path / "config.json").is_file()):
-        values = config_values(sub)
+        values = _config(sub)
         if openvino_entry(values) or onnx_entry(values):
             found.append(Candidate(sub.name, sub, describe(values)))
     return found
 
 
-def time_candidate(candidate: Candidate) -> float:
-    """Seconds `score_pairs` takes on `PROBE_PAIRS` with the candidate loaded (best of `REPEATS`, after a warm-up)."""
-    from hfsiamese.loading import load_model
-
-    model = load_model(candidate.path)
+def time_candidate(candidate: Candidate, load: Callable[[Path], Any]) -> float:
+    """
+    Seconds `score_pairs` takes on `PROBE_PAIRS` with the candidate loaded by `load` (`hfsiamese.load_model`: passed
+    in, so that this module does not import the loader that calls it), best of `REPEATS` after a warm-up.
+    """
+    model = load(candidate.path)
     texts_a, texts_b = (list(side) for side in zip(*PROBE_PAIRS, strict=True))
     model.score_pairs(texts_a, texts_b)
     best = float("inf")
@@ -116,13 +125,21 @@ def choices_file() -> Path:
 
 
 def choose_backend(
-    folder: str | os.PathLike, *, timer: Callable[[Candidate], float] | None = None, path: Path | None = None
+    folder: str | os.PathLike,
+    *,
+    load: Callable[[Path], Any],
+    timer: Callable[[Candidate], float] | None = None,
+    path: Path | None = None,
 ) -> Candidate:
     """
-    The candidate of `folder` kept for this CPU, else the fastest by `timer` (default `time_candidate`), kept in
-    `path` (default `choices_file()`); see the module docstring.
+    The candidate of `folder` kept for this CPU, else the fastest by `timer` (default: `time_candidate` with `load`),
+    kept in `path` (default `choices_file()`); see the module docstring.
     """
-    timer = time_candidate if timer is None else timer
+    if timer is None:
+
+        def timer(candidate: Candidate) -> float:
+            return time_candidate(candidate, load)
+
     found = candidates(folder)
     path = choices_file() if path is None else path
     fingerprints = ",".join(f"{candidate.name}={candidate.fingerprint()}" for candidate in found)

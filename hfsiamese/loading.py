@@ -132,7 +132,7 @@ def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str |
         raise ValueError(f"backend must be one of {BACKENDS} or None (the folder as it is), got {backend!r}")
     if not os.path.isdir(name_or_path):
         raise ValueError(f"backend='auto' chooses among a local folder's exports: {name_or_path} is no folder")
-    return choose_backend(name_or_path).path
+    return choose_backend(name_or_path, load=load_model).path
 
 
 def load_siamese_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:

@@ -56,7 +56,7 @@ def test_a_folder_carries_itself_and_its_exports(folder_with_exports):
 def test_the_fastest_is_chosen_said_and_kept(folder_with_exports, choices, caplog):
     timer = CountingTimer({".": 0.3, "onnx_fp32": 0.2, "onnx_int8": 0.1})
     with caplog.at_level(logging.INFO, logger="hfsiamese.backend_choice"):
-        chosen = choose_backend(folder_with_exports, timer=timer)
+        chosen = choose_backend(folder_with_exports, load=load_model, timer=timer)
     assert chosen.name == "onnx_int8" and timer.calls == 3
     assert "backend auto: onnx_int8 (ONNX int8), the fastest of PyTorch fp32 [.] 186.7" in caplog.text
     kept = json.loads(choices.read_text())
@@ -64,7 +64,7 @@ def test_the_fastest_is_chosen_said_and_kept(folder_with_exports, choices, caplo
     assert entry["chosen"] == "onnx_int8" and entry["pairs_per_second"]["onnx_int8"] == 560.0
     # A second decision (another process alike: it reads the file) does not time again, and agrees.
     again = CountingTimer({".": 0.01, "onnx_fp32": 0.2, "onnx_int8": 0.1})
-    assert choose_backend(folder_with_exports, timer=again).name == "onnx_int8" and again.calls == 0
+    assert choose_backend(folder_with_exports, load=load_model, timer=again).name == "onnx_int8" and again.calls == 0
     # load_model(backend="auto") loads the kept choice without timing anything.
     loaded = load_model(folder_with_exports, backend="auto")
     assert isinstance(loaded, OnnxSiameseModel) and loaded.config.onnx["quantization"] == "int8"
@@ -73,16 +73,16 @@ def test_the_fastest_is_chosen_said_and_kept(folder_with_exports, choices, caplo
 def test_the_decision_is_per_cpu(folder_with_exports, choices, monkeypatch):
     monkeypatch.setattr(backend_choice, "machine_key", lambda: "CPU A | 2 threads")
     first = CountingTimer({".": 0.3, "onnx_fp32": 0.2, "onnx_int8": 0.1})
-    assert choose_backend(folder_with_exports, timer=first).name == "onnx_int8"
+    assert choose_backend(folder_with_exports, load=load_model, timer=first).name == "onnx_int8"
     monkeypatch.setattr(backend_choice, "machine_key", lambda: "CPU B | 2 threads")
     other = CountingTimer({".": 0.05, "onnx_fp32": 0.2, "onnx_int8": 0.1})
-    assert choose_backend(folder_with_exports, timer=other).name == "." and other.calls == 3
+    assert choose_backend(folder_with_exports, load=load_model, timer=other).name == "." and other.calls == 3
     assert sorted(key.split(" | ")[0] for key in json.loads(choices.read_text())) == ["CPU A", "CPU B"]
 
 
 def test_timing_a_candidate_scores_pairs(folder_with_exports):
     (onnx,) = [candidate for candidate in candidates(folder_with_exports) if candidate.name == "onnx_fp32"]
-    assert 0 < time_candidate(onnx) < 60
+    assert 0 < time_candidate(onnx, load_model) < 60
 
 
 def test_bad_requests_are_one_line(folder_with_exports, tmp_path):
