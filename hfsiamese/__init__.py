@@ -18,6 +18,7 @@ from transformers.pipelines import PIPELINE_REGISTRY  # noqa: E402
 
 from hfsiamese import library_hooks  # noqa: E402
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel  # noqa: E402
+from hfsiamese.bi_encoder.openvino_model import OpenVinoSiameseConfig, OpenVinoSiameseModel  # noqa: E402
 from hfsiamese.loading import load_model, load_siamese_model  # noqa: E402
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig  # noqa: E402
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel, SiameseModelOutput  # noqa: E402
@@ -36,6 +37,9 @@ AutoModel.register(SiameseConfig, SiameseModel, exist_ok=True)
 # AutoModel returns an OnnxSiameseModel; `load_model` picks the class from the folder.
 AutoConfig.register(OnnxSiameseConfig.model_type, OnnxSiameseConfig, exist_ok=True)
 AutoModel.register(OnnxSiameseConfig, OnnxSiameseModel, exist_ok=True)
+# OpenVINO exports (`hfsiamese export --format openvino`), likewise.
+AutoConfig.register(OpenVinoSiameseConfig.model_type, OpenVinoSiameseConfig, exist_ok=True)
+AutoModel.register(OpenVinoSiameseConfig, OpenVinoSiameseModel, exist_ok=True)
 SiameseConfig.register_for_auto_class()
 SiameseModel.register_for_auto_class("AutoModel")
 # `pipeline("question-duplicates", model=SiameseModel instance, tokenizer=...)` with hfsiamese imported; a
@@ -63,6 +67,8 @@ _LAZY = {
     "resolve_resume_checkpoint": "hfsiamese.base.checkpoints",
     "ExportArguments": "hfsiamese.bi_encoder.onnx_export",
     "export_onnx": "hfsiamese.bi_encoder.onnx_export",
+    "export_openvino": "hfsiamese.bi_encoder.openvino_export",
+    "export_cross_encoder_openvino": "hfsiamese.cross_encoder.openvino_export",
     "export_cross_encoder_onnx": "hfsiamese.cross_encoder.onnx_export",
     "export_sentence_transformers": "hfsiamese.bi_encoder.sentence_transformers_export",
     "to_mteb": "hfsiamese.integrations.mteb",
@@ -74,6 +80,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "OnnxSiameseConfig",
     "OnnxSiameseModel",
+    "OpenVinoSiameseConfig",
+    "OpenVinoSiameseModel",
     "SiameseConfig",
     "SiameseModel",
     "SiameseModelOutput",

@@ -45,6 +45,14 @@ class EvaluationArguments:
 
     model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of a trained Siamese model."})
     test_file: str = field(metadata={"help": "Labelled pair file (any format hfsiamese.data.load_pairs reads)."})
+    backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "auto: of the model folder and the ONNX/OpenVINO exports in its subfolders, the fastest on this "
+            "CPU, timed once and kept (default: the folder as it is).",
+            "choices": ["auto"],
+        },
+    )
     data_format: str | None = field(default=None, metadata={"help": "Force the file format."})
     question1_column: str | None = field(default=None, metadata={"help": "Column of the first texts."})
     question2_column: str | None = field(default=None, metadata={"help": "Column of the second texts."})

@@ -1,12 +1,13 @@
 """
 The one way hfsiamese loads a model folder (or Hub id): `load_model` reads its config.json once and returns the
-object for what it holds: a bi-encoder (`SiameseModel`), a bi-encoder's ONNX export (`OnnxSiameseModel`), or a
-cross-encoder (`CrossEncoder`, with torch or onnxruntime inside). A folder that is none of these is a one-line error.
+object for what it holds: a bi-encoder (`SiameseModel`), a bi-encoder's ONNX export (`OnnxSiameseModel`) or OpenVINO
+export (`OpenVinoSiameseModel`), or a cross-encoder (`CrossEncoder`, with torch, onnxruntime or OpenVINO inside). A folder that is none of these is a one-line error.
 
 An ONNX export of either family is marked by the `onnx` entry of its config.json (`hfsiamese.utils.onnx_runtime`).
 A bi-encoder's export also has `model_type` `"siamese_onnx"`, which routes transformers' `AutoModel` (and the
 `question-duplicates` pipeline) to `OnnxSiameseModel`; an export whose config.json has that `model_type` but no `onnx`
-entry loads as one too.
+entry loads as one too. An OpenVINO export is marked the same way by its `openvino` entry
+(`hfsiamese.utils.openvino_runtime`), a bi-encoder's by `model_type` `"siamese_openvino"` too.
 
 The other loaders are this one with fewer families: `load_siamese_model` (what `DuplicateIndex`, `hfsiamese search`
 and the web app call) refuses a cross-encoder, which cannot embed texts; `hfsiamese.loading.load_pair_model`
@@ -22,13 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from hfsiamese.bi_encoder.onnx_model import OnnxSiameseConfig, OnnxSiameseModel
+from hfsiamese.bi_encoder.openvino_model import OpenVinoSiameseConfig, OpenVinoSiameseModel
 from hfsiamese.cross_encoder.config_kind import is_cross_encoder_config, is_cross_encoder_folder
 from hfsiamese.models.siamese.configuration_siamese import SiameseConfig
 from hfsiamese.models.siamese.safe_loading import clear_loading_errors
 from hfsiamese.utils.onnx_runtime import onnx_entry
+from hfsiamese.utils.openvino_runtime import openvino_entry
 
 # What a model folder can hold, as `model_kind` names it.
 BI_ENCODER, BI_ENCODER_ONNX, CROSS_ENCODER = "bi-encoder", "bi-encoder ONNX export", "cross-encoder"
+BI_ENCODER_OPENVINO = "bi-encoder OpenVINO export"
 # Options of `from_pretrained` that say where config.json is (the rest go to the model class only).
 _CONFIG_LOCATION_OPTIONS = ("revision", "cache_dir", "token", "local_files_only", "force_download", "subfolder")
 
@@ -58,10 +62,15 @@ def config_values(name_or_path: str | os.PathLike, **kwargs: Any) -> dict[str, A
 
 
 def model_kind(config: Any) -> str | None:
-    """What a config (a transformers config or its dict) describes: `BI_ENCODER`, `BI_ENCODER_ONNX`, `CROSS_ENCODER`, or None."""
+    """
+    What a config (a transformers config or its dict) describes: `BI_ENCODER`, `BI_ENCODER_ONNX`,
+    `BI_ENCODER_OPENVINO`, `CROSS_ENCODER`, or None.
+    """
     values = config if isinstance(config, dict) else config.to_dict()
-    if is_cross_encoder_config(values):  # PyTorch or ONNX: `CrossEncoder.from_pretrained` reads its `onnx` entry
+    if is_cross_encoder_config(values):  # any runtime: `CrossEncoder.from_pretrained` reads its `onnx`/`openvino` entry
         return CROSS_ENCODER
+    if openvino_entry(values) or values.get("model_type") == OpenVinoSiameseConfig.model_type:
+        return BI_ENCODER_OPENVINO
     if onnx_entry(values) or values.get("model_type") == OnnxSiameseConfig.model_type:
         return BI_ENCODER_ONNX
     if values.get("model_type") == SiameseConfig.model_type:
@@ -77,12 +86,26 @@ def is_onnx_folder(name_or_path: str | os.PathLike) -> bool:
     return bool(onnx_entry(values)) or model_kind(values) == BI_ENCODER_ONNX
 
 
-def load_model(folder_or_hub_id: str | os.PathLike, **kwargs: Any) -> Any:
+def exported_format(name_or_path: str | os.PathLike) -> str | None:
+    """`"onnx"` or `"openvino"` when `name_or_path` names a local folder holding such an export (either family), else None."""
+    if not (Path(name_or_path) / "config.json").is_file():
+        return None
+    values = config_values(name_or_path)
+    if openvino_entry(values) or model_kind(values) == BI_ENCODER_OPENVINO:
+        return "openvino"
+    return "onnx" if is_onnx_folder(name_or_path) else None
+
+
+def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
     The model a folder or Hub id holds, for either family: `SiameseModel` (a bi-encoder checkpoint: safetensors
-    only), `OnnxSiameseModel` (its ONNX export; needs onnxruntime), or `CrossEncoder` (a cross-encoder checkpoint or
-    its ONNX export). `kwargs` go to that class's `from_pretrained` (e.g. `providers`, `session_options` for an
-    ONNX export). A folder that holds none of these is a one-line ValueError.
+    only), `OnnxSiameseModel` (its ONNX export; needs onnxruntime), `OpenVinoSiameseModel` (its OpenVINO export; needs
+    openvino), or `CrossEncoder` (a cross-encoder checkpoint or its ONNX or OpenVINO export). `kwargs` go to that
+    class's `from_pretrained` (e.g. `providers`, `session_options` for an ONNX export; `ov_config` for an OpenVINO
+    one). A folder that holds none of these is a one-line ValueError.
+
+    `backend="auto"` (a local folder): of the folder and the exports in its subfolders, the one that scores pairs
+    fastest on this CPU, timed once and kept (`hfsiamese.backend_choice`); None loads the folder as it is.
 
     Examples:
 
@@ -92,16 +115,35 @@ def load_model(folder_or_hub_id: str | os.PathLike, **kwargs: Any) -> Any:
     >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
     ```
     """
-    return _load(folder_or_hub_id, (BI_ENCODER, BI_ENCODER_ONNX, CROSS_ENCODER), **kwargs)
+    return _load(
+        chosen_folder(folder_or_hub_id, backend),
+        (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO, CROSS_ENCODER),
+        **kwargs,
+    )
 
 
-def load_siamese_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str | os.PathLike:
+    """The folder to load for `backend`: `name_or_path` itself (None), or the one `backend="auto"` chooses in it."""
+    if backend is None:
+        return name_or_path
+    from hfsiamese.backend_choice import BACKENDS, choose_backend
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS} or None (the folder as it is), got {backend!r}")
+    if not os.path.isdir(name_or_path):
+        raise ValueError(f"backend='auto' chooses among a local folder's exports: {name_or_path} is no folder")
+    return choose_backend(name_or_path, load=load_model).path
+
+
+def load_siamese_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
-    A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs onnxruntime), else
-    `SiameseModel` (`AutoModel.from_pretrained`, safetensors only). `kwargs` go to that class's `from_pretrained`.
-    `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused.
+    A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs onnxruntime),
+    `OpenVinoSiameseModel` for an OpenVINO export (needs openvino), else `SiameseModel` (`AutoModel.from_pretrained`,
+    safetensors only). `kwargs` go to that class's `from_pretrained`.
+    `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused. `backend`: as for
+    `load_model`.
     """
-    return _load(name_or_path, (BI_ENCODER, BI_ENCODER_ONNX), **kwargs)
+    return _load(chosen_folder(name_or_path, backend), (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO), **kwargs)
 
 
 def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any) -> Any:
@@ -128,25 +170,30 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
         return CrossEncoder.from_pretrained(source, **kwargs)
     if kind == BI_ENCODER_ONNX:
         return OnnxSiameseModel.from_pretrained(source, **kwargs)
+    if kind == BI_ENCODER_OPENVINO:
+        return OpenVinoSiameseModel.from_pretrained(source, **kwargs)
     from transformers import AutoModel
 
     return AutoModel.from_pretrained(source, **kwargs)
 
 
-def load_pair_model(name_or_path: str | os.PathLike, **kwargs: Any) -> Any:
+def load_pair_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
     """
     A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
     (`hfsiamese evaluate`, `hfsiamese calibrate`): `load_model`, which loads a cross-encoder, a Siamese checkpoint
-    or the ONNX export of either.
+    or the ONNX export of either (`backend`: as for `load_model`).
     """
-    return load_model(name_or_path, **kwargs)
+    return load_model(name_or_path, backend=backend, **kwargs)
 
 
 __all__ = [
     "BI_ENCODER",
     "BI_ENCODER_ONNX",
+    "BI_ENCODER_OPENVINO",
     "CROSS_ENCODER",
+    "chosen_folder",
     "config_values",
+    "exported_format",
     "is_cross_encoder_config",
     "is_cross_encoder_folder",
     "load_pair_model",

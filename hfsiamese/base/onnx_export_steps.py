@@ -63,7 +63,7 @@ def quantize_int8(source: str | Path, target: str | Path) -> None:
     # onnxruntime advises its pre-processing (symbolic shape inference) on every call; that fails on
     # `torch.export` graphs ("Incomplete symbolic shape inference"), so the graph is quantised as exported.
     root = logging.getLogger()
-    advice = _DropMessage("Please consider to run pre-processing before quantization")
+    advice = DropMessage("Please consider to run pre-processing before quantization")
     root.addFilter(advice)
     try:
         quantize_dynamic(
@@ -78,7 +78,7 @@ def quantize_int8(source: str | Path, target: str | Path) -> None:
         root.removeFilter(advice)
 
 
-class _DropMessage(logging.Filter):
+class DropMessage(logging.Filter):
     """Drops log records whose message starts with `prefix`."""
 
     def __init__(self, prefix: str) -> None:
@@ -125,6 +125,7 @@ def copy_side_files(source: Path, target: Path) -> None:
 
 __all__ = [
     "DEFAULT_OPSET",
+    "DropMessage",
     "FP32_TOLERANCE",
     "INT8_WEIGHTS",
     "QUANTIZATIONS",

@@ -1,6 +1,6 @@
 """The bi-encoder (Siamese) family: its trainer and training arguments, how a run builds its model (LSTM or
 static vocabularies, pretrained and sentence-transformers folders, LoRA, decoder tokens), its gradient cache,
-batch sampling (several data sets in one run too) and hard-negative mining, its model card, calibrated copies, and its exports (ONNX, the
+batch sampling (several data sets in one run too) and hard-negative mining, its model card, calibrated copies, and its exports (ONNX, OpenVINO, the
 sentence-transformers layout). The model itself is `hfsiamese.models.siamese`: the folder that travels with
 every checkpoint."""
 
@@ -18,6 +18,9 @@ _EXPORTS = {
     "export_onnx": "hfsiamese.bi_encoder.onnx_export",
     "OnnxSiameseConfig": "hfsiamese.bi_encoder.onnx_model",
     "OnnxSiameseModel": "hfsiamese.bi_encoder.onnx_model",
+    "export_openvino": "hfsiamese.bi_encoder.openvino_export",
+    "OpenVinoSiameseConfig": "hfsiamese.bi_encoder.openvino_model",
+    "OpenVinoSiameseModel": "hfsiamese.bi_encoder.openvino_model",
     "check_export": "hfsiamese.bi_encoder.sentence_transformers_export",
     "export_sentence_transformers": "hfsiamese.bi_encoder.sentence_transformers_export",
 }

@@ -29,6 +29,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from hfsiamese.base.calibration_sample import (
+    DEFAULT_CALIBRATION_SIZE,
+    DEFAULT_CHECK_SIZE,
+    CalibrationSample,
+    RecordingSession,
+    check_calibration_request,
+    read_calibration_sample,
+)
+from hfsiamese.base.int8_accuracy import DEFAULT_MAX_SCORE_DIFF, DEFAULT_MIN_COSINE, ON_FAILURE, Int8AccuracyCheck
 from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     FP32_TOLERANCE,
@@ -40,14 +49,21 @@ from hfsiamese.base.onnx_export_steps import (
     quantized_graph,
     write_graph,
 )
-from hfsiamese.bi_encoder.onnx_model import CLASSIFIER_FILE_NAME, INPUT_NAMES, OUTPUT_NAME, OnnxSiameseConfig
+from hfsiamese.base.static_quantization import quantize_onnx_static
+from hfsiamese.bi_encoder.onnx_model import (
+    CLASSIFIER_FILE_NAME,
+    INPUT_NAMES,
+    OUTPUT_NAME,
+    OnnxSiameseConfig,
+    OnnxSiameseModel,
+)
 from hfsiamese.models.siamese.adapters import merged_copy
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_session
 from hfsiamese.utils.output_dirs import give_umask_mode
 
 logger = logging.getLogger(__name__)
 
-EXPORT_FORMATS = ("onnx",)
+EXPORT_FORMATS = ("onnx", "openvino")
 # (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.
 PROBE_SHAPES = ((1, 3), (7, 40))
 
@@ -60,13 +76,73 @@ class ExportArguments:
     output_dir: str = field(
         metadata={"help": "Folder to write the exported model to (a model folder, like the input)."}
     )
-    format: str = field(default="onnx", metadata={"help": "Export format.", "choices": EXPORT_FORMATS})
+    format: str = field(
+        default="onnx",
+        metadata={"help": "onnx (onnxruntime) or openvino (OpenVINO's CPU runtime).", "choices": EXPORT_FORMATS},
+    )
     quantize: str | None = field(
         default=None,
-        metadata={"help": "int8: onnxruntime dynamic quantisation (int8 weights).", "choices": QUANTIZATIONS},
+        metadata={
+            "help": "int8: dynamic int8 weights (ONNX) or, with --calibration_file, static int8 (ONNX: onnxruntime; "
+            "OpenVINO, where int8 is always static: NNCF).",
+            "choices": QUANTIZATIONS,
+        },
+    )
+    calibration_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Pair file of your own questions (any format hfsiamese reads) for static int8: a seeded sample "
+            "calibrates the int8 ranges, a disjoint one checks the int8 graph against PyTorch."
+        },
+    )
+    calibration_size: int = field(
+        default=DEFAULT_CALIBRATION_SIZE, metadata={"help": "Pairs of --calibration_file to calibrate on."}
+    )
+    check_size: int = field(
+        default=DEFAULT_CHECK_SIZE, metadata={"help": "Held-out pairs of --calibration_file to check int8 on."}
+    )
+    int8_min_cosine: float = field(
+        default=DEFAULT_MIN_COSINE,
+        metadata={"help": "Bi-encoder bar: mean cosine of the int8 embeddings to PyTorch's on the held-out texts."},
+    )
+    int8_max_score_diff: float = field(
+        default=DEFAULT_MAX_SCORE_DIFF,
+        metadata={"help": "Cross-encoder bar: mean |P(duplicate) difference| to PyTorch on the held-out pairs."},
+    )
+    int8_on_failure: str = field(
+        default="refuse",
+        metadata={
+            "help": "When static int8 falls past its bar: refuse (write nothing) or warn.",
+            "choices": ON_FAILURE,
+        },
     )
     opset: int = field(default=DEFAULT_OPSET, metadata={"help": "ONNX opset version."})
     overwrite_output_dir: bool = field(default=False, metadata={"help": "Write into a non-empty --output_dir."})
+
+    def __post_init__(self) -> None:
+        if self.format not in EXPORT_FORMATS:
+            raise ValueError(f"--format must be one of {EXPORT_FORMATS}, got {self.format!r}")
+        if self.calibration_file is not None and self.quantize != "int8":
+            raise ValueError("--calibration_file is for static int8: pass --quantize int8 with it")
+        if self.format == "openvino" and self.quantize == "int8" and self.calibration_file is None:
+            raise ValueError(
+                "OpenVINO int8 is static: give --calibration_file (pairs of your own questions) to calibrate it on"
+            )
+        self.int8_check()  # the bars and the failure mode checked before any work
+
+    def int8_check(self) -> Int8AccuracyCheck:
+        """The bars static int8 is held to, and what a failure does."""
+        return Int8AccuracyCheck(
+            min_cosine=self.int8_min_cosine, max_score_diff=self.int8_max_score_diff, on_failure=self.int8_on_failure
+        )
+
+    def calibration_sample(self) -> CalibrationSample | None:
+        """The calibration and held-out pairs of --calibration_file (None without it)."""
+        if self.calibration_file is None:
+            return None
+        return read_calibration_sample(
+            self.calibration_file, calibration_size=self.calibration_size, check_size=self.check_size
+        )
 
 
 class EmbeddingGraph(nn.Module):
@@ -192,25 +268,33 @@ def export_onnx(
     opset: int = DEFAULT_OPSET,
     source_dir: str | Path | None = None,
     overwrite: bool = False,
+    calibration: CalibrationSample | None = None,
+    int8_check: Int8AccuracyCheck | None = None,
 ) -> OnnxSiameseConfig:
     """
     Write an ONNX model folder to `output_dir`: `model.onnx`, `config.json` (`OnnxSiameseConfig`: the
     model's config, threshold and calibration included, plus how the graph was made), the tokenizer,
     the classification head's weights if any, the other files of `source_dir` (if given) and a model
     card noting the export. Raises if the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`.
+
+    `quantize="int8"` alone is dynamic int8; with a `calibration` sample of the user's pairs it is static int8
+    (onnxruntime's `quantize_static` on the graph's inputs for the calibration texts), checked on the held-out texts
+    against `int8_check`'s bar (default `Int8AccuracyCheck()`) before anything is written.
     """
     output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
+    check_calibration_request(quantize, calibration)
     model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
-        exporter = export_graph(model, fp32_path, opset=opset)
-        fp32 = compare_with_pytorch(model, open_session(fp32_path))
-        if fp32["max_abs_diff"] > FP32_TOLERANCE:
-            raise ValueError(
-                f"the {exporter} export of this model differs from PyTorch by {fp32['max_abs_diff']:.2e} (max abs, "
-                f"tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
-            )
-        graph_path = quantized_graph(fp32_path, quantize)
+        exporter, fp32 = checked_fp32_graph(model, fp32_path, opset=opset)
+        static = None
+        if calibration is not None:
+            graph_path = fp32_path.with_name("model.int8.onnx")
+            feeds = calibration_feeds(model, tokenizer, open_session(fp32_path), calibration.calibration_texts())
+            quantize_onnx_static(fp32_path, graph_path, feeds)
+            static = judge_static_int8(model, tokenizer, open_session(graph_path), calibration, int8_check)
+        else:
+            graph_path = quantized_graph(fp32_path, quantize)
         quantized = compare_with_pytorch(model, open_session(graph_path)) if quantize is not None else None
         write_graph(graph_path, output_dir)
     onnx_entry = export_entry(
@@ -222,7 +306,65 @@ def export_onnx(
     )
     if quantized is not None:
         onnx_entry["int8_min_cosine"] = quantized["min_cosine"]
+    if static is not None:
+        onnx_entry.update(static)
     config = _onnx_config(model.config, onnx_entry)
+    write_side_files(model, tokenizer, config, output_dir, source_dir)
+    _write_card(output_dir, source_dir, onnx_entry)
+    return config
+
+
+def checked_fp32_graph(model: nn.Module, path: Path, *, opset: int) -> tuple[str, dict[str, float]]:
+    """`model.embed` exported as an fp32 ONNX graph to `path` and compared with PyTorch; refused when it differs."""
+    exporter = export_graph(model, path, opset=opset)
+    fp32 = compare_with_pytorch(model, open_session(path))
+    if fp32["max_abs_diff"] > FP32_TOLERANCE:
+        raise ValueError(
+            f"the {exporter} export of this model differs from PyTorch by {fp32['max_abs_diff']:.2e} (max abs, "
+            f"tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
+        )
+    return exporter, fp32
+
+
+def served_model(model: Any, session: Any) -> OnnxSiameseModel:
+    """`model`'s graph as served (`OnnxSiameseModel` over `session`, an onnxruntime or OpenVINO session), in memory."""
+    rows = model.get_input_embeddings().num_embeddings
+    return OnnxSiameseModel(_onnx_config(model.config, {"embedding_rows": rows}), session)
+
+
+def calibration_feeds(model: Any, tokenizer: Any, session: Any, texts: list[str]) -> list[dict[str, np.ndarray]]:
+    """The batches `encode` feeds the graph for `texts` (padding, truncation, order as served): what static int8 calibrates on."""
+    recorder = RecordingSession(session)
+    served_model(model, recorder).encode(texts, tokenizer)
+    return recorder.feeds
+
+
+def judge_static_int8(
+    model: Any, tokenizer: Any, session: Any, calibration: CalibrationSample, check: Int8AccuracyCheck | None
+) -> dict[str, Any]:
+    """
+    The held-out texts embedded by PyTorch (fp32) and by the int8 graph in `session`; the check's bar applied to their
+    mean cosine (a refusal raises). Returns what the export's entry records of it.
+    """
+    check = check if check is not None else Int8AccuracyCheck()
+    texts = calibration.check_texts()
+    with torch.inference_mode():
+        expected = model.encode(texts, tokenizer)
+    got = served_model(model, session).encode(texts, tokenizer)
+    cosine = torch.nn.functional.cosine_similarity(got.float(), expected.float(), dim=-1)
+    check.judge_cosine(float(cosine.mean()), len(texts))
+    return {
+        "int8_mode": "static",
+        "calibration_pairs": len(calibration.calibration_pairs),
+        "int8_check_texts": len(texts),
+        "int8_check_mean_cosine": round(float(cosine.mean()), 6),
+        "int8_check_min_cosine": round(float(cosine.min()), 6),
+        "int8_min_cosine_bar": check.min_cosine,
+    }
+
+
+def write_side_files(model: Any, tokenizer: Any, config: Any, output_dir: Path, source_dir: str | Path | None) -> None:
+    """Everything of an export folder but the graph and the card: side files, tokenizer, config, the head's weights."""
     if source_dir is not None:
         copy_side_files(Path(source_dir), output_dir)
     tokenizer.save_pretrained(output_dir)
@@ -234,8 +376,6 @@ def export_onnx(
             {k: v.contiguous() for k, v in model.classifier.state_dict().items()}, output_dir / CLASSIFIER_FILE_NAME
         )
         give_umask_mode(output_dir / CLASSIFIER_FILE_NAME)
-    _write_card(output_dir, source_dir, onnx_entry)
-    return config
 
 
 def _onnx_config(config: Any, onnx_entry: dict[str, Any]) -> OnnxSiameseConfig:
@@ -262,7 +402,11 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dic
         )
     tags = list(data.tags or [])
     data.tags = [*tags, "onnx"] if "onnx" not in tags else tags
-    precision = "int8 (onnxruntime dynamic quantisation)" if onnx_entry["quantization"] else "float32"
+    precision = (
+        f"int8 (onnxruntime {onnx_entry.get('int8_mode', 'dynamic')} quantisation)"
+        if onnx_entry["quantization"]
+        else "float32"
+    )
     note = (
         "\n## ONNX export\n\n"
         f"This folder holds the model exported to ONNX ({ONNX_FILE_NAME}, {precision}, opset {onnx_entry['opset']}, "

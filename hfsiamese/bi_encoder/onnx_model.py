@@ -38,6 +38,13 @@ INPUT_NAMES = ("input_ids", "attention_mask")
 OUTPUT_NAME = "sentence_embedding"
 
 
+def padding_id_of(config: SiameseConfig) -> int:
+    """The token id the graph's inputs are padded with: the LSTM/static vocabulary's, or the transformer's."""
+    if config.encoder_type != "transformer":
+        return int(config.pad_token_id or 0)
+    return int((config.encoder_config or {}).get("pad_token_id") or 0)
+
+
 class OnnxSiameseConfig(SiameseConfig):
     """
     The config of an ONNX-exported Siamese model: the exported model's `SiameseConfig`, plus
@@ -69,10 +76,12 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
     ```
     """
 
-    config_class = OnnxSiameseConfig
+    config_class: type[SiameseConfig] = OnnxSiameseConfig
     main_input_name = "input_ids_a"
+    # The runtime named in messages; a subclass serving another runtime's graph names its own.
+    runtime_name = "ONNX"
 
-    def __init__(self, config: OnnxSiameseConfig, session: Any, name_or_path: str = "") -> None:
+    def __init__(self, config: SiameseConfig, session: Any, name_or_path: str = "") -> None:
         super().__init__()
         self.config = config
         self.session = session
@@ -110,17 +119,20 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
             config = OnnxSiameseConfig.from_pretrained(folder)
         session = open_graph_session(folder, config.onnx, providers=providers, session_options=session_options)
         model = cls(config, session, name_or_path=str(folder))
-        if model.classifier is not None:
-            from safetensors.torch import load_file
-
-            weights_path = folder / CLASSIFIER_FILE_NAME
-            if not weights_path.is_file():
-                raise FileNotFoundError(
-                    f"{weights_path}: the model has a classification head but its weights are missing"
-                )
-            model.classifier.load_state_dict(load_file(str(weights_path)))
-            check_finite(model.classifier, str(weights_path))
+        model.load_classifier(folder)
         return model.eval()
+
+    def load_classifier(self, folder: Path) -> None:
+        """The classification head's weights from `folder`, when the model has a head (the export writes them there)."""
+        if self.classifier is None:
+            return
+        from safetensors.torch import load_file
+
+        weights_path = folder / CLASSIFIER_FILE_NAME
+        if not weights_path.is_file():
+            raise FileNotFoundError(f"{weights_path}: the model has a classification head but its weights are missing")
+        self.classifier.load_state_dict(load_file(str(weights_path)))
+        check_finite(self.classifier, str(weights_path))
 
     # ----------------------------------------------------------------------------------------
     # What the inference mixin asks of a model
@@ -136,24 +148,32 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
     def can_generate(self) -> bool:
         return False
 
+    def graph_entry(self) -> dict[str, Any]:
+        """The config.json entry that says how the graph was made (`onnx` here; `openvino` for an OpenVINO export)."""
+        return dict(self.config.onnx)
+
     def embedding_rows(self) -> int:
         """Rows of the token embedding table inside the graph (the tokenizer may not be larger)."""
-        return int(self.config.onnx["embedding_rows"])
+        return int(self.graph_entry()["embedding_rows"])
 
     def padding_id(self) -> int:
-        if self.config.encoder_type != "transformer":
-            return self.config.pad_token_id
-        return (self.config.encoder_config or {}).get("pad_token_id") or 0
+        return padding_id_of(self.config)
 
     def encode_precision(self) -> EncodePrecision:
-        """`encode(dtype="auto")` on an ONNX model: the precision its export fixed, nothing measured."""
-        return EncodePrecision(None, f"ONNX graph exported as {self.config.onnx.get('quantization') or 'float32'}")
+        """`encode(dtype="auto")` on an exported model: the precision its export fixed, nothing measured."""
+        return EncodePrecision(None, f"{self.runtime_name} graph exported as {self._exported_precision()}")
+
+    def _exported_precision(self) -> str:
+        entry = self.graph_entry()
+        if entry.get("quantization") is None:
+            return "float32"
+        return f"{entry['quantization']} ({entry.get('int8_mode', 'dynamic')})"
 
     def _autocast(self, dtype: torch.dtype | None) -> Any:
         if dtype is not None:
             raise ValueError(
-                f"dtype={dtype} is a PyTorch option: an ONNX model's precision was fixed when it was exported "
-                f"({self.config.onnx.get('quantization') or 'float32'}); export with --quantize int8 for a smaller one"
+                f"dtype={dtype} is a PyTorch option: an {self.runtime_name} model's precision was fixed when it was "
+                f"exported ({self._exported_precision()}); export with --quantize int8 for a smaller one"
             )
         return contextlib.nullcontext()
 
@@ -208,5 +228,6 @@ __all__ = [
     "OUTPUT_NAME",
     "OnnxSiameseConfig",
     "OnnxSiameseModel",
+    "padding_id_of",
     "require_onnxruntime",
 ]

@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
     # A folder without config.json, or offline a Hub id not in the cache, fails here, saying which.
     require_local_or_cached(args.model_name_or_path, saved_folder=True)
-    model = load_pair_model(args.model_name_or_path)  # a PyTorch checkpoint, an ONNX export or a cross-encoder
+    # A PyTorch checkpoint, an ONNX or OpenVINO export or a cross-encoder; with --backend auto, the fastest it carries.
+    model = load_pair_model(args.model_name_or_path, backend=args.backend)
     if args.retrieval and not hasattr(model, "encode"):
         raise ValueError(
             "--retrieval searches with embeddings: a cross-encoder has none (rerank a bi-encoder's candidates with it)"

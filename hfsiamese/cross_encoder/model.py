@@ -31,6 +31,7 @@ from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTok
 
 from hfsiamese.cross_encoder.config_kind import is_cross_encoder_config, is_cross_encoder_folder
 from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
+from hfsiamese.cross_encoder.openvino_model import OpenVinoSequenceClassifier
 from hfsiamese.cross_encoder.pair_inputs import encode_pairs
 from hfsiamese.models.siamese.calibration import CalibrationMixin
 from hfsiamese.models.siamese.safe_loading import (
@@ -43,6 +44,7 @@ from hfsiamese.models.siamese.safe_loading import (
 from hfsiamese.models.siamese.scoring import check_threshold, pair_probability, resolve_decision_threshold
 from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated
 from hfsiamese.utils.onnx_runtime import onnx_entry
+from hfsiamese.utils.openvino_runtime import openvino_entry
 
 PAIR_ORDERS = ("both", "given")
 # sentence-transformers' CrossEncoder reads its activation from here: the same score it computes in the given order.
@@ -102,7 +104,7 @@ class CrossEncoder(CalibrationMixin):
         A trained cross-encoder (a local folder or Hub id): safetensors weights only, every tensor present and
         finite, else a ValueError naming the file. `kwargs` go to `AutoModelForSequenceClassification.from_pretrained`.
         A folder exported to ONNX (`hfsiamese export`) runs on onnxruntime instead (`kwargs`: `providers`,
-        `session_options`).
+        `session_options`); one exported to OpenVINO (`--format openvino`) on OpenVINO (`kwargs`: `ov_config`).
         """
         refuse_pickle_loading(kwargs)
         source = str(name_or_path)
@@ -112,6 +114,9 @@ class CrossEncoder(CalibrationMixin):
                 config = AutoConfig.from_pretrained(source)
         if onnx_entry(config):  # a folder written by hfsiamese.cross_encoder.onnx_export
             model = OnnxSequenceClassifier.from_folder(source, config, **kwargs)
+            return cls(model, tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(source))
+        if openvino_entry(config):  # a folder written by hfsiamese.cross_encoder.openvino_export
+            model = OpenVinoSequenceClassifier.from_folder(source, config, **kwargs)
             return cls(model, tokenizer if tokenizer is not None else AutoTokenizer.from_pretrained(source))
         weights = weights_file(source, kwargs)
         with clear_loading_errors(source, weights, what="cross-encoder"):

@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from hfsiamese.base.calibration_sample import CalibrationSample, RecordingSession, check_calibration_request
+from hfsiamese.base.int8_accuracy import Int8AccuracyCheck
 from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     FP32_TOLERANCE,
@@ -29,8 +31,11 @@ from hfsiamese.base.onnx_export_steps import (
     quantized_graph,
     write_graph,
 )
-from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME
+from hfsiamese.base.static_quantization import quantize_onnx_static
+from hfsiamese.cross_encoder.model import CrossEncoder
+from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME, OnnxSequenceClassifier
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, onnx_entry, open_session
+from hfsiamese.utils.openvino_runtime import openvino_entry
 
 # (batch, length) of the probe batches the exported graph is checked on: other shapes than the traced one.
 PROBE_SHAPES = ((1, 5), (6, 40))
@@ -62,14 +67,15 @@ def _probe_pairs(cross_encoder: Any, batch: int, length: int, seed: int) -> dict
     return {"input_ids": ids * mask, "attention_mask": mask, "token_type_ids": types}
 
 
-def _input_names(cross_encoder: Any) -> tuple[str, ...]:
+def input_names(cross_encoder: Any) -> tuple[str, ...]:
+    """The token fields the cross-encoder's tokenizer makes for a pair, in the graph's input order."""
     made = cross_encoder.tokenizer("a", "b")
     return tuple(name for name in ("input_ids", "attention_mask", "token_type_ids") if name in made)
 
 
 def export_cross_encoder_graph(cross_encoder: Any, path: str | Path, *, opset: int = DEFAULT_OPSET) -> tuple[str, ...]:
     """Write the cross-encoder's one-logit classifier as an fp32 ONNX graph to `path`; returns its input names."""
-    names = _input_names(cross_encoder)
+    names = input_names(cross_encoder)
     graph = LogitsGraph(cross_encoder.model).eval()
     example = _probe_pairs(cross_encoder, 3, 9, seed=0)
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
@@ -113,37 +119,126 @@ def export_cross_encoder_onnx(
     opset: int = DEFAULT_OPSET,
     source_dir: str | Path | None = None,
     overwrite: bool = False,
+    calibration: CalibrationSample | None = None,
+    int8_check: Int8AccuracyCheck | None = None,
 ) -> dict[str, Any]:
     """
     Write an ONNX folder of `cross_encoder` to `output_dir`: `model.onnx`, config.json (the model's, with an `onnx`
     entry) and the tokenizer, and the other files of `source_dir` (e.g. all_results.json). Returns the `onnx` entry.
-    Raises when the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`.
+    Raises when the fp32 graph differs from PyTorch by more than `FP32_TOLERANCE`. `quantize="int8"` is dynamic int8,
+    or with a `calibration` sample static int8 (onnxruntime's `quantize_static`), refused before anything is written
+    when its held-out scores fall past `int8_check`'s bar.
     """
-    if onnx_entry(cross_encoder.config):
-        raise ValueError("this cross-encoder is already an ONNX export: export the PyTorch model it came from")
+    check_not_exported(cross_encoder)
     output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
+    check_calibration_request(quantize, calibration)
     cross_encoder.model.eval()
+    static = None
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
-        names = export_cross_encoder_graph(cross_encoder, fp32_path, opset=opset)
-        difference = compare_logits(cross_encoder, open_session(fp32_path), names)
-        if difference > FP32_TOLERANCE:
-            raise ValueError(
-                f"the ONNX export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, tolerance "
-                f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
-            )
-        write_graph(quantized_graph(fp32_path, quantize), output_dir)
+        difference = checked_fp32_cross_graph(cross_encoder, fp32_path, opset=opset)
+        if calibration is not None:
+            graph_path = fp32_path.with_name("model.int8.onnx")
+            feeds = cross_calibration_feeds(cross_encoder, open_session(fp32_path), calibration.calibration_pairs)
+            quantize_onnx_static(fp32_path, graph_path, feeds)
+            static = judge_cross_static_int8(cross_encoder, open_session(graph_path), calibration, int8_check)
+        else:
+            graph_path = quantized_graph(fp32_path, quantize)
+        write_graph(graph_path, output_dir)
     entry = export_entry(quantize, opset, "dynamo", fp32_max_abs_logit_diff=difference)
+    entry.update(static or {})
+    save_cross_encoder_folder(cross_encoder, output_dir, source_dir, "onnx", entry)
+    return entry
+
+
+def check_not_exported(cross_encoder: Any) -> None:
+    """An export is made from the PyTorch model: a cross-encoder already running a graph is refused."""
+    for runtime, entry in (
+        ("ONNX", onnx_entry(cross_encoder.config)),
+        ("OpenVINO", openvino_entry(cross_encoder.config)),
+    ):
+        if entry:
+            raise ValueError(
+                f"this cross-encoder is already an {runtime} export: export the PyTorch model it came from"
+            )
+
+
+def checked_fp32_cross_graph(cross_encoder: Any, path: Path, *, opset: int) -> float:
+    """The cross-encoder's fp32 ONNX graph written to `path` and compared with PyTorch; refused when it differs."""
+    names = export_cross_encoder_graph(cross_encoder, path, opset=opset)
+    difference = compare_logits(cross_encoder, open_session(path), names)
+    if difference > FP32_TOLERANCE:
+        raise ValueError(
+            f"the ONNX export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, tolerance "
+            f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
+        )
+    return difference
+
+
+def served_cross_encoder(cross_encoder: Any, session: Any) -> Any:
+    """`cross_encoder` with its graph as served (over `session`, onnxruntime's or OpenVINO's), in memory."""
+    return CrossEncoder(OnnxSequenceClassifier(cross_encoder.config, session), cross_encoder.tokenizer)
+
+
+def cross_calibration_feeds(
+    cross_encoder: Any, session: Any, pairs: list[tuple[str, str]]
+) -> list[dict[str, np.ndarray]]:
+    """The batches `score_pairs` feeds the graph for `pairs` (both orders where the model reads both): calibration."""
+    recorder = RecordingSession(session)
+    first, second = zip(*pairs, strict=True)
+    served_cross_encoder(cross_encoder, recorder).score_pairs(list(first), list(second))
+    return recorder.feeds
+
+
+def judge_cross_static_int8(
+    cross_encoder: Any, session: Any, calibration: CalibrationSample, check: Int8AccuracyCheck | None
+) -> dict[str, Any]:
+    """
+    The held-out pairs scored by PyTorch (fp32) and by the int8 graph in `session`; the check's bar applied to the mean
+    absolute difference of their scores (a refusal raises). Returns what the export's entry records of it.
+    """
+    check = check if check is not None else Int8AccuracyCheck()
+    first, second = (list(side) for side in zip(*calibration.check_pairs, strict=True))
+    with torch.inference_mode():
+        expected = cross_encoder.score_pairs(first, second)
+    got = served_cross_encoder(cross_encoder, session).score_pairs(first, second)
+    difference = (got.float() - expected.float()).abs()
+    check.judge_score_diff(float(difference.mean()), len(first))
+    return {
+        "int8_mode": "static",
+        "calibration_pairs": len(calibration.calibration_pairs),
+        "int8_check_pairs": len(first),
+        "int8_check_mean_score_diff": round(float(difference.mean()), 6),
+        "int8_check_max_score_diff": round(float(difference.max()), 6),
+        "int8_max_score_diff_bar": check.max_score_diff,
+    }
+
+
+def save_cross_encoder_folder(
+    cross_encoder: Any, output_dir: Path, source_dir: str | Path | None, entry_name: str, entry: dict[str, Any]
+) -> None:
+    """The export folder's other files: `source_dir`'s side files, the tokenizer, and config.json with the entry."""
     if source_dir is not None:
         copy_side_files(Path(source_dir), output_dir)
     cross_encoder.tokenizer.save_pretrained(output_dir)
     config = cross_encoder.config
-    config.onnx = entry
+    setattr(config, entry_name, entry)
     try:
         config.save_pretrained(output_dir)  # after the tokenizer, which may write a config of its own
     finally:
-        del config.onnx
-    return entry
+        delattr(config, entry_name)
 
 
-__all__ = ["LogitsGraph", "compare_logits", "export_cross_encoder_graph", "export_cross_encoder_onnx"]
+__all__ = [
+    "LogitsGraph",
+    "check_not_exported",
+    "checked_fp32_cross_graph",
+    "compare_logits",
+    "cross_calibration_feeds",
+    "export_cross_encoder_graph",
+    "export_cross_encoder_onnx",
+    "input_names",
+    "judge_cross_static_int8",
+    "save_cross_encoder_folder",
+    "served_cross_encoder",
+]

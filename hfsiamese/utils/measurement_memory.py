@@ -16,6 +16,8 @@ writer's figure (a lock on the file), so they agree too. A file that cannot be r
 only means measuring in every process, as before.
 
 Library code does not use it unless the process opts in (`hfsiamese.cpu_policy.apply_command_defaults`).
+`keep_first` and `read_kept` keep other measured decisions the same way in files of their own beside it (the
+backend `load_model(..., backend="auto")` chose: `hfsiamese.backend_choice`).
 
 Hand-written: a few lines of JSON under a file lock; platformdirs would only name the folder.
 """
@@ -35,7 +37,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILE_NAME", "machine_key", "memory_file", "remember_speedup"]
+__all__ = ["FILE_NAME", "keep_first", "machine_key", "memory_file", "read_kept", "remember_speedup"]
 
 FILE_NAME = "bf16_speedups.json"
 
@@ -78,41 +80,51 @@ def remember_speedup(key: str, measure: Callable[[], float], *, path: Path | Non
     """The speed-up kept for `key` on this machine, else `measure()`'s, kept for the next process (first writer wins)."""
     path = memory_file() if path is None else path
     entry = f"{machine_key()} | {key}"
-    known = _read(path).get(entry)
-    if known is not None:
+    known = read_kept(path).get(entry)
+    if known is not None and isinstance(known.get("speedup"), (int, float)):
         logger.info(
             "bf16 speed-up %.2f× for %s, measured %s (kept in %s)", known["speedup"], key, known["measured"], path
         )
         return float(known["speedup"])
     speedup = measure()
+    kept = keep_first(path, entry, {"speedup": round(speedup, 4), "measured": _now()})
+    return float(kept["speedup"]) if kept is not None else speedup
+
+
+def keep_first(path: Path, entry: str, value: dict[str, Any]) -> dict[str, Any] | None:
+    """
+    Keep `value` under `entry` in the JSON file `path` unless another process kept one first (under a file lock);
+    returns what is kept there now, or None where the file cannot be written (the caller uses its own value).
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _locked(path):
-            saved = _read(path)
+            saved = read_kept(path)
             if entry in saved:  # another process measured it meanwhile: agree with it
-                return float(saved[entry]["speedup"])
-            saved[entry] = {"speedup": round(speedup, 4), "measured": datetime.now(UTC).isoformat(timespec="seconds")}
+                return saved[entry]
+            saved[entry] = value
             partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
             partial.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n", encoding="utf-8")
             os.replace(partial, path)
+            return value
     except OSError as err:
-        logger.debug("could not keep the bf16 speed-up in %s: %s", path, err)
-    return speedup
+        logger.debug("could not keep a measurement in %s: %s", path, err)
+        return None
 
 
-def _read(path: Path) -> dict[str, Any]:
-    """The kept speed-ups; empty where the file is missing or unreadable (it is measured again, and rewritten)."""
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_kept(path: Path) -> dict[str, Any]:
+    """The entries kept in `path` (JSON objects); empty where the file is missing or unreadable (measured again)."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(saved, dict):
         return {}
-    return {
-        key: value
-        for key, value in saved.items()
-        if isinstance(value, dict) and isinstance(value.get("speedup"), (int, float))
-    }
+    return {key: value for key, value in saved.items() if isinstance(value, dict)}
 
 
 @contextlib.contextmanager

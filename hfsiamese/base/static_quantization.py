@@ -1,0 +1,91 @@
+"""
+Static int8: post-training quantisation whose activation ranges are fixed from calibration batches of the user's own
+texts, by the two maintained quantisers (NNCF for an OpenVINO graph, onnxruntime's `quantize_static` for an ONNX
+graph). Unlike dynamic int8 (`hfsiamese.base.onnx_export_steps.quantize_int8`), nothing is measured at run time.
+Whether the result is accurate enough is judged afterwards on held-out texts (`hfsiamese.base.int8_accuracy`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hfsiamese.base.nncf_process import quantize_in_child
+from hfsiamese.base.onnx_export_steps import DropMessage
+from hfsiamese.utils.onnx_runtime import require_onnxruntime
+from hfsiamese.utils.openvino_runtime import require_openvino
+
+logger = logging.getLogger(__name__)
+
+# The operators static int8 quantises in an ONNX graph: the matrix products, as dynamic int8 does; onnxruntime has
+# no static kernel for LSTM, and the token embedding lookup stays float (see QUANTIZED_OPERATORS).
+STATIC_QUANTIZED_OPERATORS = ("MatMul", "Gemm")
+
+
+def require_nncf() -> None:
+    """
+    Raise the one-line error saying how to install NNCF (it comes with the openvino extra) where it is missing. Found,
+    not imported: NNCF runs in a child process (`hfsiamese.base.nncf_process`), never in this one.
+    """
+    from hfsiamese.utils.extras import install_hint
+
+    if importlib.util.find_spec("nncf") is None:
+        raise ImportError(f"static int8 for OpenVINO needs NNCF: {install_hint('openvino')}")
+
+
+def quantize_openvino_static(model: Any, feeds: list[dict[str, np.ndarray]], *, transformer: bool) -> Any:
+    """
+    The OpenVINO model `model` quantised by NNCF on the calibration batches `feeds` (input name to array), every batch
+    used. A transformer is quantised with NNCF's transformer scheme (SmoothQuant; softmax and norms kept float).
+    NNCF runs in a child process, which leaves this one as it was (`hfsiamese.base.nncf_process`).
+    """
+    require_openvino()
+    require_nncf()
+    return quantize_in_child(model, feeds, transformer=transformer)
+
+
+class _FeedReader:
+    """onnxruntime's `CalibrationDataReader` over recorded batches: `get_next()` until None."""
+
+    def __init__(self, feeds: list[dict[str, np.ndarray]]) -> None:
+        self._feeds: Iterator[dict[str, np.ndarray]] = iter(feeds)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._feeds, None)
+
+
+def quantize_onnx_static(source: str | Path, target: str | Path, feeds: list[dict[str, np.ndarray]]) -> None:
+    """
+    onnxruntime's static quantisation of the graph at `source` into `target` (QDQ format): weights s8 per output
+    channel in the reduced 7-bit range that every CPU runs right (`hfsiamese.base.onnx_export_steps.INT8_WEIGHTS`),
+    activations u8 with ranges from the calibration batches `feeds`.
+    """
+    require_onnxruntime()
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    reader = _FeedReader(feeds)  # a CalibrationDataReader by its `get_next` (onnxruntime checks the method only)
+    root = logging.getLogger()
+    advice = DropMessage("Please consider pre-processing before quantization")  # the static quantiser's wording
+    root.addFilter(advice)
+    try:
+        quantize_static(
+            str(source),
+            str(target),
+            reader,
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            reduce_range=True,
+            op_types_to_quantize=list(STATIC_QUANTIZED_OPERATORS),
+        )
+    finally:
+        root.removeFilter(advice)
+
+
+__all__ = ["STATIC_QUANTIZED_OPERATORS", "quantize_onnx_static", "quantize_openvino_static", "require_nncf"]

@@ -1,0 +1,39 @@
+"""The CPU backends benchmark (benchmarks/serving/cpu_backends.py) on a tiny model and a few pairs: its rows and ratios."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.serving.cpu_backends import main
+from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
+from tests.bi_encoder.test_onnx_export import tiny_model
+from tests.conftest import TEXTS
+
+
+def test_a_tiny_model_in_three_backends(tmp_path, capsys):
+    tokenizer = train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)
+    model = tiny_model("static", len(tokenizer)).eval()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    rows = [f"{a}\t{b}\t{int(i % 2 == 0)}" for i, (a, b) in enumerate(zip(TEXTS[0::2], TEXTS[1::2], strict=True))]
+    rows += [f"{a}\t{b}\t0" for a, b in zip(TEXTS[:4], TEXTS[4:], strict=True)]
+    (tmp_path / "pairs.tsv").write_text("question1\tquestion2\tlabel\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    variants = ["pytorch_fp32", "onnx_fp32", "openvino_fp32"]
+    result = main(
+        ["--model", str(tmp_path / "model"), "--pairs_file", str(tmp_path / "pairs.tsv"), "--texts", "12",
+         "--repeats", "1", "--variants", *variants, "--output_json", str(tmp_path / "out.json")]
+    )  # fmt: skip
+    assert result["texts"] == 12 and result["pairs"] == 8 and "skipped" not in result
+    for name in variants:
+        assert result[name]["texts_per_s"] > 0 and result[name]["pairs_per_s"] > 0
+        # fp32 in every runtime: the same scores, so the same AP.
+        assert result[name]["average_precision"] == pytest.approx(result["pytorch_fp32"]["average_precision"])
+    assert result["pytorch_fp32"]["encode_vs_pytorch_fp32"] == 1.0
+    assert (tmp_path / "out.json").is_file() and '"openvino_fp32"' in capsys.readouterr().out
+
+
+def test_help_names_every_variant(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    assert "st_openvino_int8" in capsys.readouterr().out
