@@ -123,6 +123,28 @@ def copy_side_files(source: Path, target: Path) -> None:
             shutil.copy2(path, target / path.name)
 
 
+def write_export_card(output_dir: Path, source_dir: str | Path | None, tag: str, section: str) -> None:
+    """
+    The source folder's model card (if any; else a minimal one) with an export's `tag` and its `section` (Markdown,
+    from its "## ..." heading on) appended, saved as the export folder's README.md. Both exports of a bi-encoder (ONNX,
+    OpenVINO) write their card through this.
+    """
+    from huggingface_hub import ModelCard, ModelCardData
+
+    source_card = Path(source_dir) / "README.md" if source_dir is not None else None
+    if source_card is not None and source_card.is_file():
+        card = ModelCard.load(source_card)
+        data, text = card.data, card.text
+    else:
+        data, text = (
+            ModelCardData(library_name="hfsiamese", tags=["hfsiamese", "sentence-similarity"]),
+            f"# {output_dir.name}\n",
+        )
+    tags = list(data.tags or [])
+    data.tags = [*tags, tag] if tag not in tags else tags
+    ModelCard(f"---\n{data.to_yaml()}\n---\n{text.rstrip()}\n{section}").save(output_dir / "README.md")
+
+
 __all__ = [
     "DEFAULT_OPSET",
     "DropMessage",
@@ -135,5 +157,6 @@ __all__ = [
     "export_entry",
     "quantize_int8",
     "quantized_graph",
+    "write_export_card",
     "write_graph",
 ]

@@ -47,6 +47,7 @@ from hfsiamese.base.onnx_export_steps import (
     export_entry,
     quantize_int8,
     quantized_graph,
+    write_export_card,
     write_graph,
 )
 from hfsiamese.base.static_quantization import quantize_onnx_static
@@ -389,19 +390,6 @@ def _onnx_config(config: Any, onnx_entry: dict[str, Any]) -> OnnxSiameseConfig:
 
 def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dict[str, Any]) -> None:
     """The source's model card (if any) with an "ONNX export" section and an `onnx` tag."""
-    from huggingface_hub import ModelCard, ModelCardData
-
-    source_card = Path(source_dir) / "README.md" if source_dir is not None else None
-    if source_card is not None and source_card.is_file():
-        card = ModelCard.load(source_card)
-        data, text = card.data, card.text
-    else:
-        data, text = (
-            ModelCardData(library_name="hfsiamese", tags=["hfsiamese", "sentence-similarity"]),
-            f"# {output_dir.name}\n",
-        )
-    tags = list(data.tags or [])
-    data.tags = [*tags, "onnx"] if "onnx" not in tags else tags
     precision = (
         f"int8 (onnxruntime {onnx_entry.get('int8_mode', 'dynamic')} quantisation)"
         if onnx_entry["quantization"]
@@ -425,7 +413,7 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dic
         f'model = load_siamese_model("{output_dir.name}")\n'
         'model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])\n```\n'
     )
-    ModelCard(f"---\n{data.to_yaml()}\n---\n{text.rstrip()}\n{note}").save(output_dir / "README.md")
+    write_export_card(output_dir, source_dir, "onnx", note)
 
 
 __all__ = ["EmbeddingGraph", "ExportArguments", "compare_with_pytorch", "export_graph", "export_onnx", "quantize_int8"]

@@ -20,7 +20,7 @@ from torch import nn
 
 from hfsiamese.base.calibration_sample import CalibrationSample, check_calibration_request
 from hfsiamese.base.int8_accuracy import Int8AccuracyCheck
-from hfsiamese.base.onnx_export_steps import DEFAULT_OPSET, FP32_TOLERANCE, check_export_request
+from hfsiamese.base.onnx_export_steps import DEFAULT_OPSET, FP32_TOLERANCE, check_export_request, write_export_card
 from hfsiamese.base.openvino_export_steps import (
     convert_onnx_graph,
     needs_static_shapes,
@@ -112,19 +112,6 @@ def _openvino_config(config: Any, entry: dict[str, Any]) -> OpenVinoSiameseConfi
 
 def _write_card(output_dir: Path, source_dir: str | Path | None, entry: dict[str, Any]) -> None:
     """The source's model card (if any) with an "OpenVINO export" section and an `openvino` tag."""
-    from huggingface_hub import ModelCard, ModelCardData
-
-    source_card = Path(source_dir) / "README.md" if source_dir is not None else None
-    if source_card is not None and source_card.is_file():
-        card = ModelCard.load(source_card)
-        data, text = card.data, card.text
-    else:
-        data, text = (
-            ModelCardData(library_name="hfsiamese", tags=["hfsiamese", "sentence-similarity"]),
-            f"# {output_dir.name}\n",
-        )
-    tags = list(data.tags or [])
-    data.tags = [*tags, "openvino"] if "openvino" not in tags else tags
     precision = "static int8 (NNCF)" if entry["quantization"] else "float32"
     check = (
         f"; on {entry['int8_check_texts']} held-out texts the int8 embeddings' mean cosine to PyTorch's is "
@@ -144,7 +131,7 @@ def _write_card(output_dir: Path, source_dir: str | Path | None, entry: dict[str
         f'model = load_model("{output_dir.name}")\n'
         'model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])\n```\n'
     )
-    ModelCard(f"---\n{data.to_yaml()}\n---\n{text.rstrip()}\n{note}").save(output_dir / "README.md")
+    write_export_card(output_dir, source_dir, "openvino", note)
 
 
 __all__ = ["export_openvino"]
