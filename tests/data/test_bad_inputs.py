@@ -3,7 +3,7 @@ The bad-input table: one row per kind of bad input, with the behaviour it must g
 
 This list is the single source of the "Bad inputs" table in the docs:
 `python benchmarks/reliability/bad_input_table.py` runs every row and prints it with the message observed.
-Other tests (tests/data/test_loading.py, ...) cover variants of the same inputs in more depth.
+Other tests (tests/data/test_pair_loading.py, ...) cover variants of the same inputs in more depth.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every recipe, as a user runs it, with each kind of bad file: one line `error: ...`, no traceback.
 
 The files are the bad-file table's (tests/bad_files.py; the other commands get them in tests/cli/test_bad_files.py)
-as a user would hand them to a command; the messages themselves are tested there and in tests/data/test_loading.py.
+as a user would hand them to a command; the messages themselves are tested there and in tests/data/test_pair_loading.py.
 """
 
 from __future__ import annotations
