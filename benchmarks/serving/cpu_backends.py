@@ -133,7 +133,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
     if args.model == "minilm":
-        from hfsiamese.bi_encoder.minilm import resolve_minilm_path
+        from hfsiamese.utils.minilm import resolve_minilm_path
 
         source = resolve_minilm_path()
         model = SiameseModel.from_encoder_pretrained(source).eval()

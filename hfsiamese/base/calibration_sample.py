@@ -69,7 +69,7 @@ def read_calibration_sample(
     seed: int = 0,
 ) -> CalibrationSample:
     """The calibration sample of a pair file (any format `hfsiamese.data.load_pairs` reads; labels are not used)."""
-    from hfsiamese.data.loading import load_pairs
+    from hfsiamese.data.pair_loading import load_pairs
 
     rows = load_pairs(path)
     pairs = list(zip(rows["question1"], rows["question2"], strict=True))
