@@ -2,7 +2,7 @@
 A searchable corpus of embedded texts that answers "has this question been asked before?". `DuplicateIndex` keeps the
 model, the threshold, the calibration and the reranker; its store (`stores`, named in `backends`) keeps the vectors.
 What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_finding`,
-`index_saving`.
+`index_saving`; what it holds (its rows, read from its store) is `index_contents`, its FAISS index `index_faiss`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.index_groups import IndexGroups
 from hfsiamese.search.index_building import check_empty_store, fill_from_shards
+from hfsiamese.search.index_faiss import IndexFaiss
 from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
 from hfsiamese.search.index_saving import index_config, load_index
 from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_backend
@@ -42,17 +43,17 @@ from hfsiamese.search.lexical.bm25_index import import_bm25s
 from hfsiamese.search.lexical.hybrid_search import LexicalSide, save_lexical
 from hfsiamese.search.lexical.hybrid_settings import check_hybrid
 from hfsiamese.search.reranking import resolve_cross_encoder
-from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex, ann_spec_of
-from hfsiamese.search.stores.base import DatabaseStore, VectorStore
+from hfsiamese.search.stores.ann_index import AnnSpec, ann_spec_of
+from hfsiamese.search.stores.base import VectorStore
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
-from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, RecallReport, check_recall_target
+from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 
 if TYPE_CHECKING:
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
-class DuplicateIndex:
+class DuplicateIndex(IndexFaiss):
     r"""
     Embeddings of a corpus of texts, searchable by cosine similarity, for duplicate detection.
 
@@ -479,39 +480,6 @@ class DuplicateIndex:
             index._groups = IndexGroups(load_groups_file(save_directory))
         return index
 
-    # --- what the index holds: its rows (read from its store), its size, its FAISS index -------------------------
-
-    @property
-    def store(self) -> VectorStore:
-        """The `VectorStore` keeping the rows (`hfsiamese.search.stores`): what the index's helpers hand work to."""
-        return self._store
-
-    @property
-    def lexical(self) -> LexicalSide | None:
-        """The keyword side of a `hybrid=` index (`hfsiamese.search.lexical`), None for a dense one."""
-        return self._lexical
-
-    def __len__(self) -> int:
-        return len(self._store)
-
-    def rows_by_id(self, ids: list[Any]) -> tuple[list[str], np.ndarray]:
-        """The texts and embeddings of these ids, in their order, read from the store without a scan (a KeyError
-        names ids not in the index)."""
-        return self._store.rows_by_id(list(ids))
-
-    def contains(self, ids: list[Any]) -> list[bool]:
-        """Whether each id is in the index, in one query of its store (a service checks new ids before it writes)."""
-        return self._store.contains(list(ids))
-
-    @property
-    def id_type(self) -> str | None:
-        """`"int"` or `"str"`: the kind of the index's ids (None while it holds none); what an id read as text, from a
-        URL, is turned into. Known once rows were added or loaded, else asked of the store (a database collection
-        opened by the constructor)."""
-        if self._id_type is None and len(self):
-            self._id_type = self._store.id_type
-        return self._id_type
-
     def __repr__(self) -> str:
         where = f", database={self.database!r}, collection={self.collection!r}" if self._store.database else ""
         faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
@@ -521,101 +489,6 @@ class DuplicateIndex:
             f"backend={self.backend!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
             f"threshold={self.threshold})"
         )
-
-    @property
-    def database_store(self) -> DatabaseStore | None:
-        """The store when the index lives in a database (LanceDB, Qdrant), None for an in-process one: what the
-        index's duplicate groups are written to beside its rows."""
-        return self._store if self._store.database else None  # type: ignore[return-value]  # database: a DatabaseStore
-
-    @property
-    def embeddings(self) -> torch.Tensor:
-        """The `(num_texts, dim)` float32 embeddings, in row order (a copy in memory if they are memory-mapped)."""
-        return self._store.all_embeddings()
-
-    @property
-    def memory_mapped(self) -> bool:
-        """Whether the embeddings are read from the saved folder's file rather than held in memory."""
-        return self._store.memory_mapped
-
-    @property
-    def corpus(self) -> datasets.Dataset | None:
-        """The ids and texts as a `datasets.Dataset` (columns `id`, `text`), in row order."""
-        return self._store.dataset()
-
-    @property
-    def ids(self) -> list[int | str]:
-        return self._store.all_ids()
-
-    @property
-    def texts(self) -> list[str]:
-        return self._store.all_texts()
-
-    @property
-    def _faiss(self) -> Any:  # the FaissStore with backend="faiss" (what `ann_index`, `recall_tuning` answer for)
-        return self._store if self.backend == "faiss" else None
-
-    @property
-    def ann_spec(self) -> AnnSpec:
-        """The FAISS settings asked for (what a rebuild starts from)."""
-        return self._faiss.spec if self._faiss is not None else self._spec
-
-    @property
-    def recall_target(self) -> float | None:
-        return self._faiss.recall_target if self._faiss is not None else self._recall_target
-
-    @property
-    def _ann(self) -> FaissAnnIndex | None:
-        return self._faiss.ann if self._faiss is not None else None
-
-    def _ensure_ann(self) -> FaissAnnIndex:
-        return self._faiss.ensure_ann()
-
-    @property
-    def recall_report(self) -> RecallReport | None:
-        """What the FAISS index was measured to find (`recall_tuning.RecallReport`: recall@10 against exact search,
-        per-query latency, the settings and why); saved with the index. None before the FAISS index is built (at
-        `build`, the first search or `save`), without `backend="faiss"`, with `recall_target=None`, and for an index
-        saved by a release that did not measure (`measure_recall` measures it)."""
-        return self._faiss.recall if self._faiss is not None else None
-
-    def rebuild_ann(self) -> RecallReport | None:
-        """
-        Build the FAISS index anew over every row (IVF lists and int8 ranges fitted on the corpus as it is now,
-        `"auto"` settings tuned again to `recall_target`) and return its measurement. What the warning after a
-        large `add` suggests; the rows and ids are unchanged.
-        """
-        return self._checked_faiss().rebuild_ann()
-
-    def measure_recall(self) -> RecallReport:
-        """Measure the FAISS index as it is (nothing rebuilt or re-tuned) against `recall_target`, and keep the
-        figures (saved with the index): e.g. for an index saved by a release that did not measure."""
-        return self._checked_faiss().measure_recall()
-
-    def _checked_faiss(self) -> Any:
-        if self.backend != "faiss":
-            raise ValueError(
-                f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}'
-            )
-        self.check_not_empty()
-        return self._faiss
-
-    def check_not_empty(self) -> None:
-        """Refuse to search, mine or save an index that holds nothing (one message for every caller)."""
-        if len(self) == 0:
-            raise ValueError("the index is empty: add texts first (DuplicateIndex.build or index.add)")
-
-    _check_not_empty = check_not_empty  # the name of earlier releases
-
-    def close(self) -> None:
-        """Release a database collection (an embedded Qdrant folder is locked by the process that opened it)."""
-        self._store.close()
-
-    def __enter__(self) -> DuplicateIndex:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
 
 
 # INDEX_CONFIG_NAME: re-exported for callers that recognise a saved index folder (`index_opening` does).
