@@ -66,16 +66,31 @@ def hfsiamese_scorer(model: Any, **kwargs: Any) -> Scorer:
     return Scorer(lambda texts: model.encode(texts, **kwargs), lambda a, b: model.score_pairs(a, b, **kwargs))
 
 
-def sentence_transformers_scorer(source: str, backend: str, scratch: Path) -> Scorer:
-    """sentence-transformers' model on `backend` with its own int8 export (ONNX dynamic, OpenVINO static)."""
+def sentence_transformers_scorer(model: SiameseModel, tokenizer: Any, backend: str, scratch: Path) -> Scorer:
+    """
+    sentence-transformers' own `backend` with its own int8 export (ONNX dynamic, OpenVINO static) of the same
+    model, written as a sentence-transformers folder by `export_sentence_transformers`.
+    """
+    import importlib.util
+
+    import transformers
+
+    if importlib.util.find_spec("optimum") is None:  # ST's ONNX and OpenVINO backends are optimum's
+        raise ImportError(
+            f"sentence-transformers' {backend} backend needs optimum"
+            f"{'-intel' if backend == 'openvino' else ''}, not installed here (optimum 2.x requires "
+            f"transformers<5; this environment has transformers {transformers.__version__})"
+        )
     from sentence_transformers import (
         SentenceTransformer,
         export_dynamic_quantized_onnx_model,
         export_static_quantized_openvino_model,
     )
 
+    from hfsiamese.bi_encoder.sentence_transformers_export import export_sentence_transformers
+
     folder = scratch / f"st_{backend}"
-    SentenceTransformer(source, device="cpu").save(str(folder))
+    export_sentence_transformers(model, folder, tokenizer)
     model = SentenceTransformer(str(folder), backend=backend, device="cpu")
     if backend == "onnx":
         export_dynamic_quantized_onnx_model(model, "avx2", str(folder))
@@ -94,7 +109,7 @@ def sentence_transformers_scorer(source: str, backend: str, scratch: Path) -> Sc
     return Scorer(lambda texts: model.encode(texts), score)
 
 
-def make_variant(name: str, model: SiameseModel, tokenizer: Any, source: str, pairs, scratch: Path, args) -> Scorer:
+def make_variant(name: str, model: SiameseModel, tokenizer: Any, pairs, scratch: Path, args) -> Scorer:
     """The variant `name` of `model` (exported into `scratch` where it needs a folder)."""
     if name == "pytorch_fp32":
         return hfsiamese_scorer(model, tokenizer=tokenizer, dtype=torch.float32)
@@ -103,7 +118,7 @@ def make_variant(name: str, model: SiameseModel, tokenizer: Any, source: str, pa
             raise RuntimeError("this CPU has no native bf16")
         return hfsiamese_scorer(model, tokenizer=tokenizer, dtype=torch.bfloat16)
     if name.startswith("st_"):
-        return sentence_transformers_scorer(source, name.split("_")[1], scratch)
+        return sentence_transformers_scorer(model, tokenizer, name.split("_")[1], scratch)
     static = name in ("onnx_int8_static", "openvino_int8")
     calibration = None
     if static:
@@ -122,6 +137,44 @@ def make_variant(name: str, model: SiameseModel, tokenizer: Any, source: str, pa
     return hfsiamese_scorer(load_model(folder))
 
 
+def peer_rows(args, model, tokenizer, texts, texts_a, texts_b, labels, variants, scratch) -> dict[str, Any]:
+    """
+    sentence-transformers' variants measured by `st_backends_worker.py` in `--st_python` (an interpreter with
+    sentence-transformers and optimum, which needs transformers<5), on a sentence-transformers export of `model`.
+    """
+    import subprocess
+
+    from hfsiamese.bi_encoder.sentence_transformers_export import export_sentence_transformers
+
+    folder = Path(scratch) / "st_folder"
+    export_sentence_transformers(model, folder, tokenizer)
+    pairs_json = Path(scratch) / "st_pairs.json"
+    calibration = [text for pair in zip(texts_a, texts_b, strict=True) for text in pair][: 2 * args.calibration_pairs]
+    content = {"texts": texts, "texts_a": texts_a, "texts_b": texts_b, "calibration": calibration}
+    pairs_json.write_text(json.dumps(content), encoding="utf-8")
+    worker = Path(__file__).with_name("st_backends_worker.py")
+    command = [args.st_python, str(worker), "--folder", str(folder), "--pairs_json", str(pairs_json),
+               "--repeats", str(args.repeats), "--variants", "st_torch_fp32", *variants]  # fmt: skip
+    finished = subprocess.run(command, capture_output=True, text=True, check=False)
+    rows: dict[str, Any] = {}
+    for line in finished.stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        row = json.loads(line)
+        if "skipped" in row:
+            rows.setdefault("peer_skipped", {})[row["variant"]] = row["skipped"]
+            continue
+        rows[row["variant"]] = {
+            "texts_per_s": len(texts) / row["encode_seconds"],
+            "pairs_per_s": len(labels) / row["score_seconds"],
+            "average_precision": float(average_precision_score(labels, np.asarray(row["scores"]))),
+        }
+    if finished.returncode != 0:
+        tail = finished.stderr.strip().splitlines()[-1:] or ["no output"]
+        rows.setdefault("peer_skipped", {})["st_backends_worker"] = f"exit {finished.returncode}: {tail[0]}"
+    return rows
+
+
 def timed(run: Callable[[], Any], times: list[float]) -> None:
     """Run `run` once, appending its seconds to `times`."""
     start = time.perf_counter()
@@ -132,6 +185,7 @@ def timed(run: Callable[[], Any], times: list[float]) -> None:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
+    peer_variants = [name for name in args.variants if name.startswith("st_")] if args.st_python else []
     if args.model == "minilm":
         from hfsiamese.utils.minilm import resolve_minilm_path
 
@@ -154,8 +208,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     scorers: dict[str, Scorer] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.variants:
+            if name in peer_variants:
+                continue
             try:
-                scorers[name] = make_variant(name, model, tokenizer, source, pairs, Path(scratch), args)
+                scorers[name] = make_variant(name, model, tokenizer, pairs, Path(scratch), args)
             except (ImportError, RuntimeError, ValueError) as err:  # a variant this machine or model cannot make
                 result.setdefault("skipped", {})[name] = f"{type(err).__name__}: {err}"
         encode_times: dict[str, list[float]] = {name: [] for name in scorers}
@@ -174,9 +230,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "average_precision": float(average_precision_score(labels, scores)),
             }
             result[name] = row
+        if peer_variants:  # after ours, never beside them: the cores are the peer's alone while it runs
+            result.update(peer_rows(args, model, tokenizer, texts, texts_a, texts_b, labels, peer_variants, scratch))
+            result.setdefault("skipped", {}).update(result.pop("peer_skipped", {}))
     if "pytorch_fp32" in scorers:
         base = result["pytorch_fp32"]
-        for name in scorers:
+        for name in [name for name in result if isinstance(result[name], dict) and "texts_per_s" in result[name]]:
             result[name]["encode_vs_pytorch_fp32"] = result[name]["texts_per_s"] / base["texts_per_s"]
             result[name]["ap_minus_pytorch_fp32"] = result[name]["average_precision"] - base["average_precision"]
     return result
@@ -190,6 +249,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--texts", type=int, default=20000, help="Texts encoded per timed run.")
     parser.add_argument("--repeats", type=int, default=3, help="Timed runs of each variant (the best is kept).")
     parser.add_argument("--calibration_pairs", type=int, default=300, help="Pairs static int8 calibrates on.")
+    parser.add_argument(
+        "--st_python",
+        default=None,
+        help="An interpreter with sentence-transformers, optimum and optimum-intel (they need transformers<5): "
+        "the st_* variants run there, by st_backends_worker.py, after ours (st_torch_fp32 added as their anchor).",
+    )
     parser.add_argument("--output_json", default=None)
     args = parser.parse_args(argv)
     result = measure(args)

@@ -32,6 +32,27 @@ def test_a_tiny_model_in_three_backends(tmp_path, capsys):
     assert (tmp_path / "out.json").is_file() and '"openvino_fp32"' in capsys.readouterr().out
 
 
+def test_the_peer_runs_in_the_interpreter_given_on_a_faithful_export(tmp_path, tiny_transformer, word_tokenizer):
+    """
+    `--st_python` runs sentence-transformers' variants in another interpreter (here this one: sentence-transformers
+    without optimum): its fp32 anchor scores the pairs as hfsiamese does, and a backend it cannot load is reported.
+    """
+    import sys
+
+    tiny_transformer.eval().save_pretrained(tmp_path / "model")
+    word_tokenizer.save_pretrained(tmp_path / "model")
+    rows = [f"{a}\t{b}\t{int(i % 2 == 0)}" for i, (a, b) in enumerate(zip(TEXTS[0::2], TEXTS[1::2], strict=True))]
+    rows += [f"{a}\t{b}\t0" for a, b in zip(TEXTS[:4], TEXTS[4:], strict=True)]
+    (tmp_path / "pairs.tsv").write_text("question1\tquestion2\tlabel\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    result = main(
+        ["--model", str(tmp_path / "model"), "--pairs_file", str(tmp_path / "pairs.tsv"), "--texts", "12",
+         "--repeats", "1", "--variants", "pytorch_fp32", "st_onnx_int8", "--st_python", sys.executable]
+    )  # fmt: skip
+    assert result["st_torch_fp32"]["average_precision"] == pytest.approx(result["pytorch_fp32"]["average_precision"])
+    assert result["st_torch_fp32"]["texts_per_s"] > 0 and "encode_vs_pytorch_fp32" in result["st_torch_fp32"]
+    assert "st_onnx_int8" in result["skipped"]
+
+
 def test_help_names_every_variant(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
