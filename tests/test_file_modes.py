@@ -55,9 +55,7 @@ def test_a_training_run_s_saves_carry_the_fingerprint_readable_as_the_rest(tiny_
 def test_a_saved_index(tiny_lstm, word_tokenizer, tmp_path):
     DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer).save(tmp_path / "index")
     assert mode(tmp_path / "index" / "embeddings.npy") == mode(tmp_path / "index" / "index_config.json") == 0o644
-    DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, backend="faiss", quantization="int8").save(
-        tmp_path / "faiss"
-    )
+    DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, store="faiss", quantization="int8").save(tmp_path / "faiss")
     assert mode(tmp_path / "faiss" / "ann.faiss") == mode(tmp_path / "faiss" / "embeddings.npy") == 0o644
 
 

@@ -309,7 +309,7 @@ def _database_reopens(ran: Ran) -> None:
 
     questions = ran.namespace["questions"]
     with DuplicateIndex.load(ran.root / "outputs/qqp_db_index", ran.namespace["model"]) as db:
-        assert db.backend == "lancedb" and len(db) == len(questions) + 1 - 2
+        assert db.store_name == "lancedb" and len(db) == len(questions) + 1 - 2
         (mine,) = db.search("How do I start learning Rust?", k=1, filter={"site": "mine"})
         assert mine["text"] == "How do I start learning Rust?" and mine["score"] == pytest.approx(1.0, abs=1e-5)
         assert all(match["id"] not in (0, 1) for matches in db.search(questions[:2], k=3) for match in matches)

@@ -74,7 +74,7 @@ def main() -> None:
 
         cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
     row_of = {text: row for row, text in enumerate(dict.fromkeys(pairs["question1"] + pairs["question2"]))}
-    index = DuplicateIndex.build(list(row_of), model, tokenizer, threshold=1.0, backend="exact")
+    index = DuplicateIndex.build(list(row_of), model, tokenizer, threshold=1.0, store="exact")
     first = np.array([row_of[text] for text in pairs["question1"]])
     second = np.array([row_of[text] for text in pairs["question2"]])
     labels = np.asarray(pairs["label"]) == 1

@@ -22,9 +22,9 @@ method alike); this and the synthetic corpus chose the default guard (`hfsiamese
 
 Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports included) is its alone:
 
-* `index`: the corpus, its embeddings, a `DuplicateIndex` (`--backend exact`, or `faiss` with `--quantization` and
+* `index`: the corpus, its embeddings, a `DuplicateIndex` (`--store exact`, or `faiss` with `--quantization` and
   `--structure`: at 1M an exact scan of every pair is 10^12 dot products, so the target is for
-  `--backend faiss --structure hnsw` or another approximate index) saved to the work folder (not timed in the target);
+  `--store faiss --structure hnsw` or another approximate index) saved to the work folder (not timed in the target);
 * `groups GUARD`: `DuplicateIndex.load` (memory-mapped) then `find_groups(threshold, k, guard=GUARD)`: seconds,
   peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups;
 * `assign`: the index with the default guard's groups (saved by `groups mean`) loaded, then `--num_assign` questions
@@ -143,8 +143,8 @@ def stage_index(args, workdir: Path) -> None:
         (workdir / "encoder.pkl").write_bytes(pickle.dumps(model))  # what `encoder` reads back
     else:
         model, tokenizer = encoder(args, workdir)
-    options = {"backend": args.backend}
-    if args.backend == "faiss":
+    options = {"store": args.store}
+    if args.store == "faiss":
         options.update(quantization=args.quantization, structure=args.structure)
     index = DuplicateIndex.build(texts, model, tokenizer, threshold=args.threshold, **options)
     index.save(workdir / "index", overwrite=True)
@@ -246,9 +246,9 @@ def main() -> None:
     parser.add_argument("--model_name_or_path", default="tfidf", help="tfidf, a bi-encoder folder, or minilm")
     parser.add_argument("--threshold", type=float, default=0.7, help="the cosine of a duplicate pair")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--backend", default="exact", choices=("exact", "faiss"), help="the index's (mining's) search")
-    parser.add_argument("--quantization", default="auto", help="with --backend faiss")
-    parser.add_argument("--structure", default="auto", help="with --backend faiss (hnsw: no N x N scan at 1M)")
+    parser.add_argument("--store", default="exact", choices=("exact", "faiss"), help="the index's (mining's) search")
+    parser.add_argument("--quantization", default="auto", help="with --store faiss")
+    parser.add_argument("--structure", default="auto", help="with --store faiss (hnsw: no N x N scan at 1M)")
     parser.add_argument("--guard", action="append", choices=GUARDS, help="guards to run (default: all)")
     parser.add_argument("--reuse_index", action="store_true", help="keep the work folder's index (same flags)")
     parser.add_argument("--num_assign", type=int, default=1000, help="questions held out, then assigned one by one")
@@ -264,7 +264,7 @@ def main() -> None:
     if args.num_assign < 2:
         parser.error("--num_assign must be at least 2 (the first call is set-up, not timed)")
     size = args.num_texts if args.known_groups == "near_copies" else "labelled"
-    name = f"{size}-{Path(args.model_name_or_path).name}-{args.backend}"
+    name = f"{size}-{Path(args.model_name_or_path).name}-{args.store}"
     workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{name}")
     workdir.mkdir(parents=True, exist_ok=True)
     if args.stage == "index":
@@ -277,7 +277,7 @@ def main() -> None:
         return stage_community(args, workdir)
     flags = [f"--num_texts={args.num_texts}", f"--model_name_or_path={args.model_name_or_path}",
              f"--threshold={args.threshold}", f"--k={args.k}", f"--source={args.source}", f"--seed={args.seed}",
-             f"--backend={args.backend}", f"--quantization={args.quantization}", f"--structure={args.structure}",
+             f"--store={args.store}", f"--quantization={args.quantization}", f"--structure={args.structure}",
              f"--known_groups={args.known_groups}", f"--num_assign={args.num_assign}"]  # fmt: skip
     if args.num_sources:
         flags.append(f"--num_sources={args.num_sources}")

@@ -151,7 +151,7 @@ def work_search(args: argparse.Namespace) -> None:
     extra = {}
     if args.backend == "faiss":
         # Rows may differ where scores tie (distinct texts that tokenise alike): compare scores too.
-        exact_scores, exact_rows = index.search_embeddings(embeddings, k=args.k, backend="exact")
+        exact_scores, exact_rows = index.search_embeddings(embeddings, k=args.k, store="exact")
         extra["same_rows_as_exact"] = round(float((rows == exact_rows).all(dim=1).float().mean()), 4)
         extra["max_score_diff"] = float((scores - exact_scores).abs().max())
     emit(f"search_{args.backend}", num_texts=len(index), num_queries=len(queries), k=args.k, load_s=round(load_s, 2),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Duplicate search at scale: 100k to 10M questions, each backend and quantisation side by side.
+"""Duplicate search at scale: 100k to 10M questions, each store and quantisation side by side.
 
     python benchmarks/search/search_scale.py --model_name_or_path outputs/static_distilled_qqp --num_texts 1000000 \\
         [--corpus near_copies] --config exact --config faiss-auto --config faiss-binary-ivf --config lancedb \\
@@ -32,7 +32,7 @@ own process, so peak RSS (`ru_maxrss`, imports and the model included: ~0.4 GB) 
   files the search touched);
 * `mine CONFIG`: `find_duplicates` over the whole index at the model's threshold, k=10.
 
-Configurations: `exact` (torch, memory-mapped), `faiss-auto` (`DuplicateIndex(backend="faiss")` with every
+Configurations: `exact` (torch, memory-mapped), `faiss-auto` (`DuplicateIndex(store="faiss")` with every
 default: what a user gets; exact float32 up to `AnnSpec.exact_up_to` texts, tuned beyond), `faiss-auto-tuned` (the
 same with `exact_up_to=0`: the tuning at any size, what "auto" would choose were exact search not kept up to 1M),
 `faiss-flat` (float32 in FAISS), `faiss-int8` (int8 flat, rescored), `faiss-binary` (binary flat, rescored),
@@ -64,18 +64,18 @@ from benchmarks.search.search_latency import SOURCE, load_model as load_named_mo
 from benchmarks.search.stage_processes import emit as emit_line, run_stage
 
 CONFIGS = {
-    "exact": {"backend": "exact"},
-    "faiss-auto": {"backend": "faiss"},
-    "faiss-auto-tuned": {"backend": "faiss", "exact_up_to": 0},
-    "faiss-flat": {"backend": "faiss", "quantization": "none", "structure": "flat"},
-    "faiss-int8": {"backend": "faiss", "quantization": "int8", "structure": "flat"},
-    "faiss-int8-ivf": {"backend": "faiss", "quantization": "int8", "structure": "ivf"},
-    "faiss-int8-hnsw": {"backend": "faiss", "quantization": "int8", "structure": "hnsw"},
-    "faiss-binary": {"backend": "faiss", "quantization": "binary", "structure": "flat"},
-    "faiss-binary-ivf": {"backend": "faiss", "quantization": "binary", "structure": "ivf"},
-    "faiss-hnsw": {"backend": "faiss", "quantization": "none", "structure": "hnsw"},
-    "lancedb": {"backend": "lancedb"},
-    "qdrant": {"backend": "qdrant"},
+    "exact": {"store": "exact"},
+    "faiss-auto": {"store": "faiss"},
+    "faiss-auto-tuned": {"store": "faiss", "exact_up_to": 0},
+    "faiss-flat": {"store": "faiss", "quantization": "none", "structure": "flat"},
+    "faiss-int8": {"store": "faiss", "quantization": "int8", "structure": "flat"},
+    "faiss-int8-ivf": {"store": "faiss", "quantization": "int8", "structure": "ivf"},
+    "faiss-int8-hnsw": {"store": "faiss", "quantization": "int8", "structure": "hnsw"},
+    "faiss-binary": {"store": "faiss", "quantization": "binary", "structure": "flat"},
+    "faiss-binary-ivf": {"store": "faiss", "quantization": "binary", "structure": "ivf"},
+    "faiss-hnsw": {"store": "faiss", "quantization": "none", "structure": "hnsw"},
+    "lancedb": {"store": "lancedb"},
+    "qdrant": {"store": "qdrant"},
 }
 
 
@@ -109,16 +109,16 @@ def is_auto(config: str) -> bool:
 
 def index_options(args: argparse.Namespace, config: str, workdir: Path) -> dict:
     options = dict(CONFIGS[config], batch_size=args.batch_size)
-    if options["backend"] == "faiss":
+    if options["store"] == "faiss":
         from hfsiamese.search import AnnSpec
 
-        options = {"backend": "faiss", "batch_size": args.batch_size}
-        spec = {key: value for key, value in CONFIGS[config].items() if key != "backend"}
+        options = {"store": "faiss", "batch_size": args.batch_size}
+        spec = {key: value for key, value in CONFIGS[config].items() if key != "store"}
         if is_auto(config):
             options["ann"] = AnnSpec(**spec)  # every other default, as a user gets it
         else:
             options["ann"] = AnnSpec(**spec, rescore_multiplier=args.rescore_multiplier, nprobe=args.nprobe)
-    if options["backend"] in ("lancedb", "qdrant"):
+    if options["store"] in ("lancedb", "qdrant"):
         options["database"] = workdir / f"db-{config}"
     return options
 
@@ -175,7 +175,7 @@ def timed_build(args: argparse.Namespace, workdir: Path, options: dict, target: 
     start = time.perf_counter()
     index = DuplicateIndex.build(texts, model, tokenizer, shards_dir=workdir / "shards", shard_size=args.shard_size,
                                  **options)  # fmt: skip
-    if index.backend == "faiss":
+    if index.store_name == "faiss":
         index._ensure_ann()  # part of building (else done by save or the first search)
     index.save(target)
     return index, time.perf_counter() - start
@@ -185,7 +185,7 @@ def work_build(args: argparse.Namespace, workdir: Path, config: str) -> None:
     target = workdir / f"index-{config}"
     index, seconds = timed_build(args, workdir, index_options(args, config, workdir), target)
     ann_mib = index._ann.memory_bytes() / 2**20 if index._ann is not None else None
-    report = index.recall_report if index.backend == "faiss" else None
+    report = index.recall_report if index.store_name == "faiss" else None
     index.close()
     measured = {} if report is None else {
         "own_recall": report.recall, "own_p99_ms": report.p99_ms, "settings": report.settings, "tuned": report.tuned,
@@ -204,7 +204,7 @@ def work_build_untuned(args: argparse.Namespace, workdir: Path, config: str) -> 
 
     chosen = AnnSpec.from_dict(json.loads((workdir / f"index-{config}" / "index_config.json").read_text())["ann"])
     target = workdir / f"index-{config}-untuned"
-    options = {"backend": "faiss", "batch_size": args.batch_size, "ann": chosen, "recall_target": None}
+    options = {"store": "faiss", "batch_size": args.batch_size, "ann": chosen, "recall_target": None}
     index, seconds = timed_build(args, workdir, options, target)
     index.close()
     shutil.rmtree(target, ignore_errors=True)

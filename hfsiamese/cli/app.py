@@ -5,6 +5,8 @@
     hfsiamese app --model_name_or_path outputs/lstm_qqp --index_dir outputs/my_index --port 8080
     hfsiamese app --model_name_or_path outputs/lstm_qqp --index_dir outputs/my_index \\
         --cross_encoder outputs/cross_minilm_qqp       # the cross-encoder reranks and decides
+    hfsiamese app --model_name_or_path outputs/lstm_qqp --index_dir outputs/my_index --backend auto
+                                                       # the fastest runtime the model folder carries
 
 Then open http://127.0.0.1:7860. It binds 127.0.0.1 (this machine only) unless --host says
 otherwise. The corpus formats are those of `hfsiamese search`; --index_dir loads a saved index, or

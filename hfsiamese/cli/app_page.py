@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import torch
 
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES
 from hfsiamese.cli.app_groups import GroupCells
 from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
@@ -58,6 +59,14 @@ class AppArguments:
         },
     )
     index: str | None = field(default=None, metadata={"help": "Deprecated: use --index_dir."})
+    backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
+            "the fastest on this CPU, timed once and kept (default: the folder as it is).",
+            "choices": RUNTIMES,
+        },
+    )
     corpus_format: str = field(
         default="auto", metadata={"help": "auto, lines, table or pairs.", "choices": CORPUS_FORMATS}
     )
@@ -98,7 +107,7 @@ class AppArguments:
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
     """The saved index in `args.index_dir` (whatever `args.corpus`), or one built from `args.corpus` (saved to `args.index_dir`
     when given): `index_opening.open_index`."""
-    model = model if model is not None else load_siamese_model(args.model_name_or_path)
+    model = model if model is not None else load_siamese_model(args.model_name_or_path, backend=args.backend)
     index = open_index(
         args.model_name_or_path,
         args.index_dir,
@@ -292,7 +301,7 @@ def build_app(
 def app_from_arguments(args: AppArguments) -> Any:
     """Load the model and index (or the loading error, shown on the page) and build the page."""
     try:
-        model = load_siamese_model(args.model_name_or_path)
+        model = load_siamese_model(args.model_name_or_path, backend=args.backend)
         cross_encoder = resolve_cross_encoder(args.cross_encoder) if args.cross_encoder is not None else None
         index = load_or_build_index(args, model)
         app = DuplicateSearch(

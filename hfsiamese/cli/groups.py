@@ -4,7 +4,7 @@
     hfsiamese groups --model_name_or_path outputs/lstm_qqp --index_dir outputs/qqp_index \\
         --probability_threshold 0.9 --guard canonical --canonical most_central --output_file groups.parquet --json
 
-The index is the one `hfsiamese search` builds or loads (`--index_dir`, `--corpus` and the backend flags as there).
+The index is the one `hfsiamese search` builds or loads (`--index_dir`, `--corpus`, `--store` and `--backend` as there).
 Its duplicate pairs (cosine at the model's calibrated threshold, `--threshold`, or the cosine whose calibrated
 P(duplicate) reaches `--probability_threshold`) are joined into connected components, split where they chain
 (A≈B, B≈C, A≉C) by `--guard` (`cross_encoder`: the links the mean guard would refuse decided by `--cross_encoder`,
@@ -29,6 +29,7 @@ from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.search.backends import DATABASE_BACKENDS, STORES, store_and_runtime
 from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
@@ -58,10 +59,15 @@ class GroupsArguments:
             "help": "Load the index saved here (else build it from --corpus and save it here); groups kept in it."
         },
     )
-    backend: str | None = field(
-        default=None, metadata={"help": "exact, faiss, lancedb or qdrant (default: a saved index's own, else exact)."}
+    store: str | None = field(
+        default=None,
+        metadata={
+            "help": "exact, faiss, lancedb or qdrant (default: a saved index's own, else exact).",
+            "choices": STORES,
+        },
     )
-    database: str | None = field(default=None, metadata={"help": "With --backend lancedb/qdrant: folder or URI."})
+    backend: str | None = same_as_search("backend")  # the model's runtime
+    database: str | None = field(default=None, metadata={"help": "With --store lancedb/qdrant: folder or URI."})
     collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
     threshold: float | None = field(
         default=None, metadata={"help": "Cosine of a duplicate pair (default: the model's calibrated threshold)."}
@@ -107,6 +113,9 @@ class GroupsArguments:
     batch_size: int = field(default=256, metadata={"help": "Texts per encoding batch when building the index."})
     json: bool = field(default=False, metadata={"help": "Print one JSON object instead of readable lines."})
 
+    def __post_init__(self) -> None:
+        self.store, self.backend = store_and_runtime(self.store, self.backend, flag=True)  # --backend faiss: warned
+
 
 def check_arguments(args: GroupsArguments) -> None:
     """The flags' mistakes, said before the corpus is embedded."""
@@ -114,8 +123,8 @@ def check_arguments(args: GroupsArguments) -> None:
         raise UsageError("pass --corpus (a file of questions) or --index_dir (a saved index)")
     if args.threshold is not None and args.probability_threshold is not None:
         raise UsageError("pass --threshold (a cosine) or --probability_threshold (a P(duplicate)), not both")
-    if (args.backend in ("lancedb", "qdrant")) != (args.database is not None):
-        raise UsageError("--database goes with --backend lancedb or qdrant, and they need it")
+    if (args.store in DATABASE_BACKENDS) != (args.database is not None):
+        raise UsageError("--database goes with --store lancedb or qdrant, and they need it")
     if args.output_file is not None and not args.overwrite_output_file:
         from pathlib import Path
 
@@ -134,8 +143,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     check_arguments(args)
     configure_quiet_console()
     options: dict[str, Any] = {"batch_size": args.batch_size}
-    if args.backend is not None:
-        options["backend"] = args.backend
+    if args.store is not None:
+        options["store"] = args.store
     if args.database is not None:
         options.update(database=args.database, collection=args.collection)
     corpus = None
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from hfsiamese.cross_encoder.model import CrossEncoder
 
         cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
-    index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options)
+    index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options, backend=args.backend)
     groups = index.find_groups(
         args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,
         canonical=args.canonical, show_progress_bar=not args.json, cross_encoder=cross_encoder,

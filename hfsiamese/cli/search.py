@@ -11,14 +11,17 @@
     # millions of questions: encoded in resumable shards (accelerate launch: several processes), binary
     # codes in memory, the embeddings memory-mapped from --index_dir for rescoring
     accelerate launch -m hfsiamese.cli.search --model_name_or_path outputs/static_distilled_qqp --corpus questions.txt \\
-        --index_dir outputs/big_index --shards_dir outputs/big_index_shards --backend faiss --query "How do I learn Python?"
+        --index_dir outputs/big_index --shards_dir outputs/big_index_shards --store faiss --query "How do I learn Python?"
     # a database: inserts, deletes and metadata filters (a folder here; a server by URI)
     hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.csv --text_column question \\
-        --metadata_column site --backend lancedb --database outputs/questions_db --index_dir outputs/db_index \\
+        --metadata_column site --store lancedb --database outputs/questions_db --index_dir outputs/db_index \\
         --query "How do I learn Python?" --filter site=stackoverflow
     # keyword + dense: BM25 beside the embedding, for questions that share rare words (saved with the index)
     hfsiamese search --model_name_or_path outputs/lstm_qqp --corpus questions.txt --hybrid rrf \\
         --query "error 0x80070005 when installing Python 3.12"
+    # the model on the fastest runtime its folder carries (itself, or an ONNX / OpenVINO export in a subfolder)
+    hfsiamese search --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp --backend auto \\
+        --query "How can I lose weight?"
 
 The corpus is read as:
   * one text per line, for a `.txt` file whose first line has no tab (blank lines skipped);
@@ -38,11 +41,14 @@ reranks them: the score shown is the cross-encoder's, in [0, 1], "duplicate" fol
 threshold (or --threshold, then a cross-encoder score), and --json also gives each match's
 `retrieval_score` (the cosine). The cross-encoder is never saved into --index_dir.
 
-With --hybrid rrf or weighted (backends exact, faiss and lancedb), BM25 keyword matches are fused with the
+With --hybrid rrf or weighted (stores exact, faiss and lancedb), BM25 keyword matches are fused with the
 embedding's (see `DuplicateIndex`): the order follows the fused score, the score shown and
 "duplicate" stay the cosine's, the fused score is shown in brackets; --json also gives each match's
 `hybrid_score` and `lexical_score`.
 A saved index is searched as it was saved unless --hybrid is given (`--hybrid none`: dense only).
+
+--store says where the vectors are kept and searched; --backend is the model's runtime, as in `hfsiamese evaluate`
+(`--backend faiss` and the other store names still work, with a FutureWarning, until hfsiamese 0.3).
 """
 
 from __future__ import annotations
@@ -54,11 +60,12 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search import DuplicateIndex
-from hfsiamese.search.backends import BACKENDS, DATABASE_BACKENDS
+from hfsiamese.search.backends import DATABASE_BACKENDS, STORES, store_and_runtime
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
@@ -98,18 +105,27 @@ class SearchArguments:
     # Renamed overwrite_index_dir (`--overwrite_<the path option>`, as --overwrite_output_dir); kept for one release.
     overwrite_index: bool | None = field(default=None, metadata={"help": "Deprecated: use --overwrite_index_dir."})
     k: int = field(default=5, metadata={"help": "Matches per query."})
+    store: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where the vectors are kept: exact (torch), faiss (quantised / approximate), or a database: "
+            "lancedb or qdrant (default: a saved index's own, else exact).",
+            "choices": STORES,
+        },
+    )
     backend: str | None = field(
         default=None,
         metadata={
-            "help": "exact (torch), faiss (quantised / approximate), or a database: lancedb or qdrant (default: a saved "
-            "index's own, else exact).",
-            "choices": BACKENDS,
+            "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
+            "the fastest on this CPU, timed once and kept (default: the folder as it is). A store name here is "
+            "deprecated: use --store.",
+            "choices": (*RUNTIMES, *STORES),
         },
     )
     quantization: str = field(
         default="auto",
         metadata={
-            "help": "With --backend faiss: none, int8, pq or binary (auto: none up to 1M texts; beyond, the cheapest "
+            "help": "With --store faiss: none, int8, pq or binary (auto: none up to 1M texts; beyond, the cheapest "
             "codes that reach --recall_target on a sample of the corpus).",
             "choices": (*QUANTIZATIONS, "auto"),
         },
@@ -117,7 +133,7 @@ class SearchArguments:
     structure: str = field(
         default="auto",
         metadata={
-            "help": "With --backend faiss: flat, hnsw or ivf (auto: flat up to 1M texts; beyond, tuned with the codes).",
+            "help": "With --store faiss: flat, hnsw or ivf (auto: flat up to 1M texts; beyond, tuned with the codes).",
             "choices": (*STRUCTURES, "auto"),
         },
     )
@@ -127,18 +143,18 @@ class SearchArguments:
     recall_target: float = field(
         default=DEFAULT_RECALL_TARGET,
         metadata={
-            "help": "With --backend faiss: the share of the exact top 10 the index must find, measured on a sample "
+            "help": "With --store faiss: the share of the exact top 10 the index must find, measured on a sample "
             "of the corpus when it is built (auto settings are tuned to it; settings given below it are warned about)."
         },
     )
     database: str | None = field(
-        default=None, metadata={"help": "With --backend lancedb/qdrant: a folder (embedded) or the URI of a server."}
+        default=None, metadata={"help": "With --store lancedb/qdrant: a folder (embedded) or the URI of a server."}
     )
     collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
     metadata_column: list[str] = field(
         default_factory=list,
         metadata={
-            "help": "A column of a table corpus kept with each text, for --filter (database backends); repeat for more."
+            "help": "A column of a table corpus kept with each text, for --filter (database stores); repeat for more."
         },
     )
     filter: list[str] = field(
@@ -187,6 +203,7 @@ class SearchArguments:
 
     def __post_init__(self) -> None:
         renamed_option(self, "overwrite_index", "overwrite_index_dir")
+        self.store, self.backend = store_and_runtime(self.store, self.backend, flag=True)  # --backend faiss: warned
 
 
 def check_queries(queries: list[str]) -> None:
@@ -210,11 +227,11 @@ def parse_filter(specs: list[str]) -> dict[str, Any] | None:
 
 
 def index_options(args: SearchArguments) -> dict[str, Any]:
-    """The DuplicateIndex options the flags ask for (those of another backend refused by the index itself)."""
+    """The DuplicateIndex options the flags ask for (those of another store refused by the index itself)."""
     options = {"batch_size": args.batch_size, "max_length": args.max_length}
-    if args.backend is not None:
-        options["backend"] = args.backend
-    if args.backend == "faiss":
+    if args.store is not None:
+        options["store"] = args.store
+    if args.store == "faiss":
         options.update(
             quantization=args.quantization,
             structure=args.structure,
@@ -228,15 +245,13 @@ def index_options(args: SearchArguments) -> dict[str, Any]:
         8,
         DEFAULT_RECALL_TARGET,
     ):
-        raise UsageError(
-            "--quantization, --structure, --rescore_multiplier and --recall_target apply to --backend faiss"
-        )
-    if args.backend in DATABASE_BACKENDS:
+        raise UsageError("--quantization, --structure, --rescore_multiplier and --recall_target apply to --store faiss")
+    if args.store in DATABASE_BACKENDS:
         if args.database is None:
-            raise UsageError(f"--backend {args.backend} needs --database (a folder, or the URI of a server)")
+            raise UsageError(f"--store {args.store} needs --database (a folder, or the URI of a server)")
         options.update(database=args.database, collection=args.collection)
     elif args.database is not None:
-        raise UsageError("--database applies to --backend lancedb or qdrant")
+        raise UsageError("--database applies to --store lancedb or qdrant")
     options.update(hybrid_options(args))
     return options
 
@@ -270,6 +285,7 @@ def build_or_load_index(args: SearchArguments) -> DuplicateIndex | None:
         build_options={"shards_dir": args.shards_dir, "shard_size": args.shard_size},
         overwrite=args.overwrite_index_dir,
         overwrite_flag="--overwrite_index_dir",
+        backend=args.backend,
     )
 
 
@@ -312,9 +328,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     configure_quiet_console()
     cross_encoder = load_cross_encoder(args)
     search_filter = parse_filter(args.filter)
-    if search_filter is not None and args.backend not in DATABASE_BACKENDS and args.index_dir is None:
+    if search_filter is not None and args.store not in DATABASE_BACKENDS and args.index_dir is None:
         raise UsageError(
-            "--filter needs a database backend (--backend lancedb or qdrant) whose texts carry --metadata_column"
+            "--filter needs a database store (--store lancedb or qdrant) whose texts carry --metadata_column"
         )
     index = build_or_load_index(args)
     if index is None:

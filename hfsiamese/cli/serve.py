@@ -5,10 +5,12 @@
         --host 0.0.0.0 --port 8000 --api_keys_file keys.txt          # beyond this machine: keys required
     hfsiamese serve --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
         --cross_encoder outputs/cross_minilm_qqp --read_only         # reranked searches, no writes
+    hfsiamese serve --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp --backend auto
+                                                                     # the fastest runtime the model folder carries
 
 --index_dir is a folder holding a saved index (`hfsiamese search --index_dir ... --corpus ...` or
 `hfsiamese groups` writes one). A writable service should keep its rows in a database (an index built
-with --backend lancedb or qdrant): each add and delete is durable there before the answer. An index
+with --store lancedb or qdrant): each add and delete is durable there before the answer. An index
 kept in the folder itself is saved again after each write.
 
 The API is versioned under /v1 (its OpenAPI schema at /openapi.json, a page at /docs); /health/live,
@@ -25,6 +27,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -42,6 +45,14 @@ class ServeArguments:
 
     index_dir: str = field(metadata={"help": "Folder of a saved DuplicateIndex (its rows there, or in its database)."})
     model_name_or_path: str = field(metadata={"help": "Folder (or Hub id) of the Siamese model that built the index."})
+    backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
+            "the fastest on this CPU, timed once and kept (default: the folder as it is).",
+            "choices": RUNTIMES,
+        },
+    )
     host: str = field(default="127.0.0.1", metadata={"help": "Address to bind (127.0.0.1: this machine only)."})
     port: int = field(default=8000, metadata={"help": "Port to serve on."})
     api_keys_file: str | None = field(
@@ -86,7 +97,8 @@ def settings_of(args: ServeArguments) -> ServeSettings:
         )
     try:
         return ServeSettings(
-            index_dir=args.index_dir, model_name_or_path=args.model_name_or_path, cross_encoder=args.cross_encoder,
+            index_dir=args.index_dir, model_name_or_path=args.model_name_or_path, backend=args.backend,
+            cross_encoder=args.cross_encoder,
             rerank_k=args.rerank_k, default_k=args.k, read_only=args.read_only, find_groups=args.find_groups,
             host=args.host, port=args.port, api_keys_file=args.api_keys_file, allow_no_keys=args.allow_no_keys,
             limits=Limits(max_request_bytes=args.max_request_bytes, max_batch=args.max_batch,

@@ -184,7 +184,7 @@ def _build_index(
         options.update(shards_dir=shards_dir, shard_size=shard_size)
     corpus = [texts[code] for code in corpus_codes]
     return DuplicateIndex.build(
-        corpus, model, tokenizer, ids=corpus_codes.tolist(), backend=backend,
+        corpus, model, tokenizer, ids=corpus_codes.tolist(), store=backend,
         show_progress_bar=show_progress_bar, **options,
     )  # fmt: skip
 

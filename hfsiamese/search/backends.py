@@ -1,5 +1,6 @@
 """
-The search backends of a `DuplicateIndex`, by name:
+The stores of a `DuplicateIndex`, by name (`store=`, `--store`; `backend` names the model's runtime, as in
+`hfsiamese.load_model` and sentence-transformers):
 
 * `"exact"`: chunked top-k cosine in torch (`exact.topk_cosine`): nothing to install, exact, every
   row scanned per query;
@@ -25,18 +26,41 @@ from hfsiamese.search.stores.ann_index import AnnSpec
 from hfsiamese.search.stores.base import VectorStore
 from hfsiamese.search.stores.faiss_store import FaissStore
 from hfsiamese.search.stores.in_memory import InMemoryStore
+from hfsiamese.utils.deprecation import warn_deprecated
 
-BACKENDS = ("exact", "faiss", "lancedb", "qdrant")
-Backend = Literal["exact", "faiss", "lancedb", "qdrant"]
+STORES = ("exact", "faiss", "lancedb", "qdrant")
+Store = Literal["exact", "faiss", "lancedb", "qdrant"]
+# The names these had while `backend` meant the store (the values are disjoint from the runtime's, so an old
+# `backend="faiss"` is told apart from `backend="auto"` and warned: `store_and_runtime`).
+BACKENDS = STORES
+Backend = Store
 # The backends whose texts and embeddings the `DuplicateIndex` keeps itself (the others keep theirs).
 IN_PROCESS_BACKENDS = ("exact", "faiss")
 DATABASE_BACKENDS = ("lancedb", "qdrant")
 
 
+def store_and_runtime(store: str | None, backend: str | None, *, flag: bool = False) -> tuple[str | None, str | None]:
+    """
+    `(store, backend)` with an old store name given as `backend` moved to `store`, with a FutureWarning in the
+    words the user wrote (`flag`: `--backend faiss` on a command line, else the keyword `backend="faiss"`). Given
+    under both names, with different stores, is an error; a runtime `backend` ("auto") is returned as it is.
+    """
+    if backend not in STORES:
+        return store, backend
+    if store is not None and store != backend:
+        said = f"--backend {backend} (deprecated) and --store {store}" if flag else f"backend={backend!r} and store="
+        raise ValueError(f"{said}{'' if flag else repr(store)} name different stores: give the store once, as store")
+    if flag:
+        warn_deprecated("option", "--backend STORE", said_old=f"--backend {backend}", said_new=f"--store {backend}")
+    else:
+        warn_deprecated("keyword", "backend=STORE", said_old=f"backend={backend!r}", said_new=f"store={backend!r}")
+    return backend, None
+
+
 def check_backend(backend: str) -> str:
-    """A known backend, whose package is installed."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    """A known store, whose package is installed."""
+    if backend not in STORES:
+        raise ValueError(f"store must be one of {STORES}, got {backend!r}")
     if backend == "faiss":
         from hfsiamese.search.stores.ann_index import import_faiss
 
@@ -53,15 +77,15 @@ def check_backend(backend: str) -> str:
 
 
 def check_backend_options(backend: str, spec: AnnSpec, database: str | os.PathLike | None) -> None:
-    """FAISS settings only with `backend="faiss"`, and `database` exactly with a database backend."""
+    """FAISS settings only with `store="faiss"`, and `database` exactly with a database store."""
     if backend != "faiss" and not spec.is_default:
         raise ValueError(
-            f'quantization, structure, ann and faiss_string_factory apply to backend="faiss", not {backend!r}'
+            f'quantization, structure, ann and faiss_string_factory apply to store="faiss", not {backend!r}'
         )
     if backend in DATABASE_BACKENDS and database is None:
-        raise ValueError(f'backend="{backend}" needs database=: a folder (the embedded engine) or the URI of a server')
+        raise ValueError(f'store="{backend}" needs database=: a folder (the embedded engine) or the URI of a server')
     if backend not in DATABASE_BACKENDS and database is not None:
-        raise ValueError(f'database= applies to backend="lancedb" or "qdrant", not {backend!r}')
+        raise ValueError(f'database= applies to store="lancedb" or "qdrant", not {backend!r}')
 
 
 def database_location(database: str | os.PathLike) -> str:
@@ -99,9 +123,12 @@ __all__ = [
     "BACKENDS",
     "DATABASE_BACKENDS",
     "IN_PROCESS_BACKENDS",
+    "STORES",
     "Backend",
+    "Store",
     "check_backend",
     "check_backend_options",
     "database_location",
     "open_store",
+    "store_and_runtime",
 ]

@@ -1,19 +1,17 @@
 """
 A searchable corpus of embedded texts that answers "has this question been asked before?". `DuplicateIndex` keeps the
 model, the threshold, the calibration and the reranker; its store (`stores`, named in `backends`) keeps the vectors.
-What its methods do lives beside it: `index_building`, `index_rows`, `index_searching`, `duplicate_finding`,
-`index_saving`; what it holds (its rows, read from its store) is `index_contents`, its FAISS index `index_faiss`.
+What its methods do lives beside it: `index_searching`, `duplicate_finding`; what it holds (its rows, read from its
+store) is `index_contents`, its FAISS index `index_faiss`, how rows get in and out `index_writing`, how it becomes a
+folder and back `index_saving`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-import datasets
-import numpy as np
 import torch
 
 from hfsiamese.models.siamese.inference import check_truncate_dim
@@ -21,39 +19,38 @@ from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold, stored_calibrator, threshold_in_unit
 from hfsiamese.search.backends import (
     DATABASE_BACKENDS,
-    Backend,
+    Store,
     check_backend,
     check_backend_options,
     database_location,
     open_store,
+    store_and_runtime,
 )
 from hfsiamese.search.duplicate_finding import find_duplicates
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
-from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.index_groups import IndexGroups
-from hfsiamese.search.index_building import check_empty_store, fill_from_shards
-from hfsiamese.search.index_faiss import IndexFaiss
-from hfsiamese.search.index_rows import check_ids_to_delete, check_new_ids, rows_to_add
-from hfsiamese.search.index_saving import index_config, load_index
-from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_backend
-from hfsiamese.search.input_checks import check_k, check_sizes, check_texts, texts_and_ids
+from hfsiamese.search.index_saving import IndexFolder
+from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_store
+from hfsiamese.search.index_writing import IndexWrites
+from hfsiamese.search.input_checks import check_k, check_sizes, check_texts
 from hfsiamese.search.lexical.bm25_index import import_bm25s
-from hfsiamese.search.lexical.hybrid_search import LexicalSide, save_lexical
+from hfsiamese.search.lexical.hybrid_search import LexicalSide
 from hfsiamese.search.lexical.hybrid_settings import check_hybrid
 from hfsiamese.search.reranking import resolve_cross_encoder
 from hfsiamese.search.stores.ann_index import AnnSpec, ann_spec_of
 from hfsiamese.search.stores.base import VectorStore
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
 from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
+from hfsiamese.utils.deprecation import warn_deprecated
 
 if TYPE_CHECKING:
     from hfsiamese.models.siamese.modeling_siamese import SiameseModel
     from hfsiamese.search.stores.in_memory import InMemoryStore
 
 
-class DuplicateIndex(IndexFaiss):
+class DuplicateIndex(IndexWrites, IndexFolder):
     r"""
     Embeddings of a corpus of texts, searchable by cosine similarity, for duplicate detection.
 
@@ -69,9 +66,13 @@ class DuplicateIndex(IndexFaiss):
         model: the `SiameseModel` that embeds texts (or the folder / Hub id to load one from). An index loaded
             without one can search precomputed embeddings and mine duplicates, but not embed new texts.
         tokenizer: the model's tokenizer; by default the one saved beside the model.
-        backend: `"exact"` (chunked top-k in torch, default), `"faiss"` (a FAISS index: exact, or quantised and
-            approximate), or a database at `database`: `"lancedb"` or `"qdrant"` (inserts, deletes and metadata
-            filters without a rebuild).
+        store: where the vectors are kept and searched: `"exact"` (chunked top-k in torch, default), `"faiss"` (a
+            FAISS index: exact, or quantised and approximate), or a database at `database`: `"lancedb"` or `"qdrant"`
+            (inserts, deletes and metadata filters without a rebuild). (`backend="faiss"` and the other store names
+            still work, with a FutureWarning, until hfsiamese 0.3.)
+        backend: the model's runtime where `model` is a folder, as `hfsiamese.load_model`'s: `"auto"`, the fastest
+            of the folder and the ONNX / OpenVINO exports in its subfolders on this CPU (timed once and kept);
+            None (default): the folder as it is.
         threshold: cosine similarity at or above which a match is a duplicate (default: the model's
             `config.threshold` where it is a cosine threshold).
         batch_size, max_length: encoding settings, for the corpus and the queries alike.
@@ -79,16 +80,16 @@ class DuplicateIndex(IndexFaiss):
             the Matryoshka loss: at 128 of 384 dimensions the index takes a third of the memory); saved with the index.
         query_chunk_size, corpus_chunk_size: block sizes of the exact search; peak extra memory is about
             `query_chunk_size * corpus_chunk_size * 4` bytes (256 MiB by default), whatever the corpus size.
-        quantization: with `backend="faiss"`, the codes kept in memory: `"none"` (float32), `"int8"`, `"pq"` or
+        quantization: with `store="faiss"`, the codes kept in memory: `"none"` (float32), `"int8"`, `"pq"` or
             `"binary"`, candidates rescored exactly; `"auto"` (default): float32 up to 1M texts, beyond it the
             cheapest codes that reach `recall_target` (the guide "Duplicate search at three scales" says how).
-        structure: with `backend="faiss"`: `"flat"`, `"hnsw"` or `"ivf"`; `"auto"` (default) tuned with `quantization`.
+        structure: with `store="faiss"`: `"flat"`, `"hnsw"` or `"ivf"`; `"auto"` (default) tuned with `quantization`.
         rescore_multiplier: a quantised index rescores `rescore_multiplier * k` candidates per query.
         ann: every FAISS setting at once (`hfsiamese.search.stores.ann_index.AnnSpec`), instead of the three above.
         faiss_string_factory: a FAISS index factory string (e.g. `"HNSW32"`) for a float index.
-        recall_target: with `backend="faiss"`, the share of the exact top 10 its search must find (default 0.95),
+        recall_target: with `store="faiss"`, the share of the exact top 10 its search must find (default 0.95),
             measured on the corpus when the FAISS index is built (`recall_report`); `None`: nothing measured.
-        database: with `backend="lancedb"` or `"qdrant"`, a folder (the engine embedded in this process) or the
+        database: with `store="lancedb"` or `"qdrant"`, a folder (the engine embedded in this process) or the
             URI of a server (LanceDB: `db://...`, `s3://...`; Qdrant: `http(s)://...`); `collection` names the
             table there and `api_key` is the server's key.
         cross_encoder: a default reranker for `search` and `find_duplicates` (a `CrossEncoder` or its folder); a
@@ -96,7 +97,7 @@ class DuplicateIndex(IndexFaiss):
         hybrid: keyword + dense search (`hfsiamese.search.lexical`; the `bm25s` package): `"rrf"` (reciprocal rank
             fusion of the BM25 and cosine lists, constant `rrf_k`, default 60) or `"weighted"` (a weighted sum of
             normalised scores, `lexical_weight` the BM25 share, default 0.3); `None` (default): dense only. With
-            `backend="exact"` or `"faiss"` (a BM25 index in this process, saved with the index) or `"lancedb"` (the
+            `store="exact"` or `"faiss"` (a BM25 index in this process, saved with the index) or `"lancedb"` (the
             table's own full-text index); the setting is saved with the index. Fusion orders the candidates:
             `"score"`, the threshold and the calibrated probability stay the cosine's (see `search`, `find_duplicates`).
 
@@ -119,7 +120,8 @@ class DuplicateIndex(IndexFaiss):
         model: SiameseModel | str | None = None,
         tokenizer: Any | None = None,
         *,
-        backend: Backend = "exact",
+        store: Store | None = None,
+        backend: str | None = None,
         threshold: float | None = None,
         batch_size: int = 64,
         max_length: int | None = None,
@@ -141,16 +143,17 @@ class DuplicateIndex(IndexFaiss):
         lexical_weight: float | None = None,
     ) -> None:
         check_sizes(batch_size, query_chunk_size, corpus_chunk_size)
-        self.backend = check_backend(backend)
+        store, backend = store_and_runtime(store, backend)  # backend="faiss": the store's old name, warned
+        self.store_name: str = check_backend(store or "exact")
         spec = ann_spec_of(ann, quantization, structure, rescore_multiplier, faiss_string_factory)
         recall_target = check_recall_target(recall_target)
-        check_backend_options(backend, spec, database)
-        self._hybrid = check_hybrid(hybrid, rrf_k, lexical_weight, backend)
+        check_backend_options(self.store_name, spec, database)
+        self._hybrid = check_hybrid(hybrid, rrf_k, lexical_weight, self.store_name)
         self.hybrid: str | None = None if self._hybrid is None else self._hybrid.method
         self._lexical: LexicalSide | None = None if self._hybrid is None else LexicalSide(self._hybrid)
         if self._hybrid is not None:
             import_bm25s()  # said before any encoding
-        self.model = self._resolve_model(model)
+        self.model = self._resolve_model(model, backend)
         self.tokenizer = tokenizer
         self.batch_size, self.max_length, self.truncate_dim = batch_size, max_length, truncate_dim
         if truncate_dim is not None and self.model is not None:
@@ -168,121 +171,16 @@ class DuplicateIndex(IndexFaiss):
         self._id_type: str | None = None
         self._model_fingerprint: dict[str, Any] | None = None  # a loaded index's, kept when it is saved without a model
         self._spec, self._recall_target = spec, recall_target  # a FAISS store's own, once it has one
-        if backend in DATABASE_BACKENDS:
+        if self.store_name in DATABASE_BACKENDS:
             self.database, self.collection = database_location(database), collection
         self._store: VectorStore = open_store(
-            backend, self.embedding_dim, spec=spec, recall_target=recall_target, database=database,
+            self.store_name, self.embedding_dim, spec=spec, recall_target=recall_target, database=database,
             collection=collection, api_key=api_key, query_chunk_size=query_chunk_size,
             corpus_chunk_size=corpus_chunk_size,
         )  # fmt: skip
         # Not saved with the index: a cross-encoder is a model folder of its own.
         self.cross_encoder: Any | None = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
         self._groups = IndexGroups()  # found by `find_groups`, read from a saved index or its database
-
-    @classmethod
-    def build(
-        cls,
-        corpus: Sequence[str] | datasets.Dataset,
-        model: SiameseModel | str,
-        tokenizer: Any | None = None,
-        *,
-        ids: Sequence[int | str] | None = None,
-        text_column: str = "text",
-        id_column: str | None = None,
-        metadata: Sequence[dict[str, Any]] | None = None,
-        shards_dir: str | os.PathLike | None = None,
-        shard_size: int = 100_000,
-        show_progress_bar: bool = False,
-        **kwargs: Any,
-    ) -> DuplicateIndex:
-        """
-        Embed a corpus and index it.
-
-        Args:
-            corpus: a list of texts, or a `datasets.Dataset` whose `text_column` holds them.
-            model, tokenizer: as in the constructor (a model is required here).
-            ids: one id per text (all integers or all strings, unique); default the row numbers.
-            id_column: with a `Dataset`, the column holding the ids (instead of `ids`).
-            metadata: one dict per text (e.g. `{"site": "cooking"}`) that `search(filter=...)` can select on (a
-                database backend).
-            shards_dir: encode the corpus in resumable shards of `shard_size` texts written to this folder
-                (`hfsiamese.search.shards`): a build started again skips the shards it finished, and under
-                `accelerate launch` each process encodes its share.
-            show_progress_bar: show a tqdm bar while encoding.
-            **kwargs: the constructor's options (`backend`, `threshold`, `batch_size`, chunk sizes...).
-
-        With `backend="faiss"` the FAISS index is built here too, tuned and measured (`recall_report`; one log line).
-        """
-        if model is None:
-            raise ValueError("build needs a model to embed the corpus")
-        texts, ids = texts_and_ids(corpus, ids, text_column, id_column)
-        if not texts:
-            raise ValueError("cannot build an index from an empty corpus")
-        index = cls(model, tokenizer, **kwargs)
-        check_empty_store(index)
-        if shards_dir is None:
-            index.add(texts, ids, metadata=metadata, show_progress_bar=show_progress_bar)
-        else:
-            index._id_type = fill_from_shards(index, texts, ids, metadata, shards_dir, shard_size, show_progress_bar)
-        index._store.finish_build()  # a FAISS index built and measured now
-        return index
-
-    def add(
-        self,
-        texts: Sequence[str],
-        ids: Sequence[int | str] | None = None,
-        *,
-        metadata: Sequence[dict[str, Any]] | None = None,
-        show_progress_bar: bool = False,
-        assign_groups: bool = False,
-    ) -> list[dict[str, Any]] | None:
-        """
-        Embed `texts` and append them to the index. `ids` default to the next row numbers (only while the index's
-        ids are integers); an id already in the index is an error, and so is an empty text. Nothing changes unless
-        every text is embedded. A FAISS index takes the new rows without a rebuild; a database has every row durably
-        when `add` returns.
-
-        `assign_groups=True` also puts each new text in a duplicate group (`find_groups` first; an empty index starts
-        groups at its threshold) and returns, per text, `{"id", "group", "canonical_id", "canonical_text", "score"
-        (cosine to the canonical), "new_group"}`: the question to link it to (see `hfsiamese.search.groups.assignment`).
-        """
-        texts = check_texts(texts)
-        if not texts:
-            return [] if assign_groups else None
-        new_ids = check_new_ids(self, ids, len(texts))  # before the (long) encoding
-        groups = self._groups.to_assign(self) if assign_groups else None  # refused before any row is written
-        embeddings = self._encode(texts, show_progress_bar=show_progress_bar)
-        self.add_embeddings(texts, embeddings, new_ids, metadata=metadata)
-        return self._groups.assign(self, groups, new_ids, embeddings) if groups is not None else None
-
-    def add_embeddings(
-        self,
-        texts: Sequence[str],
-        embeddings: torch.Tensor | np.ndarray | Any,
-        ids: Sequence[int | str] | None = None,
-        *,
-        metadata: Sequence[dict[str, Any]] | None = None,
-    ) -> None:
-        """`add` for texts embedded already (by this index's model: e.g. `EmbeddingShards` of a sharded encoding,
-        which are added shard by shard, never all in memory at once)."""
-        kind, pieces = rows_to_add(self, texts, embeddings, ids, metadata)
-        for piece in pieces:
-            self._store.add(*piece)
-        self._id_type = kind
-
-    def delete(self, ids: Sequence[int | str]) -> int:
-        """Remove the texts with these ids (ids not in the index are ignored; ids of the other kind than the index's, a
-        string where its ids are integers or the reverse, are refused); returns how many were removed. A database
-        deletes in place; an in-process index is compacted (the kept rows copied into memory, a FAISS index rebuilt at
-        the next search), so for a large corpus that changes every day prefer a database."""
-        ids = check_ids_to_delete(self, ids)  # "0" never finds 0: refused, not 0 removed
-        self._groups.current(self)  # a database's stored groups read (or refused as damaged) before any row goes
-        removed = self._store.delete(ids)
-        if not self._store.database and not len(self._store):
-            self._id_type = None
-        if removed:
-            self._groups.after_delete(self, ids)  # a deleted canonical's group promotes another member
-        return removed
 
     def encode(self, texts: list[str], *, show_progress_bar: bool = False) -> torch.Tensor:
         """Embed texts as the index embeds its corpus and queries (its model, batch size, length, `truncate_dim`)."""
@@ -298,11 +196,13 @@ class DuplicateIndex(IndexFaiss):
         )  # fmt: skip
 
     @staticmethod
-    def _resolve_model(model: SiameseModel | str | None) -> Any:
+    def _resolve_model(model: SiameseModel | str | None, backend: str | None) -> Any:
         if isinstance(model, (str, os.PathLike)):
             from hfsiamese.loading import load_siamese_model
 
-            return load_siamese_model(model)  # a PyTorch checkpoint or an ONNX export
+            return load_siamese_model(model, backend=backend)  # a PyTorch checkpoint, an ONNX or OpenVINO export
+        if backend is not None:
+            raise ValueError(f"backend={backend!r} chooses how a model folder is loaded: pass the folder as model=")
         if model is not None and not hasattr(model, "encode"):
             raise TypeError(f"model must be a SiameseModel (or its folder), got {type(model).__name__}")
         return model
@@ -313,10 +213,11 @@ class DuplicateIndex(IndexFaiss):
         k: int = 10,
         *,
         threshold: float | None = None,
-        backend: Backend | None = None,
+        store: Store | None = None,
         filter: dict[str, Any] | None = None,
         cross_encoder: Any | None = None,
         rerank_k: int | None = None,
+        backend: Store | None = None,
     ) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
         """
         The `k` indexed texts most similar to each query, best first.
@@ -337,24 +238,26 @@ class DuplicateIndex(IndexFaiss):
         `"lexical_score"` (BM25; 0 where it shares no word with the query), while `"score"` stays the cosine and
         `"is_duplicate"` its verdict; a cross-encoder reranks the fused candidates.
         """
+        store = store_and_runtime(store, backend)[0]  # `backend=` was the store's name here: warned
         single = isinstance(queries, str)
         texts = check_texts([queries] if single else queries, "queries")
-        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k, backend)
+        plan = plan_search(self, texts, k, threshold, filter, cross_encoder, rerank_k, store)
         if not texts:
             return []
-        results = decided(plan, texts, candidates(self, texts, self._encode(texts), plan.fetch_k, backend, filter), k)
+        results = decided(plan, texts, candidates(self, texts, self._encode(texts), plan.fetch_k, store, filter), k)
         return results[0] if single else results
 
     def search_embeddings(
-        self, query_embeddings: torch.Tensor, k: int = 10, *, backend: Backend | None = None
+        self, query_embeddings: torch.Tensor, k: int = 10, *, store: Store | None = None, backend: Store | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """
         Tensor form of `search`: `(scores, rows)`, both `(num_queries, min(k, len(index)))`, best first; `rows`
         index `embeddings` and `corpus` (-1 where an approximate index found fewer than `k`). Queries should be
         L2-normalised (as `model.encode` returns them) for the scores to be cosine similarities. A quantised FAISS
-        index's candidates are rescored exactly: only which rows are found may differ from `backend="exact"`.
+        index's candidates are rescored exactly: only which rows are found may differ from `store="exact"`.
         """
-        exact = search_backend(self, query_embeddings, k, backend) == "exact"
+        store = store_and_runtime(store, backend)[0]
+        exact = search_store(self, query_embeddings, k, store) == "exact"
         numbered = cast("InMemoryStore", self._store)  # checked: numbered rows, an in-process store
         return numbered.topk(query_embeddings.detach().float().cpu(), k, exact=exact)
 
@@ -441,52 +344,21 @@ class DuplicateIndex(IndexFaiss):
         """The duplicate groups `find_groups` made (kept current since), None before."""
         return self._groups.current(self)
 
-    def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
-        """
-        Write the index to a folder (see `index_files` for its files). A folder that already holds files is refused
-        unless `overwrite=True`, which replaces the index files there (other files are left alone). A FAISS index is
-        saved with it (loading does not rebuild it); a database index saves only where its collection is.
-        """
-        self.check_not_empty()
-        self._store.save(save_directory, index_config(self), overwrite=overwrite)
-        save_lexical(self, Path(save_directory))  # derived from the texts: rebuilt at load if missing
-        if not self._store.database:  # a database keeps its groups beside its rows
-            save_groups_file(self.groups, save_directory)
-
-    @classmethod
-    def load(
-        cls,
-        save_directory: str | os.PathLike,
-        model: SiameseModel | str | None = None,
-        tokenizer: Any | None = None,
-        *,
-        mmap: bool | None = None,
-        **kwargs: Any,
-    ) -> DuplicateIndex:
-        """
-        Load an index saved with `save`. With a `model`, it must be the model that built the index: its embeddings
-        of the probe questions saved with the index (`PROBE_QUESTIONS`) must agree (cosine >= `SAME_MODEL_MIN_COSINE`),
-        else a `ValueError`: another model's embeddings are not comparable. A moved or renamed model folder passes;
-        an index saved before fingerprints only checks the size and warns on a different name. `**kwargs` are the
-        constructor's options; the saved threshold is used unless `threshold=` or the model's calibrated one is
-        given, and the saved backend (and FAISS index) unless `backend=` (or other FAISS settings) are given.
-
-        `mmap=True` leaves the embeddings in the folder's file, read as needed (memory-mapped): a corpus larger than
-        memory can be searched, best through a quantised FAISS index (an exact search reads the whole file each
-        time, about 4x slower at 1M texts). Default: `True` for an index saved with quantised FAISS codes.
-        """
-        index = load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
-        if not index._store.database:
-            index._groups = IndexGroups(load_groups_file(save_directory))
-        return index
+    @property
+    def backend(self) -> str:
+        """Deprecated: the store's name is `store_name` (`backend` names a model's runtime)."""
+        warn_deprecated("name", "hfsiamese.search.DuplicateIndex.backend")
+        return self.store_name
 
     def __repr__(self) -> str:
         where = f", database={self.database!r}, collection={self.collection!r}" if self._store.database else ""
-        faiss = f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.backend == "faiss" else ""
+        faiss = (
+            f", ann={self._ann.spec if self._ann is not None else self.ann_spec}" if self.store_name == "faiss" else ""
+        )
         hybrid = f", hybrid={self._hybrid.method!r}" if self._hybrid is not None else ""
         return (
             f"{type(self).__name__}(num_texts={len(self)}, embedding_dim={self.embedding_dim}, "
-            f"backend={self.backend!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
+            f"store={self.store_name!r}{where}{faiss}{hybrid}, model={self.model_name_or_path!r}, "
             f"threshold={self.threshold})"
         )
 

@@ -1,7 +1,7 @@
 """
 A `DuplicateIndex`'s FAISS index, as the index shows it: the settings asked for, the recall target, what the built
 index was measured to find, and rebuilding or measuring it. The FAISS store (`stores.faiss_store`) builds and tunes
-it (`stores.ann_index`, `stores.recall_tuning`); an index with another backend has none and says so.
+it (`stores.ann_index`, `stores.recall_tuning`); an index with another store has none and says so.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ if TYPE_CHECKING:
 
 
 class IndexFaiss(IndexContents):
-    """The FAISS side of an index (`DuplicateIndex` sets `backend`, and `_spec`, `_recall_target` until its store
+    """The FAISS side of an index (`DuplicateIndex` sets `store_name`, and `_spec`, `_recall_target` until its store
     holds a FAISS index)."""
 
-    backend: str
+    store_name: str
     _spec: AnnSpec
     _recall_target: float | None
 
     @property
-    def _faiss(self) -> Any:  # the FaissStore with backend="faiss" (what `ann_index`, `recall_tuning` answer for)
-        return self._store if self.backend == "faiss" else None
+    def _faiss(self) -> Any:  # the FaissStore with store="faiss" (what `ann_index`, `recall_tuning` answer for)
+        return self._store if self.store_name == "faiss" else None
 
     @property
     def ann_spec(self) -> AnnSpec:
@@ -47,7 +47,7 @@ class IndexFaiss(IndexContents):
     def recall_report(self) -> RecallReport | None:
         """What the FAISS index was measured to find (`recall_tuning.RecallReport`: recall@10 against exact search,
         per-query latency, the settings and why); saved with the index. None before the FAISS index is built (at
-        `build`, the first search or `save`), without `backend="faiss"`, with `recall_target=None`, and for an index
+        `build`, the first search or `save`), without `store="faiss"`, with `recall_target=None`, and for an index
         saved by a release that did not measure (`measure_recall` measures it)."""
         return self._faiss.recall if self._faiss is not None else None
 
@@ -65,9 +65,9 @@ class IndexFaiss(IndexContents):
         return self._checked_faiss().measure_recall()
 
     def _checked_faiss(self) -> Any:
-        if self.backend != "faiss":
+        if self.store_name != "faiss":
             raise ValueError(
-                f'only a backend="faiss" index has a FAISS index to measure or rebuild, this one is {self.backend!r}'
+                f'only a store="faiss" index has a FAISS index to measure or rebuild, this one is {self.store_name!r}'
             )
         self.check_not_empty()
         return self._faiss

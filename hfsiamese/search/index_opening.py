@@ -33,6 +33,7 @@ def open_index(
     overwrite: bool = False,
     index_flag: str = "--index_dir",
     overwrite_flag: str | None = None,
+    backend: str | None = None,
 ) -> DuplicateIndex | None:
     """
     The index saved in `index_dir` (its `INDEX_CONFIG_NAME` there), else one built from `corpus()` and saved to
@@ -40,7 +41,8 @@ def open_index(
     `accelerate launch`, which only encode.
 
     Args:
-        model_name_or_path: the model's folder: loaded (unless `model` is given) and its tokenizer beside it.
+        model_name_or_path: the model's folder: loaded (unless `model` is given) and its tokenizer beside it;
+            `backend` the runtime it is loaded with (`"auto"`: the fastest export it carries, see `load_model`).
         index_dir: a folder holding a saved index, or where to save the one built (None: not saved).
         corpus: reads the corpus file (None: no `--corpus` was given).
         options: `DuplicateIndex` options for loading and building alike (a database's place is taken from a
@@ -57,7 +59,7 @@ def open_index(
                 f"{index_dir} already holds an index: drop --corpus to search it, or pass {overwrite_flag} "
                 "to rebuild it from the corpus"
             )
-        model, tokenizer = _model_and_tokenizer(model_name_or_path, model)
+        model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend)
         for name in _WHERE_THE_ROWS_ARE:  # the saved index says where its database is
             options.pop(name, None)
         return DuplicateIndex.load(index_dir, model, tokenizer, **options)
@@ -71,7 +73,7 @@ def open_index(
             rebuild = f", or pass {overwrite_flag}" if overwrite_flag else ""
             raise FileExistsError(f"{index_flag} {target} exists and holds no index: choose an empty folder{rebuild}")
     texts, ids, metadata = corpus()
-    model, tokenizer = _model_and_tokenizer(model_name_or_path, model)
+    model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend)
     build_options = build_options or {}
     index = DuplicateIndex.build(
         texts, model, tokenizer, ids=ids, metadata=metadata, show_progress_bar=True, **options, **build_options
@@ -83,10 +85,11 @@ def open_index(
     return index
 
 
-def _model_and_tokenizer(model_name_or_path: str, model: Any | None) -> tuple[Any, Any]:
-    """The model (loaded unless given: a PyTorch checkpoint or an ONNX export) and the tokenizer saved beside it."""
+def _model_and_tokenizer(model_name_or_path: str, model: Any | None, backend: str | None) -> tuple[Any, Any]:
+    """The model (loaded unless given: a PyTorch checkpoint, an ONNX or OpenVINO export, or with `backend="auto"` the
+    fastest of them the folder carries) and the tokenizer saved beside it."""
     if model is None:
-        model = load_siamese_model(model_name_or_path)
+        model = load_siamese_model(model_name_or_path, backend=backend)
     return model, AutoTokenizer.from_pretrained(model_name_or_path)
 
 

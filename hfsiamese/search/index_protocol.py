@@ -23,7 +23,7 @@ class SearchIndex(Protocol):
     calibrator: Any
     cross_encoder: Any
     threshold: float | None
-    backend: str
+    store_name: str
     database: str
     collection: str
     model_name_or_path: str | None
@@ -60,7 +60,7 @@ class SearchIndex(Protocol):
     def check_not_empty(self) -> None: ...
 
     def search_embeddings(
-        self, query_embeddings: torch.Tensor, k: int = 10, *, backend: Any = None
+        self, query_embeddings: torch.Tensor, k: int = 10, *, store: Any = None
     ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
     def add_embeddings(self, texts: Any, embeddings: Any, ids: Any = None, *, metadata: Any = None) -> None: ...

@@ -1,30 +1,36 @@
 """
 What a `DuplicateIndex` writes beside its rows when saved (`index_config`) and how a saved folder becomes an index
-again (`load_index`): the model's fingerprint (its embeddings of `PROBE_QUESTIONS`, which tell at load time whether
-the model given is the one that built the index: a folder can be moved or renamed, its weights' embeddings
-cannot), the threshold and calibration, the backend and where a database is, and a FAISS index's settings and
-measured recall. The files themselves are `index_files`.
+again (`load_index`), as the index's `save` and `load` (`IndexFolder`): the model's fingerprint (its embeddings of
+`PROBE_QUESTIONS`, which tell at load time whether the model given is the one that built the index: a folder can be
+moved or renamed, its weights' embeddings cannot), the threshold and calibration, the store and where a database is,
+and a FAISS index's settings and measured recall. The files themselves are `index_files`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import torch
 
 from hfsiamese.models.siamese.score_calibrator import ScoreCalibrator
 from hfsiamese.models.siamese.scoring import check_threshold
-from hfsiamese.search.backends import DATABASE_BACKENDS
+from hfsiamese.search.backends import DATABASE_BACKENDS, store_and_runtime
+from hfsiamese.search.groups.group_storage import load_groups_file, save_groups_file
+from hfsiamese.search.groups.index_groups import IndexGroups
+from hfsiamese.search.index_contents import IndexContents
+from hfsiamese.search.lexical.hybrid_search import save_lexical
 from hfsiamese.search.lexical.hybrid_settings import saved_hybrid_options
 from hfsiamese.search.stores.ann_index import AnnSpec
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME, read_index_folder
 from hfsiamese.search.stores.recall_tuning import RecallReport
 
 if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.models.siamese.modeling_siamese import SiameseModel
     from hfsiamese.search.index_protocol import SearchIndex
     from hfsiamese.search.stores.faiss_store import FaissStore
     from hfsiamese.search.stores.in_memory import InMemoryStore
@@ -56,7 +62,7 @@ def index_config(index: SearchIndex) -> dict[str, Any]:
         "id_type": index._id_type,
         "threshold": index.threshold,
         "calibration": None if index.calibrator is None else index.calibrator.to_dict(),
-        "backend": index.backend,
+        "backend": index.store_name,
     }
     if index.lexical is not None:  # absent without hybrid: such configs are as before
         config["hybrid"] = index.lexical.spec.to_dict()
@@ -68,7 +74,7 @@ def index_config(index: SearchIndex) -> dict[str, Any]:
         }
     elif index._model_fingerprint is not None:
         config["model_fingerprint"] = index._model_fingerprint
-    if index.backend in DATABASE_BACKENDS:
+    if index.store_name in DATABASE_BACKENDS:
         config["database"] = {"location": index.database, "collection": index.collection}
     return config
 
@@ -88,11 +94,12 @@ def load_index(
     target_given = "recall_target" in kwargs
     if saved_recall is not None:
         kwargs.setdefault("recall_target", saved_recall.target)  # the target it was measured against, unless told
-    kwargs.setdefault("backend", config.get("backend", "exact"))
+    store, runtime = store_and_runtime(kwargs.get("store"), kwargs.pop("backend", None))  # warned: an old store name
+    kwargs.update(store=store or config.get("backend", "exact"), backend=runtime)  # saved as "backend": the store
     if not {"hybrid", "rrf_k", "lexical_weight"} & kwargs.keys():  # searched as saved, unless told
         kwargs.update(saved_hybrid_options(config.get("hybrid"), str(path / INDEX_CONFIG_NAME)))
     database = config.get("database")
-    if kwargs["backend"] in DATABASE_BACKENDS and database is not None:
+    if kwargs["store"] in DATABASE_BACKENDS and database is not None:
         kwargs.setdefault("database", database["location"])
         kwargs.setdefault("collection", database["collection"])
     index = cls(model, tokenizer, **kwargs)
@@ -111,7 +118,7 @@ def load_index(
         return index
     if table is None:
         raise ValueError(
-            f"the index in {path} lives in a database collection: load it with its saved backend (the default)"
+            f"the index in {path} lives in a database collection: load it with its saved store (the default)"
         )
     store = cast("InMemoryStore", index.store)  # numbered rows, kept in the folder
     store.embedding_dim = index.embedding_dim
@@ -120,7 +127,7 @@ def load_index(
         index.lexical.take_saved(store, path)
     index._id_type = store.id_type or "str"
     saved_spec = AnnSpec.from_dict(config["ann"]) if config.get("ann") else None
-    if index.backend == "faiss" and ann_file is not None and saved_spec is not None:
+    if index.store_name == "faiss" and ann_file is not None and saved_spec is not None:
         store = cast("FaissStore", store)
         asked = store.spec
         if asked.is_default or asked.resolved(len(index), index.embedding_dim) == saved_spec:
@@ -147,6 +154,53 @@ def load_index(
                     stacklevel=3,
                 )
     return index
+
+
+class IndexFolder(IndexContents):
+    """An index as a folder: `save` and `load` (`DuplicateIndex` is one: it holds its `groups` and `_groups`)."""
+
+    groups: Any
+    _groups: IndexGroups
+
+    def save(self, save_directory: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """
+        Write the index to a folder (see `index_files` for its files). A folder that already holds files is refused
+        unless `overwrite=True`, which replaces the index files there (other files are left alone). A FAISS index is
+        saved with it (loading does not rebuild it); a database index saves only where its collection is.
+        """
+        self.check_not_empty()
+        self._store.save(save_directory, index_config(self), overwrite=overwrite)
+        save_lexical(self, Path(save_directory))  # derived from the texts: rebuilt at load if missing
+        if not self._store.database:  # a database keeps its groups beside its rows
+            save_groups_file(self.groups, save_directory)
+
+    @classmethod
+    def load(
+        cls,
+        save_directory: str | os.PathLike,
+        model: SiameseModel | str | None = None,
+        tokenizer: Any | None = None,
+        *,
+        mmap: bool | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """
+        Load an index saved with `save`. With a `model`, it must be the model that built the index: its embeddings
+        of the probe questions saved with the index (`PROBE_QUESTIONS`) must agree (cosine >= `SAME_MODEL_MIN_COSINE`),
+        else a `ValueError`: another model's embeddings are not comparable. A moved or renamed model folder passes;
+        an index saved before fingerprints only checks the size and warns on a different name. `**kwargs` are the
+        constructor's options; the saved threshold is used unless `threshold=` or the model's calibrated one is
+        given, and the saved store (and FAISS index) unless `store=` (or other FAISS settings) are given; `backend="auto"`
+        chooses the model's runtime when `model` is a folder (see the constructor).
+
+        `mmap=True` leaves the embeddings in the folder's file, read as needed (memory-mapped): a corpus larger than
+        memory can be searched, best through a quantised FAISS index (an exact search reads the whole file each
+        time, about 4x slower at 1M texts). Default: `True` for an index saved with quantised FAISS codes.
+        """
+        index = load_index(cls, Path(save_directory), model, tokenizer, mmap, kwargs)
+        if not index._store.database:
+            index._groups = IndexGroups(load_groups_file(save_directory))
+        return index
 
 
 def _check_model(index: SearchIndex, config: dict[str, Any], path: Path) -> None:
@@ -193,4 +247,4 @@ def _saved_recall(config: dict[str, Any], path: Path) -> RecallReport | None:
         raise ValueError(f"{path / INDEX_CONFIG_NAME} has a damaged 'recall' entry ({err}); rebuild the index") from err
 
 
-__all__ = ["PROBE_QUESTIONS", "SAME_MODEL_MIN_COSINE", "index_config", "load_index"]
+__all__ = ["PROBE_QUESTIONS", "SAME_MODEL_MIN_COSINE", "IndexFolder", "index_config", "load_index"]

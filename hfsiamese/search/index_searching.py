@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import torch
 
 from hfsiamese.models.siamese.scoring import check_threshold
-from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Backend, check_backend
+from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Store, check_backend
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.matches import decide
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
@@ -44,13 +44,13 @@ def plan_search(
     filter: dict[str, Any] | None,
     cross_encoder: Any | None,
     rerank_k: int | None,
-    backend: Backend | None = None,
+    store_name: Store | None = None,
 ) -> SearchPlan:
     """The options of a `search` checked (and the index not empty, where there are queries)."""
     check_k(k)
     database = index.store.database
     if filter is not None and not database:
-        raise ValueError('filter= needs a database backend ("lancedb" or "qdrant"): the texts there carry metadata')
+        raise ValueError('filter= needs a database store ("lancedb" or "qdrant"): the texts there carry metadata')
     reranker = call_reranker(index, cross_encoder)
     if reranker is None:
         if rerank_k is not None:
@@ -63,8 +63,8 @@ def plan_search(
         threshold = cross_encoder_threshold(reranker, threshold)
     if texts:
         index.check_not_empty()
-        if database and backend not in (None, index.backend):
-            raise ValueError(f"this index lives in {index.backend}: backend={backend!r} cannot search it")
+        if database and store_name not in (None, index.store_name):
+            raise ValueError(f"this index lives in {index.store_name}: store={store_name!r} cannot search it")
     return SearchPlan(database, rerank_k or k, threshold, reranker)
 
 
@@ -77,8 +77,8 @@ def decided(
     return [found[:k] for found in rerank_matches(plan.reranker, texts, candidates, threshold=plan.threshold)]
 
 
-def search_backend(index: SearchIndex, query_embeddings: torch.Tensor, k: int, backend: Backend | None) -> str:
-    """The in-process backend `search_embeddings` uses, its arguments checked."""
+def search_store(index: SearchIndex, query_embeddings: torch.Tensor, k: int, store_name: Store | None) -> str:
+    """The in-process store `search_embeddings` searches with, its arguments checked."""
     check_k(k)
     if not index.store.numbered_rows:
         raise ValueError("search_embeddings returns row numbers, which a database collection has none of: use search")
@@ -87,10 +87,10 @@ def search_backend(index: SearchIndex, query_embeddings: torch.Tensor, k: int, b
         raise ValueError(
             f"query embeddings must have shape (num_queries, {index.embedding_dim}), got {tuple(query_embeddings.shape)}"
         )
-    backend = check_backend(backend or index.backend)
-    if backend not in IN_PROCESS_BACKENDS:
-        raise ValueError(f"backend={backend!r} is not how this index was built: use 'exact' or 'faiss'")
-    return backend
+    store_name = check_backend(store_name or index.store_name)
+    if store_name not in IN_PROCESS_BACKENDS:
+        raise ValueError(f"store={store_name!r} is not how this index was built: use 'exact' or 'faiss'")
+    return store_name
 
 
 def dense_matches(
@@ -98,16 +98,16 @@ def dense_matches(
     texts: list[str],
     query_embeddings: torch.Tensor,
     k: int,
-    backend: Backend | None,
+    store_name: Store | None,
     filter: dict[str, Any] | None,
 ) -> list[list[dict[str, Any]]]:
     """`search`'s candidates by cosine alone: the store's own search (a database's, under `filter`), or, where rows are
-    numbered, `search_embeddings` (the backend of the call: an exact search of a FAISS index) turned into matches."""
+    numbered, `search_embeddings` (the store of the call: an exact search of a FAISS index) turned into matches."""
     store = index.store
     if not store.numbered_rows:
         return store.search(query_embeddings.float().cpu().numpy(), k, filter=filter)
     numbered = cast("InMemoryStore", store)  # numbered rows: an in-process store's `matches`
-    return numbered.matches(*index.search_embeddings(query_embeddings, k, backend=backend))
+    return numbered.matches(*index.search_embeddings(query_embeddings, k, store=store_name))
 
 
 def candidates(
@@ -115,14 +115,14 @@ def candidates(
     texts: list[str],
     query_embeddings: torch.Tensor,
     k: int,
-    backend: Backend | None,
+    store_name: Store | None,
     filter: dict[str, Any] | None,
 ) -> list[list[dict[str, Any]]]:
     """Each query's `k` candidates, the one path of `search`: fused by the index's lexical side (`hybrid=`), else by
     cosine alone (`dense_matches`)."""
     if index.lexical is not None:
-        return index.lexical.matches(index, texts, query_embeddings, k, backend, filter)
-    return dense_matches(index, texts, query_embeddings, k, backend, filter)
+        return index.lexical.matches(index, texts, query_embeddings, k, store_name, filter)
+    return dense_matches(index, texts, query_embeddings, k, store_name, filter)
 
 
-__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "dense_matches", "plan_search", "search_backend"]
+__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "dense_matches", "plan_search", "search_store"]

@@ -77,7 +77,9 @@ class DuplicateService:
     @classmethod
     def open(cls, settings: ServeSettings) -> DuplicateService:
         """Load the index saved in `settings.index_dir` with its model (and group it when asked and not yet)."""
-        index = cast(DuplicateIndex, open_index(settings.model_name_or_path, settings.index_dir, None))
+        index = cast(
+            DuplicateIndex, open_index(settings.model_name_or_path, settings.index_dir, None, backend=settings.backend)
+        )
         if settings.find_groups and index.groups is None and len(index):
             logger.info("grouping the %d questions of the index (--find_groups)", len(index))
             index.find_groups()
@@ -96,7 +98,7 @@ class DuplicateService:
         groups = self.index.groups
         return {
             "size": len(self.index),
-            "backend": self.index.backend,
+            "backend": self.index.store_name,
             "model": self.index.model_name_or_path,
             "threshold": self.index.threshold,
             "calibrated": self.index.calibrator is not None,

@@ -44,7 +44,8 @@ class Batching:
 @dataclass(frozen=True)
 class ServeSettings:
     """
-    A service over a saved `DuplicateIndex` (`index_dir`) and the model that built it (`model_name_or_path`).
+    A service over a saved `DuplicateIndex` (`index_dir`) and the model that built it (`model_name_or_path`, on the
+    runtime `backend` names: `"auto"`, the fastest its folder carries, as `hfsiamese.load_model` chooses).
 
     `cross_encoder`: a reranker for searches and the judge of pair checks. `read_only`: no add or delete route.
     `find_groups`: group the index at start when it has no duplicate groups yet (so that adds are assigned to one).
@@ -54,6 +55,7 @@ class ServeSettings:
 
     index_dir: str
     model_name_or_path: str
+    backend: str | None = None
     cross_encoder: str | None = None
     rerank_k: int | None = None
     default_k: int = 5

@@ -219,6 +219,16 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
         "hfsiamese.training.run_start.StartedRun",
         _ROUND_THREE,
     ),
+    # One `backend` vocabulary: the model's runtime (load_model, evaluate); the vector store is `store` (values disjoint).
+    *(
+        Deprecated("module", f"hfsiamese.search.{name}", "hfsiamese.search.index_writing", _ROUND_THREE)
+        for name in ("index_building", "index_rows")  # the index's write path and its refusals, in one module
+    ),
+    Deprecated("option", "--backend STORE", "--store STORE", _ROUND_THREE),  # hfsiamese search, groups, app
+    Deprecated("keyword", "backend=STORE", "store=STORE", _ROUND_THREE),  # DuplicateIndex, its build, load, search
+    Deprecated(
+        "name", "hfsiamese.search.DuplicateIndex.backend", "hfsiamese.search.DuplicateIndex.store_name", _ROUND_THREE
+    ),
     Deprecated(
         "name",
         "hfsiamese.cli.train.train_cross_encoder",

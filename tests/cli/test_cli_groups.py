@@ -56,7 +56,7 @@ def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path,
     [
         ([], "pass --corpus"),
         (["--index_dir", "x", "--threshold", "0.5", "--probability_threshold", "0.9"], "not both"),
-        (["--index_dir", "x", "--backend", "lancedb"], "--database goes with"),
+        (["--index_dir", "x", "--store", "lancedb"], "--database goes with"),
         (["--index_dir", "x", "--guard", "cross_encoder"], "--cross_encoder goes with --guard cross_encoder"),
         (["--index_dir", "x", "--cross_encoder", "ce"], "--cross_encoder goes with --guard cross_encoder"),
     ],

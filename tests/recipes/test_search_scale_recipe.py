@@ -56,7 +56,7 @@ def test_a_quantised_faiss_index_is_built_in_shards_saved_and_reused(tmp_path, s
         str(tmp_path / "index"),
     ]
     corpus = ["--corpus", str(table_file), "--text_column", "question", "--id_column", "qid"]
-    built = search_recipe.main([*base, *corpus, "--backend", "faiss", "--quantization", "binary", "--structure", "flat",
+    built = search_recipe.main([*base, *corpus, "--store", "faiss", "--quantization", "binary", "--structure", "flat",
                                 "--shards_dir", str(tmp_path / "shards"), "--shard_size", "3"])  # fmt: skip
     assert built["results"][0]["matches"][0]["id"] == 3
     assert sorted(p.name for p in (tmp_path / "index").iterdir()) == [
@@ -82,7 +82,7 @@ def test_a_database_keeps_metadata_and_filters_searches(tmp_path, search_recipe,
         str(tmp_path / "index"),
     ]
     built = search_recipe.main([*flags, "--corpus", str(table_file), "--text_column", "question", "--id_column", "qid",
-                                "--metadata_column", "site", "--backend", "lancedb", "--database", str(tmp_path / "db"),
+                                "--metadata_column", "site", "--store", "lancedb", "--database", str(tmp_path / "db"),
                                 "--filter", "site=cooking"])  # fmt: skip
     matches = built["results"][0]["matches"]
     assert matches and {m["site"] for m in matches} == {"cooking"} and len(matches) == SITES.count("cooking")
@@ -101,19 +101,19 @@ def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir
         "--query",
         "x",
     ]
-    with pytest.raises(UsageError, match="apply to --backend faiss"):
+    with pytest.raises(UsageError, match="apply to --store faiss"):
         search_recipe.main([*flags, "--quantization", "int8"])
-    with pytest.raises(UsageError, match="apply to --backend faiss"):
+    with pytest.raises(UsageError, match="apply to --store faiss"):
         search_recipe.main([*flags, "--recall_target", "0.9"])
     with pytest.raises(UsageError, match="needs --database"):
-        search_recipe.main([*flags, "--backend", "lancedb"])
-    with pytest.raises(UsageError, match="--filter needs a database backend"):
+        search_recipe.main([*flags, "--store", "lancedb"])
+    with pytest.raises(UsageError, match="--filter needs a database store"):
         search_recipe.main([*flags, "--filter", "site=cooking"])
     with pytest.raises(UsageError, match="is not FIELD=VALUE"):
         search_recipe.main([*flags, "--filter", "site"])
     with pytest.raises(ValueError, match="--metadata_column 'tag' is not a column"):
         search_recipe.main(
-            [*flags, "--metadata_column", "tag", "--backend", "lancedb", "--database", str(tmp_path / "db")]
+            [*flags, "--metadata_column", "tag", "--store", "lancedb", "--database", str(tmp_path / "db")]
         )
 
 
@@ -134,7 +134,7 @@ def test_the_recall_target_reaches_the_index_and_its_saved_measurement(tmp_path,
     import json
 
     flags = ["--model_name_or_path", str(model_dir), "--corpus", str(table_file), "--text_column", "question",
-             "--query", TEXTS[3], "--k", "2", "--index_dir", str(tmp_path / "index"), "--backend", "faiss",
+             "--query", TEXTS[3], "--k", "2", "--index_dir", str(tmp_path / "index"), "--store", "faiss",
              "--quantization", "int8", "--structure", "flat", "--recall_target", "0.9"]  # fmt: skip
     with pytest.warns(UserWarning, match=r"finds 0\.\d+ of the exact top 7 \(a 95% lower bound; 1\.000 on the sample"):
         search_recipe.main(flags)  # the bound over a few queries is wide, however many they find

@@ -1,4 +1,4 @@
-"""Quantised and approximate FAISS search (`backend="faiss"`), memory-mapped embeddings and deletes, against exact search."""
+"""Quantised and approximate FAISS search (`store="faiss"`), memory-mapped embeddings and deletes, against exact search."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def recall_at(found: torch.Tensor, exact: torch.Tensor) -> float:
 )
 def test_quantised_and_approximate_search_find_the_exact_neighbours(static_model, options, min_recall):
     corpus, queries = clustered(2000), torch.from_numpy(clustered(50, seed=1))
-    index = index_of(corpus, static_model, backend="faiss", **options)
-    _, exact_rows = index.search_embeddings(queries, k=10, backend="exact")
+    index = index_of(corpus, static_model, store="faiss", **options)
+    _, exact_rows = index.search_embeddings(queries, k=10, store="exact")
     scores, rows = index.search_embeddings(queries, k=10)
     assert recall_at(rows, exact_rows) >= min_recall
     cells = probed_cells(index)
@@ -109,10 +109,10 @@ def test_ivf_visits_only_nprobe_cells(static_model):
         index = index_of(
             corpus,
             static_model,
-            backend="faiss",
+            store="faiss",
             ann=AnnSpec(quantization="int8", structure="ivf", nlist=32, nprobe=nprobe),
         )
-        _, exact_rows = index.search_embeddings(queries, k=10, backend="exact")
+        _, exact_rows = index.search_embeddings(queries, k=10, store="exact")
         recalls[nprobe] = recall_at(index.search_embeddings(queries, k=10)[1], exact_rows)
         assert probed_cells(index) == (nprobe, 32)
     assert recalls[4] < 0.8 and recalls[32] == 1.0, recalls
@@ -122,11 +122,9 @@ def test_binary_rescoring_beats_the_codes_alone(static_model):
     corpus, queries = clustered(2000), torch.from_numpy(clustered(50, seed=1))
     _, exact_rows = index_of(corpus, static_model).search_embeddings(queries, k=10)
     narrow = index_of(
-        corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=1
+        corpus, static_model, store="faiss", quantization="binary", structure="flat", rescore_multiplier=1
     )
-    wide = index_of(
-        corpus, static_model, backend="faiss", quantization="binary", structure="flat", rescore_multiplier=10
-    )
+    wide = index_of(corpus, static_model, store="faiss", quantization="binary", structure="flat", rescore_multiplier=10)
     assert recall_at(wide.search_embeddings(queries, k=10)[1], exact_rows) > recall_at(
         narrow.search_embeddings(queries, k=10)[1], exact_rows
     )
@@ -147,15 +145,15 @@ def test_auto_settings_follow_the_corpus_size():
 
 def test_faiss_options_are_refused_on_other_backends(static_model):
     model, tokenizer = static_model
-    with pytest.raises(ValueError, match='apply to backend="faiss"'):
+    with pytest.raises(ValueError, match='apply to store="faiss"'):
         DuplicateIndex(model, tokenizer, quantization="binary")
     with pytest.raises(ValueError, match="either as ann=AnnSpec"):
-        DuplicateIndex(model, tokenizer, backend="faiss", ann=AnnSpec(), quantization="int8")
+        DuplicateIndex(model, tokenizer, store="faiss", ann=AnnSpec(), quantization="int8")
 
 
 def test_rows_are_added_to_the_faiss_index_without_a_rebuild(static_model):
     corpus = clustered(600)
-    index = index_of(corpus[:500], static_model, backend="faiss", quantization="int8", structure="ivf")
+    index = index_of(corpus[:500], static_model, store="faiss", quantization="int8", structure="ivf")
     index.search_embeddings(torch.from_numpy(corpus[:1]), k=1)  # builds and trains the FAISS index
     built = index._ann
     index.add_embeddings([f"more {i}" for i in range(100)], corpus[500:], ids=list(range(500, 600)))
@@ -166,13 +164,13 @@ def test_rows_are_added_to_the_faiss_index_without_a_rebuild(static_model):
 
 def test_a_saved_faiss_index_loads_without_rebuilding_and_memory_maps_the_embeddings(tmp_path, static_model):
     corpus, queries = clustered(1500), torch.from_numpy(clustered(20, seed=1))
-    index = index_of(corpus, static_model, backend="faiss", quantization="binary", structure="ivf")
+    index = index_of(corpus, static_model, store="faiss", quantization="binary", structure="ivf")
     before = index.search_embeddings(queries, k=5)
     index.save(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ann.faiss", "corpus", "embeddings.npy", "index_config.json"]
 
     loaded = DuplicateIndex.load(tmp_path, *static_model)
-    assert loaded.backend == "faiss" and loaded.memory_mapped and loaded._ann is not None
+    assert loaded.store_name == "faiss" and loaded.memory_mapped and loaded._ann is not None
     assert loaded._ann.spec == index._ann.spec
     after = loaded.search_embeddings(queries, k=5)
     assert torch.equal(after[1], before[1])
@@ -184,8 +182,8 @@ def test_a_saved_faiss_index_loads_without_rebuilding_and_memory_maps_the_embedd
         tmp_path, *static_model, quantization="int8", structure="flat"
     )  # asked for other settings
     assert other._ann is None and other.search_embeddings(queries, k=5)[1].shape == (20, 5)
-    exact = DuplicateIndex.load(tmp_path, *static_model, backend="exact")
-    assert exact.backend == "exact"
+    exact = DuplicateIndex.load(tmp_path, *static_model, store="exact")
+    assert exact.store_name == "exact"
 
 
 def test_a_memory_mapped_index_grows_and_is_searched_exactly(tmp_path, static_model):
@@ -214,16 +212,16 @@ def test_find_duplicates_through_faiss_matches_the_exact_mining(static_model):
     twins /= np.linalg.norm(twins, axis=1, keepdims=True)
     vectors = np.concatenate([corpus, twins])
     exact = index_of(vectors, static_model).find_duplicates(threshold=0.97, k=5)
-    approximate = index_of(
-        vectors, static_model, backend="faiss", quantization="int8", structure="hnsw"
-    ).find_duplicates(threshold=0.97, k=5)
+    approximate = index_of(vectors, static_model, store="faiss", quantization="int8", structure="hnsw").find_duplicates(
+        threshold=0.97, k=5
+    )
     assert {(p["id_a"], p["id_b"]) for p in approximate} == {(p["id_a"], p["id_b"]) for p in exact}
     assert len(exact) >= 40
 
 
 def test_delete_removes_texts_from_every_search(tmp_path, static_model):
     corpus = clustered(300)
-    for options in ({}, {"backend": "faiss", "quantization": "binary", "structure": "flat"}):
+    for options in ({}, {"store": "faiss", "quantization": "binary", "structure": "flat"}):
         index = index_of(corpus, static_model, **options)
         index.search_embeddings(torch.from_numpy(corpus[:1]), k=1)
         assert index.delete([5, 7, 12345]) == 2  # unknown ids are ignored
@@ -242,7 +240,7 @@ def test_metadata_and_filters_need_a_database(static_model):
     with pytest.raises(ValueError, match="need a database backend"):
         index.add(["How do I learn Python?"], metadata=[{"site": "stackoverflow"}])
     index.add(["How do I learn Python?"])
-    with pytest.raises(ValueError, match="filter= needs a database backend"):
+    with pytest.raises(ValueError, match="filter= needs a database store"):
         index.search("python", filter={"site": "stackoverflow"})
 
 

@@ -1,4 +1,4 @@
-"""`DuplicateIndex` on a vector database (`backend="lancedb"` / `"qdrant"`, their embedded modes): the same API as in memory."""
+"""`DuplicateIndex` on a vector database (`store="lancedb"` / `"qdrant"`, their embedded modes): the same API as in memory."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def build(backend, tmp_path, model, tokenizer, **options):
         TEXTS,
         model,
         tokenizer,
-        backend=backend,
+        store=backend,
         database=tmp_path / "db",
         metadata=[{"site": s} for s in SITES],
         **options,
@@ -81,7 +81,7 @@ def test_an_index_reopens_from_its_folder_with_every_row(backend, tmp_path, tiny
     ]  # the rows are in the database
 
     with DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer) as again:
-        assert again.backend == backend and len(again) == len(TEXTS) + 1
+        assert again.store_name == backend and len(again) == len(TEXTS) + 1
         after = again.search(TEXTS[2], k=3)
         assert [(m["id"], m["text"], m["site"]) for m in after] == [(m["id"], m["text"], m["site"]) for m in before]
         assert [m["score"] for m in after] == pytest.approx([m["score"] for m in before], abs=1e-5)
@@ -97,7 +97,7 @@ def test_find_duplicates_mines_the_collection(backend, tmp_path, tiny_lstm, word
 
 def test_database_options_are_checked(backend, tmp_path, tiny_lstm, word_tokenizer):
     with pytest.raises(ValueError, match="needs database="):
-        DuplicateIndex(tiny_lstm, word_tokenizer, backend=backend)
+        DuplicateIndex(tiny_lstm, word_tokenizer, store=backend)
     with pytest.raises(ValueError, match="database= applies to"):
         DuplicateIndex(tiny_lstm, word_tokenizer, database=tmp_path)
     with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:

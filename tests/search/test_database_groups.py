@@ -99,7 +99,7 @@ def rows_of(index: DuplicateIndex) -> list[tuple]:
 
 @pytest.mark.parametrize("backend", ["lancedb", "qdrant"])
 def test_groups_in_the_layout_of_earlier_releases_read_back_equal(backend, tmp_path):
-    options = {"backend": backend, "database": tmp_path / "db"}
+    options = {"store": backend, "database": tmp_path / "db"}
     DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, ids=IDS, **options).close()
     write_old_layout(backend, tmp_path / "db", SETTINGS, ROWS)
     with DuplicateIndex(model(), threshold=THRESHOLD, **options) as index:
@@ -110,7 +110,7 @@ def test_groups_in_the_layout_of_earlier_releases_read_back_equal(backend, tmp_p
 
 @pytest.mark.parametrize("backend", ["lancedb", "qdrant"])
 def test_groups_are_written_in_that_layout(backend, tmp_path):
-    options = {"backend": backend, "database": tmp_path / "db"}
+    options = {"store": backend, "database": tmp_path / "db"}
     with DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, ids=IDS, **options) as index:
         index.find_groups(guard="mean", canonical="most_central")
         index.delete(["q6"])  # a merge after the whole write: the row goes, the layout stays
@@ -133,7 +133,7 @@ def killed(*args, **kwargs):
 LanceDBStore.merge_group_rows = killed
 model_ = model()
 model_.vectors["python 4"] = model_.vectors["python 1"][:1] + [0.05] + model_.vectors["python 1"][2:]
-index = DuplicateIndex(model_, threshold=THRESHOLD, backend="lancedb", database=sys.argv[1])
+index = DuplicateIndex(model_, threshold=THRESHOLD, store="lancedb", database=sys.argv[1])
 index.groups  # read before the write, as a running service has them
 if sys.argv[2] == "add":
     index.add(["python 4"], ids=[10], assign_groups=True)
@@ -149,7 +149,7 @@ def test_a_kill_between_the_rows_and_their_groups_leaves_groups_that_hold(how, t
     an add's row is ungrouped (as after a plain add); either way the next add with assign_groups works."""
     for name in ("killed", "whole"):
         with DuplicateIndex.build(
-            corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=tmp_path / name
+            corpus(), model(), threshold=THRESHOLD, store="lancedb", database=tmp_path / name
         ) as index:
             index.find_groups()
             if name == "whole":
@@ -162,7 +162,7 @@ def test_a_kill_between_the_rows_and_their_groups_leaves_groups_that_hold(how, t
         [sys.executable, "-c", KILLED_BETWEEN_WRITES, str(tmp_path / "killed"), how], env=env, timeout=300
     )
     assert killed.returncode == -signal.SIGKILL
-    reopened = DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=tmp_path / "killed")
+    reopened = DuplicateIndex(model(), threshold=THRESHOLD, store="lancedb", database=tmp_path / "killed")
     with reopened as index:
         assert len(index) == (11 if how == "add" else 9)  # the rows' commit went through
         with caplog.at_level("WARNING"):

@@ -184,11 +184,11 @@ def test_faiss_backend_gives_the_exact_top_k(qqp_texts, qqp_model):
     queries = qqp_texts[::7] + ["how do i learn python ?"]
     exact = DuplicateIndex.build(qqp_texts, model, tokenizer)
     exact_scores, exact_rows = exact.search_embeddings(model.encode(queries, tokenizer), k=5)
-    faiss_scores, faiss_rows = exact.search_embeddings(model.encode(queries, tokenizer), k=5, backend="faiss")
+    faiss_scores, faiss_rows = exact.search_embeddings(model.encode(queries, tokenizer), k=5, store="faiss")
     assert torch.equal(faiss_rows, exact_rows)
     torch.testing.assert_close(faiss_scores, exact_scores, atol=1e-5, rtol=0)
 
-    on_faiss = DuplicateIndex.build(qqp_texts, model, tokenizer, backend="faiss")
+    on_faiss = DuplicateIndex.build(qqp_texts, model, tokenizer, store="faiss")
     on_faiss.search(queries[:1], k=1)
     on_faiss.add(["a brand new question about faiss ?"])  # the FAISS index is rebuilt with the new row
     assert on_faiss.search("a brand new question about faiss ?", k=1)[0]["id"] == len(qqp_texts)
@@ -197,10 +197,10 @@ def test_faiss_backend_gives_the_exact_top_k(qqp_texts, qqp_model):
 def test_faiss_backend_without_faiss_names_the_extra(monkeypatch, tiny_lstm, word_tokenizer):
     monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail
     with pytest.raises(ImportError, match=r'needs the faiss package: .*pip install -e "\.\[faiss\]"'):
-        DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, backend="faiss")
+        DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer, store="faiss")
     index = DuplicateIndex.build(TEXTS, tiny_lstm, word_tokenizer)
     with pytest.raises(ImportError, match="faiss"):
-        index.search(TEXTS[0], backend="faiss")
+        index.search(TEXTS[0], store="faiss")
 
 
 def _brute_force_pairs(embeddings, threshold):
@@ -268,7 +268,7 @@ def test_classifier_threshold_is_not_used_as_a_cosine_threshold(word_tokenizer):
         (lambda m, t: DuplicateIndex.build("one text", m, t), TypeError, "not a single string"),
         (lambda m, t: DuplicateIndex.build(["fine", "  "], m, t), ValueError, r"corpus\[1\] is empty"),
         (lambda m, t: DuplicateIndex.build(["a", "b"], m, t, ids=[1, "b"]), TypeError, "all integers or all strings"),
-        (lambda m, t: DuplicateIndex.build(TEXTS, m, t, backend="annoy"), ValueError, "backend must be one of"),
+        (lambda m, t: DuplicateIndex.build(TEXTS, m, t, store="annoy"), ValueError, "store must be one of"),
         (
             lambda m, t: DuplicateIndex.build(TEXTS, m, t).search(TEXTS[0], k=0),
             ValueError,

@@ -154,7 +154,7 @@ def test_assign_groups_needs_groups_first_on_an_index_with_rows():
 
 @pytest.mark.parametrize("backend", ["exact", "faiss"])
 def test_groups_are_saved_in_the_index_folder(backend, tmp_path):
-    index = build(backend=backend)
+    index = build(store=backend)
     index.find_groups(guard="mean", canonical="most_central")
     index.save(tmp_path / "index")
     assert (tmp_path / "index" / GROUPS_NAME).is_file()
@@ -165,14 +165,14 @@ def test_groups_are_saved_in_the_index_folder(backend, tmp_path):
     loaded.save(tmp_path / "index", overwrite=True)
     assert 10 in DuplicateIndex.load(tmp_path / "index").groups
 
-    plain = build(backend=backend)
+    plain = build(store=backend)
     plain.save(tmp_path / "index", overwrite=True)  # an index without groups: the older groups file goes
     assert not (tmp_path / "index" / GROUPS_NAME).exists() and DuplicateIndex.load(tmp_path / "index").groups is None
 
 
 @pytest.mark.parametrize("backend", ["lancedb", "qdrant"])
 def test_groups_live_in_the_database_beside_the_rows(backend, tmp_path):
-    options = {"backend": backend, "database": tmp_path / "db"}
+    options = {"store": backend, "database": tmp_path / "db"}
     with build(**options) as index:
         assert index.groups is None
         index.find_groups()

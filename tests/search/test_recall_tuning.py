@@ -75,7 +75,7 @@ def separated_384(seed=0):
 
 def index_of(vectors, models, **options) -> DuplicateIndex:
     model, tokenizer = models[vectors.shape[1]]
-    index = DuplicateIndex(model, tokenizer, backend="faiss", **options)
+    index = DuplicateIndex(model, tokenizer, store="faiss", **options)
     index.add_embeddings([f"text {i}" for i in range(len(vectors))], vectors)
     return index
 
@@ -385,10 +385,10 @@ def test_recall_target_is_checked(models):
         with pytest.raises(ValueError, match=r"recall_target must be a number in \(0, 1\]"):
             check_recall_target(bad)
     with pytest.raises(ValueError, match="recall_target must be"):
-        DuplicateIndex(*models[32], backend="faiss", recall_target=0)
+        DuplicateIndex(*models[32], store="faiss", recall_target=0)
     exact = index_of(separated_384()[:20], models)
-    exact.backend = "exact"
-    with pytest.raises(ValueError, match='only a backend="faiss" index'):
+    exact.store_name = "exact"
+    with pytest.raises(ValueError, match='only a store="faiss" index'):
         exact.rebuild_ann()
     assert RecallReport.from_dict({"recall": 0.9, "extra": 1}).k == 10
 

@@ -20,9 +20,7 @@ GROUPS_TABLE = "duplicate_index__groups"  # beside the default collection
 
 
 def options(backend: str, tmp_path) -> dict:
-    return (
-        {"backend": backend, "database": tmp_path / "db"} if backend in ("lancedb", "qdrant") else {"backend": backend}
-    )
+    return {"store": backend, "database": tmp_path / "db"} if backend in ("lancedb", "qdrant") else {"store": backend}
 
 
 def files(folder) -> dict[str, str]:
@@ -121,10 +119,10 @@ DAMAGES = {
 def test_damaged_stored_groups_refuse_add_and_delete_before_a_row_changes(damage, tmp_path):
     damage_groups, match = DAMAGES[damage]
     database = tmp_path / "db"
-    DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=database).close()
-    with DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=database) as index:
+    DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, store="lancedb", database=database).close()
+    with DuplicateIndex(model(), threshold=THRESHOLD, store="lancedb", database=database) as index:
         damage_groups(index, database)
-    with DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=database) as index:
+    with DuplicateIndex(model(), threshold=THRESHOLD, store="lancedb", database=database) as index:
         add = lambda index: index.add(["python 9"], ids=[10], assign_groups=True)  # noqa: E731
         before = {"len": len(index), "ids": sorted(index.ids), "files": files(tmp_path)}
         for call in (add, lambda index: index.delete([0])):
@@ -138,9 +136,9 @@ def test_damaged_stored_groups_refuse_add_and_delete_before_a_row_changes(damage
 
 def test_a_damaged_stored_groups_message_is_one_line_naming_the_table(tmp_path):
     database = tmp_path / "db"
-    with DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=database) as index:
+    with DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, store="lancedb", database=database) as index:
         bad_guard(index, database)
-    index = DuplicateIndex(model(), backend="lancedb", database=database)
+    index = DuplicateIndex(model(), store="lancedb", database=database)
     with index, pytest.raises(ValueError, match=GROUPS_TABLE) as raised:
         index.groups  # noqa: B018 - reading them is what is refused
     assert "\n" not in str(raised.value) and json.dumps("nearest") in str(raised.value).replace("'", '"')
@@ -170,8 +168,8 @@ def test_ids_of_the_other_kind_are_refused_in_one_line_by_delete_and_add(backend
 
 def test_a_database_opened_afresh_knows_the_kind_of_its_ids(tmp_path):
     database = tmp_path / "db"
-    DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, backend="lancedb", database=database).close()
-    with DuplicateIndex(model(), threshold=THRESHOLD, backend="lancedb", database=database) as index:
+    DuplicateIndex.build(corpus(), model(), threshold=THRESHOLD, store="lancedb", database=database).close()
+    with DuplicateIndex(model(), threshold=THRESHOLD, store="lancedb", database=database) as index:
         add = lambda index: index.add(["python 9"], ids=["10"])  # noqa: E731
         refused(index, tmp_path, add, TypeError, r"this index has int ids, the new ids are str ids \('10'\)")
         refused(index, tmp_path, lambda index: index.delete(["3"]), TypeError, r"the ids to delete are str ids")

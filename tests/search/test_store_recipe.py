@@ -65,7 +65,7 @@ def test_an_index_runs_on_the_recipe_store(recipe_store, tmp_path, tiny_lstm, wo
     sites = [{"site": "cooking" if i % 2 else "python"} for i in range(len(TEXTS))]
     with mock.patch("hfsiamese.search.duplicate_index.open_store", return_value=store):
         index = DuplicateIndex.build(
-            TEXTS, tiny_lstm, word_tokenizer, backend="lancedb", database=tmp_path / "db", metadata=sites, threshold=0.5
+            TEXTS, tiny_lstm, word_tokenizer, store="lancedb", database=tmp_path / "db", metadata=sites, threshold=0.5
         )
     assert index.store is store and len(store) == len(TEXTS)
     for got, want in zip(index.search(TEXTS[:3], k=4), exact.search(TEXTS[:3], k=4)):

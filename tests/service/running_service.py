@@ -33,7 +33,7 @@ def tiny_model_dir(path: Path, tokenizer) -> Path:
 def lancedb_index_dir(root: Path, model_dir: Path) -> Path:
     """`TEXTS` (ids 0..7) in a LanceDB database under `root`, grouped, the index saved to `root / "index"`."""
     model = SiameseModel.from_pretrained(model_dir)
-    index = DuplicateIndex.build(TEXTS, model, ids=list(range(len(TEXTS))), backend="lancedb", database=root / "db")
+    index = DuplicateIndex.build(TEXTS, model, ids=list(range(len(TEXTS))), store="lancedb", database=root / "db")
     index.find_groups()
     index.save(root / "index")
     index.close()

@@ -58,13 +58,13 @@ class LexicalSide:
         queries: list[str],
         query_embeddings: torch.Tensor,
         k: int,
-        backend: str | None,
+        store_name: str | None,
         filter: dict[str, Any] | None,
     ) -> list[list[dict[str, Any]]]:
         """`search`'s candidates, fused: in process over numbered rows (`hybrid_matches`), else in the database
         (`database_hybrid_matches`)."""
         if index.store.numbered_rows:
-            return hybrid_matches(index, queries, query_embeddings, k, backend=backend)
+            return hybrid_matches(index, queries, query_embeddings, k, store_name=store_name)
         return database_hybrid_matches(index, queries, query_embeddings, k, filter)
 
 
@@ -93,7 +93,7 @@ def hybrid_search_embeddings(
     query_embeddings: torch.Tensor,
     k: int,
     *,
-    backend: str | None = None,
+    store_name: str | None = None,
     exclude_rows: list[int] | None = None,
 ) -> HybridHits:
     """
@@ -107,7 +107,7 @@ def hybrid_search_embeddings(
     side, store = index.lexical, cast("InMemoryStore", index.store)  # numbered rows: an in-process store
     excluded = 0 if exclude_rows is None else 1
     depth = min(len(store), max(2 * k, MIN_DEPTH) + excluded)
-    dense_scores, dense_rows = index.search_embeddings(query_embeddings, depth, backend=backend)
+    dense_scores, dense_rows = index.search_embeddings(query_embeddings, depth, store=store_name)
     lexical_scores, lexical_rows = side.index_of(store).topk(queries, depth)
     embedded = query_embeddings.detach().float().cpu().numpy()
     width = min(k, len(store) - excluded)
@@ -140,11 +140,11 @@ def fuse(
 
 
 def hybrid_matches(
-    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, *, backend: str | None = None
+    index: SearchIndex, queries: list[str], query_embeddings: torch.Tensor, k: int, *, store_name: str | None = None
 ) -> list[list[dict[str, Any]]]:
     """`search`'s candidates, fused: match dicts whose `"score"` is the cosine, with `"hybrid_score"` (the fused
     score, their order) and `"lexical_score"` (BM25)."""
-    hits = hybrid_search_embeddings(index, queries, query_embeddings, k, backend=backend)
+    hits = hybrid_search_embeddings(index, queries, query_embeddings, k, store_name=store_name)
     results = cast("InMemoryStore", index.store).matches(hits.scores, hits.rows)
     for found, rows, fused, lexical in zip(results, hits.rows, hits.fused_scores, hits.lexical_scores):
         kept = rows >= 0

@@ -44,7 +44,7 @@ def check_hybrid(
         raise ValueError(f"hybrid must be None, 'rrf' or 'weighted', got {hybrid!r}")
     if backend not in HYBRID_BACKENDS:
         raise ValueError(
-            f'hybrid= needs a keyword index: backend="exact" or "faiss" (BM25 in this process) or "lancedb" (its '
+            f'hybrid= needs a keyword index: store="exact" or "faiss" (BM25 in this process) or "lancedb" (its '
             f"full-text index), not {backend!r}"
         )
     if hybrid == "rrf":

@@ -1,5 +1,5 @@
 """
-Smaller and faster search structures for a `DuplicateIndex`, through FAISS (`backend="faiss"`).
+Smaller and faster search structures for a `DuplicateIndex`, through FAISS (`store="faiss"`).
 
 Two choices, made independently (`AnnSpec`):
 
@@ -52,7 +52,7 @@ def import_faiss() -> Any:
         import faiss
     except ImportError as err:
         raise ImportError(
-            f'backend="faiss" needs the faiss package: {install_hint("faiss")}; or use backend="exact", '
+            f'store="faiss" needs the faiss package: {install_hint("faiss")}; or use store="exact", '
             "which needs nothing more"
         ) from err
     return faiss

@@ -4,7 +4,7 @@ A `DuplicateIndex` on disk: one folder, written so that a half-written one is ne
     index_config.json          format version, model that built it, embedding size, count, threshold, backend
     embeddings.npy             the `(num_texts, dim)` float32 embeddings (numpy's format: memory-mappable)
     corpus/                    `Dataset.save_to_disk` of the columns `id` and `text`
-    ann.faiss                  the FAISS index, for `backend="faiss"` (its settings in the config's `ann`, the
+    ann.faiss                  the FAISS index, for `store="faiss"` (its settings in the config's `ann`, the
                                settings asked for in `ann_asked`, its measured recall in `recall`: absent from
                                folders saved before indexes measured themselves, which load as they did)
 

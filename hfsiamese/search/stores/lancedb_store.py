@@ -1,5 +1,5 @@
 """
-Where a `DuplicateIndex(backend="lancedb")` keeps its texts and embeddings: one LanceDB table, either
+Where a `DuplicateIndex(store="lancedb")` keeps its texts and embeddings: one LanceDB table, either
 embedded in a folder (the Lance format on local disk, in-process, no server), on object storage that
 several machines share (`s3://`, `gs://`, `az://` URIs, credentials from the environment), or on LanceDB
 Cloud / Enterprise (a `db://` URI and an `api_key`), through the same code. The same API as

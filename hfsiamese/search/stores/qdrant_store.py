@@ -1,5 +1,5 @@
 """
-Where a `DuplicateIndex(backend="qdrant")` keeps its texts and embeddings: one Qdrant collection, either
+Where a `DuplicateIndex(store="qdrant")` keeps its texts and embeddings: one Qdrant collection, either
 embedded in a folder (Qdrant's local mode: in-process, no server binary) or on a Qdrant server or cluster
 reached by URL, through the same code. Qdrant gives what the in-process backends do not: inserts and
 deletes without a rebuild, metadata filters at search time, and a store that outlives the process.

@@ -4,7 +4,7 @@ recall target.
 
 Why: the settings that lose almost nothing for one model (binary codes of a 384-dimensional model) can lose a
 third of the exact neighbours for another (a 256-dimensional LSTM over dense clusters of near-copies), and
-nothing else tells the user. So a `DuplicateIndex(backend="faiss")` measures the index it builds:
+nothing else tells the user. So a `DuplicateIndex(store="faiss")` measures the index it builds:
 
 * **the sample**: two kinds of query, both drawn seeded from the corpus, because the rows of a corpus are easier
   queries than the questions that arrive later. `RECALL_QUERIES` rows of the corpus (fewer in a smaller corpus) are

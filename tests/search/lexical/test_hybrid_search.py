@@ -78,7 +78,7 @@ def test_a_row_left_out_of_both_lists_before_fusion(rare_word_index):
 
 def test_faiss_backend_searches_alike(rare_word_index):
     exact = rare_word_index(hybrid="rrf").search(QUERY, k=3)
-    faiss = rare_word_index(hybrid="rrf", backend="faiss", recall_target=None).search(QUERY, k=3)
+    faiss = rare_word_index(hybrid="rrf", store="faiss", recall_target=None).search(QUERY, k=3)
     assert [m["id"] for m in faiss] == [m["id"] for m in exact]
     assert [m["hybrid_score"] for m in faiss] == pytest.approx([m["hybrid_score"] for m in exact])
 
@@ -110,7 +110,7 @@ def test_saved_and_loaded_with_its_settings_and_bm25_index(tiny_lstm, word_token
     assert (tmp_path / "index" / "lexical_bm25").is_dir()
     loaded = DuplicateIndex.load(tmp_path / "index", tiny_lstm, word_tokenizer)
     assert loaded.hybrid == "weighted" and loaded._hybrid.lexical_weight == 0.5
-    assert "backend='exact', hybrid='weighted', model=" in repr(loaded)
+    assert "store='exact', hybrid='weighted', model=" in repr(loaded)
     assert loaded._lexical._bm25 is not None  # taken from the folder, not rebuilt
     assert loaded.search(["how do i learn python ?", "sky blue"], k=3) == expected
     # told otherwise at load: dense only, or another rule
@@ -179,7 +179,7 @@ def test_refusals_are_one_line(tiny_lstm, options, message):
 def test_qdrant_is_refused(tiny_lstm, tmp_path):
     pytest.importorskip("qdrant_client")
     with pytest.raises(ValueError, match=r'hybrid= needs a keyword index: .* "lancedb" .*, not \'qdrant\''):
-        DuplicateIndex(tiny_lstm, backend="qdrant", database=tmp_path / "db", hybrid="rrf")
+        DuplicateIndex(tiny_lstm, store="qdrant", database=tmp_path / "db", hybrid="rrf")
 
 
 def test_the_app_verdict_follows_the_best_cosine_not_the_fused_order(rare_word_index, tiny_lstm):
@@ -212,7 +212,7 @@ def test_lancedb_uses_its_full_text_index_under_the_same_filter(tiny_lstm, word_
 
     def index_with(**options):
         index = DuplicateIndex(
-            tiny_lstm, word_tokenizer, threshold=0.9, backend="lancedb", database=tmp_path / "db", **options
+            tiny_lstm, word_tokenizer, threshold=0.9, store="lancedb", database=tmp_path / "db", **options
         )
         index._encode = lambda texts, **_: torch.stack([unit(dim, 1.0, 1)] * len(texts))
         return index
