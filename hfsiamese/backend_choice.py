@@ -36,7 +36,10 @@ from hfsiamese.utils.openvino_runtime import openvino_entry
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("auto",)
+#: "auto": the fastest of everything the folder carries; a runtime's name: the fastest of that runtime's candidates
+#: (the only one, untimed, where there is one), as sentence-transformers' `backend=` names a runtime.
+BACKENDS = ("auto", "pytorch", "onnx", "openvino")
+_RUNTIME_OF = {"pytorch": "PyTorch", "onnx": "ONNX", "openvino": "OpenVINO"}
 CHOICES_FILE = "backend_choices.json"
 REPEATS = 3
 _QUESTIONS = [
@@ -130,20 +133,32 @@ def choose_backend(
     load: Callable[[Path], Any],
     timer: Callable[[Candidate], float] | None = None,
     path: Path | None = None,
+    backend: str = "auto",
 ) -> Candidate:
     """
     The candidate of `folder` kept for this CPU, else the fastest by `timer` (default: `time_candidate` with `load`),
-    kept in `path` (default `choices_file()`); see the module docstring.
+    kept in `path` (default `choices_file()`); see the module docstring. `backend` other than "auto" chooses among
+    that runtime's candidates only (a folder without one: a one-line error naming what it carries).
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if timer is None:
 
         def timer(candidate: Candidate) -> float:
             return time_candidate(candidate, load)
 
     found = candidates(folder)
+    if backend != "auto":
+        runtime = _RUNTIME_OF[backend]
+        carried = ", ".join(f"{candidate.name} ({candidate.description})" for candidate in found)
+        found = [candidate for candidate in found if candidate.description.startswith(runtime + " ")]
+        if not found:
+            raise ValueError(f"backend={backend!r}: {folder} carries no {runtime} model (it carries: {carried})")
     path = choices_file() if path is None else path
     fingerprints = ",".join(f"{candidate.name}={candidate.fingerprint()}" for candidate in found)
     entry = f"{machine_key()} | {Path(folder).resolve()} | {fingerprints}"
+    if backend != "auto":  # a choice within one runtime is kept apart from the choice among all
+        entry += f" | {backend}"
     by_name = {candidate.name: candidate for candidate in found}
     kept = read_kept(path).get(entry)
     if kept is not None and kept.get("chosen") in by_name:

@@ -49,8 +49,9 @@ class EvaluationArguments:
         default=None,
         metadata={
             "help": "auto: of the model folder and the ONNX/OpenVINO exports in its subfolders, the fastest on this "
-            "CPU, timed once and kept (default: the folder as it is).",
-            "choices": ["auto"],
+            "CPU, timed once and kept; pytorch, onnx or openvino: the same among that runtime's (default: the folder "
+            "as it is).",
+            "choices": ["auto", "pytorch", "onnx", "openvino"],
         },
     )
     data_format: str | None = field(default=None, metadata={"help": "Force the file format."})

@@ -105,7 +105,8 @@ def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = Non
     one). A folder that holds none of these is a one-line ValueError.
 
     `backend="auto"` (a local folder): of the folder and the exports in its subfolders, the one that scores pairs
-    fastest on this CPU, timed once and kept (`hfsiamese.backend_choice`); None loads the folder as it is.
+    fastest on this CPU, timed once and kept (`hfsiamese.backend_choice`); `"pytorch"`, `"onnx"` or `"openvino"`:
+    the same among that runtime's only; None loads the folder as it is.
 
     Examples:
 
@@ -123,7 +124,10 @@ def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = Non
 
 
 def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str | os.PathLike:
-    """The folder to load for `backend`: `name_or_path` itself (None), or the one `backend="auto"` chooses in it."""
+    """
+    The folder to load for `backend`: `name_or_path` itself (None), or the one `backend` ("auto", or a runtime:
+    "pytorch", "onnx", "openvino") chooses in it.
+    """
     if backend is None:
         return name_or_path
     from hfsiamese.backend_choice import BACKENDS, choose_backend
@@ -131,8 +135,8 @@ def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str |
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS} or None (the folder as it is), got {backend!r}")
     if not os.path.isdir(name_or_path):
-        raise ValueError(f"backend='auto' chooses among a local folder's exports: {name_or_path} is no folder")
-    return choose_backend(name_or_path, load=load_model).path
+        raise ValueError(f"backend={backend!r} chooses among a local folder's exports: {name_or_path} is no folder")
+    return choose_backend(name_or_path, load=load_model, backend=backend).path
 
 
 def load_siamese_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:

@@ -86,7 +86,28 @@ def test_timing_a_candidate_scores_pairs(folder_with_exports):
 
 
 def test_bad_requests_are_one_line(folder_with_exports, tmp_path):
-    with pytest.raises(ValueError, match=r"backend must be one of \('auto',\) or None"):
+    with pytest.raises(ValueError, match=r"backend must be one of \('auto', 'pytorch', 'onnx', 'openvino'\) or None"):
         load_model(folder_with_exports, backend="fastest")
     with pytest.raises(ValueError, match="backend='auto' chooses among a local folder's exports: .* is no folder"):
         load_model(tmp_path / "missing", backend="auto")
+
+
+def test_a_runtime_chooses_among_its_own_candidates_and_keeps_that_apart(folder_with_exports, choices):
+    # "pytorch": the folder itself, the only one, untimed.
+    untimed = CountingTimer({})
+    assert choose_backend(folder_with_exports, load=load_model, timer=untimed, backend="pytorch").name == "."
+    assert untimed.calls == 0
+    # "onnx": the faster of its two exports, even where PyTorch would be faster still.
+    timer = CountingTimer({".": 0.001, "onnx_fp32": 0.5, "onnx_int8": 0.2})
+    assert choose_backend(folder_with_exports, load=load_model, timer=timer, backend="onnx").name == "onnx_int8"
+    assert timer.calls == 2
+    # The choice among all is another decision, timed on its own and kept apart.
+    assert choose_backend(folder_with_exports, load=load_model, timer=timer).name == "."
+    assert isinstance(load_model(folder_with_exports, backend="onnx"), OnnxSiameseModel)
+
+
+def test_a_runtime_the_folder_does_not_carry_is_one_line(folder_with_exports, choices):
+    with pytest.raises(
+        ValueError, match=r"backend='openvino': .* carries no OpenVINO model \(it carries: \. \(PyTorch fp32\), "
+    ):
+        load_model(folder_with_exports, backend="openvino")

@@ -8,7 +8,7 @@
 
 The pairs (any file `hfsiamese.data.load_pairs` reads, or a `save_to_disk` folder; `is_duplicate` is read as the
 label) give the queries (question1 of each duplicate pair) and the candidates (all their questions). Every question is
-embedded once by --model_name_or_path and searched (--backend exact or faiss) in chunks of --query_chunk_size queries.
+embedded once by --model_name_or_path and searched (--store exact or faiss) in chunks of --query_chunk_size queries.
 A negative is never of the query's duplicate group (duplicates are transitive) nor a held-out question (--held_out_file:
 a pair file such as `hfsiamese split`'s, or a .txt file of question texts or ids, one a line; pairs holding one give
 no query either). --skip_top, --max_rank, --margin, --relative_margin and --max_score filter the candidates;
@@ -42,6 +42,7 @@ from hfsiamese.data.negative_filters import NegativeFilters
 from hfsiamese.mining.dataset_files import OUTPUT_PATH_HELP, check_output_path, load_dataset_file, save_dataset_file
 from hfsiamese.mining.mined_formats import OUTPUT_FORMATS
 from hfsiamese.mining.negative_mining import MINING_BACKENDS
+from hfsiamese.search.backends import store_and_runtime
 from hfsiamese.utils.console import configure_quiet_console
 
 DESCRIPTION = "Mine hard negatives for each duplicate pair with a bi-encoder; a config file may come first."
@@ -88,7 +89,10 @@ class MineArguments:
             "the bi-encoder's search is unchanged."
         },
     )
-    backend: str = field(default="exact", metadata={"help": "Search: exact or faiss.", "choices": MINING_BACKENDS})
+    store: str | None = field(
+        default=None, metadata={"help": "The search's store: exact (default) or faiss.", "choices": MINING_BACKENDS}
+    )
+    backend: str | None = field(default=None, metadata={"help": "Deprecated: use --store.", "choices": MINING_BACKENDS})
     batch_size: int = field(default=64, metadata={"help": "Texts per encoding batch, pairs per cross-encoder batch."})
     max_length: int | None = field(default=None, metadata={"help": "Tokens kept per text (default: the model's)."})
     query_chunk_size: int = field(
@@ -104,6 +108,8 @@ class MineArguments:
     keep_shards: bool = field(default=False, metadata={"help": "Keep --shards_dir once the output is written."})
 
     def __post_init__(self) -> None:
+        store, _ = store_and_runtime(self.store, self.backend, flag=True)  # one vocabulary with `hfsiamese search`
+        self.store, self.backend = store or "exact", None
         self.filters()  # a filter out of range is a usage error, said before any work
         for name in ("shard_size", "query_chunk_size", "batch_size"):
             if getattr(self, name) < 1:
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cross_encoder=cross_encoder,
         cross_encoder_threshold=args.cross_encoder_threshold,
         cross_encoder_dtype=torch.bfloat16 if args.bf16 else None,
-        backend=args.backend,
+        store=args.store,
         index_options={"max_length": args.max_length},
         batch_size=args.batch_size,
         query_chunk_size=args.query_chunk_size,

@@ -49,7 +49,8 @@ class ServeArguments:
         default=None,
         metadata={
             "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
-            "the fastest on this CPU, timed once and kept (default: the folder as it is).",
+            "the fastest on this CPU, timed once and kept; pytorch, onnx or openvino: the fastest of that runtime's "
+            "(default: the folder as it is).",
             "choices": RUNTIMES,
         },
     )

@@ -24,6 +24,7 @@ from hfsiamese.data.question_identity import column_numpy, identity_name, questi
 from hfsiamese.mining.held_out import HeldOutQuestions, held_out_mask
 from hfsiamese.mining.mined_formats import MinedNegatives
 from hfsiamese.mining.mining_shards import MiningFolder, codes_fingerprint
+from hfsiamese.search.backends import store_and_runtime
 from hfsiamese.search.reranking import (
     NO_CROSS_ENCODER_THRESHOLD,
     cross_encoder_scores,
@@ -61,19 +62,21 @@ def mine_negatives(
     cross_encoder: Any | None = None,
     cross_encoder_threshold: float | None = None,
     cross_encoder_dtype: torch.dtype | None = None,
-    backend: str = "exact",
+    store: str | None = None,
     index_options: dict[str, Any] | None = None,
     batch_size: int = 64,
     query_chunk_size: int = 1024,
     shards_dir: str | os.PathLike | None = None,
     shard_size: int = 10_000,
     show_progress_bar: bool = False,
+    backend: str | None = None,
 ) -> MinedNegatives:
     """
     Hard negatives for each duplicate pair of `pairs`: its question1 (the query) against all questions of `pairs`.
 
     The questions (identified as everywhere in hfsiamese: ids, else folded text) are embedded once with `model` and
-    indexed (`DuplicateIndex`, `backend` "exact" or "faiss"; `index_options` are its other options); each query's
+    indexed (`DuplicateIndex`, `store` "exact" (default) or "faiss"; `index_options` are its other options;
+    `backend=` for the store is deprecated, as on `DuplicateIndex`); each query's
     nearest questions are searched in chunks of `query_chunk_size` queries, so memory is `query_chunk_size` x
     (`filters.max_rank` + the largest duplicate group) candidates, never queries x corpus. A candidate is never of
     the query's duplicate group (the transitive closure of the label-1 pairs, `hfsiamese.data.groups`) and never a
@@ -91,8 +94,12 @@ def mine_negatives(
     refused before any work. The folder is left in place (`MiningFolder(shards_dir).remove()`).
     """
     filters = filters or NegativeFilters()
+    named, runtime = store_and_runtime(store, backend)
+    if runtime is not None:
+        raise ValueError(f"mining takes a store (store=), one of {MINING_BACKENDS}, not the model runtime {runtime!r}")
+    backend = named or "exact"  # the store; kept as "backend" in a shards folder's settings (folders resume alike)
     if backend not in MINING_BACKENDS:
-        raise ValueError(f"backend must be one of {MINING_BACKENDS}, got {backend!r}")
+        raise ValueError(f"store must be one of {MINING_BACKENDS}, got {backend!r}")
     if isinstance(query_chunk_size, bool) or not isinstance(query_chunk_size, int) or query_chunk_size < 1:
         raise ValueError(f"query_chunk_size must be a positive integer, got {query_chunk_size!r}")
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:

@@ -224,8 +224,8 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
         Deprecated("module", f"hfsiamese.search.{name}", "hfsiamese.search.index_writing", _ROUND_THREE)
         for name in ("index_building", "index_rows")  # the index's write path and its refusals, in one module
     ),
-    Deprecated("option", "--backend STORE", "--store STORE", _ROUND_THREE),  # hfsiamese search, groups, app
-    Deprecated("keyword", "backend=STORE", "store=STORE", _ROUND_THREE),  # DuplicateIndex, its build, load, search
+    Deprecated("option", "--backend STORE", "--store STORE", _ROUND_THREE),  # hfsiamese search, groups, app, mine
+    Deprecated("keyword", "backend=STORE", "store=STORE", _ROUND_THREE),  # DuplicateIndex (build, load, search), mine_negatives
     Deprecated(
         "name", "hfsiamese.search.DuplicateIndex.backend", "hfsiamese.search.DuplicateIndex.store_name", _ROUND_THREE
     ),

@@ -117,7 +117,7 @@ def test_a_folder_of_another_run_is_refused_before_any_work(tiny_lstm, word_toke
             r'filters=\{"num_negatives": 2, .*\(this run: \{"num_negatives": 3, ',
         ),
         ({"query_chunk_size": 1}, r"query_chunk_size=2 \(this run: 1\)"),
-        ({"backend": "faiss"}, r'backend="exact" \(this run: "faiss"\)'),
+        ({"store": "faiss"}, r'backend="exact" \(this run: "faiss"\)'),
         ({"cross_encoder": TableCrossEncoder({})}, r"cross_encoder=null"),
     ]
     for change, message in refusals:

@@ -166,7 +166,7 @@ def test_chunks_give_the_result_of_one_chunk(tiny_lstm, word_tokenizer):
         np.testing.assert_array_equal(chunked.negative_codes, whole.negative_codes)
         np.testing.assert_allclose(chunked.negative_scores, whole.negative_scores, atol=1e-6)
     assert whole.summary()["negatives"] > 0
-    faiss = mine_negatives(data, tiny_lstm, word_tokenizer, filters=filters, backend="faiss", query_chunk_size=5)
+    faiss = mine_negatives(data, tiny_lstm, word_tokenizer, filters=filters, store="faiss", query_chunk_size=5)
     np.testing.assert_array_equal(faiss.negative_codes, whole.negative_codes)
 
 
@@ -179,8 +179,12 @@ def test_the_pairs_are_checked():
         mine(datasets.Dataset.from_dict({"question1": ["a"], "question2": ["b"]}))
     renamed = datasets.Dataset.from_dict({"question1": ["a", "c"], "question2": ["b", "d"], "is_duplicate": [1, 0]})
     assert negatives_of(mine(renamed), "a") == [["c"]]
-    with pytest.raises(ValueError, match="backend must be one of"):
-        mine(renamed, backend="qdrant")
+    with pytest.raises(ValueError, match="store must be one of"):
+        mine(renamed, store="qdrant")
+    with pytest.raises(ValueError, match="mining takes a store"):
+        mine(renamed, backend="auto")
+    with pytest.warns(FutureWarning, match=r"backend='exact'.* store='exact'"):
+        assert negatives_of(mine(renamed, backend="exact"), "a") == [["c"]]
 
 
 def test_the_corpus_is_embedded_once():
