@@ -225,7 +225,8 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
         for name in ("index_building", "index_rows")  # the index's write path and its refusals, in one module
     ),
     Deprecated("option", "--backend STORE", "--store STORE", _ROUND_THREE),  # hfsiamese search, groups, app, mine
-    Deprecated("keyword", "backend=STORE", "store=STORE", _ROUND_THREE),  # DuplicateIndex (build, load, search), mine_negatives
+    # DuplicateIndex (its build, load and search) and mine_negatives:
+    Deprecated("keyword", "backend=STORE", "store=STORE", _ROUND_THREE),
     Deprecated(
         "name", "hfsiamese.search.DuplicateIndex.backend", "hfsiamese.search.DuplicateIndex.store_name", _ROUND_THREE
     ),
