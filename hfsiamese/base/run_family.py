@@ -60,6 +60,11 @@ class RunFamily(Protocol):
         are always tokenised at once."""
         ...
 
+    def text_rows(self, pairs: Dataset, run: BuiltRun) -> Dataset:
+        """The training pairs left as text, in the rows `tokenize(training=True)` would tokenise, for `text_collator`
+        (column operations only: the rows stay memory-mapped)."""
+        ...
+
     def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """One log line on what the run trains and validates on."""
         ...

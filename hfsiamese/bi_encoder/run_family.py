@@ -15,7 +15,7 @@ from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.data.arrow_columns import distinct_count
-from hfsiamese.data.preprocessing import tokenize_pairs
+from hfsiamese.data.preprocessing import tokenize_pairs, untokenized_pairs
 from hfsiamese.data.tokenizing_collator import TokenizingPairCollator
 from hfsiamese.losses import SiameseLoss
 
@@ -55,6 +55,10 @@ class BiEncoderRun:
         """Pairs left as text, tokenised batch by batch as `tokenize` would."""
         prompt = run.model.config.prompt_text()
         return TokenizingPairCollator(run.tokenizer, max_length=run.model_args.max_length, prompt=prompt)
+
+    def text_rows(self, pairs: Dataset, run: BuiltRun) -> Dataset:
+        """The pairs as `tokenize` leaves them but for the token columns (`untokenized_pairs`)."""
+        return untokenized_pairs(pairs)
 
     def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """The training rows (their view, the loss, the duplicate groups) and the validation pairs."""

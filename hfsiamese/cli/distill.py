@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import datasets
 import torch
@@ -59,6 +60,7 @@ from hfsiamese.distillation import (
 )
 from hfsiamese.evaluation import evaluate_pairs
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
+from hfsiamese.preparation.derived_cache import prepared_folder_of
 from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
 from hfsiamese.training.preparation import training_view
 from hfsiamese.training.run_end import end_run, save_run
@@ -125,6 +127,7 @@ def learn_teacher_embeddings(
         teacher_tokenizer,
         list(rows["question1"]) + list(rows["question2"]),
         batch_size=distill_args.teacher_batch_size,
+        shards_dir=teacher_embeddings_dir(run, distill_args, training_args),
     )
     with training_args.main_process_first(desc="tokenising pairs"):
         stage1_dataset = run.tokenize(with_teacher_rows(rows, targets))
@@ -144,6 +147,19 @@ def learn_teacher_embeddings(
         teacher_vectors=targets.vectors,
         loss=stage1_args.build_loss(),
     )
+
+
+def teacher_embeddings_dir(
+    run: StartedRun, distill_args: DistillationArguments, training_args: SiameseTrainingArguments
+) -> Path | None:
+    """Where the teacher's embeddings are sharded (`--teacher_embeddings_dir`; by default in the output folder when
+    the pairs come from a prepared folder, whose millions of questions a killed run should not embed again), or None:
+    in memory, as for the bundled pairs."""
+    if distill_args.teacher_embeddings_dir is not None:
+        return Path(distill_args.teacher_embeddings_dir)
+    if prepared_folder_of(run.splits["train"]) is not None:
+        return Path(training_args.output_dir) / "teacher_embeddings"
+    return None
 
 
 def run_stage(trainer: SiameseTrainer, prefix: str) -> tuple[dict[str, float], dict[str, float]]:

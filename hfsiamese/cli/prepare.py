@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         engine=args.engine,
         ray_address=args.ray_address,
     )
+    from hfsiamese.training.preparation import derive_first_run_values
+
+    derive_first_run_values(data_args, args.output_dir)  # so that the first `train` starts as the second
     summary = {"output_dir": args.output_dir, **manifest["counts"]}
     print(json.dumps(summary))
     return summary

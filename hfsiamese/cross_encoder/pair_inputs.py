@@ -59,8 +59,7 @@ def tokenize_cross_pairs(
     if max_length is None:
         max_length = tokenizer_max_length(tokenizer)
     if both_orders:
-        swapped = dataset.rename_columns({"question1": "question2", "question2": "question1"})
-        dataset = datasets.concatenate_datasets([dataset, swapped.cast(dataset.features)])
+        dataset = both_orders_rows(dataset)
     truncated = [0]
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
@@ -85,6 +84,13 @@ def tokenize_cross_pairs(
     if num_proc in (None, 1):  # counted in this process only; worker processes count for themselves
         warn_truncated(truncated[0], len(dataset), max_length, stacklevel=2, what="pairs")
     return tokenized
+
+
+def both_orders_rows(dataset: datasets.Dataset) -> datasets.Dataset:
+    """Every row of `dataset`, then every row with its questions swapped: the training rows of a cross-encoder that
+    scores both orders (`tokenize_cross_pairs(both_orders=True)`, and the collator that tokenises them)."""
+    swapped = dataset.rename_columns({"question1": "question2", "question2": "question1"})
+    return datasets.concatenate_datasets([dataset, swapped.cast(dataset.features)])
 
 
 def _check_texts(batch: dict[str, list]) -> None:
@@ -144,6 +150,7 @@ def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 __all__ = [
     "LABELS",
     "CrossPairCollator",
+    "both_orders_rows",
     "encode_pairs",
     "model_inputs",
     "swapped_inputs",

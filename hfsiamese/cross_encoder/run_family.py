@@ -1,6 +1,7 @@
 """The cross-encoder's part in a training run (`hfsiamese.base.run_family.RunFamily`): `CrossEncoderTrainingArguments`
 (no loss: binary cross-entropy is the trainer's), the model `build_cross_encoder` builds, both questions tokenised as
-one sequence (both orders when it scores both), and `CrossEncoderTrainer`."""
+one sequence (both orders when it scores both), up front or batch by batch in the collator (a prepared folder), and
+`CrossEncoderTrainer`."""
 
 from __future__ import annotations
 
@@ -14,13 +15,15 @@ from hfsiamese.base.run_family import BuiltRun
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.model_building import build_cross_encoder
 from hfsiamese.cross_encoder.pair_inputs import tokenize_cross_pairs
+from hfsiamese.cross_encoder.tokenizing_collator import TokenizingCrossPairCollator, cross_text_rows
 from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.losses import SiameseLoss
 
 
 class CrossEncoderRun:
-    """A cross-encoder's run: labelled pairs of one data set, read together, tokenised before training."""
+    """A cross-encoder's run: labelled pairs of one data set, read together, tokenised before training or in
+    the collator."""
 
     architecture = "cross_encoder"
     arguments_class = CrossEncoderTrainingArguments
@@ -58,9 +61,14 @@ class CrossEncoderRun:
             num_proc=run.data_args.preprocessing_num_workers,
         )
 
-    def text_collator(self, run: BuiltRun) -> None:
-        """None: a cross-encoder's pairs are tokenised before training."""
-        return None
+    def text_collator(self, run: BuiltRun) -> TokenizingCrossPairCollator:
+        """Pairs left as text, tokenised batch by batch as `tokenize` would (the model's own length)."""
+        max_length = CrossEncoder(run.model, run.tokenizer).default_max_length()
+        return TokenizingCrossPairCollator(run.tokenizer, max_length=max_length)
+
+    def text_rows(self, pairs: Dataset, run: BuiltRun) -> Dataset:
+        """The pairs as text, in the rows `tokenize(training=True)` tokenises (both orders when it scores both)."""
+        return cross_text_rows(pairs, both_orders=CrossEncoder(run.model, run.tokenizer).pair_order == "both")
 
     def describe_rows(self, train: Dataset, validation: Dataset, run: BuiltRun, training_args: Any) -> str:
         """The training rows (labelled pairs, in which order) and the validation pairs."""

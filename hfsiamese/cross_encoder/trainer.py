@@ -24,6 +24,7 @@ from hfsiamese.base.training_args import PairTrainingArguments
 from hfsiamese.cross_encoder.model import is_cross_encoder_config
 from hfsiamese.cross_encoder.model_card import cross_encoder_card
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, model_inputs, swapped_inputs
+from hfsiamese.cross_encoder.tokenizing_collator import TokenizingCrossPairCollator
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.utils.deprecation import warn_deprecated
 
@@ -69,12 +70,16 @@ class CrossEncoderTrainer(PairTrainer):
         train_dataset: datasets.Dataset | None,
         eval_dataset: datasets.Dataset | dict[str, datasets.Dataset] | None,
     ) -> None:
-        """The model is a one-logit sequence classifier, and both datasets are tokenised pairs."""
+        """The model is a one-logit sequence classifier, and both datasets are tokenised pairs (the training pairs may be
+        text when the collator tokenises them: `TokenizingCrossPairCollator`)."""
         if model is None or not is_cross_encoder_config(getattr(model, "config", None)):
             raise ValueError(
                 "CrossEncoderTrainer trains a one-logit sequence-classification model: pass CrossEncoder(...).model"
             )
+        tokenizes = isinstance(self.data_collator, TokenizingCrossPairCollator)  # text rows, tokenised per batch
         for name, dataset in (("train_dataset", train_dataset), ("eval_dataset", eval_dataset)):
+            if tokenizes and name == "train_dataset":
+                continue
             if isinstance(dataset, datasets.Dataset) and "input_ids" not in dataset.column_names:
                 raise ValueError(
                     f"{name} has no input_ids column (columns: {dataset.column_names}): tokenise it with "

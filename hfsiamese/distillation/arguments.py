@@ -62,6 +62,15 @@ class DistillationArguments:
         default=True,
         metadata={"help": "Stage 2: fine-tune the distilled student on the labels with --loss (default on)."},
     )
+    teacher_embeddings_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Stage 1: a folder where the teacher's embeddings of the training questions are written in "
+            "resumable shards and memory-mapped from, not held in memory; a run killed while the teacher embeds, "
+            "started again with the same folder, encodes only the shards it lacks. Default: <output_dir>/"
+            "teacher_embeddings when training from a prepared folder (`hfsiamese prepare`), else in memory."
+        },
+    )
     evaluate_teacher: bool = field(
         default=True,
         metadata={

@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,13 @@ from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TeacherEmbeddings", "encode_teacher_targets", "load_teacher"]
+__all__ = ["TEACHER_SHARD_SIZE", "TEACHER_VECTORS_FILE", "TeacherEmbeddings", "encode_teacher_targets", "load_teacher"]
+
+#: Texts per shard of the teacher's embeddings: a multiple of every usual batch size, so that a sharded encoding runs
+#: the batches of an encoding in one go and gives the same vectors.
+TEACHER_SHARD_SIZE = 8192
+#: The shards gathered into one float32 `(texts, dim)` array in the shards folder, memory-mapped by training.
+TEACHER_VECTORS_FILE = "teacher_vectors.npy"
 
 
 def teacher_path(name_or_path: str) -> str:
@@ -92,9 +99,47 @@ def encode_teacher_targets(
     *,
     batch_size: int = 256,
     max_length: int | None = None,
+    shards_dir: str | os.PathLike | None = None,
+    shard_size: int = TEACHER_SHARD_SIZE,
 ) -> TeacherEmbeddings:
-    """Embed each distinct text of `texts` once with the teacher (on its device), kept on CPU in float32."""
+    """
+    Embed each distinct text of `texts` once with the teacher (on its device), kept on CPU in float32.
+
+    With `shards_dir`, the embeddings are written there in resumable shards of `shard_size` texts
+    (`hfsiamese.search.shards.encode_to_shards`, in every process of `accelerate launch`), then gathered into one
+    `.npy` file there, which the returned vectors map rather than hold: a run killed while the teacher embeds is
+    started again with the same folder and encodes only the shards it lacks, and the result equals an uninterrupted
+    run's. A folder holding another teacher's or other texts' shards is refused, naming the difference.
+    """
     distinct = pd.Index(pd.unique(pd.Series(list(texts), dtype=object)), dtype=object)
     logger.info("the teacher embeds %d distinct questions", len(distinct))
-    vectors = teacher.encode(list(distinct), tokenizer, batch_size=batch_size, max_length=max_length)
-    return TeacherEmbeddings(distinct, vectors.float().contiguous())
+    if shards_dir is None:
+        vectors = teacher.encode(list(distinct), tokenizer, batch_size=batch_size, max_length=max_length)
+        return TeacherEmbeddings(distinct, vectors.float().contiguous())
+    return TeacherEmbeddings(distinct, _sharded_vectors(teacher, tokenizer, list(distinct), Path(shards_dir), batch_size,
+                                                        max_length, shard_size))  # fmt: skip
+
+
+def _sharded_vectors(
+    teacher: SiameseModel,
+    tokenizer: PreTrainedTokenizerBase,
+    texts: list[str],
+    shards_dir: Path,
+    batch_size: int,
+    max_length: int | None,
+    shard_size: int,
+) -> torch.Tensor:
+    """The teacher's vectors of `texts` through resumable shards in `shards_dir`, memory-mapped from one `.npy`."""
+    from hfsiamese.search.shards import encode_to_shards
+
+    shards = encode_to_shards(texts, shards_dir, teacher, tokenizer, shard_size=shard_size, batch_size=batch_size,
+                              max_length=max_length, show_progress_bar=True)  # fmt: skip
+    from accelerate import PartialState
+
+    state = PartialState()  # the one `encode_to_shards` joined
+    gathered = shards_dir / TEACHER_VECTORS_FILE
+    if state.is_main_process:
+        shards.write_npy(gathered)  # rewritten from the shards each time: never a stale file of an earlier corpus
+    state.wait_for_everyone()
+    # Copy-on-write mapping: the collator indexes it like a tensor, the file is never written, pages are read on use.
+    return torch.from_numpy(np.load(gathered, mmap_mode="c"))

@@ -25,7 +25,6 @@ from hfsiamese.base.trainer import PairTrainer
 from hfsiamese.bi_encoder.run_family import BI_ENCODER_RUN
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.run_family import CROSS_ENCODER_RUN
-from hfsiamese.data.preprocessing import untokenized_pairs
 from hfsiamese.data.question_fingerprints import read_fingerprint
 from hfsiamese.losses import SiameseLoss
 from hfsiamese.preparation.derived_cache import prepared_folder_of
@@ -103,7 +102,9 @@ class StartedRun:
     def training_rows(self, pairs: datasets.Dataset) -> datasets.Dataset:
         """The training pairs as the trainer takes them: tokenised now, or left as text for the collator to tokenise
         (`tokenizes_in_collator`), which `trainer` then gives it."""
-        return untokenized_pairs(pairs) if self.tokenizes_in_collator() else self.tokenize(pairs, training=True)
+        return (
+            self.family.text_rows(pairs, self) if self.tokenizes_in_collator() else self.tokenize(pairs, training=True)
+        )
 
     def training_dataset(self) -> datasets.Dataset:
         """The training split as the trainer takes it (`training_rows`), in the view the loss trains on where the
@@ -135,7 +136,7 @@ class StartedRun:
         if (
             collator is not None
             and isinstance(train_dataset, datasets.Dataset)
-            and "input_ids_a" not in train_dataset.column_names
+            and not {"input_ids_a", "input_ids"} & set(train_dataset.column_names)
         ):
             # Pairs left as text (`training_rows`): tokenised batch by batch, as `tokenize` would.
             kwargs.setdefault("data_collator", collator)

@@ -76,3 +76,29 @@ def test_scores_without_the_file_are_refused_before_any_work(tmp_path, tiny_bert
     ):
         distill(tmp_path, tiny_bert_dir, distillation_targets="scores")
     assert not (tmp_path / "student").exists()
+
+
+def test_teacher_embeddings_sharded_on_disk_train_as_those_held_in_memory(tmp_path, tiny_bert_dir):
+    flags = dict(fine_tune="false", evaluate_teacher="false", seed=5)
+    _, in_memory = distill(tmp_path / "memory", tiny_bert_dir, **flags)
+    out, sharded = distill(tmp_path / "sharded", tiny_bert_dir, teacher_embeddings_dir=tmp_path / "teacher", **flags)
+    assert (tmp_path / "teacher" / "teacher_vectors.npy").is_file() and not (out / "teacher_embeddings").exists()
+    assert in_memory["distillation_train_loss"] == sharded["distillation_train_loss"]
+
+
+def test_a_run_from_a_prepared_folder_shards_the_teachers_embeddings_in_its_output_folder(tmp_path):
+    from types import SimpleNamespace
+
+    from hfsiamese.cli.distill import teacher_embeddings_dir
+    from hfsiamese.preparation import prepare_pairs
+    from hfsiamese.preparation.reading import load_prepared_splits
+
+    prepare_pairs(QQP_FILE, tmp_path / "prepared")
+    prepared = SimpleNamespace(splits=load_prepared_splits(tmp_path / "prepared"))
+    from_file = SimpleNamespace(splits=load_splits(DataArguments(**SIZES), default_train_file=QQP_FILE))
+    args = DistillationArguments(teacher_model_name_or_path="t")
+    training = tiny_training_args(tmp_path)
+    assert teacher_embeddings_dir(prepared, args, training) == tmp_path / "out" / "teacher_embeddings"
+    assert teacher_embeddings_dir(from_file, args, training) is None  # the bundled pairs: in memory, as before
+    args.teacher_embeddings_dir = str(tmp_path / "mine")
+    assert teacher_embeddings_dir(from_file, args, training) == tmp_path / "mine"

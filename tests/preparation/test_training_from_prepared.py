@@ -17,10 +17,10 @@ TINY = [
 ]  # fmt: skip
 
 
-def train(folder, out, monkeypatch, *flags):
+def train(folder, out, monkeypatch, *flags, config=()):
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
     with pytest.raises(SystemExit) as exited:
-        cli_main.main(["train", "--train_file", str(folder), "--output_dir", str(out), *TINY, *flags])
+        cli_main.main(["train", *config, "--train_file", str(folder), "--output_dir", str(out), *TINY, *flags])
     assert exited.value.code == 0
     state = json.loads((out / "trainer_state.json").read_text())
     results = json.loads((out / "all_results.json").read_text())
@@ -33,4 +33,30 @@ def test_a_run_tokenising_in_the_collator_equals_one_tokenising_first(tmp_path, 
     in_collator = train(tmp_path / "prepared", tmp_path / "in_collator", monkeypatch)
     first = train(tmp_path / "prepared", tmp_path / "first", monkeypatch, "--tokenize_in_collator", "false")
     assert len(in_collator[0]) == 3
+    assert in_collator == first
+
+
+def test_a_cross_encoder_run_from_a_prepared_folder_tokenises_in_the_collator_as_one_tokenising_first(
+    tiny_cross_encoder_dir, tmp_path, monkeypatch
+):
+    prepare_pairs(QQP_FILE, tmp_path / "prepared")
+    from hfsiamese.cross_encoder import run_family
+
+    tokenised_up_front = []  # the training rows (both orders) each run tokenised before its first step
+    tokenize = run_family.tokenize_cross_pairs
+    monkeypatch.setattr(
+        run_family,
+        "tokenize_cross_pairs",
+        lambda pairs, *args, **kwargs: (
+            tokenised_up_front.append(kwargs["both_orders"]) or tokenize(pairs, *args, **kwargs)
+        ),
+    )
+    model = ["--model_name_or_path", str(tiny_cross_encoder_dir)]
+    config = ["cross_minilm_qqp"]
+    in_collator = train(tmp_path / "prepared", tmp_path / "in_collator", monkeypatch, *model, config=config)
+    assert True not in tokenised_up_front  # only the validation pairs
+    first = train(
+        tmp_path / "prepared", tmp_path / "first", monkeypatch, *model, "--tokenize_in_collator", "false", config=config
+    )
+    assert len(in_collator[0]) == 3 and True in tokenised_up_front
     assert in_collator == first

@@ -191,3 +191,29 @@ def test_silver_pairs_take_the_gold_pairs_identity(tmp_path):
         load_splits(DataArguments(**args, silver_pairs_file=no_ids))
     silver = write_jsonl(tmp_path / "silver.jsonl", [pair(TEXTS[0], TEXTS[2], 0, qid1="q0", qid2="q2")])
     assert load_splits(DataArguments(**args, silver_pairs_file=silver))["train"]["qid2"][:] == ["q1", "q3", "q5", "q2"]
+
+
+def test_a_prepared_folder_holds_what_the_first_run_derives_from_it(tmp_path, monkeypatch):
+    """`hfsiamese prepare` computes the split report and the training questions' fingerprint as `train` does, so the
+    first run after it computes neither (and reads the values it would have computed)."""
+    from hfsiamese.cli import main as cli_main
+    from hfsiamese.data.question_fingerprints import pair_question_hashes
+    from hfsiamese.preparation import question_cache
+    from hfsiamese.preparation.question_cache import cached_pair_question_hashes
+    from hfsiamese.training.preparation import load_splits_and_validation_size
+
+    folder = tmp_path / "prepared"
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(
+            ["prepare", "--train_file", str(QQP_FILE), "--output_dir", str(folder), "--max_eval_pairs", "200"]
+        )
+    assert exited.value.code == 0
+    data_args = DataArguments(train_file=str(folder), max_eval_pairs=200)
+    calls = []
+    for name in ("pair_question_hashes", "split_report"):
+        monkeypatch.setattr(question_cache, name, lambda *args, name=name: calls.append(name))
+    splits, _ = load_splits_and_validation_size(data_args)  # what `train` runs first
+    hashes = cached_pair_question_hashes(splits["train"])
+    assert calls == []
+    np.testing.assert_array_equal(hashes, pair_question_hashes(splits["train"]))
+    assert question_cache.cached_split_report(splits) == split_report(splits)

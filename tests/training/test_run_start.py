@@ -10,6 +10,7 @@ from hfsiamese.bi_encoder.run_family import BI_ENCODER_RUN
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.run_family import CROSS_ENCODER_RUN
+from hfsiamese.cross_encoder.tokenizing_collator import TokenizingCrossPairCollator
 from hfsiamese.cross_encoder.trainer import CrossEncoderTrainer
 from hfsiamese.cross_encoder.training_args import CrossEncoderTrainingArguments
 from hfsiamese.training.arguments import DataArguments
@@ -43,10 +44,10 @@ def _cross_encoder_run(tiny_cross_encoder_dir, tmp_path, **data) -> tuple[Starte
 
 
 def test_a_cross_encoder_run_starts_on_the_one_path(tiny_cross_encoder_dir, tmp_path):
-    run, training_args = _cross_encoder_run(tiny_cross_encoder_dir, tmp_path, tokenize_in_collator=True)
+    run, training_args = _cross_encoder_run(tiny_cross_encoder_dir, tmp_path)
     assert run.family is CROSS_ENCODER_RUN and run.loss is None and run.validation_size is not None
     assert isinstance(run.cross_encoder, CrossEncoder) and run.cross_encoder.pair_order == "both"
-    train = run.training_dataset()  # tokenised at once whatever --tokenize_in_collator says: no text collator
+    train = run.training_dataset()  # pairs read from a file: tokenised at once
     assert "input_ids" in train.column_names and len(train) == 2 * len(run.splits["train"])  # both orders as rows
     validation = run.tokenize(run.splits["validation"])
     assert "input_ids_swapped" in validation.column_names and len(validation) == len(run.splits["validation"])
@@ -57,6 +58,15 @@ def test_a_cross_encoder_run_starts_on_the_one_path(tiny_cross_encoder_dir, tmp_
         line
         == f"cross-encoder: {len(train)} training rows (labelled pairs, pair order both), {len(validation)} validation pairs"
     )
+
+
+def test_a_cross_encoder_run_tokenising_in_the_collator_leaves_both_orders_as_text(tiny_cross_encoder_dir, tmp_path):
+    run, training_args = _cross_encoder_run(tiny_cross_encoder_dir, tmp_path, tokenize_in_collator=True)
+    train = run.training_dataset()
+    assert "input_ids" not in train.column_names and len(train) == 2 * len(run.splits["train"])
+    assert train[len(run.splits["train"])]["question1"] == run.splits["train"][0]["question2"]
+    trainer = run.trainer(training_args, train, run.tokenize(run.splits["validation"]))
+    assert isinstance(trainer.data_collator, TokenizingCrossPairCollator)
 
 
 def test_a_bi_encoder_run_has_its_loss_and_trainer(tmp_path):
