@@ -5,6 +5,8 @@
         --host 0.0.0.0 --port 8000 --api_keys_file keys.txt          # beyond this machine: keys required
     hfsiamese serve --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp \\
         --cross_encoder outputs/cross_minilm_qqp --read_only         # reranked searches, no writes
+    hfsiamese serve --index_dir outputs/db_index --model_name_or_path outputs/lstm_qqp \\
+        --port 8001 --replica                                       # a read replica of the writer on 8000
 
 --index_dir is a folder holding a saved index (`hfsiamese search --index_dir ... --corpus ...` or
 `hfsiamese groups` writes one). A writable service should keep its rows in a database (an index built
@@ -14,7 +16,9 @@ kept in the folder itself is saved again after each write.
 The API is versioned under /v1 (its OpenAPI schema at /openapi.json, a page at /docs); /health/live,
 /health/ready (503 until the index is loaded) and /metrics (Prometheus). Keys: --api_keys_file, one
 `read:KEY` or `write:KEY` a line, and the HFSIAMESE_API_KEYS environment variable (the same entries,
-comma-separated); a request sends `Authorization: Bearer KEY`. Needs the `serve` extra.
+comma-separated); a request sends `Authorization: Bearer KEY`. Read replicas: one writer and any
+number of `--replica` processes over the same database index (LanceDB or Qdrant); a replica refuses
+writes (403) and reopens its index every --replica_refresh_s seconds. Needs the `serve` extra.
 """
 
 from __future__ import annotations
@@ -71,6 +75,13 @@ class ServeArguments:
         default=2.0, metadata={"help": "How long a search waits for concurrent ones to be encoded with it."}
     )
     batch_max_texts: int = field(default=64, metadata={"help": "Most texts encoded in one batch."})
+    replica: bool = field(
+        default=False,
+        metadata={"help": "Serve as a read replica of the writer that serves the same database index (read-only)."},
+    )
+    replica_refresh_s: float = field(
+        default=1.0, metadata={"help": "A replica reopens its index this often, in seconds, to see the writer's writes."}
+    )
     log_level: str = field(
         default="info",
         metadata={"help": "uvicorn's log level.", "choices": ("critical", "error", "warning", "info", "debug")},
@@ -92,6 +103,7 @@ def settings_of(args: ServeArguments) -> ServeSettings:
             limits=Limits(max_request_bytes=args.max_request_bytes, max_batch=args.max_batch,
                           max_chars=args.max_chars, max_k=args.max_k),
             batching=Batching(max_wait_ms=args.batch_wait_ms, max_batch=args.batch_max_texts),
+            replica=args.replica, replica_refresh_s=args.replica_refresh_s,
         )  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from None
