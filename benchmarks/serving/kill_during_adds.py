@@ -20,7 +20,6 @@ import random
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import httpx
 

@@ -7,6 +7,8 @@
         --cross_encoder outputs/cross_minilm_qqp --read_only         # reranked searches, no writes
     hfsiamese serve --index_dir outputs/db_index --model_name_or_path outputs/lstm_qqp \\
         --port 8001 --replica                                       # a read replica of the writer on 8000
+    hfsiamese serve --index_dir outputs/db_index --model_name_or_path outputs/lstm_qqp \\
+        --mount_app /app                                            # the web page too, behind the same keys
 
 --index_dir is a folder holding a saved index (`hfsiamese search --index_dir ... --corpus ...` or
 `hfsiamese groups` writes one). A writable service should keep its rows in a database (an index built
@@ -80,7 +82,12 @@ class ServeArguments:
         metadata={"help": "Serve as a read replica of the writer that serves the same database index (read-only)."},
     )
     replica_refresh_s: float = field(
-        default=1.0, metadata={"help": "A replica reopens its index this often, in seconds, to see the writer's writes."}
+        default=1.0,
+        metadata={"help": "A replica reopens its index this often, in seconds, to see the writer's writes."},
+    )
+    mount_app: str | None = field(
+        default=None,
+        metadata={"help": "Also serve the `hfsiamese app` page under this path (e.g. /app), behind the same keys."},
     )
     log_level: str = field(
         default="info",
@@ -88,8 +95,26 @@ class ServeArguments:
     )
 
 
+# Paths the service's own routes take: a page mounted there would hide them.
+_SERVICE_PATHS = ("/v1", "/health", "/metrics", "/docs", "/openapi.json", "/redoc")
+
+
+def check_mount_path(args: ServeArguments) -> None:
+    """`--mount_app` names a path of its own, on a writer (a replica's index is reopened under the page)."""
+    path = args.mount_app
+    if path is None:
+        return
+    if not path.startswith("/") or path.rstrip("/") == "" or any(c in path for c in "?# "):
+        raise UsageError(f"--mount_app {path!r} must be a path like /app")
+    if any(path.rstrip("/") == taken or path.startswith(taken + "/") for taken in _SERVICE_PATHS):
+        raise UsageError(f"--mount_app {path} is a path of the service's own routes: choose another, like /app")
+    if args.replica:
+        raise UsageError("--mount_app is served by the writer, not by a --replica")
+
+
 def settings_of(args: ServeArguments) -> ServeSettings:
     """The flags as `ServeSettings` (a bad value said as a usage error)."""
+    check_mount_path(args)
     if not (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file():
         raise UsageError(
             f"--index_dir {args.index_dir} holds no saved index: build one with "
@@ -129,7 +154,16 @@ def main(argv: list[str] | None = None) -> None:
     settings = settings_of(args)
     uvicorn, create_app = import_server()
     configure_quiet_console()
-    app = create_app(settings)
+    if args.mount_app is None:
+        app = create_app(settings)
+    else:  # the page is built over the loaded index: load it before serving
+        from hfsiamese.cli.serve_page import mount_page
+        from hfsiamese.service.service import DuplicateService
+
+        loaded: list[DuplicateService] = []  # the service, loaded after the app's checks, before serving
+        app = create_app(settings, opener=lambda: loaded[0])
+        loaded.append(DuplicateService.open(settings))
+        mount_page(app, loaded[0], args.mount_app)
     print(f"Serving on http://{args.host}:{args.port} (ready once /health/ready answers 200)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,7 @@ from hfsiamese.service.settings import ServeSettings, is_loopback
 logger = logging.getLogger(__name__)
 
 API_VERSION = "v1"
+INDEX_THREAD = "hfsiamese-index"  # the name of the one thread that uses the index
 
 
 class ServiceRuntime:
@@ -67,7 +69,7 @@ class ServiceRuntime:
         self.metrics = ServiceMetrics()
         self.service: DuplicateService | None = None
         self.load_error: str | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hfsiamese-index")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=INDEX_THREAD)
         batching = settings.batching
         self.searcher: DynamicBatcher[SearchItem, list[dict[str, Any]]] = DynamicBatcher(
             self._search, self._executor, max_batch=batching.max_batch, max_wait_s=batching.max_wait_ms / 1000,
@@ -151,6 +153,13 @@ class ServiceRuntime:
             return result, size
 
         return await self.writer.submit(run)
+
+    def on_index_thread(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)` run on the index's thread, waited for (from another thread: a mounted page's
+        worker; called on the index's thread itself, it runs at once)."""
+        if threading.current_thread().name.startswith(INDEX_THREAD):
+            return function(*args, **kwargs)
+        return self._executor.submit(function, *args, **kwargs).result()
 
     async def read(self, operation: Callable[[DuplicateService], Any]) -> Any:
         """Run a read that is not batched (groups, info) on the index's thread, between writes."""
