@@ -82,7 +82,7 @@ def check(
         "grouped_questions": sum(len(g) for g in groups),
     }
     if rebuild:
-        rebuilt = rebuilt_groups(model, ids, texts)
+        rebuilt = rebuilt_groups(model, ids, texts, index_dir.parent / "rebuild_db")
         differing = groups ^ rebuilt
         report["groups_equal_rebuild"] = groups == rebuilt
         report["groups"], report["rebuild_groups"] = len(groups), len(rebuilt)

@@ -60,12 +60,17 @@ def rows_and_groups(index_dir: Path, model_name_or_path: str) -> tuple[list[Any]
         index.close()
 
 
-def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str]) -> set[frozenset[Any]]:
-    """The groups `find_groups` makes on the same rows in the same order, in a fresh in-memory index."""
+def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str], database: Path) -> set[frozenset[Any]]:
+    """The groups `find_groups` makes on the same rows in the same order, in a fresh LanceDB `database`: the same
+    backend as the service's, so that neighbours at equal scores come back in the same order (an in-memory index
+    breaks such ties otherwise, and with k neighbours per question that changes groups)."""
     from hfsiamese.search import DuplicateIndex
 
-    index = DuplicateIndex.build(texts, model_name_or_path, ids=ids)
-    return index.find_groups().partition()
+    index = DuplicateIndex.build(texts, model_name_or_path, ids=ids, backend="lancedb", database=database)
+    try:
+        return index.find_groups().partition()
+    finally:
+        index.close()
 
 
 __all__ = ["ServiceProcess", "build_index", "rebuilt_groups", "rows_and_groups"]
