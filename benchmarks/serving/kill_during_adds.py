@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
-from benchmarks.common.harness import argument_parser, emit, machine, today
-from benchmarks.serving.served_index import ServiceProcess, build_index, rows_and_groups
+from benchmarks.common.harness import emit, machine, today
+from benchmarks.serving.served_index import ServiceProcess, build_index, rows_and_groups, script_parser, work_folder
 from benchmarks.serving.service_load import questions
 
 
@@ -71,20 +70,12 @@ def searchable(url: str, texts: dict[int, str]) -> int:
 
 
 def main() -> None:
-    parser = argument_parser(__doc__)
-    parser.add_argument("--model_name_or_path", required=True)
+    parser = script_parser(__doc__, corpus_size=500, concurrency=4)
     parser.add_argument("--kills", type=int, default=3)
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--corpus_size", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--work_dir", default=None, help="where the index is built (default: a temporary folder)")
     args = parser.parse_args()
     if args.kills < 1:
         parser.error(f"--kills must be at least 1, got {args.kills}")
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="hfsiamese-kill-during-adds-"))
-    if work.exists() and any(work.iterdir()):
-        parser.error(f"--work_dir {work} is not empty: give a new folder")
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_folder(parser, args.work_dir, "hfsiamese-kill-during-adds-")
     rng = random.Random(args.seed)
     every = questions(limit=1_000_000)
     texts = every[: args.corpus_size]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,15 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
-from benchmarks.common.harness import argument_parser, emit, machine, today
-from benchmarks.serving.served_index import ServiceProcess, build_index, rebuilt_groups, rows_and_groups
+from benchmarks.common.harness import emit, machine, today
+from benchmarks.serving.served_index import (
+    ServiceProcess,
+    build_index,
+    rebuilt_groups,
+    rows_and_groups,
+    script_parser,
+    work_folder,
+)
 from benchmarks.serving.service_load import questions
 
 
@@ -91,21 +97,13 @@ def check(
 
 
 def main() -> None:
-    parser = argument_parser(__doc__)
-    parser.add_argument("--model_name_or_path", required=True)
+    parser = script_parser(__doc__, corpus_size=2000, concurrency=8)
     parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--add_share", type=float, default=0.1)
-    parser.add_argument("--corpus_size", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--work_dir", default=None, help="where the index is built (default: a temporary folder)")
     args = parser.parse_args()
     if not 0 <= args.add_share <= 1:
         parser.error(f"--add_share must be between 0 and 1, got {args.add_share}")
-    work = Path(args.work_dir or tempfile.mkdtemp(prefix="hfsiamese-mixed-load-"))
-    if work.exists() and any(work.iterdir()):
-        parser.error(f"--work_dir {work} is not empty: give a new folder")
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_folder(parser, args.work_dir, "hfsiamese-mixed-load-")
     every = questions(limit=1_000_000)
     texts, new_texts = every[: args.corpus_size], every[args.corpus_size :]
     index_dir = build_index(args.model_name_or_path, texts, work)

@@ -4,13 +4,36 @@ run as a process on a free loopback port, and the rows and groups read back from
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+from benchmarks.common.harness import argument_parser
 from benchmarks.serving.service_load import free_port, start
+
+
+def script_parser(doc: str | None, *, corpus_size: int, concurrency: int) -> argparse.ArgumentParser:
+    """The options every correctness script takes: the model, the clients, the corpus, the seed, the work folder."""
+    parser = argument_parser(doc)
+    parser.add_argument("--model_name_or_path", required=True)
+    parser.add_argument("--concurrency", type=int, default=concurrency)
+    parser.add_argument("--corpus_size", type=int, default=corpus_size)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work_dir", default=None, help="where the index is built (default: a temporary folder)")
+    return parser
+
+
+def work_folder(parser: argparse.ArgumentParser, work_dir: str | None, prefix: str) -> Path:
+    """`--work_dir` (new or empty: a script never builds over what is there), else a new temporary folder."""
+    work = Path(work_dir or tempfile.mkdtemp(prefix=prefix))
+    if work.exists() and any(work.iterdir()):
+        parser.error(f"--work_dir {work} is not empty: give a new folder")
+    work.mkdir(parents=True, exist_ok=True)
+    return work
 
 
 def build_index(model_name_or_path: str, texts: list[str], root: Path) -> Path:
@@ -73,4 +96,4 @@ def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str], da
         index.close()
 
 
-__all__ = ["ServiceProcess", "build_index", "rebuilt_groups", "rows_and_groups"]
+__all__ = ["ServiceProcess", "build_index", "rebuilt_groups", "rows_and_groups", "script_parser", "work_folder"]

@@ -8,15 +8,20 @@ import httpx
 import pytest
 
 from benchmarks.serving.malformed_requests import GOOD_SEARCH, KINDS, generated, run
-from tests.service.running_service import READ_KEY, WRITE_KEY, RunningService, lancedb_index_dir, tiny_model_dir
+from tests.service.running_service import (
+    WRITE_KEY,
+    RunningService,
+    lancedb_index_dir,
+    tiny_model_dir,
+    write_keys_file,
+)
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, word_tokenizer):
     root = tmp_path_factory.mktemp("malformed")
     model_dir = tiny_model_dir(root / "model", word_tokenizer)
-    keys_file = root / "keys.txt"
-    keys_file.write_text(f"read:{READ_KEY}\nwrite:{WRITE_KEY}\n", encoding="utf-8")
+    keys_file = write_keys_file(root / "keys.txt")
     index_dir = lancedb_index_dir(tmp_path_factory.mktemp("malformed_index"), model_dir)
     running = RunningService(index_dir, model_dir, keys_file=keys_file)
     yield running

@@ -11,7 +11,13 @@ import pytest
 from hfsiamese.cli.command_line import UsageError
 from hfsiamese.cli.serve import ServeArguments, check_mount_path
 from tests.conftest import TEXTS
-from tests.service.running_service import READ_KEY, WRITE_KEY, RunningService, lancedb_index_dir, tiny_model_dir
+from tests.service.running_service import (
+    READ_KEY,
+    RunningService,
+    lancedb_index_dir,
+    tiny_model_dir,
+    write_keys_file,
+)
 
 READ = {"Authorization": f"Bearer {READ_KEY}"}
 
@@ -20,8 +26,7 @@ READ = {"Authorization": f"Bearer {READ_KEY}"}
 def service(tmp_path_factory, word_tokenizer):
     root = tmp_path_factory.mktemp("serve_page")
     model_dir = tiny_model_dir(root / "model", word_tokenizer)
-    keys_file = root / "keys.txt"
-    keys_file.write_text(f"read:{READ_KEY}\nwrite:{WRITE_KEY}\n", encoding="utf-8")
+    keys_file = write_keys_file(root / "keys.txt")
     running = RunningService(lancedb_index_dir(root, model_dir), model_dir, "--mount_app", "/app", keys_file=keys_file)
     yield running
     running.stop()
