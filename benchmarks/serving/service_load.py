@@ -105,9 +105,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start(command: list[str], port: int) -> subprocess.Popen:
-    """A service process, once its `/health/ready` answers 200."""
-    process = subprocess.Popen(command)
+def start(command: list[str], port: int, **popen: Any) -> subprocess.Popen:
+    """A service process, once its `/health/ready` answers 200 (`popen`: where its output goes, as `Popen` takes)."""
+    process = subprocess.Popen(command, **popen)
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:

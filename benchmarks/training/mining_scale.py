@@ -41,7 +41,7 @@ def mine_argv(args, workdir: Path, run: str) -> list[str]:
     argv = [*HFSIAMESE, "mine", "--pairs", str(workdir / "pairs.tsv"), "--model_name_or_path", args.model_name_or_path]
     argv += ["--output_path", str(workdir / f"{run}.parquet"), "--overwrite_output", "--format", "groups-with-scores"]
     argv += ["--num_negatives", str(args.num_negatives), "--max_rank", str(args.max_rank)]
-    argv += ["--backend", args.backend, "--batch_size", str(args.batch_size)]
+    argv += ["--store", args.store, "--batch_size", str(args.batch_size)]
     if run == "rescored":
         argv += ["--cross_encoder", args.cross_encoder, *(["--bf16"] if args.bf16 else [])]
         if args.cross_encoder_threshold is not None:
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--num_pairs", type=int, default=115_000)
     parser.add_argument("--num_negatives", type=int, default=10)
     parser.add_argument("--max_rank", type=int, default=10)
-    parser.add_argument("--backend", default="exact", choices=("exact", "faiss"))
+    parser.add_argument("--store", default="exact", choices=("exact", "faiss"))
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--bf16", action="store_true", help="hfsiamese mine --bf16: the cross-encoder in bfloat16.")
     parser.add_argument("--seed", type=int, default=0)

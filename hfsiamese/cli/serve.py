@@ -7,6 +7,10 @@
         --cross_encoder outputs/cross_minilm_qqp --read_only         # reranked searches, no writes
     hfsiamese serve --index_dir outputs/qqp_index --model_name_or_path outputs/lstm_qqp --backend auto
                                                                      # the fastest runtime the model folder carries
+    hfsiamese serve --index_dir outputs/db_index --model_name_or_path outputs/lstm_qqp \\
+        --port 8001 --replica                                       # a read replica of the writer on 8000
+    hfsiamese serve --index_dir outputs/db_index --model_name_or_path outputs/lstm_qqp \\
+        --mount_app /app                                            # the web page too, behind the same keys
 
 --index_dir is a folder holding a saved index (`hfsiamese search --index_dir ... --corpus ...` or
 `hfsiamese groups` writes one). A writable service should keep its rows in a database (an index built
@@ -16,7 +20,9 @@ kept in the folder itself is saved again after each write.
 The API is versioned under /v1 (its OpenAPI schema at /openapi.json, a page at /docs); /health/live,
 /health/ready (503 until the index is loaded) and /metrics (Prometheus). Keys: --api_keys_file, one
 `read:KEY` or `write:KEY` a line, and the HFSIAMESE_API_KEYS environment variable (the same entries,
-comma-separated); a request sends `Authorization: Bearer KEY`. Needs the `serve` extra.
+comma-separated); a request sends `Authorization: Bearer KEY`. Read replicas: one writer and any
+number of `--replica` processes over the same database index (LanceDB or Qdrant); a replica refuses
+writes (403) and reopens its index every --replica_refresh_s seconds. Needs the `serve` extra.
 """
 
 from __future__ import annotations
@@ -83,14 +89,44 @@ class ServeArguments:
         default=2.0, metadata={"help": "How long a search waits for concurrent ones to be encoded with it."}
     )
     batch_max_texts: int = field(default=64, metadata={"help": "Most texts encoded in one batch."})
+    replica: bool = field(
+        default=False,
+        metadata={"help": "Serve as a read replica of the writer that serves the same database index (read-only)."},
+    )
+    replica_refresh_s: float = field(
+        default=1.0,
+        metadata={"help": "A replica reopens its index this often, in seconds, to see the writer's writes."},
+    )
+    mount_app: str | None = field(
+        default=None,
+        metadata={"help": "Also serve the `hfsiamese app` page under this path (e.g. /app), behind the same keys."},
+    )
     log_level: str = field(
         default="info",
         metadata={"help": "uvicorn's log level.", "choices": ("critical", "error", "warning", "info", "debug")},
     )
 
 
+# Paths the service's own routes take: a page mounted there would hide them.
+_SERVICE_PATHS = ("/v1", "/health", "/metrics", "/docs", "/openapi.json", "/redoc")
+
+
+def check_mount_path(args: ServeArguments) -> None:
+    """`--mount_app` names a path of its own, on a writer (a replica's index is reopened under the page)."""
+    path = args.mount_app
+    if path is None:
+        return
+    if not path.startswith("/") or path.rstrip("/") == "" or any(c in path for c in "?# "):
+        raise UsageError(f"--mount_app {path!r} must be a path like /app")
+    if any(path.rstrip("/") == taken or path.startswith(taken + "/") for taken in _SERVICE_PATHS):
+        raise UsageError(f"--mount_app {path} is a path of the service's own routes: choose another, like /app")
+    if args.replica:
+        raise UsageError("--mount_app is served by the writer, not by a --replica")
+
+
 def settings_of(args: ServeArguments) -> ServeSettings:
     """The flags as `ServeSettings` (a bad value said as a usage error)."""
+    check_mount_path(args)
     if not (Path(args.index_dir) / INDEX_CONFIG_NAME).is_file():
         raise UsageError(
             f"--index_dir {args.index_dir} holds no saved index: build one with "
@@ -105,6 +141,7 @@ def settings_of(args: ServeArguments) -> ServeSettings:
             limits=Limits(max_request_bytes=args.max_request_bytes, max_batch=args.max_batch,
                           max_chars=args.max_chars, max_k=args.max_k),
             batching=Batching(max_wait_ms=args.batch_wait_ms, max_batch=args.batch_max_texts),
+            replica=args.replica, replica_refresh_s=args.replica_refresh_s,
         )  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from None
@@ -130,7 +167,16 @@ def main(argv: list[str] | None = None) -> None:
     settings = settings_of(args)
     uvicorn, create_app = import_server()
     configure_quiet_console()
-    app = create_app(settings)
+    if args.mount_app is None:
+        app = create_app(settings)
+    else:  # the page is built over the loaded index: load it before serving
+        from hfsiamese.cli.serve_page import mount_page
+        from hfsiamese.service.service import DuplicateService
+
+        loaded: list[DuplicateService] = []  # the service, loaded after the app's checks, before serving
+        app = create_app(settings, opener=lambda: loaded[0])
+        loaded.append(DuplicateService.open(settings))
+        mount_page(app, loaded[0], args.mount_app)
     print(f"Serving on http://{args.host}:{args.port} (ready once /health/ready answers 200)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
 

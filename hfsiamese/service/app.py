@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,7 @@ from hfsiamese.service.settings import ServeSettings, is_loopback
 logger = logging.getLogger(__name__)
 
 API_VERSION = "v1"
+INDEX_THREAD = "hfsiamese-index"  # the name of the one thread that uses the index
 
 
 class ServiceRuntime:
@@ -67,7 +69,7 @@ class ServiceRuntime:
         self.metrics = ServiceMetrics()
         self.service: DuplicateService | None = None
         self.load_error: str | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hfsiamese-index")
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=INDEX_THREAD)
         batching = settings.batching
         self.searcher: DynamicBatcher[SearchItem, list[dict[str, Any]]] = DynamicBatcher(
             self._search, self._executor, max_batch=batching.max_batch, max_wait_s=batching.max_wait_ms / 1000,
@@ -78,6 +80,7 @@ class ServiceRuntime:
             size_of=lambda item: len(item.firsts), on_batch=self.metrics.batch_observer("check"),
         )  # fmt: skip
         self.writer = SerialWriter(self._executor)
+        self._refreshing: asyncio.Task[None] | None = None  # a replica's refresh loop, once loaded
 
     def _search(self, items: list[SearchItem]) -> list[list[dict[str, Any]]]:
         return self.ready().search(items)
@@ -105,8 +108,34 @@ class ServiceRuntime:
         self.service = service
         self.metrics.index_size.set(len(service.index))
         logger.info("ready: %d questions", len(service.index))
+        if self.settings.replica:
+            self._refreshing = asyncio.create_task(self._refresh_replica())
+
+    async def _refresh_replica(self) -> None:
+        """A replica's loop: every `replica_refresh_s`, the index reopened from its database on another thread (the
+        searches go on meanwhile), then put in place between two batches on the index's thread."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.settings.replica_refresh_s)
+            current = self.ready()
+            try:
+                fresh = await loop.run_in_executor(None, current.reopened)
+            except Exception as err:  # noqa: BLE001  a failed refresh keeps the last index and is said in the log
+                logger.warning("refreshing the replica failed (the last index is served): %s", err)
+                continue
+            await loop.run_in_executor(self._executor, self._replace, fresh)
+
+    def _replace(self, fresh: DuplicateService) -> None:
+        """Serve `fresh` from now on and close the one it replaces (on the index's thread: no call is using it)."""
+        old, self.service = self.service, fresh
+        self.metrics.index_size.set(len(fresh.index))
+        if old is not None:
+            old.close()
 
     async def stop(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+            await asyncio.gather(self._refreshing, return_exceptions=True)
         for worker in (self.searcher, self.checker, self.writer):
             await worker.stop()
         if self.service is not None:
@@ -124,6 +153,13 @@ class ServiceRuntime:
             return result, size
 
         return await self.writer.submit(run)
+
+    def on_index_thread(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)` run on the index's thread, waited for (from another thread: a mounted page's
+        worker; called on the index's thread itself, it runs at once)."""
+        if threading.current_thread().name.startswith(INDEX_THREAD):
+            return function(*args, **kwargs)
+        return self._executor.submit(function, *args, **kwargs).result()
 
     async def read(self, operation: Callable[[DuplicateService], Any]) -> Any:
         """Run a read that is not batched (groups, info) on the index's thread, between writes."""
@@ -171,6 +207,8 @@ def _needs(kind: KeyKind) -> Callable[..., None]:
     ) -> None:
         runtime = runtime_of(request)
         runtime.keys.check(request_key(authorization, x_api_key), kind)
+        if kind == "write" and runtime.settings.replica:
+            raise ServiceError(403, "this service is a read replica: send adds and deletes to the writer")
         if kind == "write" and runtime.settings.read_only:
             raise ServiceError(403, "this service is read-only (served with --read_only)")
 
@@ -289,7 +327,7 @@ def _router() -> APIRouter:
         runtime = runtime_of(request)
         runtime.ready()
         found = await runtime.read(lambda s: s.info())
-        return {**found, "read_only": runtime.settings.read_only}
+        return {**found, "read_only": runtime.settings.read_only or runtime.settings.replica}
 
     return router
 

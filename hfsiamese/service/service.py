@@ -76,16 +76,31 @@ class DuplicateService:
 
     @classmethod
     def open(cls, settings: ServeSettings) -> DuplicateService:
-        """Load the index saved in `settings.index_dir` with its model (and group it when asked and not yet)."""
+        """Load the index saved in `settings.index_dir` with its model (and group it when asked and not yet); a
+        replica's index must keep its rows in a database, which the writer's commits reach."""
         index = cast(
             DuplicateIndex, open_index(settings.model_name_or_path, settings.index_dir, None, backend=settings.backend)
         )
+        if settings.replica and index.database_store is None:
+            index.close()
+            raise ValueError(
+                f"a replica (--replica) needs an index whose rows are in a database (LanceDB or Qdrant); the one in "
+                f"{settings.index_dir} keeps them in the folder: build it with --store lancedb"
+            )
         if settings.find_groups and index.groups is None and len(index):
             logger.info("grouping the %d questions of the index (--find_groups)", len(index))
             index.find_groups()
             if index.database_store is None:
                 index.save(settings.index_dir, overwrite=True)
         return cls(index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k)
+
+    def reopened(self) -> DuplicateService:
+        """The same index opened anew from its database, over the same model and cross-encoder: what the writer has
+        committed since, groups included (a replica's refresh; this one stays usable until closed)."""
+        if self.index_dir is None:
+            raise ValueError("this service's index was not loaded from a folder: there is nothing to reopen")
+        index = DuplicateIndex.load(self.index_dir, self.index.model, self.index.tokenizer)
+        return DuplicateService(index, self.index_dir, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
 
     # --- reading -------------------------------------------------------------------------------------------
 

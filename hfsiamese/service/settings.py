@@ -50,7 +50,9 @@ class ServeSettings:
     `cross_encoder`: a reranker for searches and the judge of pair checks. `read_only`: no add or delete route.
     `find_groups`: group the index at start when it has no duplicate groups yet (so that adds are assigned to one).
     `api_keys_file` / the `HFSIAMESE_API_KEYS` environment variable: the keys (see `auth`), required to listen
-    beyond loopback unless `allow_no_keys`.
+    beyond loopback unless `allow_no_keys`. `replica`: a read replica of the service that writes to the same database
+    (read-only; its index reopened every `replica_refresh_s` seconds, so that the writer's adds, deletes and groups
+    show within that time plus one reopening).
     """
 
     index_dir: str
@@ -67,8 +69,12 @@ class ServeSettings:
     allow_no_keys: bool = False
     limits: Limits = field(default_factory=Limits)
     batching: Batching = field(default_factory=Batching)
+    replica: bool = False
+    replica_refresh_s: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.replica_refresh_s <= 0:
+            raise ValueError(f"the replica refresh interval must be above 0 s, got {self.replica_refresh_s}")
         if not 1 <= self.default_k <= self.limits.max_k:
             raise ValueError(
                 f"the default k ({self.default_k}) must be between 1 and the largest k ({self.limits.max_k})"

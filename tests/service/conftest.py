@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.service.running_service import READ_KEY, WRITE_KEY, tiny_model_dir
+from tests.service.running_service import tiny_model_dir, write_keys_file
 
 
 @pytest.fixture(scope="module")
@@ -14,6 +14,4 @@ def model_dir(tmp_path_factory, word_tokenizer):
 
 @pytest.fixture(scope="module")
 def keys_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("serve_keys") / "keys.txt"
-    path.write_text(f"# the service's keys\nread:{READ_KEY}\nwrite:{WRITE_KEY}\n", encoding="utf-8")
-    return path
+    return write_keys_file(tmp_path_factory.mktemp("serve_keys") / "keys.txt")

@@ -30,6 +30,12 @@ def tiny_model_dir(path: Path, tokenizer) -> Path:
     return saved_tiny_lstm(path, tokenizer, threshold=0.95, calibration=CALIBRATION)
 
 
+def write_keys_file(path: Path) -> Path:
+    """A keys file at `path` holding `READ_KEY` and `WRITE_KEY`."""
+    path.write_text(f"# the service's keys\nread:{READ_KEY}\nwrite:{WRITE_KEY}\n", encoding="utf-8")
+    return path
+
+
 def lancedb_index_dir(root: Path, model_dir: Path) -> Path:
     """`TEXTS` (ids 0..7) in a LanceDB database under `root`, grouped, the index saved to `root / "index"`."""
     model = SiameseModel.from_pretrained(model_dir)

@@ -1,0 +1,99 @@
+"""What the service's correctness scripts share: a grouped LanceDB index of QQP questions to serve, `hfsiamese serve`
+run as a process on a free loopback port, and the rows and groups read back from the index once the service is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+from benchmarks.common.harness import argument_parser
+from benchmarks.serving.service_load import free_port, start
+
+
+def script_parser(doc: str | None, *, corpus_size: int, concurrency: int) -> argparse.ArgumentParser:
+    """The options every correctness script takes: the model, the clients, the corpus, the seed, the work folder."""
+    parser = argument_parser(doc)
+    parser.add_argument("--model_name_or_path", required=True)
+    parser.add_argument("--concurrency", type=int, default=concurrency)
+    parser.add_argument("--corpus_size", type=int, default=corpus_size)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work_dir", default=None, help="where the index is built (default: a temporary folder)")
+    return parser
+
+
+def work_folder(parser: argparse.ArgumentParser, work_dir: str | None, prefix: str) -> Path:
+    """`--work_dir` (new or empty: a script never builds over what is there), else a new temporary folder."""
+    work = Path(work_dir or tempfile.mkdtemp(prefix=prefix))
+    if work.exists() and any(work.iterdir()):
+        parser.error(f"--work_dir {work} is not empty: give a new folder")
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def build_index(model_name_or_path: str, texts: list[str], root: Path) -> Path:
+    """`texts` (ids 0..n-1) in a LanceDB database under `root`, grouped, the index saved to `root / "index"`."""
+    from hfsiamese.search import DuplicateIndex
+
+    index = DuplicateIndex.build(
+        texts, model_name_or_path, ids=list(range(len(texts))), store="lancedb", database=root / "db"
+    )
+    index.find_groups()
+    index.save(root / "index")
+    index.close()
+    return root / "index"
+
+
+class ServiceProcess:
+    """`hfsiamese serve` over `index_dir` on a free loopback port, ready when built; its output goes to `log_path`."""
+
+    def __init__(self, index_dir: Path, model_name_or_path: str, log_path: Path, *flags: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "hfsiamese.cli.serve", "--index_dir", str(index_dir),
+                   "--model_name_or_path", model_name_or_path, "--port", str(self.port), "--log_level", "warning",
+                   *flags]  # fmt: skip
+        with open(log_path, "ab") as log:  # a file, never a pipe nobody reads
+            self.process: subprocess.Popen = start(command, self.port, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown step runs."""
+        self.process.kill()
+        self.process.wait(timeout=60)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+
+def rows_and_groups(index_dir: Path, model_name_or_path: str) -> tuple[list[Any], list[str], set[frozenset[Any]]]:
+    """The ids and texts the saved index holds, in its order, and its duplicate groups (as a partition of ids)."""
+    from hfsiamese.search.index_opening import open_index
+
+    index = open_index(model_name_or_path, str(index_dir), None)
+    try:
+        groups = index.groups
+        return list(index.ids), list(index.texts), set() if groups is None else groups.partition()
+    finally:
+        index.close()
+
+
+def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str], database: Path) -> set[frozenset[Any]]:
+    """The groups `find_groups` makes on the same rows in the same order, in a fresh LanceDB `database`: the same
+    backend as the service's, so that neighbours at equal scores come back in the same order (an in-memory index
+    breaks such ties otherwise, and with k neighbours per question that changes groups)."""
+    from hfsiamese.search import DuplicateIndex
+
+    index = DuplicateIndex.build(texts, model_name_or_path, ids=ids, store="lancedb", database=database)
+    try:
+        return index.find_groups().partition()
+    finally:
+        index.close()
+
+
+__all__ = ["ServiceProcess", "build_index", "rebuilt_groups", "rows_and_groups", "script_parser", "work_folder"]
