@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import datasets
 import pyarrow as pa
 import pytest
 
-from hfsiamese.data import load_pairs
+from hfsiamese.data import load_pairs, text_normalization
 from hfsiamese.data.text_normalization import NORMALIZATIONS, normalize_texts
 
 
@@ -60,3 +62,17 @@ def test_normalize_texts_on_arrow():
     array = pa.array(["ＡＢ", None, "Ǆ"])
     assert normalize_texts(array, "nfkc_lower").to_pylist() == ["ab", None, "dž"]
     assert normalize_texts(array, None) is array
+
+
+@pytest.mark.parametrize("arrow_composes", [True, False], ids=["arrow kernel", "unicodedata (pyarrow < 26)"])
+def test_nfkc_composes_on_either_path(monkeypatch, arrow_composes):
+    # pyarrow before 26 only decomposes for form="NFKC" (apache/arrow#51225): the by-hand path stands in there.
+    if arrow_composes and not text_normalization.arrow_nfkc_composes():
+        arrow_composes = False  # this pyarrow's kernel is the broken one: both cases take the by-hand path
+    monkeypatch.setattr(text_normalization, "arrow_nfkc_composes", lambda: arrow_composes)
+    texts = ["A\u030angstro\u0308m", None, "Ǆ ﬁ", "\u212b"]
+    chunked = pa.chunked_array([texts[:2], texts[2:]], type=pa.large_string())
+    out = normalize_texts(chunked, "nfkc")
+    assert out.type == pa.large_string() and out.num_chunks == 2
+    assert out.to_pylist() == [None if t is None else unicodedata.normalize("NFKC", t) for t in texts]
+    assert out.to_pylist()[0] == "Ångström"
