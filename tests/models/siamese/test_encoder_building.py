@@ -53,7 +53,7 @@ def test_a_pretrained_encoder_with_dense_layers_travels_and_embeds_alike(tiny_be
 )
 def test_build_encoder_gives_the_width_it_pools_to(config, width):
     encoder, pooled_dim = build_encoder(SiameseConfig(**config))
-    assert pooled_dim == width
+    assert type(encoder).__name__.lower() == f"{config['encoder_type']}encoder" and pooled_dim == width
     dense, out = build_dense_layers(SiameseConfig(**config), pooled_dim)
     assert dense is None and out == width
 
