@@ -212,12 +212,7 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
         embeddings_b = self.embed(input_ids_b, attention_mask_b)
         with torch.inference_mode():
             logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
-        output = SiameseModelOutput(
-            similarity=(embeddings_a * embeddings_b).sum(dim=-1),
-            embeddings_a=embeddings_a,
-            embeddings_b=embeddings_b,
-            logits=logits,
-        )
+        output = SiameseModelOutput.of_pairs(embeddings_a, embeddings_b, logits=logits)
         return output if return_dict is not False else output.to_tuple()
 
 

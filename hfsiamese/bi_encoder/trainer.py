@@ -2,7 +2,8 @@
 
 The class keeps only what the bi-encoder changes of `hfsiamese.base.trainer.PairTrainer` (calibration, staged
 saving, the NaN/inf policy, logging, core sharing: both families'); each job it hands on lives in a module of its
-own: `batch_sampling` (which pairs share a batch), `gradient_cache`, `lora_checkpoints` (resuming a LoRA run, whose
+own: `batch_loading` (the Trainer's sampler and data loader hooks, a mixin of this class) over `batch_sampling`
+(which pairs share a batch), `gradient_cache`, `lora_checkpoints` (resuming a LoRA run, whose
 checkpoints hold merged weights), `truncated_evaluation`; `create_model_card` hands what the trainer knows of the
 run to `hfsiamese.bi_encoder.model_card`.
 """
@@ -10,8 +11,7 @@ run to `hfsiamese.bi_encoder.model_card`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +24,24 @@ from hfsiamese.base.gradient_averaging import all_reduce_gradients
 from hfsiamese.base.nonfinite_loss import NonFiniteLossError
 from hfsiamese.base.sharded_training import check_sharded_training, use_fsdp2_layers_without_input_embeddings
 from hfsiamese.base.trainer import PairTrainer
-from hfsiamese.bi_encoder.batch_sampling import length_grouped_sampler, training_sampler
+from hfsiamese.bi_encoder.batch_loading import PairBatchesMixin
 from hfsiamese.bi_encoder.dataset_checks import check_pair_columns, check_teacher_scores, check_training_labels
 from hfsiamese.bi_encoder.gradient_cache import gradient_cache_step, side_inputs
 from hfsiamese.bi_encoder.lora_checkpoints import load_lora_checkpoint
 from hfsiamese.bi_encoder.model_card import build_model_card, metrics_from_log_history
 from hfsiamese.bi_encoder.multi_dataset import (
     DATASET_INDEX,
-    MultiDatasetCollator,
     MultiDatasetView,
     NamedLosses,
-    multi_dataset_sampler,
     ordered_weights,
     overall_eval_dataset,
 )
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.bi_encoder.truncated_evaluation import truncated_evaluation_dims, truncated_scores
-from hfsiamese.data.arrow_batches import arrow_batch_dataset
-from hfsiamese.data.collator import PAIR_BATCH_COLUMNS, SiamesePairCollator
+from hfsiamese.data.collator import SiamesePairCollator
 from hfsiamese.data.multi_dataset_sampler import MultiDatasetSampler
 from hfsiamese.data.sampler import NoDuplicateGroupSampler
-from hfsiamese.data.tokenizing_collator import TEXT_SIDES, TokenizingPairCollator
+from hfsiamese.data.tokenizing_collator import TokenizingPairCollator
 from hfsiamese.losses import SiameseLoss, loss_name
 from hfsiamese.losses.teacher_scores import TEACHER_SCORES_COLUMN
 from hfsiamese.models.siamese.scoring import pair_scores
@@ -53,7 +50,7 @@ from hfsiamese.models.siamese.scoring import pair_scores
 BATCH_ONLY_KEYS = ("labels", "group_ids", TEACHER_SCORES_COLUMN, DATASET_INDEX)
 
 
-class SiameseTrainer(PairTrainer):
+class SiameseTrainer(PairBatchesMixin, PairTrainer):
     """
     Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
 
@@ -177,94 +174,6 @@ class SiameseTrainer(PairTrainer):
             check_training_labels(part, loss, f"{loss_name(loss) or type(loss).__name__} (data set {name!r})")
         ordered_weights(list(parts), self.dataset_weights, args.multi_dataset_sampling)
         self.loss_fn = self.named_losses.losses[0]
-
-    # ------------------------------------------------------------------------------------------
-    # Batches
-    # ------------------------------------------------------------------------------------------
-    def _get_train_sampler(self, train_dataset: datasets.Dataset | None = None) -> torch.utils.data.Sampler | None:
-        by_length = self.args.train_sampling_strategy == "group_by_length"
-        dataset = train_dataset if train_dataset is not None else self.train_dataset
-        if isinstance(dataset, MultiDatasetView):
-            # The processes' batches of one step come from one data set: one loss per step.
-            self._group_sampler = multi_dataset_sampler(
-                dataset,
-                batch_size=self._train_batch_size,
-                seed=self.args.seed,
-                strategy=self.args.multi_dataset_sampling,
-                weights=self.dataset_weights,
-                num_processes=self.accelerator.num_processes,
-                no_duplicate_batches=self.args.no_duplicate_batches,
-                length_column=self.args.length_column_name if by_length else None,
-            )
-            return self._group_sampler
-        # Rows a teacher scored compare only their own candidates: without duplicate groups, plain shuffled batches.
-        ungrouped_scores = self.loss_fn.requires_teacher_scores and "group_id" not in getattr(
-            dataset, "column_names", []
-        )
-        if not self.args.no_duplicate_batches or ungrouped_scores:
-            return super()._get_train_sampler(train_dataset)
-        self._group_sampler = training_sampler(
-            dataset,
-            batch_size=self._train_batch_size,
-            seed=self.args.seed,
-            length_column=self.args.length_column_name if by_length else None,
-        )
-        return self._group_sampler
-
-    def _get_dataloader(
-        self,
-        dataset: Any,
-        description: str,
-        batch_size: int,
-        sampler_fn: Callable[[Any], torch.utils.data.Sampler] | None = None,
-        is_training: bool = False,
-        dataloader_key: str | None = None,
-    ) -> torch.utils.data.DataLoader:
-        """
-        Pairs reach the collator as one Arrow table per batch (`arrow_batch_dataset`), padded by array
-        operations: no Python int per token between the Arrow columns and the batch tensors. The samplers
-        still see the `datasets.Dataset`. With `remove_unused_columns` the Trainer wraps the collator in a
-        row-dict filter, so the rows then travel as dicts (the collator pads those the same way).
-        """
-        arrow = isinstance(self.data_collator, SiamesePairCollator) and not self.args.remove_unused_columns
-        if isinstance(dataset, MultiDatasetView):
-            # Batches of one data set each, marked with it (`DATASET_INDEX`) for the loss.
-            collator = self.data_collator
-            self.data_collator = MultiDatasetCollator(collator)
-            try:
-                view = dataset.with_arrow_batches() if arrow else dataset
-                return super()._get_dataloader(view, description, batch_size, sampler_fn, is_training, dataloader_key)
-            finally:
-                self.data_collator = collator
-        if isinstance(dataset, datasets.Dataset) and arrow:
-            if sampler_fn is not None:
-                sampler_fn = partial(_sampler_of_view, sampler_fn)
-            texts = tuple(column for _, column in TEXT_SIDES)  # a collator that tokenises reads the texts too
-            tokenising = isinstance(self.data_collator, TokenizingPairCollator)
-            dataset = arrow_batch_dataset(dataset, PAIR_BATCH_COLUMNS + texts if tokenising else PAIR_BATCH_COLUMNS)
-        return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
-
-    def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
-        """
-        Set our sampler's epoch before the Trainer (5.x) iterates the epoch. Its own `set_epoch` calls
-        do not reach the sampler in one case: resuming mid-epoch under several processes, where
-        accelerate's `skip_first_batches` wraps the sharded batch sampler one level deeper than its
-        `set_epoch` looks. The resumed epoch would then replay epoch 0's order.
-        """
-        if self._group_sampler is not None:
-            self._group_sampler.set_epoch(epoch)
-        return super()._run_epoch(model, epoch, *args, **kwargs)
-
-    def _get_eval_sampler(self, eval_dataset: datasets.Dataset) -> torch.utils.data.Sampler | None:
-        """With length grouping, group evaluation pairs by their two sides' lengths too."""
-        if self.args.train_sampling_strategy == "group_by_length" and isinstance(eval_dataset, datasets.Dataset):
-            return length_grouped_sampler(
-                eval_dataset,
-                batch_size=self.args.eval_batch_size,
-                seed=self.args.seed,
-                length_column=self.args.length_column_name,
-            )
-        return super()._get_eval_sampler(eval_dataset)
 
     # ------------------------------------------------------------------------------------------
     # Training
@@ -488,8 +397,3 @@ def _eval_pairs(eval_dataset: Any) -> int | None:
     if isinstance(eval_dataset, Mapping):
         return sum(len(part) for part in eval_dataset.values())
     return len(eval_dataset) if isinstance(eval_dataset, datasets.Dataset) else None
-
-
-def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:
-    """The Trainer's sampler built on the `datasets.Dataset` behind an Arrow batch view."""
-    return sampler_fn(view.dataset)

@@ -16,6 +16,7 @@ from typing import Any
 
 from hfsiamese.cli.command_line import UsageError
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.configs import config_listing, listing_requested, resolve_config_argument
 
 
 def parse_data_command(
@@ -59,6 +60,22 @@ def parse_data_command(
     return data_args, own_args
 
 
+def data_command_arguments(
+    own: type, argv: Sequence[str] | None, *, command: str, description: str, default_config: str | Path
+) -> tuple[Any, Any] | None:
+    """
+    The opening of a data command's `main`: None where the shipped configs were asked for (`--list_configs`: printed),
+    else the (`DataArguments`, `own`) of `parse_data_command`, the config named as `hfsiamese train` names it.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if listing_requested(argv):
+        print(config_listing())
+        return None
+    return parse_data_command(
+        own, resolve_config_argument(argv), command=command, description=description, default_config=default_config
+    )
+
+
 JSON_LINES_SUFFIXES = (".jsonl", ".json")
 
 
@@ -77,4 +94,4 @@ def json_lines_output(output_file: str, *, overwrite: bool, holding: str) -> Pat
     return output
 
 
-__all__ = ["JSON_LINES_SUFFIXES", "json_lines_output", "parse_data_command"]
+__all__ = ["JSON_LINES_SUFFIXES", "data_command_arguments", "json_lines_output", "parse_data_command"]

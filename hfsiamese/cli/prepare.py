@@ -19,19 +19,15 @@ the command, `--preprocessing_num_workers` CPUs) or on the cluster at `--ray_add
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
-    config_listing,
-    listing_requested,
     require_training_data,
-    resolve_config_argument,
 )
-from hfsiamese.cli.data_command import parse_data_command
+from hfsiamese.cli.data_command import data_command_arguments
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.preparation.prepare import ENGINES
 
@@ -70,17 +66,12 @@ class PrepareArguments:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese prepare [CONFIG] [data flags] --output_dir FOLDER`: the manifest's counts (printed as one line)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if listing_requested(argv):
-        print(config_listing())
-        return {}
-    data_args, args = parse_data_command(
-        PrepareArguments,
-        resolve_config_argument(argv),
-        command="hfsiamese prepare",
-        description=DESCRIPTION,
-        default_config=DEFAULT_CONFIG,
+    parsed = data_command_arguments(
+        PrepareArguments, argv, command="hfsiamese prepare", description=DESCRIPTION, default_config=DEFAULT_CONFIG
     )
+    if parsed is None:
+        return {}
+    data_args, args = parsed
     if data_args.dataset_name:
         raise UsageError("hfsiamese prepare reads a --train_file; a Hub data set (--dataset_name) is not prepared")
     for name in ("validation_file", "silver_pairs_file"):

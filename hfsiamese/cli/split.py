@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,12 +25,9 @@ from typing import Any
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
-    config_listing,
-    listing_requested,
     require_training_data,
-    resolve_config_argument,
 )
-from hfsiamese.cli.data_command import json_lines_output, parse_data_command
+from hfsiamese.cli.data_command import data_command_arguments, json_lines_output
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.utils.console import configure_quiet_console
 
@@ -84,17 +80,12 @@ def held_out_command(argv: Sequence[str], default_config: str | Path, output_fil
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese split [CONFIG] [data flags] --output_file PAIRS.jsonl [--split test]`: a summary (printed)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if listing_requested(argv):
-        print(config_listing())
-        return {}
-    data_args, args = parse_data_command(
-        SplitArguments,
-        resolve_config_argument(argv),
-        command="hfsiamese split",
-        description=DESCRIPTION,
-        default_config=DEFAULT_CONFIG,
+    parsed = data_command_arguments(
+        SplitArguments, argv, command="hfsiamese split", description=DESCRIPTION, default_config=DEFAULT_CONFIG
     )
+    if parsed is None:
+        return {}
+    data_args, args = parsed
     configure_quiet_console()
     output = json_lines_output(args.output_file, overwrite=args.overwrite_output_file, holding="the pairs")
     default_train_file = require_training_data(data_args.train_file, data_args.dataset_name)

@@ -13,23 +13,17 @@ A family of its own (not `search/`, not `distillation/`) because it joins them: 
    bi-encoder, resumably in shards (`score_shards`), for the `margin_mse` / `listwise_kl` losses.
 """
 
-from hfsiamese.utils.lazy_exports import lazy_exports
+from hfsiamese.utils.lazy_exports import lazy_package
 
-_LAZY = {
-    "HeldOutQuestions": "hfsiamese.mining.held_out",
-    "NegativeFilters": "hfsiamese.data.negative_filters",
-    "MinedNegatives": "hfsiamese.mining.mined_formats",
-    "MiningFolder": "hfsiamese.mining.mining_shards",
-    "mine_negatives": "hfsiamese.mining.negative_mining",
-    "OUTPUT_FORMATS": "hfsiamese.mining.mined_formats",
-    "TEACHER_SCORES_COLUMN": "hfsiamese.mining.mined_formats",
-    "mined_dataset": "hfsiamese.mining.mined_formats",
-    "load_dataset_file": "hfsiamese.mining.dataset_files",
-    "save_dataset_file": "hfsiamese.mining.dataset_files",
-    "PairScorer": "hfsiamese.mining.teacher_scoring",
-    "pair_scorer": "hfsiamese.mining.teacher_scoring",
-    "score_groups": "hfsiamese.mining.teacher_scoring",
-}
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
-
-__all__ = list(_LAZY)
+__getattr__, __dir__, __all__ = lazy_package(
+    __name__,
+    {
+        ".held_out": ("HeldOutQuestions",),
+        "hfsiamese.data.negative_filters": ("NegativeFilters",),
+        ".mined_formats": ("MinedNegatives", "OUTPUT_FORMATS", "TEACHER_SCORES_COLUMN", "mined_dataset"),
+        ".mining_shards": ("MiningFolder",),
+        ".negative_mining": ("mine_negatives",),
+        ".dataset_files": ("load_dataset_file", "save_dataset_file"),
+        ".teacher_scoring": ("PairScorer", "pair_scorer", "score_groups"),
+    },
+)

@@ -8,6 +8,7 @@ faces into import loops. `importlib`'s own `LazyLoader` defers whole modules, no
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,3 +29,18 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         return sorted(set(exports) | set(importlib.import_module(package).__dict__))
 
     return __getattr__, __dir__
+
+
+def lazy_package(
+    package: str, names_by_module: Mapping[str, tuple[str, ...]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """
+    A package face's `__getattr__`, `__dir__` and `__all__` from the names each of its modules gives (a module named
+    from the package, `.trainer`, or whole): one table a face, one line a module.
+    """
+    exports = {
+        name: importlib.util.resolve_name(module, package) if module.startswith(".") else module
+        for module, names in names_by_module.items()
+        for name in names
+    }
+    return (*lazy_exports(package, exports), list(exports))

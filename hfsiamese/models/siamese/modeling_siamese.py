@@ -3,7 +3,8 @@
 This file holds the `PreTrainedModel`, how it embeds (one side, several sides in length-sorted sub-batches) and its
 forward. Its parts come from sibling files: the encoders (`lstm_encoder`, `static_encoder`, `transformer_encoder`:
 a pretrained `AutoModel`'s class and dropout), the layers after them (`head_layers`: Dense layers, the pair
-classification head); and `SiameseModel` inherits its safetensors-only loading (`safe_loading`), its inference API
+classification head), the building of both from a config or a pretrained checkpoint (`encoder_building`), what
+`forward` returns (`model_output`); and `SiameseModel` inherits its safetensors-only loading (`safe_loading`), its inference API
 (`inference`: encode, predict, classify), `calibrate` and the stored score-to-probability map (`calibration`), and
 its Hub sharing (`hub_sharing`: save_pretrained's pipeline entry, push_to_hub).
 All of them are copied next to the weights by ``save_pretrained`` (``register_for_auto_class``), with
@@ -17,31 +18,25 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoConfig, AutoModel, PreTrainedModel
-from transformers.utils import ModelOutput
+from transformers import PreTrainedModel
 
 from .calibration import CalibrationMixin
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
+from .encoder_building import build_dense_layers, build_encoder, load_dense_weights, load_pretrained_encoder
 from .head_layers import DenseLayer, PairClassificationHead
 from .hub_sharing import HubSharingMixin
 from .inference import SiameseInferenceMixin
 from .lstm_encoder import LSTMEncoder
+from .model_output import SiameseModelOutput
 from .padding import is_right_padded
 from .pooling import pool
-from .safe_loading import (
-    SafetensorsLoadingMixin,
-    check_finite,
-    clear_loading_errors,
-    refuse_pickle_loading,
-    weights_file,
-)
+from .safe_loading import SafetensorsLoadingMixin, refuse_pickle_loading
 from .static_encoder import StaticEncoder
 from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
 from .transformer_encoder import encoder_class, with_dropout
@@ -76,31 +71,6 @@ def _warn_if_sentence_transformers_folder(source: Any, pooling: str, config_kwar
     )
     if message:
         warnings.warn(message + f"({str(source)!r})", UserWarning, stacklevel=3)
-
-
-@dataclass
-class SiameseModelOutput(ModelOutput):
-    """
-    Output of [`SiameseModel.forward`].
-
-    Args:
-        similarity (`torch.FloatTensor` of shape `(batch_size,)`):
-            Cosine similarity of each pair, in [-1, 1].
-        embeddings_a (`torch.FloatTensor` of shape `(batch_size, dim)`):
-            L2-normalised embeddings of the first texts.
-        embeddings_b (`torch.FloatTensor` of shape `(batch_size, dim)`):
-            L2-normalised embeddings of the second texts.
-        embeddings_n (`torch.FloatTensor` of shape `(batch_size, dim)`, *optional*):
-            L2-normalised embeddings of explicit negatives, when `input_ids_n` was given.
-        logits (`torch.FloatTensor` of shape `(batch_size, 2)`, *optional*):
-            Scores of (not duplicate, duplicate) from the classification head, when the model has one.
-    """
-
-    similarity: torch.FloatTensor | None = None
-    embeddings_a: torch.FloatTensor | None = None
-    embeddings_b: torch.FloatTensor | None = None
-    embeddings_n: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
 
 
 # Transformer families whose embeddings module only looks `input_ids` up (see `embed_sides`).
@@ -181,26 +151,8 @@ class SiameseModel(
 
     def __init__(self, config: SiameseConfig) -> None:
         super().__init__(config)
-        if config.encoder_type == "lstm":
-            self.encoder = LSTMEncoder(config)
-            pooled_dim = config.hidden_size * (2 if config.bidirectional else 1)
-        elif config.encoder_type == "static":
-            self.encoder = StaticEncoder(config)
-            pooled_dim = config.embedding_dim
-        else:
-            encoder_config = AutoConfig.for_model(**config.encoder_config)
-            kind = encoder_class(encoder_config)
-            self.encoder = kind.from_config(encoder_config) if kind is AutoModel else kind(encoder_config)
-            pooled_dim = config.pooled_dim
-        self.dense = None
-        if config.dense_layers:
-            if config.dense_layers[0]["in_features"] != pooled_dim:
-                raise ValueError(
-                    f"dense_layers[0] takes {config.dense_layers[0]['in_features']} features but the pooling "
-                    f"{config.pooling!r} gives {pooled_dim}"
-                )
-            self.dense = nn.Sequential(*(DenseLayer(**layer) for layer in config.dense_layers))
-            pooled_dim = config.dense_layers[-1]["out_features"]
+        self.encoder, pooled_dim = build_encoder(config)
+        self.dense, pooled_dim = build_dense_layers(config, pooled_dim)
         self.projection = nn.Linear(pooled_dim, config.projection_dim) if config.projection_dim else None
         embedding_dim = config.projection_dim or pooled_dim
         self.classifier = (
@@ -253,19 +205,7 @@ class SiameseModel(
         sub_batching = (config_kwargs.pop("sub_batch_tokens", AUTO), config_kwargs.pop("sub_batch_size", None))
         check_sub_batching(*sub_batching)
         refuse_pickle_loading(encoder_kwargs)
-        source = str(encoder_name_or_path)
-        weights = weights_file(source, encoder_kwargs)
-        with clear_loading_errors(source, weights, what="encoder"):
-            subfolder = {"subfolder": encoder_kwargs["subfolder"]} if "subfolder" in encoder_kwargs else {}
-            encoder_config = encoder_kwargs.get("config") or AutoConfig.from_pretrained(
-                encoder_name_or_path, **subfolder
-            )
-            if encoder_dropout is not None:
-                encoder_kwargs["config"] = with_dropout(encoder_config, encoder_dropout)
-            encoder = encoder_class(encoder_config).from_pretrained(
-                encoder_name_or_path, use_safetensors=True, **encoder_kwargs
-            )
-        check_finite(encoder, weights)
+        encoder = load_pretrained_encoder(encoder_name_or_path, encoder_kwargs, encoder_dropout)
         config = SiameseConfig(
             encoder_type="transformer",
             encoder_config=encoder.config.to_dict(),
@@ -276,13 +216,7 @@ class SiameseModel(
         model = cls(config)
         model.encoder = encoder
         model.config.encoder_config = encoder.config.to_dict()
-        if model.dense is not None or dense_weights:
-            if model.dense is None or len(dense_weights or ()) != len(model.dense):
-                raise ValueError(
-                    f"dense_weights holds {len(dense_weights or ())} state dicts for {len(config.dense_layers or ())} dense_layers"
-                )
-            for layer, state in zip(model.dense, dense_weights, strict=True):
-                layer.load_state_dict(state)
+        load_dense_weights(model.dense, dense_weights, config.dense_layers)
         model.set_sub_batching(*sub_batching)
         return model
 
@@ -455,15 +389,8 @@ class SiameseModel(
             sides.append((input_ids_n, attention_mask_n, token_type_ids_n))
         embeddings_a, embeddings_b, *rest = self.embed_sides(sides)
         embeddings_n = rest[0] if rest else None
-        similarity = (embeddings_a * embeddings_b).sum(dim=-1)
         logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
-        output = SiameseModelOutput(
-            similarity=similarity,
-            embeddings_a=embeddings_a,
-            embeddings_b=embeddings_b,
-            embeddings_n=embeddings_n,
-            logits=logits,
-        )
+        output = SiameseModelOutput.of_pairs(embeddings_a, embeddings_b, embeddings_n, logits)
         return output if return_dict is not False else output.to_tuple()
 
 
