@@ -14,8 +14,8 @@ import torch
 from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Store, check_backend
 from hfsiamese.search.input_checks import check_k
-from hfsiamese.search.matches import decide
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
+from hfsiamese.search.stores.matches import decide
 
 if TYPE_CHECKING:  # for the annotations only
     from hfsiamese.search.index_protocol import SearchIndex

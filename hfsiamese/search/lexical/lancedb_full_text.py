@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.matches import match
 from hfsiamese.search.stores.lancedb_columns import ID_INT, ID_STR, TEXT, VECTOR, metadata_fields, table_rows
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, where_sql
 from hfsiamese.search.stores.lancedb_store import import_lancedb
+from hfsiamese.search.stores.matches import match
 
 TextHit = tuple[dict[str, Any], float]
 """A match dict (its `"score"` the cosine with the query) and its BM25 score."""

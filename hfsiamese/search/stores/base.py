@@ -5,7 +5,7 @@ keeping the index's duplicate groups beside its rows).
 
 A store keeps ids, texts and L2-normalised float32 embeddings (and, in a database, metadata); the index
 keeps the model, the threshold, the calibration and the reranker. Every store answers a search with match
-dicts built by `hfsiamese.search.matches.match`.
+dicts built by `hfsiamese.search.stores.matches.match`.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from hfsiamese.search.input_checks import check_metadata, id_type
-from hfsiamese.search.matches import match
 from hfsiamese.search.stores.base import RowBatch
 from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.index_files import write_index_folder
+from hfsiamese.search.stores.matches import match
 from hfsiamese.search.stores.store_checks import check_batch_size
 from hfsiamese.utils.exact_topk import topk_cosine
 

@@ -108,7 +108,6 @@ import torch
 from filelock import FileLock
 
 from hfsiamese.search.input_checks import check_k
-from hfsiamese.search.matches import match
 from hfsiamese.search.stores import lancedb_groups
 from hfsiamese.search.stores.base import (
     DatabaseStore,
@@ -140,6 +139,7 @@ from hfsiamese.search.stores.lancedb_columns import (
 )  # fmt: skip
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
 from hfsiamese.search.stores.lancedb_maintenance import maintain_table
+from hfsiamese.search.stores.matches import match
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,

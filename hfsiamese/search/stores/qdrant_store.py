@@ -64,7 +64,6 @@ import numpy as np
 import torch
 
 from hfsiamese.search.input_checks import check_k
-from hfsiamese.search.matches import match
 from hfsiamese.search.stores import qdrant_groups
 from hfsiamese.search.stores.base import (
     DatabaseStore,
@@ -74,6 +73,7 @@ from hfsiamese.search.stores.base import (
     import_engine,
     local_folder,
 )
+from hfsiamese.search.stores.matches import match
 from hfsiamese.search.stores.qdrant_filters import MATCHES_NOTHING, qdrant_filter
 from hfsiamese.search.stores.store_checks import (
     Rows,
