@@ -205,7 +205,7 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
         Deprecated("module", f"hfsiamese.search.{name}", f"hfsiamese.search.stores.{name}", _ROUND_THREE)
         for name in ("ann_index", "recall_tuning", "index_files", "embedding_table")
     ),
-    Deprecated("module", "hfsiamese.search.matches", "hfsiamese.search.stores.matches", _ROUND_THREE),  # stores make them
+    Deprecated("module", "hfsiamese.search.matches", "hfsiamese.search.stores.matches", _ROUND_THREE),  # stores make
     Deprecated("module", "hfsiamese.search.app", "hfsiamese.cli.app_page", _ROUND_THREE),
     Deprecated("module", "hfsiamese.search.app_groups", "hfsiamese.cli.app_groups", _ROUND_THREE),
     Deprecated(
