@@ -40,6 +40,12 @@ logger = logging.getLogger(__name__)
 #: (the only one, untimed, where there is one), as sentence-transformers' `backend=` names a runtime.
 BACKENDS = ("auto", "pytorch", "onnx", "openvino")
 _RUNTIME_OF = {"pytorch": "PyTorch", "onnx": "ONNX", "openvino": "OpenVINO"}
+#: What a command's `--backend` says of itself (evaluate, search, groups, app, serve).
+RUNTIME_HELP = (
+    "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, the fastest on "
+    "this CPU, timed once and kept; pytorch, onnx or openvino: the fastest of that runtime's (default: the folder as "
+    "it is)."
+)
 CHOICES_FILE = "backend_choices.json"
 REPEATS = 3
 _QUESTIONS = [
@@ -196,6 +202,7 @@ def choose_backend(
 
 __all__ = [
     "BACKENDS",
+    "RUNTIME_HELP",
     "PROBE_PAIRS",
     "Candidate",
     "candidates",

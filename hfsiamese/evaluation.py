@@ -16,6 +16,7 @@ import datasets
 import numpy as np
 import torch
 
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE, TrainingOverlap, read_fingerprint, training_overlap
 from hfsiamese.data.question_identity import question_groups, question_texts
 from hfsiamese.metrics import pair_classification_metrics, retrieval_metrics
@@ -48,10 +49,8 @@ class EvaluationArguments:
     backend: str | None = field(
         default=None,
         metadata={
-            "help": "auto: of the model folder and the ONNX/OpenVINO exports in its subfolders, the fastest on this "
-            "CPU, timed once and kept; pytorch, onnx or openvino: the same among that runtime's (default: the folder "
-            "as it is).",
-            "choices": ["auto", "pytorch", "onnx", "openvino"],
+            "help": RUNTIME_HELP,
+            "choices": RUNTIMES,
         },
     )
     data_format: str | None = field(default=None, metadata={"help": "Force the file format."})

@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import torch
 
-from hfsiamese.backend_choice import BACKENDS as RUNTIMES
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.cli.app_groups import GroupCells
 from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
@@ -62,9 +62,7 @@ class AppArguments:
     backend: str | None = field(
         default=None,
         metadata={
-            "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
-            "the fastest on this CPU, timed once and kept; pytorch, onnx or openvino: the fastest of that runtime's "
-            "(default: the folder as it is).",
+            "help": RUNTIME_HELP,
             "choices": RUNTIMES,
         },
     )

@@ -33,7 +33,7 @@ from typing import Any
 
 from transformers import HfArgumentParser
 
-from hfsiamese.backend_choice import BACKENDS as RUNTIMES
+from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -54,9 +54,7 @@ class ServeArguments:
     backend: str | None = field(
         default=None,
         metadata={
-            "help": "The model's runtime: auto, of the model folder and the ONNX/OpenVINO exports in its subfolders, "
-            "the fastest on this CPU, timed once and kept; pytorch, onnx or openvino: the fastest of that runtime's "
-            "(default: the folder as it is).",
+            "help": RUNTIME_HELP,
             "choices": RUNTIMES,
         },
     )
