@@ -27,6 +27,7 @@ __all__ = [
     "first_line",
     "has_rows_after_first_line",
     "looks_like_hub_id",
+    "is_utf8_text",
     "not_utf8_message",
     "parse_header",
 ]
@@ -190,6 +191,11 @@ def check_parquet_file(path: Path) -> None:
         raise ValueError(
             f"{path} is not a Parquet file ({reason}); give a .parquet suffix only to a Parquet file"
         ) from err
+
+
+def is_utf8_text(path: Path) -> bool:
+    """Whether every byte of the file decodes as UTF-8."""
+    return _utf8_error(path) is None
 
 
 def not_utf8_message(path: Path) -> str:

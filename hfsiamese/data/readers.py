@@ -29,6 +29,7 @@ from hfsiamese.data.formats import (
     delimiter_for,
     first_line,
     has_rows_after_first_line,
+    is_utf8_text,
     not_utf8_message,
     parse_header,
 )
@@ -159,7 +160,9 @@ def _builder_errors_unlogged(builder: str) -> Any:
 def reader_error(path: Path, builder: str, err: BaseException, *, delimiter: str | None = None) -> ValueError:
     """One message for any failure of the csv/json/parquet readers, naming the file (and the line of a row with too many fields)."""
     root = _innermost(err)
-    if isinstance(root, UnicodeDecodeError):
+    # A decoder's own error, or one worded by a JSON parser (pandas 2.2's ujson: "Invalid octet in UTF-8 sequence").
+    worded = re.search(r"utf-?8", str(root), re.IGNORECASE) and path.is_file() and not is_utf8_text(path)
+    if isinstance(root, UnicodeDecodeError) or worded:
         return ValueError(not_utf8_message(path))
     extra = re.search(r"Expected (\d+) fields in line \d+, saw (\d+)", str(root))
     if extra and delimiter:
