@@ -22,10 +22,12 @@ from tests.preparation.test_prepare import synthetic_pairs
 
 
 def assert_same_files(expected: Path, got: Path) -> None:
-    names = sorted(path.name for path in expected.iterdir())
-    assert sorted(path.name for path in got.iterdir()) == names
+    """The same files, byte for byte, at every depth (a prepared folder keeps what runs derive in subfolders)."""
+    names = sorted(path.relative_to(expected).as_posix() for path in expected.rglob("*"))
+    assert sorted(path.relative_to(got).as_posix() for path in got.rglob("*")) == names
     for name in names:
-        assert (got / name).read_bytes() == (expected / name).read_bytes(), name
+        if (expected / name).is_file():
+            assert (got / name).read_bytes() == (expected / name).read_bytes(), name
 
 
 @pytest.fixture(scope="module")
