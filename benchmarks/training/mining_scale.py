@@ -127,7 +127,7 @@ def runs(args, workdir: Path) -> tuple[dict, dict]:
     """The pairs stage's row, then each run's row (`RUNS`), every stage a process of its own in `workdir`."""
     # The stages run from the repository root: the models' paths as absolute ones.
     flags = ["--model_name_or_path", absolute(args.model_name_or_path), "--cross_encoder", absolute(args.cross_encoder)]
-    for name in ("num_pairs", "num_negatives", "max_rank", "backend", "batch_size", "seed"):
+    for name in ("num_pairs", "num_negatives", "max_rank", "store", "batch_size", "seed"):
         flags += [f"--{name}", str(getattr(args, name))]
     flags += ["--bf16"] if args.bf16 else []
     if args.cross_encoder_threshold is not None:
