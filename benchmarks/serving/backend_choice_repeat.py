@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
 from benchmarks.common.harness import argument_parser, machine, write_json
+from benchmarks.serving.cpu_backends import labelled_pairs
 from hfsiamese import SiameseModel, load_model
 from hfsiamese.base.calibration_sample import split_calibration_sample
-from hfsiamese.data import load_pairs
 
 EXPORTS = ("onnx_fp32", "onnx_int8_dynamic", "onnx_int8_static", "openvino_fp32", "openvino_int8")
 # One decision as a user's process makes it: its chosen candidate's name on stdout, nothing else.
@@ -101,12 +101,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3, help="Rounds of the reference timing.")
     parser.add_argument("--output_json", default=None)
     args = parser.parse_args(argv)
-    if args.pairs_file:
-        pairs = load_pairs(args.pairs_file, deduplicate=False)
-    else:
-        from benchmarks.common.qqp_slices import recipe_splits
-
-        pairs = recipe_splits()["validation"]
+    pairs = labelled_pairs(args.pairs_file)
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
         folder = lay_out(args.model, args.exports, pairs, scratch)

@@ -182,6 +182,15 @@ def timed(run: Callable[[], Any], times: list[float]) -> None:
     times.append(time.perf_counter() - start)
 
 
+def labelled_pairs(pairs_file: str | None) -> Any:
+    """The pairs a run scores: `pairs_file` as given, else the MiniLM recipe's validation split."""
+    if pairs_file:
+        return load_pairs(pairs_file, deduplicate=False)
+    from benchmarks.common.qqp_slices import recipe_splits
+
+    return recipe_splits()["validation"]
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
@@ -195,12 +204,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         source = args.model
         model = SiameseModel.from_pretrained(source).eval()
     tokenizer = AutoTokenizer.from_pretrained(source)
-    if args.pairs_file:
-        pairs = load_pairs(args.pairs_file, deduplicate=False)
-    else:
-        from benchmarks.common.qqp_slices import recipe_splits
-
-        pairs = recipe_splits()["validation"]
+    pairs = labelled_pairs(args.pairs_file)
     texts_a, texts_b = list(pairs["question1"]), list(pairs["question2"])
     texts = [text for pair in zip(texts_a, texts_b, strict=True) for text in pair][: args.texts]
     labels = np.asarray(pairs["label"])
