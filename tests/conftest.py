@@ -16,9 +16,6 @@ os.environ.update(GRADIO_ANALYTICS_ENABLED="False", RAY_USAGE_STATS_ENABLED="0")
 # of those features unpin them (`unpin_machine_decisions` below). Recipe subprocesses inherit the pins.
 MACHINE_PINS = {"HFSIAMESE_BF16_SPEEDUP": "1.0", "HFSIAMESE_SHARE_CORES": "0"}
 os.environ.update(MACHINE_PINS)
-# deepspeed (in the test extra) logs its accelerator detection to stdout on a machine without a GPU, which would
-# mix into the JSON the commands print there; the suite names the accelerator instead, as a CPU fleet would.
-os.environ.setdefault("DS_ACCELERATOR", "cpu")
 # Under pytest-xdist (`-n 2` in pyproject.toml's addopts) each worker is one of several test processes: with torch's
 # default of every core in each, the workers would oversubscribe the machine. Each takes its share of the cores,
 # set before torch is imported (the processes a test starts inherit it); a thread count the caller set wins. The
@@ -35,6 +32,12 @@ from pathlib import Path  # noqa: E402
 import psutil  # noqa: E402  (installed with accelerate)
 import pytest  # noqa: E402
 import torch  # noqa: E402
+
+# deepspeed (in the test extra) logs its accelerator detection to stdout on a machine without a GPU, which would
+# mix into the JSON the commands print there; the suite names the accelerator instead, as a CPU fleet would. Not on a
+# GPU machine: there deepspeed must find CUDA (named "cpu", tests/test_on_cuda.py's ZeRO-2 run failed at its start).
+if not torch.cuda.is_available():
+    os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer  # noqa: E402

@@ -29,12 +29,14 @@ CONFIGS = REPO_ROOT / "recipes" / "accelerate"
 
 
 def flags(model_dir: Path, **overrides: object) -> list[str]:
-    """A tiny BERT bi-encoder, the in-batch loss, 4 steps of plain SGD (a wrong gradient shows in the weights)."""
+    """A tiny BERT bi-encoder, the in-batch loss, 4 steps of plain SGD (a wrong gradient shows in the weights), in
+    fp32: a transformer run's `--bf16` defaults to auto, which is bf16 on a GPU, and the runs compared must differ in
+    nothing but what each test changes."""
     values = dict(
         encoder_type="transformer", model_name_or_path=model_dir, max_length=16, encoder_dropout=0.0,
         loss="multiple_negatives_ranking", max_train_pairs=64, max_eval_pairs=16, per_device_train_batch_size=8,
         max_steps=4, optim="sgd", learning_rate=1.0, warmup_steps=0, seed=7, eval_strategy="no",
-        save_strategy="no", disable_tqdm=True,
+        save_strategy="no", disable_tqdm=True, bf16="false",
     )  # fmt: skip
     return recipe_flags({**values, **overrides})
 
