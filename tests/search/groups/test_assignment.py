@@ -1,0 +1,75 @@
+"""Groups kept current on add (`hfsiamese.search.groups.assignment`) equal a rebuild's on the same rows: an index
+grouped on half of a constructed corpus, the rest added one by one or in batches, in several orders, for each guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.groups import DuplicateGroups
+from tests.search.group_vectors import DIM, VectorModel
+from tests.search.groups.test_cross_encoder_guard import cross_encoder  # noqa: F401  (the fixture, shared)
+
+THRESHOLD = 0.8
+CLUSTERS, SIZE, SPREAD = 6, 7, 0.45  # loose clusters: chains, bridges and borderline links at this threshold
+ACCEPTS, REJECTS = 0.4, 0.6  # cross-encoder thresholds around the constant 0.5 of the `cross_encoder` fixture
+
+
+def clustered_vectors(seed: int) -> dict[str, list[float]]:
+    """`CLUSTERS` loose clusters of `SIZE` unit vectors each, around random centres."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((CLUSTERS, DIM))
+    vectors = {}
+    for i in range(CLUSTERS * SIZE):
+        vector = centres[i % CLUSTERS] + SPREAD * rng.standard_normal(DIM)
+        vectors[f"question {i}"] = (vector / np.linalg.norm(vector)).tolist()
+    return vectors
+
+
+def described(index: DuplicateIndex, groups: DuplicateGroups) -> dict[frozenset[str], tuple[str, list[float]]]:
+    """Each group as its members' texts -> (its canonical's text, the members' scores in text order)."""
+    text_of = dict(zip(index.ids, index.texts))
+    found = {}
+    for group in groups.groups():
+        members = sorted(groups.members(group), key=lambda member: text_of[member])
+        scores = [round(groups.score_of(member), 5) for member in members]
+        found[frozenset(text_of[member] for member in members)] = (text_of[groups.canonical_of(group)], scores)
+    return found
+
+
+def kept_and_rebuilt(seed: int, batch: int, **group_options) -> tuple[dict, dict]:
+    """Groups found on the first half, the rest added in a seeded order; and a rebuild on the same rows."""
+    vectors = clustered_vectors(seed)
+    texts = list(vectors)
+    order = [texts[i] for i in np.random.default_rng(seed + 1).permutation(len(texts))]
+    half = len(order) // 2
+    cross_encoder = group_options.pop("cross_encoder", None)
+    index = DuplicateIndex.build(order[:half], VectorModel(vectors), threshold=THRESHOLD, cross_encoder=cross_encoder)
+    index.find_groups(**group_options)
+    for start in range(half, len(order), batch):
+        index.add(order[start : start + batch], assign_groups=True)
+    kept = described(index, index.groups)
+    return kept, described(index, index.find_groups(**group_options))
+
+
+@pytest.mark.parametrize("guard", ["none", "canonical", "mean"])
+@pytest.mark.parametrize("canonical", ["earliest", "most_central"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_groups_kept_on_add_equal_a_rebuild_in_any_order(guard, canonical, batch):
+    for seed in range(3):
+        kept, rebuilt = kept_and_rebuilt(seed, batch, guard=guard, canonical=canonical, k=CLUSTERS * SIZE)
+        assert kept == rebuilt, f"seed {seed}"
+
+
+@pytest.mark.parametrize("decision", [ACCEPTS, REJECTS])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_groups_kept_on_add_equal_a_rebuild_with_the_cross_encoder_guard(
+    cross_encoder,  # noqa: F811
+    decision,
+    batch,
+):
+    options = dict(guard="cross_encoder", cross_encoder=cross_encoder, cross_encoder_threshold=decision)
+    for seed in range(2):
+        kept, rebuilt = kept_and_rebuilt(seed, batch, k=CLUSTERS * SIZE, cross_encoder_budget=1000.0, **options)
+        assert kept == rebuilt, f"seed {seed}"
