@@ -27,7 +27,7 @@ from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
-from hfsiamese.search.groups.placement import first_borderline_link, place
+from hfsiamese.search.groups.placement import first_borderline_link, link_components, place
 
 if TYPE_CHECKING:  # for the annotations only
     from hfsiamese.search.index_protocol import SearchIndex
@@ -64,7 +64,11 @@ def assign_new(
     joined = []
     for member, vector, matches in zip(ids, vectors, found):
         duplicates = grouped(member, matches)
-        joined.append((member, place(groups, member, vector, duplicates, member_vectors, judge)))
+        if settings.guard == "none":
+            joined.append((member, link_components(groups, member, duplicates, member_vectors)))
+        else:
+            joined.append((member, place(groups, member, vector, duplicates, member_vectors, judge)))
+    joined = [(member, groups.group_of(member)) for member, _ in joined]  # a later one's link may merge its group
     groups.cross_encoder_calls += 0 if judge is None else judge.calls
     canonicals = list(dict.fromkeys(groups.canonical_of(group) for _, group in joined))
     texts = dict(zip(canonicals, index.rows_by_id(canonicals)[0]))
