@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hfsiamese.search.groups.clustering import pair_graph
+from hfsiamese.search.groups.cross_encoder_guard import call_budget
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
@@ -53,7 +54,8 @@ def assign_new(
     if uses_cross_encoder(settings.guard):
         if index.cross_encoder is None:
             raise ValueError(CROSS_ENCODER_NEEDED)
-        judge = row_judge(settings, index.cross_encoder, len(ids), lambda keys: index.rows_by_id(keys)[0])
+        texts = lambda keys: index.rows_by_id(keys)[0]  # noqa: E731
+        judge = row_judge(settings, index.cross_encoder, len(ids), texts, max_calls=add_budget(groups, len(ids)))
     grouped = lambda member, matches: [  # noqa: E731  (its duplicates grouped so far, most similar first)
         m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
     ]
@@ -61,6 +63,7 @@ def assign_new(
         links = (first_borderline_link(groups, m, v, grouped(m, found_m), member_vectors)
                  for m, v, found_m in zip(ids, vectors, found))  # fmt: skip
         judge.score([link for link in links if link is not None])
+    warn_capped(index, settings, found)
     joined = []
     for member, vector, matches in zip(ids, vectors, found):
         duplicates = grouped(member, matches)
@@ -83,6 +86,37 @@ def assign_new(
         }
         for member, group in joined
     ]
+
+
+def add_budget(groups: DuplicateGroups, num_new: int) -> int:
+    """
+    The cross-encoder calls an add of `num_new` questions may make: what remains of the budget a rebuild of every
+    question would have (its calls per 1,000 questions, less the calls these groups made in this process, a rebuild's
+    included), and at least the new questions' own share. A rebuild decides a borderline link by the cross-encoder
+    while its budget lasts, so an add that stopped at its own share would leave to the mean guard links the rebuild
+    scores; each new question asks about at most one link per group its duplicates are in (at most `k`), so what an
+    add spends stays bounded by `k` pairs a question.
+    """
+    budget = groups.settings.cross_encoder_budget or 0.0
+    return max(
+        call_budget(budget, groups.num_questions + num_new) - groups.cross_encoder_calls, call_budget(budget, num_new)
+    )
+
+
+def warn_capped(index: SearchIndex, settings: Any, found: list[list[dict[str, Any]]]) -> None:
+    """Say where a new question has all its `k` nearest at or above the threshold, as a rebuild says of its rows:
+    there the rebuild's pairs (each row's `k` nearest, both ways) may hold links this question's search cannot see,
+    so the groups kept current may differ from a rebuild's."""
+    searched = min(settings.k + 1, len(index))
+    if searched <= settings.k:  # every row was searched: nothing hidden
+        return
+    capped = sum(len(matches) == searched and matches[-1]["score"] >= settings.threshold for matches in found)
+    if capped:
+        logger.warning(
+            f"{capped} new question(s) have all {settings.k} nearest neighbours at or above the threshold "
+            f"{settings.threshold}: their groups may differ from a rebuild's; find_groups with a larger k "
+            f"(k={len(index) - 1} is exhaustive) to keep them equal"
+        )
 
 
 def forget(index: SearchIndex, groups: DuplicateGroups, ids: list[Any]) -> None:
@@ -120,4 +154,4 @@ def regroup(index: SearchIndex, groups: DuplicateGroups, group: int) -> None:
         groups.move([m for m, of in zip(members, group_of.tolist()) if of == label], members[canonical_row], score_of)
 
 
-__all__ = ["CROSS_ENCODER_NEEDED", "assign_new", "forget", "regroup"]
+__all__ = ["CROSS_ENCODER_NEEDED", "assign_new", "forget", "regroup", "warn_capped"]
