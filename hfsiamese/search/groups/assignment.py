@@ -3,17 +3,35 @@ Keeping `DuplicateGroups` current as the index changes, without a rebuild:
 
 * `assign_new`: each new question goes where a rebuild would put it (`placement.place`): the group of its most
   similar grouped duplicate (at or above the groups' threshold, among its `k` nearest) whose guard it passes, trying
-  the next one's group otherwise, else a group of its own. Questions added in one call are placed in order, so a
-  later one can join an earlier one.
+  the next one's group otherwise, else a group of its own; with `"none"` it joins every group a duplicate of it is in
+  (`placement.link_components`: they merge). Questions added in one call are placed in order, so a later one can join
+  an earlier one.
 * `forget`: the deleted questions leave their groups, and each group that lost one is grouped again among its own
   members by the rebuild's rule: a new canonical is promoted where the canonical went, and members that only
   belonged through a deleted question split off.
 
-On the same rows this equals a rebuild (`find_groups`) with the `"canonical"`, `"mean"` and `"cross_encoder"` guards,
-as long as no question has more than `k` duplicates (the `k` cap can then hide different pairs from the two) and the
-cross-encoder guard's budget was not spent (each `add` has its own: `cross_encoder_budget` per 1,000 questions
-added); with `"none"` (plain connected components) a new question that bridges two groups joins one of them, where a
-rebuild merges them. The cross-encoder guard asks the index's `cross_encoder`.
+Why placing the new question is enough: a rebuild decides its rows in index order, each from its earlier duplicates'
+groups as they stand when its turn comes, and never looks at a later row (`clustering.guarded_groups`). An added
+question is the last row, so every earlier row's decision, and the group each made, is what it was; only the new
+question's own place is new, decided by the same `place` from the same neighbours. Without a guard a rebuild's
+groups are connected components, which the new question's links join: exactly the groups it links to merge, nothing
+else changes. The cost of an add is one search of `k` neighbours per new question and, per group tried, that group's
+members' embeddings (a guarded group stays small); without a guard, the merged component's.
+
+Equal to a rebuild (`find_groups`) on the same rows, for any order of adds, one by one or in batches, every guard and
+canonical rule, as long as:
+
+* no question has `k` duplicates or more at the threshold among its `k` nearest: a rebuild links each row to its `k`
+  nearest both ways, so a new question can enter an earlier row's `k` nearest (a link its own search does not show)
+  and push another out, changing what later rows were placed by. The rebuild warns of such rows, and so does an add
+  (`warn_capped`): find the groups with a larger `k` to keep the two equal;
+* the cross-encoder guard's budget lasts: an add may spend what a rebuild of all the questions would have left
+  (`add_budget`), and once a rebuild has spent its whole budget, which links it scored depends on its dry passes.
+
+Group numbers a user has seen stay: a question joins an existing group under its number; when groups merge, the one
+holding the earliest question keeps its number and the others' numbers are retired (never reused); when a delete
+splits a group, the part holding its earliest remaining member keeps the number and the other parts get new ones.
+The cross-encoder guard asks the index's `cross_encoder`.
 """
 
 from __future__ import annotations
