@@ -8,7 +8,8 @@ about those borderline links, in batches, at most `cross_encoder_budget` pairs p
 budget is spent the mean guard decides alone.
 
 The decision of a link is a pure function of the pair's score (`LinkJudge.accepts`), so a rebuild and incremental
-assignment, which place questions by the same rule (`placement.place`), agree as long as neither ran out of budget.
+assignment, which place questions by the same rule (`placement.place`), agree as long as the rebuild's budget lasts
+(an add may spend what remains of it: `assignment.add_budget`).
 """
 
 from __future__ import annotations

@@ -96,6 +96,10 @@ class DuplicateGroups:
         self._members: dict[int, tuple[Any, ...]] = {}
         self._canonical: dict[int, Any] = {}
         self._next_group = 0
+        # Each member's place in the order questions were first grouped (the index's row order: a rebuild groups its
+        # rows in that order and an add appends), which decides "earliest" across groups that merge.
+        self._arrival: dict[Any, int] = {}
+        self._next_arrival = 0
         self.cross_encoder_calls = 0  # pairs the cross-encoder guard scored for these groups in this process
         self.changed: set[Any] = set()  # ids whose row changed since a database last took them (`group_storage`)
         self.removed: set[Any] = set()
@@ -112,12 +116,14 @@ class DuplicateGroups:
             group = int(group)
             made._group_of[member] = group
             made._score[member] = float(score)
+            made._arrival[member] = len(made._arrival)
             members.setdefault(group, []).append(member)
             if is_canonical:
                 made._canonical[group] = member
         made._members = {group: tuple(these) for group, these in members.items()}
         del members
         made._next_group = max(made._members, default=-1) + 1
+        made._next_arrival = len(made._arrival)
         missing = [group for group in made._members if group not in made._canonical]
         if missing:
             raise ValueError(f"saved duplicate groups {missing[:5]} have no canonical question: find_groups again")
@@ -154,6 +160,10 @@ class DuplicateGroups:
 
     def members(self, group: int) -> list[Any]:
         return list(self._members[group])
+
+    def arrival_order(self, members: Iterable[Any]) -> list[int]:
+        """Where each of these grouped members came in the order questions were grouped (the index's row order)."""
+        return [self._arrival[member] for member in members]
 
     def groups(self) -> list[int]:
         return list(self._members)
@@ -218,6 +228,9 @@ class DuplicateGroups:
         return group
 
     def join(self, member: Any, group: int, score: float) -> None:
+        if member not in self._arrival:
+            self._arrival[member] = self._next_arrival
+            self._next_arrival += 1
         self._group_of[member] = group
         self._score[member] = float(score)
         if member not in self._members[group]:
@@ -238,13 +251,29 @@ class DuplicateGroups:
         group = self._group_of.pop(member, None)
         if group is None:
             return None
-        del self._score[member]
+        del self._score[member], self._arrival[member]
         self._members[group] = tuple(other for other in self._members[group] if other != member)
         if not self._members[group]:
             del self._members[group], self._canonical[group]
         self.changed.discard(member)
         self.removed.add(member)
         return group
+
+    def merge(self, groups: list[int]) -> int:
+        """Make these groups one (a question linked them): the group holding the earliest member keeps its number,
+        the others' numbers are retired, never reused; members stay in arrival order. The caller then sets the
+        canonical (`set_canonical`), as its rule decides over the joined members."""
+        first = lambda group: self._arrival[self._members[group][0]]  # noqa: E731
+        kept = min(groups, key=first)
+        joined = [member for group in groups for member in self._members[group]]
+        for group in groups:
+            if group != kept:
+                del self._members[group], self._canonical[group]
+        for member in joined:
+            self._group_of[member] = kept
+            self.changed.add(member)
+        self._members[kept] = tuple(sorted(joined, key=self._arrival.__getitem__))
+        return kept
 
     def move(self, members: list[Any], canonical: Any, scores: dict[Any, float]) -> int:
         """Move `members` (of one group, not all of it) into a new group led by `canonical`; the new group."""

@@ -94,10 +94,12 @@ def group_settings(
     return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size, group_threshold)
 
 
-def row_judge(settings: GroupSettings, cross_encoder: Any, num_questions: int, texts: Any) -> LinkJudge:
-    """The cross-encoder guard's judge for grouping `num_questions` questions, its budget theirs."""
+def row_judge(
+    settings: GroupSettings, cross_encoder: Any, num_questions: int, texts: Any, *, max_calls: int | None = None
+) -> LinkJudge:
+    """The cross-encoder guard's judge for grouping `num_questions` questions, its budget theirs (or `max_calls`)."""
     assert settings.cross_encoder_threshold is not None and settings.cross_encoder_budget is not None  # checked
-    budget = call_budget(settings.cross_encoder_budget, num_questions)
+    budget = call_budget(settings.cross_encoder_budget, num_questions) if max_calls is None else max_calls
     return LinkJudge(cross_encoder, settings.cross_encoder_threshold, budget, texts)
 
 

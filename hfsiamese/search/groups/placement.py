@@ -1,7 +1,9 @@
 """
 Where one question goes: the group of its most similar earlier duplicate whose guard it passes, trying the next
 one's group otherwise, else a group of its own. The one rule both a rebuild (`clustering`: every question in index
-order) and keeping groups current (`assignment`: each new question) follow, so that they agree.
+order) and keeping groups current (`assignment`: each new question) follow, so that they agree. Without a guard
+(`"none"`) a question joins every group one of its duplicates is in (`link_components`), as a rebuild's connected
+components do.
 """
 
 from __future__ import annotations
@@ -46,6 +48,29 @@ def place(
     return groups.new_group(member)
 
 
+def link_components(groups: DuplicateGroups, member: Any, duplicates: Iterable[Any], vectors: MemberVectors) -> int:
+    """
+    The `"none"` guard's placement of a new question: it and every group one of its duplicates is in become one
+    group, the connected component a rebuild finds (a new question only adds links, so no other group changes). The
+    canonical is chosen over the joined members by the rebuild's own rule (`choose_canonical`, members ranked by
+    arrival, which is the index's row order), every member's score against it; the group holding the earliest member
+    keeps its number and the others' numbers are retired (`DuplicateGroups.merge`). Its cost is the joined members'
+    embeddings, read once: the size of the component, which this guard does not bound.
+    """
+    linked = list(dict.fromkeys(group for group in map(groups.group_of, duplicates) if group is not None))
+    if not linked:
+        return groups.new_group(member)
+    groups.join(member, linked[0], 0.0)  # its score is set with the canonical below
+    group = groups.merge(linked)
+    members = groups.members(group)
+    member_vectors = vectors(members)
+    canonical = choose_canonical(np.asarray(groups.arrival_order(members)), member_vectors, groups.settings.canonical)
+    groups.set_canonical(
+        group, members[canonical], dict(zip(members, (member_vectors @ member_vectors[canonical]).tolist()))
+    )
+    return group
+
+
 def first_borderline_link(
     groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
 ) -> tuple[Any, Any] | None:
@@ -72,4 +97,4 @@ def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> Non
         groups.set_canonical(group, members[best], dict(zip(members, (member_vectors @ member_vectors[best]).tolist())))
 
 
-__all__ = ["MemberVectors", "first_borderline_link", "place", "recentre"]
+__all__ = ["MemberVectors", "first_borderline_link", "link_components", "place", "recentre"]

@@ -1,0 +1,105 @@
+"""Groups kept current on add (`hfsiamese.search.groups.assignment`) equal a rebuild's on the same rows: an index
+grouped on half of a constructed corpus, the rest added one by one or in batches, in several orders, for each guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hfsiamese.search import DuplicateIndex
+from hfsiamese.search.groups import DuplicateGroups
+from hfsiamese.search.groups.cross_encoder_guard import call_budget
+from tests.search.group_vectors import DIM, VectorModel
+from tests.search.groups.test_cross_encoder_guard import cross_encoder  # noqa: F401  (the fixture, shared)
+
+THRESHOLD = 0.8
+CLUSTERS, SIZE, SPREAD = 6, 7, 0.45  # loose clusters: chains, bridges and borderline links at this threshold
+ACCEPTS, REJECTS = 0.4, 0.6
+BUDGET = 200.0  # cross-encoder thresholds around the constant 0.5 of the `cross_encoder` fixture
+
+
+def clustered_vectors(seed: int) -> dict[str, list[float]]:
+    """`CLUSTERS` loose clusters of `SIZE` unit vectors each, around random centres."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((CLUSTERS, DIM))
+    vectors = {}
+    for i in range(CLUSTERS * SIZE):
+        vector = centres[i % CLUSTERS] + SPREAD * rng.standard_normal(DIM)
+        vectors[f"question {i}"] = (vector / np.linalg.norm(vector)).tolist()
+    return vectors
+
+
+def described(index: DuplicateIndex, groups: DuplicateGroups) -> dict[frozenset[str], tuple[str, list[float]]]:
+    """Each group as its members' texts -> (its canonical's text, the members' scores in text order)."""
+    text_of = dict(zip(index.ids, index.texts))
+    found = {}
+    for group in groups.groups():
+        members = sorted(groups.members(group), key=lambda member: text_of[member])
+        scores = [round(groups.score_of(member), 5) for member in members]
+        found[frozenset(text_of[member] for member in members)] = (text_of[groups.canonical_of(group)], scores)
+    return found
+
+
+def kept_and_rebuilt(seed: int, batch: int, **group_options) -> tuple[dict, dict, int]:
+    """Groups found on the first half, the rest added in a seeded order; a rebuild on the same rows; the calls the
+    rebuild's cross-encoder guard made."""
+    vectors = clustered_vectors(seed)
+    texts = list(vectors)
+    order = [texts[i] for i in np.random.default_rng(seed + 1).permutation(len(texts))]
+    half = len(order) // 2
+    judge = group_options.pop("cross_encoder", None)
+    index = DuplicateIndex.build(order[:half], VectorModel(vectors), threshold=THRESHOLD, cross_encoder=judge)
+    index.find_groups(**group_options)
+    for start in range(half, len(order), batch):
+        index.add(order[start : start + batch], assign_groups=True)
+    kept = described(index, index.groups)
+    rebuilt = index.find_groups(**group_options)
+    return kept, described(index, rebuilt), rebuilt.cross_encoder_calls
+
+
+@pytest.mark.parametrize("guard", ["none", "canonical", "mean"])
+@pytest.mark.parametrize("canonical", ["earliest", "most_central"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_groups_kept_on_add_equal_a_rebuild_in_any_order(guard, canonical, batch):
+    for seed in range(3):
+        kept, rebuilt, _ = kept_and_rebuilt(seed, batch, guard=guard, canonical=canonical, k=CLUSTERS * SIZE)
+        assert kept == rebuilt, f"seed {seed}"
+
+
+@pytest.mark.parametrize("decision", [ACCEPTS, REJECTS])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_groups_kept_on_add_equal_a_rebuild_with_the_cross_encoder_guard(
+    cross_encoder,  # noqa: F811
+    decision,
+    batch,
+):
+    options = dict(guard="cross_encoder", cross_encoder=cross_encoder, cross_encoder_threshold=decision)
+    for seed in (3, 9):  # the rebuild spends part of its budget (agreement is promised); an add's own share is less
+        kept, rebuilt, calls = kept_and_rebuilt(seed, batch, k=CLUSTERS * SIZE, cross_encoder_budget=BUDGET, **options)
+        assert 0 < calls < call_budget(BUDGET, CLUSTERS * SIZE)
+        assert kept == rebuilt, f"seed {seed}"
+
+
+def test_a_question_linking_two_groups_merges_them_under_the_earliest_members_number():
+    vectors = {"a": [1.0, 0, 0, 0, 0, 0, 0, 0], "b": [0, 1.0, 0, 0, 0, 0, 0, 0], "bridge": [0.7, 0.7] + [0.0] * 6}
+    index = DuplicateIndex.build(["b", "a"], VectorModel(vectors), threshold=0.7)
+    groups = index.find_groups(guard="none")
+    first = groups.group_of(0)
+    (assigned,) = index.add(["bridge"], assign_groups=True)
+    assert assigned["group"] == first and not assigned["new_group"]
+    assert sorted(groups.members(first)) == [0, 1, 2] and len(groups) == 1 and groups.canonical_of(first) == 0
+
+
+def test_an_add_whose_k_nearest_are_all_duplicates_says_its_groups_may_differ_from_a_rebuilds(caplog):
+    vectors = clustered_vectors(0)
+    texts = list(vectors)
+    index = DuplicateIndex.build(texts[:30], VectorModel(vectors), threshold=THRESHOLD)
+    index.find_groups(k=2)
+    with caplog.at_level("WARNING"):
+        index.add(texts[30:], assign_groups=True)
+    assert "nearest neighbours at or above the threshold 0.8: their groups may differ from a rebuild's" in caplog.text
+    caplog.clear()
+    index.find_groups(k=len(texts))
+    with caplog.at_level("WARNING"):
+        index.add(["question one more"], assign_groups=True)
+    assert "differ from a rebuild's" not in caplog.text
