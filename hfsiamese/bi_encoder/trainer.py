@@ -292,21 +292,15 @@ class SiameseTrainer(PairBatchesMixin, PairTrainer):
             self._overall_eval = (id(parts), overall)
         return overall
 
-    def prediction_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-        """Score the labelled pairs; the in-batch training loss is undefined on non-duplicates."""
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+    def labelled_scores(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The model's pair scores (cosine, or the head's P(duplicate)) and the labels as given."""
+        outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
         scores = pair_scores(outputs.similarity, outputs.logits)
         if self.evaluation_dims:  # one column per size: the full one first, then the cut ones
             scores = torch.stack([scores, *truncated_scores(outputs, self.evaluation_dims)], dim=1)
-        return None, scores.detach().float(), inputs.get("labels")
+        return scores.detach().float(), inputs.get("labels")
 
     # ------------------------------------------------------------------------------------------
     # Sharing

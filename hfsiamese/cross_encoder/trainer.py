@@ -36,8 +36,9 @@ class CrossEncoderTrainer(PairTrainer):
 
     Overrides only what a cross-encoder changes (the rest is `PairTrainer`'s):
     - `compute_loss`: binary cross-entropy with logits on the `labels` (0/1, or soft labels in [0, 1]);
-    - `prediction_step`: the pair's score, sigmoid of its logit, or with `config.pair_order == "both"` of the
-      mean of both orders' logits (evaluation rows carry the other order as `*_swapped` columns).
+    - `labelled_scores` (what `prediction_step` returns): the pair's score, sigmoid of its logit, or with
+      `config.pair_order == "both"` of the mean of both orders' logits (evaluation rows carry the other order as
+      `*_swapped` columns).
 
     As every `PairTrainer`: evaluation calibrates `config.threshold` on the validation set and applies it unchanged
     to any other (`ThresholdCalibration`, as `SiameseTrainer`); saving is atomic (`StagedSavingMixin`); a NaN/inf
@@ -101,27 +102,21 @@ class CrossEncoderTrainer(PairTrainer):
             self.nonfinite_loss.check(loss, inputs, self)
         return (loss, outputs) if return_outputs else loss
 
-    def prediction_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    def labelled_scores(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The score of each labelled pair (see the class docstring); the labels as 0/1 for the metrics."""
-        inputs = self._prepare_inputs(inputs)
         config = self.accelerator.unwrap_model(model).config
-        with torch.no_grad():
-            logits = model(**model_inputs(inputs)).logits[:, 0].float()
-            swapped = swapped_inputs(inputs)
-            if getattr(config, "pair_order", "given") == "both":
-                if swapped is None:
-                    raise ValueError(
-                        "this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True"
-                    )
-                logits = (logits + model(**swapped).logits[:, 0].float()) / 2
+        logits = model(**model_inputs(inputs)).logits[:, 0].float()
+        swapped = swapped_inputs(inputs)
+        if getattr(config, "pair_order", "given") == "both":
+            if swapped is None:
+                raise ValueError(
+                    "this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True"
+                )
+            logits = (logits + model(**swapped).logits[:, 0].float()) / 2
         labels = inputs.get(LABELS)
-        return None, torch.sigmoid(logits), None if labels is None else labels.round().long()
+        return torch.sigmoid(logits), None if labels is None else labels.round().long()
 
     def create_model_card(
         self,
