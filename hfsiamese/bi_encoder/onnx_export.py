@@ -47,11 +47,10 @@ from hfsiamese.base.onnx_export_steps import (
     copy_side_files,
     export_entry,
     quantize_int8,
-    quantized_graph,
     write_export_card,
     write_graph,
 )
-from hfsiamese.base.static_quantization import quantize_onnx_static
+from hfsiamese.base.static_quantization import shipped_onnx_graph
 from hfsiamese.bi_encoder.onnx_model import (
     CLASSIFIER_FILE_NAME,
     INPUT_NAMES,
@@ -291,14 +290,14 @@ def export_onnx(
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         exporter, fp32 = checked_fp32_graph(model, fp32_path, opset=opset)
-        static = None
+        steps = None
         if calibration is not None:
-            graph_path = fp32_path.with_name("model.int8.onnx")
-            feeds = calibration_feeds(model, tokenizer, open_session(fp32_path), calibration.calibration_texts())
-            quantize_onnx_static(fp32_path, graph_path, feeds)
-            static = judge_static_int8(model, tokenizer, open_session(graph_path), calibration, int8_check)
-        else:
-            graph_path = quantized_graph(fp32_path, quantize)
+            texts = calibration.calibration_texts()
+            steps = (
+                lambda session: calibration_feeds(model, tokenizer, session, texts),
+                lambda session: judge_static_int8(model, tokenizer, session, calibration, int8_check),
+            )
+        graph_path, static = shipped_onnx_graph(fp32_path, quantize, steps)
         quantized = compare_with_pytorch(model, open_session(graph_path)) if quantize is not None else None
         write_graph(graph_path, output_dir)
     onnx_entry = export_entry(
