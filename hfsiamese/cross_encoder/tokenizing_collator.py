@@ -17,8 +17,7 @@ import datasets
 import torch
 
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, both_orders_rows, encode_pairs
-from hfsiamese.data.text_encoding import warn_truncated_batch
-from hfsiamese.models.siamese.token_fields import tokenizer_max_length
+from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated_batch
 
 __all__ = ["TokenizingCrossPairCollator", "cross_text_rows"]
 

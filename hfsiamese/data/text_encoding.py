@@ -10,14 +10,13 @@ lists, about twice as fast. Any other tokenizer goes through its `__call__`.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from hfsiamese.models.siamese.token_fields import TOKEN_FIELDS, truncated_flags
 
-__all__ = ["TextEncoder", "warn_truncated_batch"]
+__all__ = ["TextEncoder"]
 
 
 class TextEncoder:
@@ -65,17 +64,3 @@ def _truncating_copy(tokenizer: PreTrainedTokenizerBase, max_length: int) -> Any
         max_length=max_length, stride=0, strategy="longest_first", direction=tokenizer.truncation_side
     )
     return copy
-
-
-def warn_truncated_batch(cut: int, what: str, max_length: int, rows: int) -> None:
-    """
-    The warning of a collator that tokenises batch by batch (both families'), given once by the collator: `cut`
-    `what` ("texts", "pairs") of one batch of `rows` pairs were truncated; the set is not counted up front. The
-    warning points at the collator's caller.
-    """
-    warnings.warn(
-        f"training {what} longer than max_length={max_length} tokens are truncated ({cut} in one batch of {rows} "
-        "pairs; tokenised batch by batch, so not counted up front)",
-        UserWarning,
-        stacklevel=4,
-    )

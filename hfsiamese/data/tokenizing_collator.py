@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 import torch
 
 from hfsiamese.data.collator import PairBatch, SiamesePairCollator
-from hfsiamese.data.text_encoding import TextEncoder, warn_truncated_batch
-from hfsiamese.models.siamese.token_fields import tokenizer_max_length
+from hfsiamese.data.text_encoding import TextEncoder
+from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated_batch
 
 __all__ = ["TEXT_SIDES", "TokenizingPairCollator"]
 
