@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack, cast, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 import datasets
 import numpy as np
@@ -54,7 +54,7 @@ from hfsiamese.data.source_columns import (
 from hfsiamese.data.text_normalization import NORMALIZATIONS, check_normalization, normalize_texts
 from hfsiamese.utils.hub_access import HubUnreachableError
 
-__all__ = ["NORMALIZATIONS", "PAIR_FORMATS", "HubUnreachableError", "file_reading_options", "load_pairs"]
+__all__ = ["NORMALIZATIONS", "PAIR_FORMATS", "HubUnreachableError", "load_pairs"]
 
 _BATCH_ROWS = 10_000  # rows per Arrow batch when converting (eager map and streaming)
 
@@ -72,19 +72,6 @@ class _PairOptions(TypedDict, total=False):
     cache_dir: str | None
     deduplicate: bool
     normalization: str | None
-
-
-# The column options, named alike in `load_pairs` and in `DataArguments`.
-_COLUMN_OPTIONS = ("question1_column", "question2_column", "label_column", "id1_column", "id2_column")
-
-
-def file_reading_options(arguments: Any) -> _PairOptions:
-    """
-    The `load_pairs` keywords that say how a pair file is read (its format and columns), from arguments that name them
-    as `DataArguments` does (`data_format`, `question1_column`, ...): a run and a preparation read a file alike.
-    """
-    columns = {name: getattr(arguments, name) for name in _COLUMN_OPTIONS}
-    return cast(_PairOptions, {"format": arguments.data_format, **columns})
 
 
 @overload

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from hfsiamese.data.pair_loading import file_reading_options, load_pairs
+from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
     KEY_COLUMNS,
@@ -142,7 +142,7 @@ def prepare_pairs(
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)
         return manifest
     pairs = load_pairs(
-        str(source), **file_reading_options(options), deduplicate=False
+        str(source), **options.reading_options(), deduplicate=False
     )  # a file it cannot read is refused here, before the folder is made (or emptied, when replacing it)
     if replace:
         shutil.rmtree(folder)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfsiamese.bi_encoder.mining import mine_hard_negatives
-from hfsiamese.data.pair_loading import file_reading_options, load_pairs
+from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
     SILVER_COLUMN,
@@ -113,7 +113,7 @@ def _pair_file_splits(
 ) -> tuple[datasets.DatasetDict, str]:
     """The splits of a pair file or a Hub data set, read in memory (with its `validation_file`, else split off by
     connected question components), and the name of the training source."""
-    columns = file_reading_options(data_args)
+    columns = PreparationOptions.from_data_args(data_args).reading_options()
     if data_args.dataset_source:
         train_file = data_args.dataset_source
         pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)
