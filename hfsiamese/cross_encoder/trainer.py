@@ -35,7 +35,8 @@ class CrossEncoderTrainer(PairTrainer):
     [`hfsiamese.cross_encoder.model.CrossEncoder`]) on pairs tokenised by `tokenize_cross_pairs`.
 
     Overrides only what a cross-encoder changes (the rest is `PairTrainer`'s):
-    - `compute_loss`: binary cross-entropy with logits on the `labels` (0/1, or soft labels in [0, 1]);
+    - `batch_loss` (what `compute_loss` returns): binary cross-entropy with logits on the `labels` (0/1, or soft
+      labels in [0, 1]);
     - `labelled_scores` (what `prediction_step` returns): the pair's score, sigmoid of its logit, or with
       `config.pair_order == "both"` of the mean of both orders' logits (evaluation rows carry the other order as
       `*_swapped` columns).
@@ -87,20 +88,12 @@ class CrossEncoderTrainer(PairTrainer):
                     "hfsiamese.cross_encoder.pair_inputs.tokenize_cross_pairs"
                 )
 
-    def compute_loss(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        return_outputs: bool = False,
-        num_items_in_batch: torch.Tensor | int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+    def batch_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
         if LABELS not in inputs:
             raise ValueError("training rows need labels (a `label` column of 0/1, or soft labels in [0, 1])")
         outputs = model(**model_inputs(inputs))
         loss = F.binary_cross_entropy_with_logits(outputs.logits[:, 0].float(), inputs[LABELS].float())
-        if model.training:
-            self.nonfinite_loss.check(loss, inputs, self)
-        return (loss, outputs) if return_outputs else loss
+        return self.checked_loss(loss, inputs), outputs
 
     def labelled_scores(
         self, model: nn.Module, inputs: dict[str, torch.Tensor]
