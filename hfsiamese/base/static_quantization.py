@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hfsiamese.base.nncf_process import quantize_in_child
-from hfsiamese.base.onnx_export_steps import DropMessage
-from hfsiamese.utils.onnx_runtime import require_onnxruntime
+from hfsiamese.base.onnx_export_steps import DropMessage, quantized_graph
+from hfsiamese.utils.onnx_runtime import open_session, require_onnxruntime
 from hfsiamese.utils.openvino_runtime import require_openvino
 
 logger = logging.getLogger(__name__)
@@ -124,7 +124,27 @@ def quantize_onnx_static(source: str | Path, target: str | Path, feeds: list[dic
         root.removeFilter(advice)
 
 
+def shipped_onnx_graph(
+    fp32_path: Path,
+    quantize: str | None,
+    static: tuple[Callable[[Any], list[dict[str, np.ndarray]]], Callable[[Any], dict[str, Any]]] | None = None,
+) -> tuple[Path, dict[str, Any] | None]:
+    """
+    The ONNX graph both families' exports write, and what its static int8 check measured. With `static`, two steps
+    over onnxruntime sessions: the calibration batches as the fp32 graph is fed them, and the judgement of the int8
+    graph on the held-out pairs (a refusal raises); the graph is then the static int8 of the fp32 one. Without it,
+    `quantized_graph`'s: the fp32 graph, or its dynamic int8.
+    """
+    if static is None:
+        return quantized_graph(fp32_path, quantize), None
+    feeds_of, judged = static
+    graph_path = fp32_path.with_name("model.int8.onnx")
+    quantize_onnx_static(fp32_path, graph_path, feeds_of(open_session(fp32_path)))
+    return graph_path, judged(open_session(graph_path))
+
+
 __all__ = [
+    "shipped_onnx_graph",
     "STATIC_QUANTIZED_OPERATORS",
     "gelu_fed_products",
     "quantize_onnx_static",

@@ -39,9 +39,9 @@ class PairTrainer(StagedSavingMixin, Trainer):
     (`arguments_class`, also the default arguments, writing to `default_output_dir`) and the collator that pads
     its pairs (`collator_class`, built by `default_collator` on `processing_class` when no `data_collator` is
     given), checks its
-    inputs (`check_inputs`), and overrides `compute_loss` and `prediction_step` (the pair's score, one per
-    labelled pair); it calls `self.nonfinite_loss.check` on its training loss and may add the loss's own
-    statistics to `self.loss_statistics`. What it gets from here:
+    inputs (`check_inputs`), computes a batch's loss (`batch_loss`, which `compute_loss` returns; it passes its loss
+    through `checked_loss`) and scores an evaluation batch (`labelled_scores`: the pair's score, one per labelled
+    pair, which `prediction_step` returns). What it gets from here:
 
     - evaluation calibrates `config.threshold` on the validation set (`metric_key_prefix="eval"`) and applies it
       unchanged to any other (`ThresholdCalibration`, also the default `compute_metrics`);
@@ -187,6 +187,32 @@ class PairTrainer(StagedSavingMixin, Trainer):
         """One training step of a batch: the Trainer's, unless the family trains otherwise."""
         return super().training_step(model, inputs, num_items_in_batch)
 
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        """The family's loss of the batch (`batch_loss`), with the model's outputs when the Trainer asks for them."""
+        loss, outputs = self.batch_loss(model, inputs)
+        return (loss, outputs) if return_outputs else loss
+
+    def batch_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
+        """A batch's loss, passed through `checked_loss`, and the model's outputs."""
+        raise NotImplementedError(f"{type(self).__name__} must implement batch_loss")
+
+    def checked_loss(
+        self, loss: torch.Tensor, inputs: dict[str, torch.Tensor], stats: dict[str, torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """`loss`; in training, a NaN/inf one stops the run or skips the batch (`nonfinite_loss`), and the loss's own
+        `stats` are kept for the logs (`loss_statistics`)."""
+        if self.model.training:
+            self.nonfinite_loss.check(loss, inputs, self)
+            if stats is not None:
+                self.loss_statistics.add(stats)
+        return loss
+
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         """Add the loss's own statistics (e.g. how many negatives were hard), averaged since the last log,
         and with `nan_policy="skip"` the number of batches skipped since training (re)started."""
@@ -213,6 +239,26 @@ class PairTrainer(StagedSavingMixin, Trainer):
         if self.eval_pairs_total is not None and eval_dataset is None and metric_key_prefix == "eval":
             metrics["eval_pairs_total"] = self.eval_pairs_total  # the set's size; `eval_num_pairs`: those evaluated
         return metrics
+
+    def prediction_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, torch.Tensor],
+        prediction_loss_only: bool,
+        ignore_keys: list[str] | None = None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+        """The score of each labelled pair and its label, for the metrics (`labelled_scores`, the family's); no loss:
+        a family's training loss need not be defined on evaluation pairs (an in-batch loss is not on non-duplicates)."""
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            scores, labels = self.labelled_scores(model, inputs)
+        return None, scores, labels
+
+    def labelled_scores(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """An evaluation batch's pair scores, as the threshold applies to them, and its labels as the metrics read them."""
+        raise NotImplementedError(f"{type(self).__name__} must implement labelled_scores")
 
     def hub_repo_id(self) -> str:
         """Where the model card says the model lives: the Hub repository it is pushed to, else `output_dir`."""

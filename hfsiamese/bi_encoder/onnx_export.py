@@ -23,11 +23,12 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
+from transformers import PretrainedConfig
 
 from hfsiamese.base.calibration_sample import (
     DEFAULT_CALIBRATION_SIZE,
@@ -46,11 +47,10 @@ from hfsiamese.base.onnx_export_steps import (
     copy_side_files,
     export_entry,
     quantize_int8,
-    quantized_graph,
     write_export_card,
     write_graph,
 )
-from hfsiamese.base.static_quantization import quantize_onnx_static
+from hfsiamese.base.static_quantization import shipped_onnx_graph
 from hfsiamese.bi_encoder.onnx_model import (
     CLASSIFIER_FILE_NAME,
     INPUT_NAMES,
@@ -61,6 +61,8 @@ from hfsiamese.bi_encoder.onnx_model import (
 from hfsiamese.models.siamese.adapters import merged_copy
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_session
 from hfsiamese.utils.output_dirs import give_umask_mode
+
+ConfigT = TypeVar("ConfigT", bound=PretrainedConfig)
 
 logger = logging.getLogger(__name__)
 
@@ -288,14 +290,14 @@ def export_onnx(
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         exporter, fp32 = checked_fp32_graph(model, fp32_path, opset=opset)
-        static = None
+        steps = None
         if calibration is not None:
-            graph_path = fp32_path.with_name("model.int8.onnx")
-            feeds = calibration_feeds(model, tokenizer, open_session(fp32_path), calibration.calibration_texts())
-            quantize_onnx_static(fp32_path, graph_path, feeds)
-            static = judge_static_int8(model, tokenizer, open_session(graph_path), calibration, int8_check)
-        else:
-            graph_path = quantized_graph(fp32_path, quantize)
+            texts = calibration.calibration_texts()
+            steps = (
+                lambda session: calibration_feeds(model, tokenizer, session, texts),
+                lambda session: judge_static_int8(model, tokenizer, session, calibration, int8_check),
+            )
+        graph_path, static = shipped_onnx_graph(fp32_path, quantize, steps)
         quantized = compare_with_pytorch(model, open_session(graph_path)) if quantize is not None else None
         write_graph(graph_path, output_dir)
     onnx_entry = export_entry(
@@ -309,7 +311,7 @@ def export_onnx(
         onnx_entry["int8_min_cosine"] = quantized["min_cosine"]
     if static is not None:
         onnx_entry.update(static)
-    config = _onnx_config(model.config, onnx_entry)
+    config = exported_config(model.config, OnnxSiameseConfig, "OnnxSiameseModel", onnx=onnx_entry)
     write_side_files(model, tokenizer, config, output_dir, source_dir)
     _write_card(output_dir, source_dir, onnx_entry)
     return config
@@ -330,7 +332,8 @@ def checked_fp32_graph(model: nn.Module, path: Path, *, opset: int) -> tuple[str
 def served_model(model: Any, session: Any) -> OnnxSiameseModel:
     """`model`'s graph as served (`OnnxSiameseModel` over `session`, an onnxruntime or OpenVINO session), in memory."""
     rows = model.get_input_embeddings().num_embeddings
-    return OnnxSiameseModel(_onnx_config(model.config, {"embedding_rows": rows}), session)
+    config = exported_config(model.config, OnnxSiameseConfig, "OnnxSiameseModel", onnx={"embedding_rows": rows})
+    return OnnxSiameseModel(config, session)
 
 
 def calibration_feeds(model: Any, tokenizer: Any, session: Any, texts: list[str]) -> list[dict[str, np.ndarray]]:
@@ -379,13 +382,17 @@ def write_side_files(model: Any, tokenizer: Any, config: Any, output_dir: Path, 
         give_umask_mode(output_dir / CLASSIFIER_FILE_NAME)
 
 
-def _onnx_config(config: Any, onnx_entry: dict[str, Any]) -> OnnxSiameseConfig:
+def exported_config(config: Any, config_class: type[ConfigT], architecture: str, **entry: dict[str, Any]) -> ConfigT:
+    """
+    The config an export's folder carries: the model's values (threshold and calibration included) without what names
+    the PyTorch model and its remote code, plus the runtime's entry (`onnx=...` or `openvino=...`).
+    """
     values = config.to_dict()
     for key in ("model_type", "auto_map", "architectures", "custom_pipelines", "transformers_version"):
         values.pop(key, None)
-    onnx_config = OnnxSiameseConfig(onnx=onnx_entry, **values)
-    onnx_config.architectures = ["OnnxSiameseModel"]
-    return onnx_config
+    exported = config_class(**entry, **values)
+    exported.architectures = [architecture]
+    return exported
 
 
 def _write_card(output_dir: Path, source_dir: str | Path | None, onnx_entry: dict[str, Any]) -> None:

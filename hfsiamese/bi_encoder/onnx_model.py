@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -112,13 +113,23 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
         (default: the CPU provider, onnxruntime's own thread settings).
         """
         require_onnxruntime()
-        folder = Path(pretrained_model_name_or_path)
+        options = {"providers": providers, "session_options": session_options}
+        return cls.from_folder(
+            pretrained_model_name_or_path,
+            config,
+            lambda folder, config: open_graph_session(folder, config.onnx, **options),
+        )
+
+    @classmethod
+    def from_folder(cls, path: str | os.PathLike, config: Any | None, open_session: Callable[[Path, Any], Any]) -> Self:
+        """An exported folder's model, whichever runtime serves it: its config (unless given), the session
+        `open_session(folder, config)` opens on its graph, and the classification head's weights."""
+        folder = Path(path)
         if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder holding an ONNX-exported Siamese model")
+            raise FileNotFoundError(f"{folder} is not a folder holding an {cls.runtime_name}-exported Siamese model")
         if config is None:
-            config = OnnxSiameseConfig.from_pretrained(folder)
-        session = open_graph_session(folder, config.onnx, providers=providers, session_options=session_options)
-        model = cls(config, session, name_or_path=str(folder))
+            config = cls.config_class.from_pretrained(folder)
+        model = cls(config, open_session(folder, config), name_or_path=str(folder))
         model.load_classifier(folder)
         return model.eval()
 

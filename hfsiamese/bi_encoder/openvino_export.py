@@ -32,6 +32,7 @@ from hfsiamese.bi_encoder.onnx_export import (
     calibration_feeds,
     checked_fp32_graph,
     compare_with_pytorch,
+    exported_config,
     judge_static_int8,
     write_side_files,
 )
@@ -94,20 +95,11 @@ def export_openvino(
         measured.update(judge_static_int8(model, tokenizer, int8_session, calibration, int8_check))
         measured["int8_min_cosine"] = compare_with_pytorch(model, int8_session)["min_cosine"]
     entry = openvino_export_entry(quantize, static_shapes=static_shapes, **measured)
-    config = _openvino_config(model.config, entry)
+    config = exported_config(model.config, OpenVinoSiameseConfig, "OpenVinoSiameseModel", openvino=entry)
     save_openvino_graph(ov_model, output_dir)
     write_side_files(model, tokenizer, config, output_dir, source_dir)
     _write_card(output_dir, source_dir, entry)
     return config
-
-
-def _openvino_config(config: Any, entry: dict[str, Any]) -> OpenVinoSiameseConfig:
-    values = config.to_dict()
-    for key in ("model_type", "auto_map", "architectures", "custom_pipelines", "transformers_version"):
-        values.pop(key, None)
-    openvino_config = OpenVinoSiameseConfig(openvino=entry, **values)
-    openvino_config.architectures = ["OpenVinoSiameseModel"]
-    return openvino_config
 
 
 def _write_card(output_dir: Path, source_dir: str | Path | None, entry: dict[str, Any]) -> None:

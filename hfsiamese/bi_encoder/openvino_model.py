@@ -66,15 +66,11 @@ class OpenVinoSiameseModel(OnnxSiameseModel):
         OpenVINO's own thread settings.
         """
         require_openvino()
-        folder = Path(pretrained_model_name_or_path)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder} is not a folder holding an OpenVINO-exported Siamese model")
-        if config is None:
-            config = OpenVinoSiameseConfig.from_pretrained(folder)
-        session = open_openvino_session(folder, config.openvino, ov_config=ov_config, padding_id=padding_id_of(config))
-        model = cls(config, session, name_or_path=str(folder))
-        model.load_classifier(folder)
-        return model.eval()
+
+        def open_session(folder: Path, config: Any) -> Any:
+            return open_openvino_session(folder, config.openvino, ov_config=ov_config, padding_id=padding_id_of(config))
+
+        return cls.from_folder(pretrained_model_name_or_path, config, open_session)
 
     def graph_entry(self) -> dict[str, Any]:
         return dict(self.config.openvino)

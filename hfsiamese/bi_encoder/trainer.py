@@ -55,8 +55,8 @@ class SiameseTrainer(PairBatchesMixin, PairTrainer):
     Trains a [`SiameseModel`] on duplicate pairs with an in-batch loss.
 
     Overrides only what the Siamese setting changes (the rest is `PairTrainer`'s):
-    - `compute_loss`: embeds both sides and applies the loss of `args.loss` (or `loss=`) to the whole
-      batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`: a teacher's scores too,
+    - `batch_loss` (what `compute_loss` returns): embeds both sides and applies the loss of `args.loss` (or `loss=`)
+      to the whole batch, passing it what it declares it uses (`hfsiamese.losses.SiameseLoss`: a teacher's scores too,
       from a `teacher_scores` column, for `margin_mse` and `listwise_kl`);
     - the train sampler: batches never hold two pairs of one duplicate group (`group_id` column), so
       in-batch negatives are real negatives; with `train_sampling_strategy="group_by_length"` the
@@ -178,18 +178,12 @@ class SiameseTrainer(PairBatchesMixin, PairTrainer):
     # ------------------------------------------------------------------------------------------
     # Training
     # ------------------------------------------------------------------------------------------
-    def compute_loss(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        return_outputs: bool = False,
-        num_items_in_batch: torch.Tensor | int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+    def batch_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
         outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
         loss = self._loss_from_embeddings(
             inputs, outputs.embeddings_a, outputs.embeddings_b, outputs.embeddings_n, outputs.logits
         )
-        return (loss, outputs) if return_outputs else loss
+        return loss, outputs
 
     def _loss_from_embeddings(
         self,
@@ -211,10 +205,7 @@ class SiameseTrainer(PairBatchesMixin, PairTrainer):
             logits=logits if loss_fn.uses_logits else None,
             teacher_scores=inputs.get(TEACHER_SCORES_COLUMN) if loss_fn.requires_teacher_scores else None,
         )
-        if self.model.training:
-            self.nonfinite_loss.check(output.loss, inputs, self)
-            self.loss_statistics.add(output.stats)
-        return output.loss
+        return self.checked_loss(output.loss, inputs, output.stats)
 
     def pair_training_step(
         self, model: nn.Module, inputs: dict[str, torch.Tensor], num_items_in_batch: torch.Tensor | int | None = None
@@ -292,21 +283,15 @@ class SiameseTrainer(PairBatchesMixin, PairTrainer):
             self._overall_eval = (id(parts), overall)
         return overall
 
-    def prediction_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-        """Score the labelled pairs; the in-batch training loss is undefined on non-duplicates."""
-        inputs = self._prepare_inputs(inputs)
-        with torch.no_grad():
-            outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
+    def labelled_scores(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The model's pair scores (cosine, or the head's P(duplicate)) and the labels as given."""
+        outputs = model(**{k: v for k, v in inputs.items() if k not in BATCH_ONLY_KEYS})
         scores = pair_scores(outputs.similarity, outputs.logits)
         if self.evaluation_dims:  # one column per size: the full one first, then the cut ones
             scores = torch.stack([scores, *truncated_scores(outputs, self.evaluation_dims)], dim=1)
-        return None, scores.detach().float(), inputs.get("labels")
+        return scores.detach().float(), inputs.get("labels")
 
     # ------------------------------------------------------------------------------------------
     # Sharing

@@ -34,6 +34,7 @@ from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
 from hfsiamese.cross_encoder.openvino_model import OpenVinoSequenceClassifier
 from hfsiamese.cross_encoder.pair_inputs import encode_pairs
 from hfsiamese.models.siamese.calibration import CalibrationMixin
+from hfsiamese.models.siamese.pair_decisions import PairDecisionMixin
 from hfsiamese.models.siamese.safe_loading import (
     check_complete,
     check_finite,
@@ -41,7 +42,7 @@ from hfsiamese.models.siamese.safe_loading import (
     refuse_pickle_loading,
     weights_file,
 )
-from hfsiamese.models.siamese.scoring import check_threshold, pair_probability, resolve_decision_threshold
+from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated
 from hfsiamese.utils.onnx_runtime import onnx_entry
 from hfsiamese.utils.openvino_runtime import openvino_entry
@@ -51,7 +52,7 @@ PAIR_ORDERS = ("both", "given")
 SENTENCE_TRANSFORMERS_ENTRY = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}
 
 
-class CrossEncoder(CalibrationMixin):
+class CrossEncoder(PairDecisionMixin, CalibrationMixin):
     """
     A cross-encoder over question pairs: a one-logit `AutoModelForSequenceClassification` and its tokenizer.
 
@@ -286,28 +287,11 @@ class CrossEncoder(CalibrationMixin):
                 logits = (logits + self.logits(texts_b, texts_a, **options)) / 2
         return torch.sigmoid(logits)
 
-    def predict(
-        self,
-        texts_a: Sequence[str],
-        texts_b: Sequence[str],
-        tokenizer: Any | None = None,
-        *,
-        threshold: float | None = None,
-        probability_threshold: float | None = None,
-        **score_kwargs: Any,
-    ) -> dict[str, torch.Tensor]:
-        """
-        Scores and decisions: `scores` (see `score_pairs`) and `is_duplicate` (`scores >= threshold`, default
-        `config.threshold`); a model calibrated to probabilities (`calibrate(..., method="platt")`) also returns
-        `probability` and takes `probability_threshold=` instead.
-        """
-        threshold = resolve_decision_threshold(self.config, threshold, probability_threshold)
-        scores = self.score_pairs(texts_a, texts_b, tokenizer, **score_kwargs)
-        result = {"scores": scores, "is_duplicate": scores >= threshold}
-        probability = pair_probability(self.config, scores)
-        if probability is not None:
-            result["probability"] = probability
-        return result
+    def _decision_scores(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **score_kwargs: Any
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """`predict`'s scores: `score_pairs`, nothing beside them."""
+        return self.score_pairs(texts_a, texts_b, tokenizer, **score_kwargs), {}
 
     def rank(self, query: str, candidates: Sequence[str], **score_kwargs: Any) -> torch.Tensor:
         """The score of `query` against each candidate (for reranking a bi-encoder's top candidates)."""

@@ -28,10 +28,9 @@ from hfsiamese.base.onnx_export_steps import (
     check_export_request,
     copy_side_files,
     export_entry,
-    quantized_graph,
     write_graph,
 )
-from hfsiamese.base.static_quantization import quantize_onnx_static
+from hfsiamese.base.static_quantization import shipped_onnx_graph
 from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.onnx_model import LOGITS_NAME, OnnxSequenceClassifier
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, onnx_entry, open_session
@@ -133,17 +132,16 @@ def export_cross_encoder_onnx(
     output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
     check_calibration_request(quantize, calibration)
     cross_encoder.model.eval()
-    static = None
+    steps = None
+    if calibration is not None:
+        steps = (
+            lambda session: cross_calibration_feeds(cross_encoder, session, calibration.calibration_pairs),
+            lambda session: judge_cross_static_int8(cross_encoder, session, calibration, int8_check),
+        )
     with tempfile.TemporaryDirectory() as scratch:
         fp32_path = Path(scratch) / ONNX_FILE_NAME
         difference = checked_fp32_cross_graph(cross_encoder, fp32_path, opset=opset)
-        if calibration is not None:
-            graph_path = fp32_path.with_name("model.int8.onnx")
-            feeds = cross_calibration_feeds(cross_encoder, open_session(fp32_path), calibration.calibration_pairs)
-            quantize_onnx_static(fp32_path, graph_path, feeds)
-            static = judge_cross_static_int8(cross_encoder, open_session(graph_path), calibration, int8_check)
-        else:
-            graph_path = quantized_graph(fp32_path, quantize)
+        graph_path, static = shipped_onnx_graph(fp32_path, quantize, steps)
         write_graph(graph_path, output_dir)
     entry = export_entry(quantize, opset, "dynamo", fp32_max_abs_logit_diff=difference)
     entry.update(static or {})

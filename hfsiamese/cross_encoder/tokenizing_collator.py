@@ -9,7 +9,6 @@ on the same token ids either way; the rows of both orders are made as `tokenize_
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import datasets
 import torch
 
 from hfsiamese.cross_encoder.pair_inputs import LABELS, CrossPairCollator, both_orders_rows, encode_pairs
-from hfsiamese.models.siamese.token_fields import tokenizer_max_length
+from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated_batch
 
 __all__ = ["TokenizingCrossPairCollator", "cross_text_rows"]
 
@@ -55,12 +54,7 @@ class TokenizingCrossPairCollator(CrossPairCollator):
         encoded, cut = encode_pairs(self.tokenizer, texts["question1"], texts["question2"], max_length)
         if cut and not self._warned:
             self._warned = True
-            warnings.warn(
-                f"training pairs longer than max_length={max_length} tokens are truncated ({cut} in one batch of "
-                f"{len(rows)} pairs; tokenised batch by batch, so not counted up front)",
-                UserWarning,
-                stacklevel=3,
-            )
+            warn_truncated_batch(cut, "pairs", max_length, len(rows))
         label_column = LABELS if LABELS in rows[0] else "label" if "label" in rows[0] else None
         tokenized = []
         for position, row in enumerate(rows):

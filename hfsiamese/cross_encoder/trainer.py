@@ -35,9 +35,11 @@ class CrossEncoderTrainer(PairTrainer):
     [`hfsiamese.cross_encoder.model.CrossEncoder`]) on pairs tokenised by `tokenize_cross_pairs`.
 
     Overrides only what a cross-encoder changes (the rest is `PairTrainer`'s):
-    - `compute_loss`: binary cross-entropy with logits on the `labels` (0/1, or soft labels in [0, 1]);
-    - `prediction_step`: the pair's score, sigmoid of its logit, or with `config.pair_order == "both"` of the
-      mean of both orders' logits (evaluation rows carry the other order as `*_swapped` columns).
+    - `batch_loss` (what `compute_loss` returns): binary cross-entropy with logits on the `labels` (0/1, or soft
+      labels in [0, 1]);
+    - `labelled_scores` (what `prediction_step` returns): the pair's score, sigmoid of its logit, or with
+      `config.pair_order == "both"` of the mean of both orders' logits (evaluation rows carry the other order as
+      `*_swapped` columns).
 
     As every `PairTrainer`: evaluation calibrates `config.threshold` on the validation set and applies it unchanged
     to any other (`ThresholdCalibration`, as `SiameseTrainer`); saving is atomic (`StagedSavingMixin`); a NaN/inf
@@ -86,42 +88,28 @@ class CrossEncoderTrainer(PairTrainer):
                     "hfsiamese.cross_encoder.pair_inputs.tokenize_cross_pairs"
                 )
 
-    def compute_loss(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        return_outputs: bool = False,
-        num_items_in_batch: torch.Tensor | int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+    def batch_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
         if LABELS not in inputs:
             raise ValueError("training rows need labels (a `label` column of 0/1, or soft labels in [0, 1])")
         outputs = model(**model_inputs(inputs))
         loss = F.binary_cross_entropy_with_logits(outputs.logits[:, 0].float(), inputs[LABELS].float())
-        if model.training:
-            self.nonfinite_loss.check(loss, inputs, self)
-        return (loss, outputs) if return_outputs else loss
+        return self.checked_loss(loss, inputs), outputs
 
-    def prediction_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    def labelled_scores(
+        self, model: nn.Module, inputs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The score of each labelled pair (see the class docstring); the labels as 0/1 for the metrics."""
-        inputs = self._prepare_inputs(inputs)
         config = self.accelerator.unwrap_model(model).config
-        with torch.no_grad():
-            logits = model(**model_inputs(inputs)).logits[:, 0].float()
-            swapped = swapped_inputs(inputs)
-            if getattr(config, "pair_order", "given") == "both":
-                if swapped is None:
-                    raise ValueError(
-                        "this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True"
-                    )
-                logits = (logits + model(**swapped).logits[:, 0].float()) / 2
+        logits = model(**model_inputs(inputs)).logits[:, 0].float()
+        swapped = swapped_inputs(inputs)
+        if getattr(config, "pair_order", "given") == "both":
+            if swapped is None:
+                raise ValueError(
+                    "this cross-encoder scores both orders: tokenise evaluation pairs with swapped_columns=True"
+                )
+            logits = (logits + model(**swapped).logits[:, 0].float()) / 2
         labels = inputs.get(LABELS)
-        return None, torch.sigmoid(logits), None if labels is None else labels.round().long()
+        return torch.sigmoid(logits), None if labels is None else labels.round().long()
 
     def create_model_card(
         self,

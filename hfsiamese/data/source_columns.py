@@ -9,6 +9,7 @@ here, with a message naming the column, rather than trained on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import datasets
@@ -23,6 +24,7 @@ from hfsiamese.data.readers import root_message
 __all__ = [
     "KNOWN_COLUMN_SETS",
     "KNOWN_ID_COLUMNS",
+    "check_required_columns",
     "check_arrow_text_type",
     "check_not_all_numbers",
     "check_text_column",
@@ -56,6 +58,13 @@ def streamed_column_names(raw: datasets.IterableDataset, source: str) -> list[st
     if first is None:
         raise ValueError(f"{source} has no data rows")
     return list(first)
+
+
+def check_required_columns(rows: datasets.Dataset, wanted: Sequence[str], source: str, hint: str) -> None:
+    """A data set lacking a column its reader needs, refused in one wording: the missing and the found columns, `hint`."""
+    missing = [name for name in wanted if name not in rows.column_names]
+    if missing:
+        raise ValueError(f"{source}: missing column(s) {missing} (columns found: {rows.column_names}): {hint}")
 
 
 def resolve_columns(

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from hfsiamese.data.formats import check_json_file, check_parquet_file
 from hfsiamese.data.question_identity import column_arrow
+from hfsiamese.data.source_columns import check_required_columns
 
 TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
 # The mined groups' names (hfsiamese.mining.mined_formats) -> the names the training pairs use.
@@ -48,12 +49,13 @@ def load_teacher_score_rows(path: str | Path) -> datasets.Dataset:
     rows = datasets.load_dataset(reader, data_files=str(source), split="train")
     if not set(MINED_GROUP_NAMES.values()) & set(rows.column_names):
         rows = rows.rename_columns({old: new for old, new in MINED_GROUP_NAMES.items() if old in rows.column_names})
-    missing = [column for column in TEACHER_SCORE_ROW_COLUMNS if column not in rows.column_names]
-    if missing:
-        raise ValueError(
-            f"{source} lacks the columns {missing}: teacher-score rows hold question1 (the query), question2 (its "
-            "positive), negative (a list of texts) and teacher_scores ([score(q,p), score(q,n1), ...])"
-        )
+    check_required_columns(
+        rows,
+        TEACHER_SCORE_ROW_COLUMNS,
+        str(source),
+        "teacher-score rows hold question1 (the query), question2 (its positive), negative (a list of texts) and "
+        "teacher_scores ([score(q,p), score(q,n1), ...])",
+    )
     if len(rows) == 0:
         raise ValueError(f"{source} holds no rows")
     return rows.select_columns(list(TEACHER_SCORE_ROW_COLUMNS))

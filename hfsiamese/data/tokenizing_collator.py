@@ -8,7 +8,6 @@ same batches either way.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +18,7 @@ import torch
 
 from hfsiamese.data.collator import PairBatch, SiamesePairCollator
 from hfsiamese.data.text_encoding import TextEncoder
-from hfsiamese.models.siamese.token_fields import tokenizer_max_length
+from hfsiamese.models.siamese.token_fields import tokenizer_max_length, warn_truncated_batch
 
 __all__ = ["TEXT_SIDES", "TokenizingPairCollator"]
 
@@ -71,12 +70,7 @@ class TokenizingPairCollator(SiamesePairCollator):
                 )
         if cut and not self._warned:
             self._warned = True
-            warnings.warn(
-                f"training texts longer than max_length={encoder.max_length} tokens are truncated ({cut} in one batch "
-                f"of {table.num_rows} pairs; tokenised batch by batch, so not counted up front)",
-                UserWarning,
-                stacklevel=3,
-            )
+            warn_truncated_batch(cut, "texts", encoder.max_length, table.num_rows)
         return pa.table(columns)
 
     def _text_encoder(self) -> TextEncoder:

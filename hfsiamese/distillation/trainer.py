@@ -65,13 +65,7 @@ class DistillationTrainer(SiameseTrainer):
                 f"{type(self.loss_fn).__name__}"
             )
 
-    def compute_loss(
-        self,
-        model: nn.Module,
-        inputs: dict[str, torch.Tensor],
-        return_outputs: bool = False,
-        num_items_in_batch: torch.Tensor | int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+    def batch_loss(self, model: nn.Module, inputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Any]:
         missing = [key for key in TEACHER_KEYS if key not in inputs]
         if missing:
             raise ValueError(
@@ -83,7 +77,4 @@ class DistillationTrainer(SiameseTrainer):
         output = self.loss_fn.compute(
             outputs.embeddings_a, outputs.embeddings_b, teacher_a=inputs["teacher_a"], teacher_b=inputs["teacher_b"]
         )
-        if self.model.training:
-            self.nonfinite_loss.check(output.loss, inputs, self)
-            self.loss_statistics.add(output.stats)
-        return (output.loss, outputs) if return_outputs else output.loss
+        return self.checked_loss(output.loss, inputs, output.stats), outputs

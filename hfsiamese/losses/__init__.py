@@ -29,6 +29,7 @@ the score-distillation losses read), and a training run's views and several data
 needs). Those sit beside or below the family, so the losses sit below it too, and no one imports a family for them.
 """
 
+from hfsiamese.losses import registry
 from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
 from hfsiamese.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from hfsiamese.losses.contrastive_ranking import ContrastiveRankingLoss
@@ -38,24 +39,12 @@ from hfsiamese.losses.listwise_kl import ListwiseKLLoss
 from hfsiamese.losses.margin_mse import MarginMSELoss
 from hfsiamese.losses.matryoshka import MatryoshkaLoss
 from hfsiamese.losses.multiple_negatives_ranking import MultipleNegativesRankingLoss
-from hfsiamese.losses.registry import (
-    LOSS_OPTIONS,
-    LOSSES,
-    RENAMED_LOSSES,
-    TEACHER_SCORE_LOSSES,
-    current_loss_name,
-    current_loss_options,
-    get_loss,
-    loss_kwargs_for,
-    loss_name,
-)
+from hfsiamese.losses.registry import *  # noqa: F403 -- the registry's public names, as its __all__ lists them
 from hfsiamese.losses.triplet import TripletLoss
 from hfsiamese.losses.verification_identification import VerificationIdentificationLoss
 from hfsiamese.utils.deprecation import moved_name_getattr
 
 __all__ = [
-    "LOSSES",
-    "LOSS_OPTIONS",
     "ContrastiveLoss",
     "ContrastiveRankingLoss",
     "EmbeddingDistillationLoss",
@@ -69,14 +58,8 @@ __all__ = [
     "SiameseLossOutput",
     "TripletLoss",
     "VerificationIdentificationLoss",
-    "RENAMED_LOSSES",
-    "TEACHER_SCORE_LOSSES",
-    "current_loss_name",
-    "current_loss_options",
-    "get_loss",
-    "loss_kwargs_for",
-    "loss_name",
 ]
+__all__ += registry.__all__  # the registry's public names, as it lists them
 
 
 # The classes' names before a rename (PEP 562), from the deprecation table: old imports keep working, with a

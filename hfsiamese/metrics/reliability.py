@@ -15,6 +15,8 @@ import numpy as np
 import sklearn.calibration
 import sklearn.metrics
 
+from hfsiamese.metrics.thresholds import check_pair_inputs
+
 __all__ = ["ReliabilityCurve", "calibration_metrics", "expected_calibration_error", "reliability_curve"]
 
 DEFAULT_BINS = 10
@@ -29,15 +31,11 @@ class ReliabilityCurve(NamedTuple):
 
 
 def _check_probabilities(probabilities: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    probabilities = np.asarray(probabilities, dtype=np.float64).reshape(-1)
-    labels = np.asarray(labels).reshape(-1)
-    if len(probabilities) != len(labels) or len(labels) == 0:
-        raise ValueError(f"got {len(probabilities)} probabilities and {len(labels)} labels; need as many, at least one")
-    if not set(np.unique(labels).tolist()) <= {0, 1}:
-        raise ValueError(f"labels must be 0/1, got values {sorted(np.unique(labels).tolist())[:10]}")
-    if not (np.isfinite(probabilities).all() and (probabilities >= 0).all() and (probabilities <= 1).all()):
+    """Pairs as every pair metric checks them (`check_pair_inputs`), their scores probabilities in [0, 1]."""
+    probabilities, labels = check_pair_inputs(probabilities, labels)
+    if not ((probabilities >= 0).all() and (probabilities <= 1).all()):
         raise ValueError("probabilities must be finite numbers in [0, 1]")
-    return probabilities, labels.astype(np.int64)
+    return probabilities, labels
 
 
 def reliability_curve(probabilities: Any, labels: Any, *, n_bins: int = DEFAULT_BINS) -> ReliabilityCurve:

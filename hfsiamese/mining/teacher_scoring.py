@@ -20,6 +20,7 @@ import datasets
 import numpy as np
 import torch
 
+from hfsiamese.data.source_columns import check_required_columns
 from hfsiamese.mining.mined_formats import SCORES_FEATURE, TEACHER_SCORES_COLUMN
 from hfsiamese.mining.score_shards import (
     check_scores_folder,
@@ -99,12 +100,7 @@ def pair_scorer(
 
 def check_groups(groups: datasets.Dataset, source: str = "the groups data set") -> None:
     """Refuse groups `score_groups` cannot score (`source` names them in the message: the file they came from)."""
-    missing = [name for name in GROUP_COLUMNS if name not in groups.column_names]
-    if missing:
-        raise ValueError(
-            f"{source}: missing column(s) {missing} (columns found: {groups.column_names}): mine the groups with "
-            "--format groups-with-scores"
-        )
+    check_required_columns(groups, GROUP_COLUMNS, source, "mine the groups with --format groups-with-scores")
     if len(groups) == 0:
         raise ValueError(f"{source} has no rows to score")
 

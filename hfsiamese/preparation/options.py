@@ -42,6 +42,12 @@ class PreparationOptions:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def reading_options(self) -> dict[str, Any]:
+        """The `load_pairs` keywords of how the file is read (its format, its columns): a run reading a pair file and a
+        preparation read it alike."""
+        columns = ("question1_column", "question2_column", "label_column", "id1_column", "id2_column")
+        return {"format": self.data_format, **{name: getattr(self, name) for name in columns}}
+
 
 def source_fingerprint(path: str | os.PathLike) -> dict[str, Any]:
     """

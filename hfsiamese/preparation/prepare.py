@@ -142,14 +142,7 @@ def prepare_pairs(
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)
         return manifest
     pairs = load_pairs(
-        str(source),
-        format=options.data_format,
-        question1_column=options.question1_column,
-        question2_column=options.question2_column,
-        label_column=options.label_column,
-        id1_column=options.id1_column,
-        id2_column=options.id2_column,
-        deduplicate=False,
+        str(source), **options.reading_options(), deduplicate=False
     )  # a file it cannot read is refused here, before the folder is made (or emptied, when replacing it)
     if replace:
         shutil.rmtree(folder)

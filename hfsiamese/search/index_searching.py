@@ -93,23 +93,6 @@ def search_store(index: SearchIndex, query_embeddings: torch.Tensor, k: int, sto
     return store_name
 
 
-def dense_matches(
-    index: SearchIndex,
-    texts: list[str],
-    query_embeddings: torch.Tensor,
-    k: int,
-    store_name: Store | None,
-    filter: dict[str, Any] | None,
-) -> list[list[dict[str, Any]]]:
-    """`search`'s candidates by cosine alone: the store's own search (a database's, under `filter`), or, where rows are
-    numbered, `search_embeddings` (the store of the call: an exact search of a FAISS index) turned into matches."""
-    store = index.store
-    if not store.numbered_rows:
-        return store.search(query_embeddings.float().cpu().numpy(), k, filter=filter)
-    numbered = cast("InMemoryStore", store)  # numbered rows: an in-process store's `matches`
-    return numbered.matches(*index.search_embeddings(query_embeddings, k, store=store_name))
-
-
 def candidates(
     index: SearchIndex,
     texts: list[str],
@@ -119,10 +102,15 @@ def candidates(
     filter: dict[str, Any] | None,
 ) -> list[list[dict[str, Any]]]:
     """Each query's `k` candidates, the one path of `search`: fused by the index's lexical side (`hybrid=`), else by
-    cosine alone (`dense_matches`)."""
+    cosine alone: the store's own search (a database's, under `filter`), or, where rows are numbered,
+    `search_embeddings` (the store of the call: an exact search of a FAISS index) turned into matches."""
     if index.lexical is not None:
         return index.lexical.matches(index, texts, query_embeddings, k, store_name, filter)
-    return dense_matches(index, texts, query_embeddings, k, store_name, filter)
+    store = index.store
+    if not store.numbered_rows:
+        return store.search(query_embeddings.float().cpu().numpy(), k, filter=filter)
+    numbered = cast("InMemoryStore", store)  # numbered rows: an in-process store's `matches`
+    return numbered.matches(*index.search_embeddings(query_embeddings, k, store=store_name))
 
 
-__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "dense_matches", "plan_search", "search_store"]
+__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "plan_search", "search_store"]

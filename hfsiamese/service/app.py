@@ -218,12 +218,16 @@ def _needs(kind: KeyKind) -> Callable[..., None]:
 reader, writer = Depends(_needs("read")), Depends(_needs("write"))
 
 
-def _check_count(count: int, what: str, runtime: ServiceRuntime) -> None:
+def _batch_runtime(request: Request, count: int, what: str) -> ServiceRuntime:
+    """The runtime of a request that sends a batch: ready (503 if not), and the batch (`count` `what`) within bounds."""
+    runtime = runtime_of(request)
+    runtime.ready()
     limit = runtime.settings.limits.max_batch
     if count == 0:
         raise ServiceError(422, f"no {what} given")
     if count > limit:
         raise ServiceError(422, f"{count} {what} in one request; the limit is {limit}", "too_many")
+    return runtime
 
 
 def _check_texts(texts: list[str], what: str, runtime: ServiceRuntime) -> None:
@@ -242,10 +246,8 @@ def _router() -> APIRouter:
     @router.post("/search", response_model=schemas.SearchResponse, dependencies=[reader])
     async def search(body: schemas.SearchRequest, request: Request) -> dict[str, Any]:
         """The k indexed questions nearest to each query, with the verdict and groups."""
-        runtime = runtime_of(request)
-        runtime.ready()
         texts = body.texts()
-        _check_count(len(texts), "queries", runtime)
+        runtime = _batch_runtime(request, len(texts), "queries")
         _check_texts(texts, "query", runtime)
         k = runtime.settings.default_k if body.k is None else body.k
         if not 1 <= k <= runtime.settings.limits.max_k:
@@ -255,10 +257,8 @@ def _router() -> APIRouter:
     @router.post("/check", response_model=schemas.CheckResponse, dependencies=[reader])
     async def check(body: schemas.CheckRequest, request: Request) -> dict[str, Any]:
         """Score and verdict of each pair (the cross-encoder's where the service has one)."""
-        runtime = runtime_of(request)
-        runtime.ready()
         pairs = body.all_pairs()
-        _check_count(len(pairs), "pairs", runtime)
+        runtime = _batch_runtime(request, len(pairs), "pairs")
         firsts, seconds = [p.first for p in pairs], [p.second for p in pairs]
         _check_texts(firsts + seconds, "question", runtime)
         return {"results": await runtime.checker.submit(CheckItem(firsts, seconds))}
@@ -266,10 +266,8 @@ def _router() -> APIRouter:
     @router.post("/questions", response_model=schemas.AddResponse, status_code=201, dependencies=[writer])
     async def add(body: schemas.AddRequest, request: Request) -> dict[str, Any]:
         """Store new questions (searchable at once, durable before the answer) and say each one's group."""
-        runtime = runtime_of(request)
-        runtime.ready()
         questions = body.questions
-        _check_count(len(questions), "questions", runtime)
+        runtime = _batch_runtime(request, len(questions), "questions")
         _check_texts([q.text for q in questions], "question", runtime)
         has_metadata = any(q.metadata is not None for q in questions)
         metadata = [q.metadata or {} for q in questions] if has_metadata else None
@@ -280,9 +278,7 @@ def _router() -> APIRouter:
     @router.post("/questions/delete", response_model=schemas.DeleteResponse, dependencies=[writer])
     async def delete_many(body: schemas.DeleteRequest, request: Request) -> dict[str, Any]:
         """Delete questions by id (ids not in the index are ignored)."""
-        runtime = runtime_of(request)
-        runtime.ready()
-        _check_count(len(body.ids), "ids", runtime)
+        runtime = _batch_runtime(request, len(body.ids), "ids")
         ids = list(body.ids)
         deleted, size = await runtime.write(lambda service: service.delete(ids))
         return {"deleted": deleted, "size": size}

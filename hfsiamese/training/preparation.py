@@ -113,14 +113,7 @@ def _pair_file_splits(
 ) -> tuple[datasets.DatasetDict, str]:
     """The splits of a pair file or a Hub data set, read in memory (with its `validation_file`, else split off by
     connected question components), and the name of the training source."""
-    columns = dict(
-        format=data_args.data_format,
-        question1_column=data_args.question1_column,
-        question2_column=data_args.question2_column,
-        label_column=data_args.label_column,
-        id1_column=data_args.id1_column,
-        id2_column=data_args.id2_column,
-    )
+    columns = PreparationOptions.from_data_args(data_args).reading_options()
     if data_args.dataset_source:
         train_file = data_args.dataset_source
         pairs = _load_with_identity(train_file, **{**columns, "format": "hub"}, split=data_args.dataset_split)

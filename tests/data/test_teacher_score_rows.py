@@ -27,7 +27,7 @@ def test_reads_the_four_columns_and_drops_the_others(tmp_path):
 
 
 def test_bad_files_are_refused_naming_the_problem(tmp_path):
-    with pytest.raises(ValueError, match=r"lacks the columns \['teacher_scores'\]"):
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['teacher_scores'\]"):
         load_teacher_score_rows(
             write(tmp_path / "a.jsonl", [{k: v for k, v in r.items() if k != "teacher_scores"} for r in ROWS])
         )

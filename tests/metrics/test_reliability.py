@@ -42,7 +42,9 @@ def test_calibration_metrics_and_bad_input():
     assert metrics["brier"] == pytest.approx(brier_score_loss(labels, probabilities))
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         calibration_metrics([0.2, 1.3], [0, 1])
-    with pytest.raises(ValueError, match="labels must be 0/1"):
+    with pytest.raises(ValueError, match="must be 0/1 labels"):
         calibration_metrics([0.2, 0.3], [0, 2])
-    with pytest.raises(ValueError, match="need as many"):
+    with pytest.raises(ValueError, match="got 1 scores but 2 labels"):
         calibration_metrics([0.2], [0, 1])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        calibration_metrics([0.2, float("nan")], [0, 1])

@@ -25,7 +25,8 @@ from .configuration_siamese import WORD_VOCABULARY_ENCODERS
 from .encoding_batches import dataset_chunk, padded_batches, text_chunks
 from .encoding_policy import EncodingPolicyMixin
 from .one_shot_classification import ClassificationMixin
-from .scoring import embedding_pair_scores, pair_probability, resolve_decision_threshold, stored_calibrator
+from .pair_decisions import PairDecisionMixin
+from .scoring import embedding_pair_scores, stored_calibrator
 from .token_fields import token_fields, tokenizer_max_length, warn_truncated
 
 logger = logging.getLogger(__name__)
@@ -104,10 +105,11 @@ class InferenceHost(Protocol):
         ...
 
 
-class SiameseInferenceMixin(EncodingPolicyMixin, ClassificationMixin):
+class SiameseInferenceMixin(PairDecisionMixin, EncodingPolicyMixin, ClassificationMixin):
     """
     Texts in, embeddings, scores and decisions out (mixed into a model that is an `InferenceHost`); the precision and
-    threads of `encode` from `EncodingPolicyMixin`, `classify` from `ClassificationMixin`.
+    threads of `encode` from `EncodingPolicyMixin`, `classify` from `ClassificationMixin`, `predict` from
+    `PairDecisionMixin`.
     """
 
     # ----------------------------------------------------------------------------------------
@@ -316,35 +318,6 @@ class SiameseInferenceMixin(EncodingPolicyMixin, ClassificationMixin):
         b = self.encode(texts_b, tokenizer, **encode_kwargs)
         return (a * b).sum(dim=-1)
 
-    def predict(
-        self,
-        texts_a: Sequence[str],
-        texts_b: Sequence[str],
-        tokenizer: Any | None = None,
-        *,
-        threshold: float | None = None,
-        probability_threshold: float | None = None,
-        **encode_kwargs: Any,
-    ) -> dict[str, torch.Tensor]:
-        """
-        Scores and duplicate decisions (`score >= threshold`, by default the calibrated
-        `config.threshold`). With a classification head, the score is the head's probability of
-        "duplicate" (and `probabilities` holds both classes); otherwise it is the cosine similarity.
-
-        A model calibrated to probabilities (`calibrate(..., method="platt" | "isotonic")`) also
-        returns `probability`, the calibrated P(duplicate) of each pair, and takes the decision as
-        `probability_threshold=p` (duplicate when P(duplicate) >= p) instead of `threshold=`.
-        """
-        threshold = resolve_decision_threshold(self.config, threshold, probability_threshold)
-        scores, probabilities = self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)
-        result = {"scores": scores, "is_duplicate": scores >= threshold}
-        if probabilities is not None:
-            result["probabilities"] = probabilities
-        probability = pair_probability(self.config, scores)
-        if probability is not None:
-            result["probability"] = probability
-        return result
-
     def score_pairs(
         self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None = None, **encode_kwargs: Any
     ) -> torch.Tensor:
@@ -363,6 +336,13 @@ class SiameseInferenceMixin(EncodingPolicyMixin, ClassificationMixin):
                 "'isotonic') first (hfsiamese calibrate)"
             )
         return calibrator.probability(self.score_pairs(texts_a, texts_b, tokenizer, **encode_kwargs))
+
+    def _decision_scores(
+        self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """`predict`'s scores; with a classification head, both classes' probabilities beside them."""
+        scores, probabilities = self._pair_scores(texts_a, texts_b, tokenizer, **encode_kwargs)
+        return scores, {} if probabilities is None else {"probabilities": probabilities}
 
     def _pair_scores(
         self, texts_a: Sequence[str], texts_b: Sequence[str], tokenizer: Any | None, **encode_kwargs: Any

@@ -64,6 +64,20 @@ def warn_truncated(count: int, total: int, max_length: int, *, stacklevel: int =
         )
 
 
+def warn_truncated_batch(cut: int, what: str, max_length: int, rows: int) -> None:
+    """
+    The warning of a training collator that tokenises batch by batch (both families'), given once by the collator:
+    `cut` `what` ("texts", "pairs") of one batch of `rows` pairs were truncated, the set not counted up front. It
+    points at the collator's caller.
+    """
+    warnings.warn(
+        f"training {what} longer than max_length={max_length} tokens are truncated ({cut} in one batch of {rows} "
+        "pairs; tokenised batch by batch, so not counted up front)",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "TOKEN_FIELDS",
@@ -71,4 +85,5 @@ __all__ = [
     "tokenizer_max_length",
     "truncated_flags",
     "warn_truncated",
+    "warn_truncated_batch",
 ]

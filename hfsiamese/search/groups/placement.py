@@ -8,7 +8,7 @@ components do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,12 +33,7 @@ def place(
     """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first; `judge`:
     the cross-encoder guard's (without one that guard is the mean guard)."""
     settings = groups.settings
-    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
-        if candidate is None:
-            continue
-        members = groups.members(candidate)
-        cosines = vectors(members) @ vector
-        canonical = groups.canonical_of(candidate)
+    for candidate, members, cosines, canonical in _candidate_groups(groups, vector, duplicates, vectors):
         to_canonical = float(cosines[members.index(canonical)])
         if admits(settings, judge, member, canonical, to_canonical, cosines):
             groups.join(member, candidate, to_canonical)
@@ -77,12 +72,7 @@ def first_borderline_link(
     """The first `(member, canonical)` link `place` would ask the cross-encoder guard's judge about, read without
     placing anything; None where a sure link (or none) comes first. What a batch of new questions scores at once."""
     settings = groups.settings
-    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
-        if candidate is None:
-            continue
-        members = groups.members(candidate)
-        cosines = vectors(members) @ vector
-        canonical = groups.canonical_of(candidate)
+    for _, members, cosines, canonical in _candidate_groups(groups, vector, duplicates, vectors):
         by_mean = passes(settings.guard, float(cosines[members.index(canonical)]), cosines, settings.bar)
         return (member, canonical) if is_borderline(settings, by_mean, len(members)) else None
     return None
@@ -95,6 +85,18 @@ def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> Non
     best = choose_canonical(np.arange(len(members)), member_vectors, "most_central")
     if members[best] != groups.canonical_of(group):
         groups.set_canonical(group, members[best], dict(zip(members, (member_vectors @ member_vectors[best]).tolist())))
+
+
+def _candidate_groups(
+    groups: DuplicateGroups, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
+) -> Iterator[tuple[int, list[Any], np.ndarray, Any]]:
+    """The groups `place` tries, in its order (each duplicate's group, most similar first, once): each one's number,
+    members, their cosines to `vector` and canonical, read when the group's turn comes."""
+    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
+        if candidate is None:
+            continue
+        members = groups.members(candidate)
+        yield candidate, members, vectors(members) @ vector, groups.canonical_of(candidate)
 
 
 __all__ = ["MemberVectors", "first_borderline_link", "link_components", "place", "recentre"]

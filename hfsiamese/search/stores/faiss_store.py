@@ -48,21 +48,14 @@ class FaissStore(InMemoryStore):
         super().adopt(ids, texts, table)
         self.ann, self.recall = None, None
 
-    def add(
-        self,
-        ids: Sequence[int | str],
-        texts: Sequence[str],
-        embeddings: np.ndarray | torch.Tensor | EmbeddingTable,
-        metadata: Sequence[dict[str, Any]] | None = None,
-    ) -> None:
-        """Append rows, to the FAISS index too (no rebuild: FAISS appends in row order); measured again once the
-        index has grown enough (`faiss_tuning.remeasure_after_growth`)."""
-        super().add(ids, texts, embeddings, metadata)
-        faiss_tuning.remeasure_after_growth(self)
-
     def _appended(self, chunk: torch.Tensor) -> None:
+        """New rows go to the FAISS index too (no rebuild: FAISS appends in row order)."""
         if self.ann is not None:
             self.ann.add(chunk.numpy())
+
+    def _added(self) -> None:
+        """The index measured again once it has grown enough (`faiss_tuning.remeasure_after_growth`)."""
+        faiss_tuning.remeasure_after_growth(self)
 
     def delete(self, ids: Sequence[int | str]) -> int:
         """Compact the rows and drop the FAISS index (rebuilt at the next search)."""

@@ -124,9 +124,13 @@ class InMemoryStore:
             self._appended(chunk)
         if self._row_of is not None:
             self._row_of.update(zip(ids, range(first, first + len(ids))))
+        self._added()
 
     def _appended(self, chunk: torch.Tensor) -> None:
         """What a store that indexes the rows does with each chunk of new rows (a FAISS index takes them)."""
+
+    def _added(self) -> None:
+        """What a store that indexes the rows does once an add is done (a FAISS index may be measured again)."""
 
     def delete(self, ids: Sequence[int | str]) -> int:
         """Compact the rows: the kept ones are copied into memory."""

@@ -25,7 +25,7 @@ CODE_FILES = {
     "hub_sharing.py", "scoring.py", "token_fields.py", "sub_batching.py", "encoding_batches.py", "padding.py", "pooling.py",
     "static_encoder.py", "calibration.py", "score_calibrator.py", "adapters.py", "encoding_policy.py",
     "one_shot_classification.py", "lstm_encoder.py", "head_layers.py", "transformer_encoder.py", "encoder_building.py",
-    "model_output.py",
+    "model_output.py", "pair_decisions.py",
 }  # fmt: skip
 MODEL_FILES = {"config.json", "model.safetensors"} | CODE_FILES
 TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json"}
