@@ -24,7 +24,14 @@ import torch
 
 from hfsiamese.search.input_checks import id_type
 from hfsiamese.search.stores.index_files import write_index_folder
-from hfsiamese.search.stores.store_checks import RESERVED_FIELDS, Rows, check_batch_size, check_rows
+from hfsiamese.search.stores.store_checks import (
+    RESERVED_FIELDS,
+    Rows,
+    check_batch_size,
+    check_id,
+    check_metadata_row,
+    check_rows,
+)
 from hfsiamese.utils.extras import install_hint
 
 RowBatch = tuple[list[int | str], list[str], "np.ndarray | None", list[dict[str, Any]]]
@@ -155,6 +162,14 @@ class DatabaseStore(ABC):
         )
         if rows.ids:
             self._write(rows, batch_size)
+
+    def check_new_rows(self, ids: Sequence[int | str], metadata: Sequence[dict[str, Any]] | None) -> None:
+        """Refuse an id or a metadata row this engine cannot keep (`add`'s own checks, by position in the whole
+        call): what a caller writing many `add`s checks first, so that a refusal comes before the first is written."""
+        for user_id in ids:
+            check_id(user_id, self.INT64_NOTE)
+        for position, values in enumerate(metadata or []):
+            check_metadata_row(values, position, reserved=self.RESERVED, check_key=self._check_key)
 
     @abstractmethod
     def _write(self, rows: Rows, batch_size: int) -> None:
