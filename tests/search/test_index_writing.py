@@ -26,7 +26,11 @@ BAD_INPUTS = {
 }
 # What only the database checks, in the last shard's rows: refused before the first shard's rows are written.
 DATABASE_REFUSALS = {
-    "an id beyond int64": ({"ids": [*range(11), 2**63]}, ValueError, r"does not fit in 64 bits \(LanceDB stores int64\)"),
+    "an id beyond int64": (
+        {"ids": [*range(11), 2**63]},
+        ValueError,
+        r"does not fit in 64 bits \(LanceDB stores int64\)",
+    ),
     "a nested metadata value": (
         {"metadata": [*SITES, {"site": {"a": 1}}]},
         TypeError,
