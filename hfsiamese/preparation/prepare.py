@@ -137,6 +137,8 @@ def prepare_pairs(
         "options": options.to_dict(),
     }
     folder = Path(output_dir)
+    if folder.is_dir() and source.resolve().is_relative_to(folder.resolve()):  # replacing the folder would remove it
+        raise ValueError(f"--output_dir {folder} holds the pair file {train_file}: choose another --output_dir")
     manifest, replace = _claim(folder, started, overwrite_output_dir)
     if manifest is not None:
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)

@@ -20,7 +20,7 @@ from hfsiamese.preparation.shards import CorruptShardError
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits
 from tests.conftest import QQP_FILE, REPO_ROOT
-from tests.helpers import offline_env
+from tests.helpers import folder_state, offline_env
 
 MAKE_PAIRS = REPO_ROOT / "benchmarks" / "search" / "make_pairs_file.py"
 
@@ -186,6 +186,19 @@ def test_an_output_dir_holding_something_else_needs_consent(tmp_path):
     copy.write_bytes(QQP_FILE.read_bytes())
     os.utime(copy, ns=(QQP_FILE.stat().st_atime_ns, QQP_FILE.stat().st_mtime_ns))
     assert prepare_pairs(copy, folder)["counts"]["train_pairs"] == 9_000
+
+
+@pytest.mark.parametrize("where", ["data/pairs.tsv", "data/raw/pairs.tsv"])
+def test_an_output_dir_holding_the_pair_file_is_refused_even_with_overwrite(tmp_path, where):
+    """Replacing the folder removed the pair file being prepared (and `--overwrite_output_dir` said only "replace")."""
+    source = tmp_path / where
+    source.parent.mkdir(parents=True)
+    source.write_bytes(QQP_FILE.read_bytes())
+    before = folder_state(tmp_path)
+    with pytest.raises(ValueError, match=r"^--output_dir .*data holds the pair file .*pairs.tsv: choose another"):
+        prepare_pairs(source, tmp_path / "data", overwrite_output_dir=True)
+    assert folder_state(tmp_path) == before
+    assert prepare_pairs(source, tmp_path / "prepared")["counts"]["train_pairs"] == 9_000  # the retry
 
 
 def test_bad_options_are_refused_before_anything_is_written(tmp_path):
