@@ -116,6 +116,8 @@ def prepare_pairs(
     """
     options = options or PreparationOptions()
     check_split_fractions(options.validation_fraction, options.test_fraction)
+    if isinstance(options.split_seed, bool) or not isinstance(options.split_seed, int):  # numpy's refusal came late
+        raise ValueError(f"split_seed must be an integer, got {options.split_seed!r}")
     if shard_pairs < 1:
         raise ValueError(f"shard_pairs must be at least 1, got {shard_pairs}")
     if engine not in ENGINES:

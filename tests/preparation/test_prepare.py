@@ -213,6 +213,15 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "prepared").exists()
 
 
+@pytest.mark.parametrize("seed", ["x", 1.5, True])
+def test_a_split_seed_that_is_no_integer_is_refused_before_the_folder_is_made(tmp_path, seed):
+    """It was refused by numpy (SeedSequence's TypeError) once the folder and its preparation.json were written."""
+    with pytest.raises(ValueError, match=rf"^split_seed must be an integer, got {seed!r}$"):
+        prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(split_seed=seed))
+    assert folder_state(tmp_path) == {}
+    assert prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(split_seed=7))["counts"]["train_pairs"]
+
+
 def test_a_run_with_other_split_options_than_the_folder_is_refused(tmp_path):
     prepare_pairs(QQP_FILE, tmp_path / "prepared")
     with pytest.raises(ValueError, match=r"split_seed=7 \(prepared with 42\)"):
