@@ -219,7 +219,8 @@ class DatabaseStore(ABC):
 
     @property
     def id_type(self) -> str | None:
-        """The kind of the first stored row's id (one kind per collection: `add` refuses the other)."""
+        """The kind of the first stored row's id (one kind per collection where a `DuplicateIndex` writes it: its `add`
+        refuses the other; the store itself keeps 5 and "5" as two rows)."""
         first = next(iter(self.iter_rows(1, with_vectors=False)), None)
         return id_type(list(first[0][:1])) if first is not None and first[0] else None
 
