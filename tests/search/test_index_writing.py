@@ -76,3 +76,13 @@ def test_rows_a_database_refuses_in_the_last_shard_are_refused_before_the_first(
     bad, tmp_path, tiny_lstm, word_tokenizer
 ):
     refused_then_built("lancedb", DATABASE_REFUSALS[bad], tmp_path, tiny_lstm, word_tokenizer)
+
+
+@pytest.mark.parametrize("store", ["lancedb", "qdrant"])
+def test_a_build_refused_for_its_ids_makes_no_database_collection(store, tmp_path, tiny_lstm, word_tokenizer):
+    """The ids are checked before the store is opened: a refused build left an empty collection in the database."""
+    with pytest.raises(ValueError, match=r"duplicate ids among the new texts: \[0\]"):
+        DuplicateIndex.build(CORPUS, tiny_lstm, word_tokenizer, ids=[0, *range(11)], store=store, database=tmp_path)
+    assert folder_state(tmp_path) == {}
+    with DuplicateIndex.build(CORPUS, tiny_lstm, word_tokenizer, store=store, database=tmp_path) as index:  # retry
+        assert sorted(index.ids) == list(range(12))
