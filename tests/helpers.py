@@ -170,3 +170,17 @@ def refuse_network(monkeypatch: pytest.MonkeyPatch, *, waits: bool = False) -> l
     if waits:
         monkeypatch.setattr(time, "sleep", no_wait)
     return attempts
+
+
+def folder_state(folder: Path) -> dict[str, str]:
+    """Every file under `folder` (its path relative to it) with the sha256 of its bytes: what a refused call must
+    leave as it was; `{}` where the folder does not exist."""
+    import hashlib
+
+    if not folder.exists():
+        return {}
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }

@@ -8,6 +8,7 @@ graph and the source folder's side files, and the `onnx` entry that marks the fo
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -32,12 +33,19 @@ _NOT_COPIED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".py", "
 _NOT_COPIED_NAMES = ("README.md", "config.json", "training_args.bin")
 
 
-def check_export_request(output_dir: str | Path, *, quantize: str | None, overwrite: bool) -> Path:
-    """Checks before any work: the quantisation asked for, onnxruntime installed, an output folder that may be written."""
+def check_export_request(
+    output_dir: str | Path, *, quantize: str | None, overwrite: bool, source_dir: str | Path | None = None
+) -> Path:
+    """Checks before any work: the quantisation asked for, onnxruntime installed, an output folder that may be written
+    and is not the model folder `source_dir` itself (overwriting it would replace the model's own config.json)."""
     if quantize not in (None, *QUANTIZATIONS):
         raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
     require_onnxruntime()
     output_dir = Path(output_dir)
+    if is_same_folder(output_dir, source_dir):
+        raise ValueError(
+            f"output_dir {output_dir} is the model folder being exported: choose another folder for the export"
+        )
     ensure_writable_folder(
         output_dir,
         overwrite=overwrite,
@@ -45,6 +53,11 @@ def check_export_request(output_dir: str | Path, *, quantize: str | None, overwr
         remedy="pass --overwrite_output_dir, or choose another folder",
     )
     return output_dir
+
+
+def is_same_folder(folder: Path, other: str | Path | None) -> bool:
+    """Whether `other` (None, a Hub id or a folder) is the existing folder `folder`, under any name (a link too)."""
+    return other is not None and folder.is_dir() and Path(other).is_dir() and os.path.samefile(folder, other)
 
 
 def quantize_int8(source: str | Path, target: str | Path) -> None:

@@ -284,7 +284,7 @@ def export_onnx(
     (onnxruntime's `quantize_static` on the graph's inputs for the calibration texts), checked on the held-out texts
     against `int8_check`'s bar (default `Int8AccuracyCheck()`) before anything is written.
     """
-    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite)
+    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir)
     check_calibration_request(quantize, calibration)
     model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:

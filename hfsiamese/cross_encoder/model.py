@@ -34,6 +34,7 @@ from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
 from hfsiamese.cross_encoder.openvino_model import OpenVinoSequenceClassifier
 from hfsiamese.cross_encoder.pair_inputs import encode_pairs
 from hfsiamese.models.siamese.calibration import CalibrationMixin
+from hfsiamese.models.siamese.hub_sharing import check_save_directory
 from hfsiamese.models.siamese.pair_decisions import PairDecisionMixin
 from hfsiamese.models.siamese.safe_loading import (
     check_complete,
@@ -163,7 +164,9 @@ class CrossEncoder(PairDecisionMixin, CalibrationMixin):
         return cls(model, tokenizer, pair_order=pair_order)
 
     def save_pretrained(self, save_directory: str | os.PathLike, **kwargs: Any) -> None:
-        """The model (safetensors) and config.json with the threshold and calibration, and the tokenizer beside them."""
+        """The model (safetensors) and config.json with the threshold and calibration, and the tokenizer beside them
+        (a `save_directory` that is a file refused, where transformers would log it and return)."""
+        check_save_directory(save_directory)
         self.model.save_pretrained(save_directory, **kwargs)
         if kwargs.get("is_main_process", True):
             self.tokenizer.save_pretrained(save_directory)

@@ -21,7 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hfsiamese.search.shards.manifest import corpus_fingerprint
-from hfsiamese.search.shards.shard_files import SHARD_PATTERN, partial_name, shard_path, write_table_whole
+from hfsiamese.search.shards.shard_files import (
+    SHARD_PATTERN,
+    partial_files,
+    partial_name,
+    shard_path,
+    write_table_whole,
+)
 from hfsiamese.utils.json_files import read_json_record
 
 __all__ = [
@@ -113,7 +119,7 @@ def read_score_shard(path: Path, rows: range) -> list[list[float]]:
 
 def remove_score_shards(shards_dir: Path) -> None:
     """Remove a finished run's manifest, shards and leftovers, and the folder if nothing else is in it."""
-    for path in [shards_dir / SCORES_MANIFEST_NAME, *shards_dir.glob(SHARD_PATTERN), *shards_dir.glob(".*.partial")]:
+    for path in [shards_dir / SCORES_MANIFEST_NAME, *shards_dir.glob(SHARD_PATTERN), *partial_files(shards_dir)]:
         path.unlink(missing_ok=True)
     if not any(shards_dir.iterdir()):
         shards_dir.rmdir()

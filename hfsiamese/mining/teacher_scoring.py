@@ -70,6 +70,8 @@ def pair_scorer(
     options: dict[str, Any] = {} if dtype is None else {"dtype": dtype}
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
+        raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")
     if isinstance(teacher, (str, os.PathLike)):
         from hfsiamese.loading import load_model
 
@@ -103,6 +105,18 @@ def check_groups(groups: datasets.Dataset, source: str = "the groups data set") 
     check_required_columns(groups, GROUP_COLUMNS, source, "mine the groups with --format groups-with-scores")
     if len(groups) == 0:
         raise ValueError(f"{source} has no rows to score")
+    negatives = groups.features["negatives"]
+    if getattr(negatives, "feature", None) is None:  # one value per row, not a list (a string would split in letters)
+        kind = getattr(negatives, "dtype", type(negatives).__name__)
+        raise TypeError(f"{source}: column 'negatives' holds {kind}, not lists of texts: give each row a list")
+    for name in GROUP_COLUMNS:  # every row, before a shard is scored: a refusal at a later shard leaves the first
+        for row, value in enumerate(groups[name]):
+            if name == "negatives" and value is None:
+                raise ValueError(f"{source}: row {row}: negatives is empty (None): give a list of texts")
+            for position, text in enumerate(value if name == "negatives" else [value]):
+                if not isinstance(text, str) or not text.strip():
+                    where = f"negatives[{position}]" if name == "negatives" else name
+                    raise ValueError(f"{source}: row {row}: {where} is empty ({text!r}): drop the row or fill it in")
 
 
 def score_groups(

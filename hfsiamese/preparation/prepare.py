@@ -116,6 +116,8 @@ def prepare_pairs(
     """
     options = options or PreparationOptions()
     check_split_fractions(options.validation_fraction, options.test_fraction)
+    if isinstance(options.split_seed, bool) or not isinstance(options.split_seed, int):  # numpy's refusal came late
+        raise ValueError(f"split_seed must be an integer, got {options.split_seed!r}")
     if shard_pairs < 1:
         raise ValueError(f"shard_pairs must be at least 1, got {shard_pairs}")
     if engine not in ENGINES:
@@ -137,6 +139,8 @@ def prepare_pairs(
         "options": options.to_dict(),
     }
     folder = Path(output_dir)
+    if folder.is_dir() and source.resolve().is_relative_to(folder.resolve()):  # replacing the folder would remove it
+        raise ValueError(f"--output_dir {folder} holds the pair file {train_file}: choose another --output_dir")
     manifest, replace = _claim(folder, started, overwrite_output_dir)
     if manifest is not None:
         logger.info("%s already holds this preparation of %s: nothing to do", folder, source)

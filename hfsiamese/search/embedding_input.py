@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hfsiamese.search.shards.shard_files import partial_name
 from hfsiamese.search.stores.embedding_table import EmbeddingTable
 
 ASSEMBLED_NAME = "embeddings.npy"  # a sharded build's embeddings, assembled beside its shards
@@ -58,7 +59,7 @@ def assembled_embeddings(shards: Any, shards_dir: Path) -> EmbeddingTable:
     file = shards_dir / ASSEMBLED_NAME
     state = PartialState()
     if state.is_main_process and not file.is_file():
-        staging = shards_dir / f".{ASSEMBLED_NAME}.partial"
+        staging = partial_name(file)  # a writer's own temporary name: `remove_partial_files` knows it
         shards.write_npy(staging)
         os.replace(staging, file)  # never a half-written file under the final name
     state.wait_for_everyone()

@@ -20,7 +20,15 @@ from hfsiamese.search.embedding_input import (
     embedding_table,
 )
 from hfsiamese.search.index_faiss import IndexFaiss
-from hfsiamese.search.input_checks import check_metadata, check_texts, id_type, plain_ids, texts_and_ids
+from hfsiamese.search.input_checks import (
+    check_given_ids,
+    check_metadata,
+    check_metadata_rows,
+    check_texts,
+    id_type,
+    plain_ids,
+    texts_and_ids,
+)
 from hfsiamese.search.stores.store_checks import show
 
 if TYPE_CHECKING:
@@ -62,14 +70,8 @@ def check_new_ids(index: SearchIndex, ids: Sequence[int | str] | None, count: in
         start = len(index)
         ids = list(range(start, start + count))
     else:
-        ids = plain_ids(ids)
-        if len(ids) != count:
-            raise ValueError(f"got {count} texts but {len(ids)} ids: give one id per text")
+        ids = check_given_ids(ids, count)
     check_id_kind(index, ids, "new ids")
-    seen: set[Any] = set()
-    repeated = [i for i in ids if i in seen or seen.add(i)]
-    if repeated:
-        raise ValueError(f"duplicate ids among the new texts: {sorted(set(repeated))[:5]}")
     clashing = [i for i, present in zip(ids, index.contains(ids)) if present]  # one query for them all
     if clashing:
         raise ValueError(f"ids already in the index: {clashing[:5]}{' ...' if len(clashing) > 5 else ''}")
@@ -92,6 +94,8 @@ def rows_to_add(
     texts = check_texts(texts)
     new_ids = check_new_ids(index, ids, len(texts))
     metadata = check_metadata(metadata, len(texts), database=index.store.database)
+    if index.database_store is not None:  # every row's id and metadata, before the first piece is written
+        index.database_store.check_new_rows(new_ids, metadata)
     kind = index.id_type or id_type(new_ids)
     if not index.store.database:  # one table of every new row, then appended at once
         return kind, [(new_ids, texts, embedding_table(embeddings, len(texts), index.embedding_dim), None)]
@@ -126,6 +130,11 @@ def fill_from_shards(
     the index's ids now."""
     from hfsiamese.search.shards import EmbeddingShards, encode_to_shards
 
+    # Refused before the first shard is written: a refusal after encoding would leave the shards behind.
+    new_ids = check_new_ids(index, ids, len(texts))
+    metadata = check_metadata(metadata, len(texts), database=index.store.database)
+    if index.database_store is not None:
+        index.database_store.check_new_rows(new_ids, metadata)
     encode_to_shards(
         texts,
         shards_dir,
@@ -139,11 +148,9 @@ def fill_from_shards(
     )
     shards = EmbeddingShards.open(shards_dir)
     if index.store.database:
-        index.add_embeddings(texts, shards, ids, metadata=metadata)
+        index.add_embeddings(texts, shards, new_ids, metadata=metadata)
         return index.id_type
     # in process, the embeddings stay on disk: one memory-mapped file assembled from the shards
-    new_ids = check_new_ids(index, ids, len(texts))
-    check_metadata(metadata, len(texts), database=False)
     table = assembled_embeddings(shards, Path(shards_dir))
     check_embedding_shape(table, len(texts), index.embedding_dim)
     cast("InMemoryStore", index.store).adopt(new_ids, texts, table)  # numbered rows: an in-process store
@@ -195,6 +202,10 @@ class IndexWrites(IndexFaiss):
         texts, ids = texts_and_ids(corpus, ids, text_column, id_column)
         if not texts:
             raise ValueError("cannot build an index from an empty corpus")
+        if ids is not None:  # refused before a database collection is made or a text encoded
+            ids = check_given_ids(ids, len(texts))
+        if metadata is not None:
+            check_metadata_rows(metadata, len(texts))
         index = cls(model, tokenizer, **kwargs)  # type: ignore[call-arg]  # the index's own constructor
         check_empty_store(index)
         if shards_dir is None:

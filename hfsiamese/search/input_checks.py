@@ -48,6 +48,11 @@ def check_metadata(
         raise ValueError(
             'metadata (and search filters) need a database backend ("lancedb" or "qdrant"): the in-process index keeps ids and texts only'
         )
+    return check_metadata_rows(metadata, count)
+
+
+def check_metadata_rows(metadata: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """One dict per text, without the reserved keys `id`, `text` and `score`: what needs no store to check."""
     if isinstance(metadata, dict):
         raise TypeError("metadata must be a list of dicts, one per text, not a single dict")
     metadata = list(metadata)
@@ -81,6 +86,21 @@ def plain_ids(ids: Sequence[Any]) -> list[Any]:
     return [i.item() if hasattr(i, "item") and not isinstance(i, (str, bytes)) else i for i in ids]
 
 
+def check_given_ids(ids: Sequence[Any], count: int) -> list[Any]:
+    """The ids a caller gave for `count` texts, as plain ids: one per text, of one kind, none twice (what needs no
+    index to check, so that a build refuses them before it opens a store or encodes a text)."""
+    ids = plain_ids(ids)
+    if len(ids) != count:
+        raise ValueError(f"got {count} texts but {len(ids)} ids: give one id per text")
+    if ids:
+        id_type(ids)  # refuses ids of both kinds
+    seen: set[Any] = set()
+    repeated = [i for i in ids if i in seen or seen.add(i)]
+    if repeated:
+        raise ValueError(f"duplicate ids among the new texts: {sorted(set(repeated))[:5]}")
+    return ids
+
+
 def texts_and_ids(
     corpus: Sequence[str] | datasets.Dataset,
     ids: Sequence[int | str] | None,
@@ -105,4 +125,13 @@ def texts_and_ids(
     return check_texts(corpus, "corpus"), ids
 
 
-__all__ = ["check_k", "check_sizes", "check_texts", "id_type", "plain_ids", "texts_and_ids"]
+__all__ = [
+    "check_given_ids",
+    "check_k",
+    "check_metadata_rows",
+    "check_sizes",
+    "check_texts",
+    "id_type",
+    "plain_ids",
+    "texts_and_ids",
+]

@@ -14,6 +14,8 @@ from transformers import BertConfig
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.bi_encoder.onnx_export import export_onnx
 from hfsiamese.models.siamese.configuration_siamese import ENCODER_TYPES
+from tests.fixtures import saved_tiny_lstm
+from tests.helpers import folder_state
 
 # (batch, length) pairs the issue asks for: shapes other than the one the graph was traced with (3, 9).
 SHAPES = [(1, 3), (1, 40), (7, 3), (7, 40)]
@@ -176,3 +178,18 @@ def test_int8_records_its_weights_and_an_older_export_warns_without_vnni(word_to
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         OnnxSiameseModel.from_pretrained(tmp_path / "onnx")
+
+
+def test_exporting_into_the_model_folder_itself_is_refused_before_a_file_is_written(word_tokenizer, tmp_path):
+    """`hfsiamese export --output_dir` the model's own folder with --overwrite_output_dir wrote model.onnx into it and
+    then failed copying its tokenizer onto itself (shutil.SameFileError)."""
+    from hfsiamese.cli.export import main as export
+
+    saved_tiny_lstm(tmp_path / "model", word_tokenizer)
+    before = folder_state(tmp_path)
+    folder = str(tmp_path / "model")
+    with pytest.raises(ValueError, match=r"^output_dir .*model is the model folder being exported: choose another"):
+        export(["--model_name_or_path", folder, "--output_dir", folder, "--overwrite_output_dir"])
+    assert folder_state(tmp_path) == before
+    export(["--model_name_or_path", folder, "--output_dir", str(tmp_path / "onnx")])  # the retry
+    assert (tmp_path / "onnx" / "model.onnx").is_file()

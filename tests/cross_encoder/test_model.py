@@ -9,7 +9,7 @@ from transformers import AutoTokenizer, BertConfig, BertForSequenceClassificatio
 from hfsiamese.cross_encoder.model import CrossEncoder, is_cross_encoder_folder
 from hfsiamese.loading import load_pair_model, load_siamese_model
 from tests.conftest import TEXTS
-from tests.helpers import run_without_hfsiamese
+from tests.helpers import folder_state, run_without_hfsiamese
 
 A = [TEXTS[0], TEXTS[2], TEXTS[4], "a much longer question about rice and how to cook it in a pot with water ?"]
 B = [TEXTS[1], TEXTS[3], TEXTS[7], TEXTS[6]]
@@ -183,3 +183,25 @@ def test_onnx_export_scores_as_pytorch(spread_cross_encoder, tmp_path):
     int8 = export_cross_encoder_onnx(cross, tmp_path / "int8", quantize="int8")
     assert int8["quantization"] == "int8"
     assert CrossEncoder.from_pretrained(tmp_path / "int8").score_pairs(A, B).shape == (len(A),)
+
+
+def test_save_pretrained_onto_a_file_is_refused_and_the_file_kept(tiny_cross_encoder, tmp_path):
+    (tmp_path / "model").write_text("the user's notes")
+    before = folder_state(tmp_path)
+    with pytest.raises(FileExistsError, match=r"^save_directory .*model exists and is not a folder: choose a folder$"):
+        tiny_cross_encoder.save_pretrained(tmp_path / "model")
+    assert folder_state(tmp_path) == before
+    tiny_cross_encoder.save_pretrained(tmp_path / "saved")  # the retry
+    assert CrossEncoder.from_pretrained(tmp_path / "saved").pair_order == tiny_cross_encoder.pair_order
+
+
+def test_exporting_into_the_model_folder_itself_is_refused_before_a_file_is_written(tiny_cross_encoder, tmp_path):
+    from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
+
+    tiny_cross_encoder.save_pretrained(tmp_path / "model")
+    before = folder_state(tmp_path)
+    with pytest.raises(ValueError, match=r"^output_dir .*model is the model folder being exported: choose another"):
+        export_cross_encoder_onnx(tiny_cross_encoder, tmp_path / "model", source_dir=tmp_path / "model", overwrite=True)
+    assert folder_state(tmp_path) == before
+    export_cross_encoder_onnx(tiny_cross_encoder, tmp_path / "onnx", source_dir=tmp_path / "model")  # the retry
+    assert CrossEncoder.from_pretrained(tmp_path / "onnx").score_pairs(["a b"], ["b a"]).shape == (1,)

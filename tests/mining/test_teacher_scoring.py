@@ -5,6 +5,7 @@ import pytest
 
 from hfsiamese.mining import TEACHER_SCORES_COLUMN, score_groups
 from hfsiamese.mining.score_shards import SCORES_MANIFEST_NAME, remove_score_shards
+from tests.helpers import folder_state
 from tests.mining.stand_ins import VECTORS, TableCrossEncoder, TableModel
 
 GROUPS = datasets.Dataset.from_dict(
@@ -131,3 +132,44 @@ def test_a_folder_scored_in_another_precision_is_refused(tmp_path):
     assert again[TEACHER_SCORES_COLUMN] == scored[TEACHER_SCORES_COLUMN]  # resumed: same precision
     with pytest.raises(ValueError, match="a teacher run in bfloat16 \\(pass --bf16 to resume\\)"):
         score_groups(GROUPS, TableCrossEncoder(SCORES), shards, shard_size=2)
+
+
+def groups_with(**columns) -> datasets.Dataset:
+    """GROUPS with some columns replaced."""
+    return datasets.Dataset.from_dict({**GROUPS.to_dict(), **columns})
+
+
+BAD_GROUPS = {  # each in the last row, so a check made shard by shard would come after the first shards
+    "negatives as one string": (
+        {"negatives": ["cd", "e", "af", "eb", "a"]},
+        TypeError,
+        r"column 'negatives' holds string, not lists of texts",
+    ),
+    "a None query": ({"query": ["a", "b", "c", "d", None]}, ValueError, r"row 4: query is empty \(None\)"),
+    "an empty positive": ({"positive": ["b", "a", "d", "c", " "]}, ValueError, r"row 4: positive is empty \(' '\)"),
+    "None for the negatives": (
+        {"negatives": [["c"], ["e"], ["a"], ["e"], None]},
+        ValueError,
+        r"row 4: negatives is empty \(None\)",
+    ),
+    "a None negative": ({"negatives": [["c"], ["e"], ["a"], ["e"], ["a", None]]}, ValueError, r"row 4: negatives\[1\]"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_GROUPS))
+def test_groups_that_cannot_be_scored_are_refused_before_the_shards_folder(bad, tmp_path):
+    columns, error, match = BAD_GROUPS[bad]
+    before = folder_state(tmp_path)
+    with pytest.raises(error, match=rf"^the groups data set: {match}"):
+        score_groups(groups_with(**columns), TableCrossEncoder(SCORES), tmp_path / "shards", shard_size=2)
+    assert folder_state(tmp_path) == before
+    scored = score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "shards", shard_size=2)  # the retry
+    assert len(scored[TEACHER_SCORES_COLUMN]) == len(GROUPS)
+
+
+@pytest.mark.parametrize("max_length", [0, -1, 2.5, True])
+def test_a_max_length_that_is_no_positive_integer_is_refused_before_the_shards_folder(max_length, tmp_path):
+    with pytest.raises(ValueError, match=rf"^max_length must be a positive integer or None, got {max_length!r}$"):
+        score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "shards", max_length=max_length)
+    assert folder_state(tmp_path) == {}
+    assert len(score_groups(GROUPS, TableCrossEncoder(SCORES), tmp_path / "shards", max_length=8)) == len(GROUPS)

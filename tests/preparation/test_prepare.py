@@ -20,7 +20,7 @@ from hfsiamese.preparation.shards import CorruptShardError
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits
 from tests.conftest import QQP_FILE, REPO_ROOT
-from tests.helpers import offline_env
+from tests.helpers import folder_state, offline_env
 
 MAKE_PAIRS = REPO_ROOT / "benchmarks" / "search" / "make_pairs_file.py"
 
@@ -188,6 +188,19 @@ def test_an_output_dir_holding_something_else_needs_consent(tmp_path):
     assert prepare_pairs(copy, folder)["counts"]["train_pairs"] == 9_000
 
 
+@pytest.mark.parametrize("where", ["data/pairs.tsv", "data/raw/pairs.tsv"])
+def test_an_output_dir_holding_the_pair_file_is_refused_even_with_overwrite(tmp_path, where):
+    """Replacing the folder removed the pair file being prepared (and `--overwrite_output_dir` said only "replace")."""
+    source = tmp_path / where
+    source.parent.mkdir(parents=True)
+    source.write_bytes(QQP_FILE.read_bytes())
+    before = folder_state(tmp_path)
+    with pytest.raises(ValueError, match=r"^--output_dir .*data holds the pair file .*pairs.tsv: choose another"):
+        prepare_pairs(source, tmp_path / "data", overwrite_output_dir=True)
+    assert folder_state(tmp_path) == before
+    assert prepare_pairs(source, tmp_path / "prepared")["counts"]["train_pairs"] == 9_000  # the retry
+
+
 def test_bad_options_are_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="validation_fraction"):
         prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(validation_fraction=1.5))
@@ -198,6 +211,15 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="unlabelled.csv"):
         prepare_pairs(unlabelled, tmp_path / "prepared")
     assert not (tmp_path / "prepared").exists()
+
+
+@pytest.mark.parametrize("seed", ["x", 1.5, True])
+def test_a_split_seed_that_is_no_integer_is_refused_before_the_folder_is_made(tmp_path, seed):
+    """It was refused by numpy (SeedSequence's TypeError) once the folder and its preparation.json were written."""
+    with pytest.raises(ValueError, match=rf"^split_seed must be an integer, got {seed!r}$"):
+        prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(split_seed=seed))
+    assert folder_state(tmp_path) == {}
+    assert prepare_pairs(QQP_FILE, tmp_path / "prepared", PreparationOptions(split_seed=7))["counts"]["train_pairs"]
 
 
 def test_a_run_with_other_split_options_than_the_folder_is_refused(tmp_path):

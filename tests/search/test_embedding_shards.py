@@ -28,7 +28,7 @@ from hfsiamese.search.shards import (
     shard_files as shard_file_module,
 )
 from tests.conftest import TEXTS
-from tests.helpers import accelerate_launch, run_offline
+from tests.helpers import accelerate_launch, folder_state, run_offline
 
 WORKER = Path(__file__).with_name("shard_worker.py")
 SHARD_SIZE = 16
@@ -387,3 +387,28 @@ def test_a_restart_reuses_the_recorded_precision_instead_of_deciding_again(
     np.testing.assert_array_equal(resumed, first)  # the redone shard in bf16, as before
     with pytest.raises(ValueError, match=r"another precision \(bf16 autocast; this process encodes in fp32"):
         encode_to_shards(texts, folder, tiny_transformer, word_tokenizer, shard_size=SHARD_SIZE, dtype=torch.float32)
+
+
+@pytest.mark.parametrize("max_length", [0, -3, 1.5])
+def test_a_max_length_that_is_no_positive_integer_is_refused_before_the_manifest(
+    max_length, tmp_path, tiny_lstm, word_tokenizer
+):
+    """0 wrote shards.json and then refused the folder as "another model" (its probe embeddings were NaN); -3 raised
+    an OverflowError from the tokenizer."""
+    texts = corpus(size=20)
+    with pytest.raises(ValueError, match=rf"^max_length must be a positive integer or None, got {max_length!r}$"):
+        encode_to_shards(
+            texts, tmp_path / "shards", tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE, max_length=max_length
+        )
+    assert folder_state(tmp_path) == {}
+    shards = encode_to_shards(
+        texts, tmp_path / "shards", tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE, max_length=8
+    )
+    assert shards.num_texts == 20  # the retry
+
+
+def test_a_users_partial_file_in_the_shards_folder_is_kept(tmp_path, tiny_lstm, word_tokenizer):
+    """Only the writers' own temporary files are removed at the end (all `.*.partial` files were)."""
+    (tmp_path / ".draft.partial").write_text("the user's", encoding="utf-8")
+    encode_to_shards(corpus(size=20), tmp_path, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
+    assert (tmp_path / ".draft.partial").read_text(encoding="utf-8") == "the user's"

@@ -40,8 +40,9 @@ class HubSharingMixin:
 
         A model whose encoder carries LoRA adapters (`--lora_r`) saves as a plain Siamese checkpoint, the adapters
         merged into the weights (it loads anywhere, without peft), and the adapters alone in `adapter/` beside them
-        (see `adapters`).
+        (see `adapters`). A `save_directory` that is a file is refused (transformers only logs it and returns).
         """
+        check_save_directory(save_directory)
         if has_adapters(getattr(self, "encoder", None)):
             if kwargs.get("state_dict") is not None:
                 raise ValueError("a model with LoRA adapters saves its own weights, merged: it takes no state_dict=...")
@@ -136,6 +137,14 @@ class HubSharingMixin:
         return str(build_card(self, model_name=repo_id.split("/")[-1], tokenizer=tokenizer, repo_id=repo_id))
 
 
+def check_save_directory(save_directory: str | os.PathLike) -> None:
+    """Refuse a `save_directory` that is a file before anything is written: transformers' `save_pretrained` logs an
+    error and returns, so the caller would believe the model saved. (This file travels as remote code and cannot import
+    hfsiamese.utils.output_dirs, whose `ensure_writable_folder` words it the same.)"""
+    if os.path.exists(save_directory) and not os.path.isdir(save_directory):
+        raise FileExistsError(f"save_directory {save_directory} exists and is not a folder: choose a folder")
+
+
 def _give_umask_mode(folder: Path) -> None:
     """
     safetensors writes its files 0600; give the weights the mode of every other file here (the umask's), or a model
@@ -161,4 +170,4 @@ def card_for_repo(card: str, repo_id: str) -> str:
     return re.sub(rf"""(["']){re.escape(loaded.group(1))}\1""", lambda m: f"{m.group(1)}{repo_id}{m.group(1)}", card)
 
 
-__all__ = ["HubSharingMixin", "card_for_repo"]
+__all__ = ["HubSharingMixin", "card_for_repo", "check_save_directory"]

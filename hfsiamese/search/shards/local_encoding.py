@@ -71,7 +71,7 @@ def encode_to_shards(
     Returns:
         the finished shards, on every process.
     """
-    check_options(shard_size, batch_size)
+    check_options(shard_size, batch_size, max_length)
     state = _process_state()
     shards_dir = Path(shards_dir)
     model = resolve_model(model, state.device)
@@ -162,8 +162,11 @@ def progress_bar(shards_dir: Path, total: int, show: bool) -> Any:
     return tqdm(total=total, initial=len(present_shards(shards_dir, total)), desc="Encoding shards", unit="shard")
 
 
-def check_options(shard_size: int, batch_size: int) -> None:
-    """A one-line error for a `shard_size` or `batch_size` that is not a positive integer."""
+def check_options(shard_size: int, batch_size: int, max_length: int | None = None) -> None:
+    """A one-line error for a `shard_size`, `batch_size` or `max_length` (None: the model's) that is not a positive
+    integer, before the folder is made."""
     for name, value in (("shard_size", shard_size), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1):
+        raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")

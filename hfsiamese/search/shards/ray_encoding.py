@@ -58,7 +58,7 @@ def encode_to_shards_ray(
     ray = import_ray()
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise ValueError(f"num_workers must be a positive integer, got {num_workers!r}")
-    check_options(shard_size, batch_size)
+    check_options(shard_size, batch_size, max_length)
     shards_dir = Path(shards_dir)
     model_name_or_path = str(model_name_or_path)
     options = {"num_cpus": 1, **(worker_options or {})}

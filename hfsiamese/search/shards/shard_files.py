@@ -9,6 +9,7 @@ leaves only a `.partial` file, which never counts.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 
 SHARD_PATTERN = "shard-*.parquet"
 PARTIAL_SUFFIX = ".partial"
+_PARTIAL_NAME = re.compile(rf"\..+\.[0-9a-f]{{12}}{re.escape(PARTIAL_SUFFIX)}")  # what `partial_name` makes
 
 
 def num_shards(num_texts: int, shard_size: int) -> int:
@@ -101,9 +103,15 @@ def read_shard(path: Path, rows: range, embedding_dim: int) -> tuple[np.ndarray,
     return found.astype(np.int64, copy=False), embeddings
 
 
+def partial_files(shards_dir: Path) -> list[Path]:
+    """The temporary files `partial_name` names in `shards_dir` (`.NAME.<12 hex>.partial`): a file of the user's
+    that merely ends in `.partial` is not one."""
+    return [path for path in shards_dir.glob(f".*{PARTIAL_SUFFIX}") if _PARTIAL_NAME.fullmatch(path.name)]
+
+
 def remove_partial_files(shards_dir: Path) -> None:
     """Remove the temporary files of writers killed in an earlier run (call it only when no writer is running)."""
-    for leftover in shards_dir.glob(f".*{PARTIAL_SUFFIX}"):
+    for leftover in partial_files(shards_dir):
         leftover.unlink(missing_ok=True)
 
 

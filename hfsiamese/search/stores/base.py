@@ -24,7 +24,14 @@ import torch
 
 from hfsiamese.search.input_checks import id_type
 from hfsiamese.search.stores.index_files import write_index_folder
-from hfsiamese.search.stores.store_checks import RESERVED_FIELDS, Rows, check_batch_size, check_rows
+from hfsiamese.search.stores.store_checks import (
+    RESERVED_FIELDS,
+    Rows,
+    check_batch_size,
+    check_id,
+    check_metadata_row,
+    check_rows,
+)
 from hfsiamese.utils.extras import install_hint
 
 RowBatch = tuple[list[int | str], list[str], "np.ndarray | None", list[dict[str, Any]]]
@@ -156,6 +163,14 @@ class DatabaseStore(ABC):
         if rows.ids:
             self._write(rows, batch_size)
 
+    def check_new_rows(self, ids: Sequence[int | str], metadata: Sequence[dict[str, Any]] | None) -> None:
+        """Refuse an id or a metadata row this engine cannot keep (`add`'s own checks, by position in the whole
+        call): what a caller writing many `add`s checks first, so that a refusal comes before the first is written."""
+        for user_id in ids:
+            check_id(user_id, self.INT64_NOTE)
+        for position, values in enumerate(metadata or []):
+            check_metadata_row(values, position, reserved=self.RESERVED, check_key=self._check_key)
+
     @abstractmethod
     def _write(self, rows: Rows, batch_size: int) -> None:
         """Write checked, new rows (vectors normalised), `batch_size` rows a request."""
@@ -204,7 +219,8 @@ class DatabaseStore(ABC):
 
     @property
     def id_type(self) -> str | None:
-        """The kind of the first stored row's id (one kind per collection: `add` refuses the other)."""
+        """The kind of the first stored row's id (one kind per collection where a `DuplicateIndex` writes it: its `add`
+        refuses the other; the store itself keeps 5 and "5" as two rows)."""
         first = next(iter(self.iter_rows(1, with_vectors=False)), None)
         return id_type(list(first[0][:1])) if first is not None and first[0] else None
 
