@@ -185,16 +185,6 @@ def test_onnx_export_scores_as_pytorch(spread_cross_encoder, tmp_path):
     assert CrossEncoder.from_pretrained(tmp_path / "int8").score_pairs(A, B).shape == (len(A),)
 
 
-def test_save_pretrained_onto_a_file_is_refused_and_the_file_kept(tiny_cross_encoder, tmp_path):
-    (tmp_path / "model").write_text("the user's notes")
-    before = folder_state(tmp_path)
-    with pytest.raises(FileExistsError, match=r"^save_directory .*model exists and is not a folder: choose a folder$"):
-        tiny_cross_encoder.save_pretrained(tmp_path / "model")
-    assert folder_state(tmp_path) == before
-    tiny_cross_encoder.save_pretrained(tmp_path / "saved")  # the retry
-    assert CrossEncoder.from_pretrained(tmp_path / "saved").pair_order == tiny_cross_encoder.pair_order
-
-
 def test_exporting_into_the_model_folder_itself_is_refused_before_a_file_is_written(tiny_cross_encoder, tmp_path):
     from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
 
