@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 from datasets.table import MemoryMappedTable
 
+from hfsiamese.data.arrow_batches import ChunkedRows
 from hfsiamese.data.question_identity import column_numpy
 from hfsiamese.preparation.pair_rows import hash_batch, shard_table
 from hfsiamese.preparation.shards import write_shard
@@ -58,11 +59,12 @@ class LocalPreparation:
                 for future in as_completed(futures):
                     yield future.result()
         else:
+            table = ChunkedRows(pairs.data.table)
             for path, rows, groups in todo:
-                yield write_shard(shard_table(pairs.data.table.take(pa.array(rows)), groups), path)
+                yield write_shard(shard_table(table.take(rows), groups), path)
 
 
 def _write_shard_of_files(files: list[str], rows: np.ndarray, groups: np.ndarray | None, path: Path) -> dict[str, Any]:
     """A worker's shard: the pairs read from their memory-mapped Arrow files (the ones `load_pairs` wrote)."""
     table = pa.concat_tables([MemoryMappedTable.from_file(name).table for name in files])
-    return write_shard(shard_table(table.take(pa.array(rows)), groups), path)
+    return write_shard(shard_table(ChunkedRows(table).take(rows), groups), path)

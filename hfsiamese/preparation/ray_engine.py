@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 from tqdm.auto import tqdm
 
+from hfsiamese.data.arrow_batches import ChunkedRows
 from hfsiamese.preparation.pair_rows import hash_batch, identity_columns, shard_table
 from hfsiamese.preparation.shards import write_shard
 from hfsiamese.utils.extras import install_hint
@@ -169,7 +170,7 @@ class RayPreparation:
 
 def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     # A copy of just these rows: a slice of the memory-mapped table would carry its whole buffers into the object store.
-    return table.take(pa.array(rows))
+    return ChunkedRows(table).take(rows)
 
 
 def _hash_rows(keys: pa.Table, started_file: str, started: str) -> tuple[np.ndarray, np.ndarray]:
