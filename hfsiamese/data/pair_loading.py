@@ -247,7 +247,7 @@ def _convert_eagerly(raw: datasets.Dataset, rows: _PairRows, *, layout: TextLayo
     if dropped:
         warnings.warn(
             f"dropped {dropped} of {total} row(s) from {source} with an empty, null or whitespace-only question "
-            f"({_empty_rows(raw, rows)})",
+            f"({_empty_rows(raw, rows, dropped)})",
             UserWarning,
             stacklevel=3,
         )
@@ -262,17 +262,25 @@ def _convert_eagerly(raw: datasets.Dataset, rows: _PairRows, *, layout: TextLayo
     return ds.with_format(None)
 
 
-def _empty_rows(raw: datasets.Dataset, rows: _PairRows, shown: int = 5) -> str:
-    """Where the rows with an empty question are, for the warning that drops them: the first few data rows."""
-    empty = None
-    for role in ("question1", "question2"):
-        column = raw.data.table.column(rows.mapping[role]).cast(pa.string())
-        blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(column)), 0), True)
-        empty = blank if empty is None else pc.or_(empty, blank)
-    positions = np.flatnonzero(empty.to_numpy(zero_copy_only=False))
-    named = ", ".join(str(position + 1) for position in positions[:shown])
-    more = f" and {len(positions) - shown} more" if len(positions) > shown else ""
-    return f"data row{'s' if len(positions) > 1 else ''} {named}{more}, header not counted"
+def _empty_rows(raw: datasets.Dataset, rows: _PairRows, dropped: int, shown: int = 5) -> str:
+    """Where the `dropped` rows with an empty question are, for the warning that drops them: the first few data rows,
+    found batch by batch (the whole columns' trimmed copies would be gigabytes on a file of millions of pairs)."""
+    positions: list[int] = []
+    start = 0
+    for batch in raw.data.table.select([rows.mapping["question1"], rows.mapping["question2"]]).to_batches():
+        empty = None
+        for column in batch.columns:
+            blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(column.cast(pa.string()))), 0), True)
+            empty = blank if empty is None else pc.or_(empty, blank)
+        positions.extend(
+            (start + np.flatnonzero(empty.to_numpy(zero_copy_only=False)))[: shown - len(positions)].tolist()
+        )
+        start += batch.num_rows
+        if len(positions) == shown:
+            break
+    named = ", ".join(str(position + 1) for position in positions)
+    more = f" and {dropped - len(positions)} more" if dropped > len(positions) else ""
+    return f"data row{'s' if dropped > 1 else ''} {named}{more}, header not counted"
 
 
 def _convert_batch(batch: pa.Table, indices: list[int], *, rows: _PairRows) -> pa.Table:

@@ -162,9 +162,15 @@ def check_arrow_text_type(kind: pa.DataType, name: str, source: str) -> None:
 
 
 def check_not_all_numbers(column: pa.ChunkedArray | pa.Array, name: str, source: str) -> None:
-    """Text columns of numbers only (ids read as text from a csv) are no questions."""
-    column = pc.utf8_trim_whitespace(column)
-    non_empty = pc.sum(pc.greater(pc.utf8_length(column), 0)).as_py() or 0
-    numeric = pc.sum(pc.match_substring_regex(column, _NUMBER)).as_py() or 0
-    if non_empty and numeric == non_empty:
+    """Text columns of numbers only (ids read as text from a csv) are no questions. Read chunk by chunk, up to the
+    first text that is not a number: a whole column's trimmed copy would be gigabytes on a file of millions of pairs."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    non_empty = 0
+    for chunk in chunks:
+        trimmed = pc.utf8_trim_whitespace(chunk)
+        filled = pc.fill_null(pc.greater(pc.utf8_length(trimmed), 0), False)
+        if pc.any(pc.and_(filled, pc.invert(pc.match_substring_regex(trimmed, _NUMBER)))).as_py():
+            return  # a question that is not a number
+        non_empty += pc.sum(filled).as_py() or 0
+    if non_empty:
         raise ValueError(f"{source}: column {name!r} holds numbers only, not question text; check the column flags")

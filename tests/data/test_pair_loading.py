@@ -517,3 +517,33 @@ def test_non_utf8_bytes_inside_a_json_string(tmp_path):
         load(str(path), tmp_path)
     with pytest.raises(ValueError, match=rf"byte offset {offset} \(line 3001\)"):
         list(load_pairs(str(path), streaming=True))
+
+
+def invalid_utf8_chunk() -> pa.Array:
+    """A text chunk no Arrow string function can read: a check that reaches it fails."""
+    return pa.Array.from_buffers(
+        pa.string(), 1, [None, pa.py_buffer(bytes([0, 0, 0, 0, 2, 0, 0, 0])), pa.py_buffer(b"\xff\xfe")]
+    )
+
+
+def test_the_numbers_only_check_reads_up_to_the_first_question_chunk_by_chunk():
+    from hfsiamese.data.source_columns import check_not_all_numbers
+
+    # a whole column's trimmed copy was gigabytes at 40M pairs: the check now stops at the first question
+    check_not_all_numbers(pa.chunked_array([pa.array(["12", "What is x?"]), invalid_utf8_chunk()]), "q", "f.csv")
+    check_not_all_numbers(pa.chunked_array([pa.array(["12", " 7 "]), pa.array(["why?"])]), "q", "f.csv")
+    with pytest.raises(ValueError, match="column 'q' holds numbers only"):
+        check_not_all_numbers(pa.chunked_array([pa.array(["12", " 7 ", None]), pa.array(["3.5", ""])]), "q", "f.csv")
+
+
+def test_dropped_rows_are_located_batch_by_batch_up_to_the_first_five():
+    from hfsiamese.data.pair_loading import _PairRows, _empty_rows
+
+    def batch(first: list[str]) -> pa.RecordBatch:
+        return pa.record_batch({"q1": first, "q2": ["x"] * len(first)})
+
+    table = pa.Table.from_batches([batch(["a", "", "b"]), batch([" ", "c", "", ""]), batch(["", "d"])])
+    table = pa.concat_tables([table, pa.table({"q1": invalid_utf8_chunk(), "q2": ["x"]})])  # never read
+    rows = _PairRows({"question1": "q1", "question2": "q2"}, "f.csv", None)
+    where = _empty_rows(datasets.Dataset(table), rows, dropped=9)
+    assert where == "data rows 2, 4, 6, 7, 8 and 4 more, header not counted"
