@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         str(train_file),
         args.output_dir,
         PreparationOptions.from_data_args(data_args),
-        num_proc=data_args.preprocessing_num_workers,
+        num_proc=preparation_processes(data_args.preprocessing_num_workers),
         shard_pairs=args.shard_pairs,
         overwrite_output_dir=args.overwrite_output_dir,
         engine=args.engine,
@@ -97,6 +97,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {"output_dir": args.output_dir, **manifest["counts"]}
     print(json.dumps(summary))
     return summary
+
+
+def preparation_processes(asked: int | None) -> int:
+    """The processes `prepare` hashes and writes with: `--preprocessing_num_workers`, else every core this process may
+    use (the folder is the same byte for byte whatever the count; one process left a 2-core machine half idle)."""
+    from hfsiamese.utils.cpu_threads import available_cores
+
+    return available_cores() if asked is None else asked
 
 
 if __name__ == "__main__":

@@ -126,7 +126,11 @@ class DataArguments:
         },
     )
     preprocessing_num_workers: int | None = field(
-        default=None, metadata={"help": "Processes for tokenisation (and for hashing questions when preparing)."}
+        default=None,
+        metadata={
+            "help": "Processes for tokenisation (and for hashing questions and writing shards when preparing; "
+            "`hfsiamese prepare` uses every core by default)."
+        },
     )
     tokenize_in_collator: bool | None = field(
         default=None,

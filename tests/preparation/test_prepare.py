@@ -240,6 +240,19 @@ def test_the_prepare_command_prints_the_counts_and_resumes_the_same_preparation(
     assert prepare_command(argv) == first  # the same preparation: nothing to do
 
 
+@pytest.mark.parametrize("flag, processes", [([], 3), (["--preprocessing_num_workers", "1"], 1)])
+def test_the_prepare_command_hashes_and_writes_on_every_core_unless_told(tmp_path, monkeypatch, flag, processes):
+    import hfsiamese.preparation as preparation
+    import hfsiamese.utils.cpu_threads as cpu_threads
+
+    asked = []
+    real = preparation.prepare_pairs
+    monkeypatch.setattr(cpu_threads, "available_cores", lambda: 3)
+    monkeypatch.setattr(preparation, "prepare_pairs", lambda *a, **kw: asked.append(kw["num_proc"]) or real(*a, **kw))
+    prepare_command(["--train_file", str(QQP_FILE), "--output_dir", str(tmp_path / "prepared"), *flag])
+    assert asked == [processes]
+
+
 _PEAK_RSS = textwrap.dedent(
     """
     import resource, sys, warnings
