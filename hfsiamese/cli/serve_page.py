@@ -9,7 +9,7 @@ from typing import Any
 from hfsiamese.cli.app_groups import GroupCells
 from hfsiamese.cli.app_page import DuplicateSearch, build_app
 from hfsiamese.service.app import ServiceRuntime
-from hfsiamese.service.auth import request_key
+from hfsiamese.service.page_sign_in import PageSignIn
 from hfsiamese.service.service import DuplicateService
 from hfsiamese.utils.extras import install_hint
 
@@ -45,22 +45,20 @@ class ServicePage(DuplicateSearch):
 
 
 def mount_page(app: Any, service: DuplicateService, path: str) -> None:
-    """Mount the page at `path` on `app` (`create_app`'s, over `service`): a request without a read key gets 401
-    where the service has keys (Gradio answers it)."""
+    """Mount the page at `path` on `app` (`create_app`'s, over `service`). Where the service has keys, the page
+    answers a request that carries a key in a header, or a person who signed in at `path/sign-in` (`PageSignIn`);
+    anything else gets 401, and a browser opening the page is sent to the sign-in form."""
     try:
         import gradio as gr
     except ImportError as err:
         raise ImportError(f"--mount_app needs gradio: {install_hint('app')}") from err
     runtime: ServiceRuntime = app.state.runtime
-    keys = runtime.keys
-
-    def key_holder(request: Any) -> str | None:  # Gradio's user name: the key's kind, None to refuse
-        key = request_key(request.headers.get("authorization"), request.headers.get("x-api-key"))
-        return keys.kind_of(key) if key else None
-
+    sign_in = PageSignIn(runtime.keys, path) if runtime.keys.enabled else None
+    if sign_in is not None:
+        app.include_router(sign_in.router())  # before the mount, which would otherwise answer these paths itself
     blocks = build_app(ServicePage(service, runtime))
     gr.mount_gradio_app(
-        app, blocks, path=path, auth_dependency=key_holder if keys.enabled else None, show_error=False,
+        app, blocks, path=path, auth_dependency=sign_in.holder if sign_in is not None else None, show_error=False,
         footer_links=["api"],
     )  # fmt: skip
 

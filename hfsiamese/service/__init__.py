@@ -2,7 +2,8 @@
 `hfsiamese serve`: duplicate detection over HTTP (FastAPI + uvicorn, the `serve` extra). `create_app` builds the
 ASGI app over a saved `DuplicateIndex`; `ServiceClient` calls it from Python. The modules: `settings` (what a
 service is told), `schemas` (the JSON), `auth` (API keys), `batching` (dynamic batches, one writer), `service`
-(the index's operations), `metrics` (Prometheus), `errors` (JSON errors, body limit), `app` (the routes).
+(the index's operations), `metrics` (Prometheus), `errors` (JSON errors, body limit), `app` (the routes),
+`page_sign_in` (a person's sign-in to the mounted page).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ Keys come from a file (`--api_keys_file`: one `KIND:KEY` a line, `#` comments an
 environment variable `HFSIAMESE_API_KEYS` (`KIND:KEY` entries separated by commas), read when the service starts
 (never written). A request gives its key as `Authorization: Bearer KEY` or `X-API-Key: KEY`. With keys, every
 `/v1` route needs one (401 without, 403 for a read key on a write route); without keys the service answers anyone,
-which it only allows when it listens on loopback.
+which it only allows when it listens on loopback. A person's browser sends no such header: on the page that
+`--mount_app` mounts, a person signs in with a key instead (`page_sign_in`). The resulting session opens that page
+only, never a `/v1` route.
 """
 
 from __future__ import annotations

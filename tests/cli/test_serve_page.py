@@ -1,5 +1,6 @@
 """`hfsiamese serve --mount_app /app`: the web page on the service's own server, behind its keys, driven over HTTP
-(the page and Gradio's API answer with a key, 401 without), beside the JSON API; and the paths it refuses."""
+(the page and Gradio's API answer a key in a header, or a person signed in with one; 401 without), beside the
+JSON API; and the paths it refuses."""
 
 from __future__ import annotations
 
@@ -10,24 +11,16 @@ import pytest
 
 from hfsiamese.cli.command_line import UsageError
 from hfsiamese.cli.serve import ServeArguments, check_mount_path
+from hfsiamese.service.page_sign_in import COOKIE, WRONG_KEY
 from tests.conftest import TEXTS
-from tests.service.running_service import (
-    READ_KEY,
-    RunningService,
-    lancedb_index_dir,
-    tiny_model_dir,
-    write_keys_file,
-)
+from tests.service.running_service import READ_KEY, service_with_page
 
 READ = {"Authorization": f"Bearer {READ_KEY}"}
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, word_tokenizer):
-    root = tmp_path_factory.mktemp("serve_page")
-    model_dir = tiny_model_dir(root / "model", word_tokenizer)
-    keys_file = write_keys_file(root / "keys.txt")
-    running = RunningService(lancedb_index_dir(root, model_dir), model_dir, "--mount_app", "/app", keys_file=keys_file)
+    running = service_with_page(tmp_path_factory.mktemp("serve_page"), word_tokenizer)
     yield running
     running.stop()
 
@@ -67,3 +60,32 @@ def test_a_mount_path_that_is_not_its_own_is_refused(path, said):
         check_mount_path(ServeArguments(index_dir="i", model_name_or_path="m", mount_app=path))
     with pytest.raises(UsageError, match="not by a --replica"):
         check_mount_path(ServeArguments(index_dir="i", model_name_or_path="m", mount_app="/app", replica=True))
+
+
+def test_a_person_signs_in_with_a_read_key_and_uses_the_page_not_the_api(service):
+    with httpx.Client(base_url=service.url, timeout=60) as client:
+        opened = client.get("/app/", headers={"Accept": "text/html"})  # a browser, no key: sent to the form
+        assert opened.status_code == 303 and opened.headers["location"] == "sign-in"
+        assert 'name="key"' in client.get("/app/sign-in").text
+        signed_in = client.post("/app/sign-in", data={"key": READ_KEY})
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "./"
+        cookie = signed_in.headers["set-cookie"]
+        assert all(part in cookie.lower() for part in ("httponly", "samesite=strict", "path=/app;")), cookie
+        assert READ_KEY not in cookie  # a session token, not the key
+        assert client.get("/app/").status_code == 200  # the session cookie, no header
+        _verdict, results = gradio_call(client, "search", TEXTS[4])
+        assert TEXTS[4] in results
+        session = {"Cookie": f"{COOKIE}={client.cookies[COOKIE]}"}
+        assert client.post("/v1/search", json={"query": TEXTS[4]}, headers=session).status_code == 401  # not a key
+        assert client.get("/app/sign-out").headers["location"] == "sign-in"
+        assert client.post("/app/gradio_api/call/search", json={"data": [TEXTS[4]]}, headers=session).status_code == 401
+
+
+def test_a_wrong_key_is_refused_on_the_form_and_never_logged(service):
+    wrong = "wrong-key-" + "x" * 16
+    with httpx.Client(base_url=service.url, timeout=60) as client:
+        refused = client.post("/app/sign-in", data={"key": wrong})
+        assert refused.status_code == 401 and WRONG_KEY in refused.text and "set-cookie" not in refused.headers
+        assert wrong not in refused.text and "Traceback" not in refused.text
+        assert client.get("/app/", headers={"Cookie": f"{COOKIE}=made-up-session"}).status_code == 401
+    assert wrong not in service.log()

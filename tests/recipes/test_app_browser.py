@@ -9,24 +9,16 @@ import time
 import urllib.request
 from pathlib import Path
 
+import gradio  # noqa: F401  (recipes/app.py's; the test extra has it, so a broken install is an error)
 import pytest
 import torch
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):  # an error, not a skip: CI would pass without the browser
-    pytest.fail(
-        "Debian's chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver; .ci/run does it)",
-        pytrace=False,
-    )
-
-import gradio  # noqa: E402, F401  (recipes/app.py's; the test extra has it, so a broken install is an error)
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
-from tests.conftest import REPO_ROOT, TEXTS  # noqa: E402
-from tests.helpers import offline_env  # noqa: E402
+from hfsiamese import SiameseConfig, SiameseModel
+from tests.browser import ask, chromium, text_of  # fails the module where Chromium is not installed
+from tests.conftest import REPO_ROOT, TEXTS
+from tests.helpers import offline_env
 
 APP = REPO_ROOT / "recipes" / "app.py"
 
@@ -60,13 +52,8 @@ def start_app(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)), options=options)
-    yield driver
-    driver.quit()
+    with chromium() as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")
@@ -93,26 +80,6 @@ def app_url(model_and_corpus):
     yield url
     process.terminate()
     process.wait(timeout=30)
-
-
-def text_of(driver, selector: str, contains: str, timeout: float = 30) -> str:
-    """The text of the element at `selector` once it contains `contains`."""
-    WebDriverWait(driver, timeout).until(lambda d: contains in d.find_element(By.CSS_SELECTOR, selector).text)
-    return driver.find_element(By.CSS_SELECTOR, selector).text
-
-
-def ask(driver, url: str, question: str) -> None:
-    driver.get(url)
-    box = WebDriverWait(driver, 60).until(lambda d: d.find_element(By.CSS_SELECTOR, "#question textarea"))
-    if len(question) > 200:  # typing 10,000 keys is slow: set the value as a paste would, then notify the page
-        driver.execute_script(
-            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));",
-            box,
-            question,
-        )
-    else:
-        box.send_keys(question)
-    driver.find_element(By.CSS_SELECTOR, "#search").click()
 
 
 def test_a_known_question_finds_itself_first_and_is_called_a_duplicate(browser, app_url):

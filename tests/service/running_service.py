@@ -101,3 +101,10 @@ class RunningService:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.log_path.unlink(missing_ok=True)
+
+
+def service_with_page(root: Path, tokenizer) -> RunningService:
+    """`hfsiamese serve --mount_app /app` with `READ_KEY` and `WRITE_KEY`, over `TEXTS` indexed in LanceDB under `root`."""
+    model_dir = tiny_model_dir(root / "model", tokenizer)
+    keys_file = write_keys_file(root / "keys.txt")
+    return RunningService(lancedb_index_dir(root, model_dir), model_dir, "--mount_app", "/app", keys_file=keys_file)
