@@ -96,19 +96,26 @@ def test_a_question_linking_two_groups_merges_them_under_the_earliest_members_nu
     assert sorted(groups.members(first)) == [0, 1, 2] and len(groups) == 1 and groups.canonical_of(first) == 0
 
 
-def test_an_add_whose_k_nearest_are_all_duplicates_says_its_groups_may_differ_from_a_rebuilds(caplog):
+def test_an_add_whose_k_nearest_earlier_are_all_duplicates_says_it_was_placed_by_them_only(caplog):
     vectors = clustered_vectors(0)
     texts = list(vectors)
     index = DuplicateIndex.build(texts[:30], VectorModel(vectors), threshold=THRESHOLD)
-    index.find_groups(k=2)
+    with caplog.at_level("WARNING"):
+        index.find_groups(k=2)
+    assert (
+        "or more earlier duplicates at the threshold 0.8: each is linked to its 2 nearest earlier ones" in caplog.text
+    )
+    caplog.clear()
     with caplog.at_level("WARNING"):
         index.add(texts[30:], assign_groups=True)
-    assert "nearest neighbours at or above the threshold 0.8: their groups may differ from a rebuild's" in caplog.text
+    assert (
+        "have 2 or more earlier duplicates at the threshold 0.8: each was placed by its 2 nearest only" in caplog.text
+    )
     caplog.clear()
     index.find_groups(k=len(texts))
     with caplog.at_level("WARNING"):
         index.add(["question one more"], assign_groups=True)
-    assert "differ from a rebuild's" not in caplog.text
+    assert "earlier duplicates" not in caplog.text
 
 
 @pytest.mark.parametrize("guard", ["none", "canonical", "mean"])
@@ -127,6 +134,8 @@ def test_groups_kept_on_add_equal_a_rebuild_with_the_cross_encoder_guard_when_k_
     options = dict(guard="cross_encoder", cross_encoder=cross_encoder, cross_encoder_threshold=decision)
     budget = 1000.0  # one pair a question: these clusters have more borderline links, and the budget must last
     for seed, batch in ((0, 1), (3, 4)):
-        kept, rebuilt, calls = kept_and_rebuilt(seed, batch, NEAR_COPIES, k=SMALL_K, cross_encoder_budget=budget, **options)
+        kept, rebuilt, calls = kept_and_rebuilt(
+            seed, batch, NEAR_COPIES, k=SMALL_K, cross_encoder_budget=budget, **options
+        )
         assert 0 < calls < call_budget(budget, NEAR_COPIES["clusters"] * NEAR_COPIES["size"])
         assert kept == rebuilt, f"seed {seed}"
