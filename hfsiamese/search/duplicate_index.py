@@ -315,8 +315,10 @@ class DuplicateIndex(IndexWrites, IndexFolder):
     ) -> DuplicateGroups:
         """
         Group the indexed texts into duplicate groups and keep the groups with the index (saved with it, kept current
-        by `add(..., assign_groups=True)` and `delete`). The pairs are `find_duplicates`' (`threshold`, `k`,
-        `probability_threshold` as there), their connected components split where they chain: each text, in index
+        by `add(..., assign_groups=True)` and `delete`). Each text is linked to its `k` nearest earlier texts whose
+        cosine reaches the threshold (`threshold`, `probability_threshold` as in `find_duplicates`; the rule an add
+        follows too: `hfsiamese.search.groups.earlier_links`), and the links' connected components are split where
+        they chain: each text, in index
         order, joins its most similar earlier duplicate's group if its mean cosine to the members reaches the
         threshold (`guard="mean"`, default), or its cosine to the group's canonical does (`"canonical"`); `"none"`
         keeps components whole (`hfsiamese.search.groups.clustering` says why the default). Each group's canonical question is its `"earliest"` member (first in the

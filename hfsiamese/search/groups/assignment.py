@@ -1,37 +1,42 @@
 """
 Keeping `DuplicateGroups` current as the index changes, without a rebuild:
 
-* `assign_new`: each new question goes where a rebuild would put it (`placement.place`): the group of its most
-  similar grouped duplicate (at or above the groups' threshold, among its `k` nearest) whose guard it passes, trying
-  the next one's group otherwise, else a group of its own; with `"none"` it joins every group a duplicate of it is in
-  (`placement.link_components`: they merge). Questions added in one call are placed in order, so a later one can join
-  an earlier one.
+* `assign_new`: each new question goes where a rebuild would put it (`placement.place`), from the links a rebuild
+  gives it (`earlier_links`: its `k` nearest questions before it at or above the groups' threshold): the group of its
+  most similar linked question whose guard it passes, trying the next one's group otherwise, else a group of its
+  own; with `"none"` it joins every group a linked question is in (`placement.link_components`: they merge).
+  Questions added in one call are placed in order, each from the questions before it (the earlier ones of the call
+  included, the later ones not), so a later one can join an earlier one.
 * `forget`: the deleted questions leave their groups, and each group that lost one is grouped again among its own
-  members by the rebuild's rule: a new canonical is promoted where the canonical went, and members that only
-  belonged through a deleted question split off.
+  members by the rebuild's rule (each member linked to its `k` nearest earlier members): a new canonical is promoted
+  where the canonical went, and members that only belonged through a deleted question split off.
 
-Why placing the new question is enough: a rebuild decides its rows in index order, each from its earlier duplicates'
-groups as they stand when its turn comes, and never looks at a later row (`clustering.guarded_groups`). An added
-question is the last row, so every earlier row's decision, and the group each made, is what it was; only the new
-question's own place is new, decided by the same `place` from the same neighbours. Without a guard a rebuild's
-groups are connected components, which the new question's links join: exactly the groups it links to merge, nothing
-else changes. The cost of an add is one search of `k` neighbours per new question and, per group tried, that group's
-members' embeddings (a guarded group stays small); without a guard, the merged component's.
+Why placing the new question is enough: a question's links are drawn from the questions before it, and a rebuild
+decides its rows in index order, each from its links and its earlier duplicates' groups as they stand when its turn
+comes, never looking at a later row (`clustering.guarded_groups`). An added question is the last row, so every
+earlier row's links, its decision and the group it made are what they were; only the new question's own place is
+new, decided by the same `place` from the same links (`earlier_links` proves it). Without a guard a rebuild's groups
+are the connected components of the links, which the new question's links join: exactly the groups it links to
+merge, nothing else changes. The cost of an add is one search of `k + 1` neighbours per new question (deeper only
+where its list may be incomplete, as a rebuild's) and, per group tried, that group's members' embeddings (a guarded
+group stays small); without a guard, the merged component's.
 
-Equal to a rebuild (`find_groups`) on the same rows, for any order of adds, one by one or in batches, every guard and
-canonical rule, as long as:
+Equal to a rebuild (`find_groups`) on the same rows with an exact store, for any order of adds, one by one or in
+batches, every guard, canonical rule and `k`, as long as:
 
-* no question has `k` duplicates or more at the threshold among its `k` nearest: a rebuild links each row to its `k`
-  nearest both ways, so a new question can enter an earlier row's `k` nearest (a link its own search does not show)
-  and push another out, changing what later rows were placed by. The rebuild warns of such rows, and so does an add
-  (`warn_capped`): find the groups with a larger `k` to keep the two equal;
+* no question was deleted since the groups were found: a deleted question leaves a later one's links one short
+  where a rebuild fills them with its next nearest earlier duplicate, and only the groups that lost a member are
+  grouped again, where a rebuild would also place again every later question that was placed by one of them;
+* every question came in grouped (a plain `add` leaves its rows out of the groups, and a later add does not link
+  to them);
 * the cross-encoder guard's budget lasts: an add may spend what a rebuild of all the questions would have left
   (`add_budget`), and once a rebuild has spent its whole budget, which links it scored depends on its dry passes.
 
-Group numbers a user has seen stay: a question joins an existing group under its number; when groups merge, the one
-holding the earliest question keeps its number and the others' numbers are retired (never reused); when a delete
-splits a group, the part holding its earliest remaining member keeps the number and the other parts get new ones.
-The cross-encoder guard asks the index's `cross_encoder`.
+Where a new question has `k` duplicates or more before it, it is placed by its `k` nearest, as a rebuild places it;
+the add says so (`warn_capped`), as `find_groups` does. Group numbers a user has seen stay: a question joins an
+existing group under its number; when groups merge, the one holding the earliest question keeps its number and the
+others' numbers are retired (never reused); when a delete splits a group, the part holding its earliest remaining
+member keeps the number and the other parts get new ones. The cross-encoder guard asks the index's `cross_encoder`.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ import numpy as np
 
 from hfsiamese.search.groups.clustering import pair_graph
 from hfsiamese.search.groups.cross_encoder_guard import call_budget
-from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.earlier_links import earlier_links, new_questions_links, vectors_search
 from hfsiamese.search.groups.group_finding import judged_groups, row_judge
 from hfsiamese.search.groups.guards import uses_cross_encoder
 from hfsiamese.search.groups.placement import first_borderline_link, link_components, place
@@ -66,7 +72,7 @@ def assign_new(
     "canonical_text", "score" (cosine to the canonical), "new_group"}`."""
     settings = groups.settings
     vectors = np.asarray(vectors, dtype=np.float32)
-    found = index.store.search(vectors, min(settings.k + 1, len(index)))  # each finds itself too
+    linked, capped = new_questions_links(index, groups, ids, vectors)  # each one's, most similar first
     member_vectors = lambda members: index.rows_by_id(members)[1]  # noqa: E731
     judge = None
     if uses_cross_encoder(settings.guard):
@@ -74,17 +80,13 @@ def assign_new(
             raise ValueError(CROSS_ENCODER_NEEDED)
         texts = lambda keys: index.rows_by_id(keys)[0]  # noqa: E731
         judge = row_judge(settings, index.cross_encoder, len(ids), texts, max_calls=add_budget(groups, len(ids)))
-    grouped = lambda member, matches: [  # noqa: E731  (its duplicates grouped so far, most similar first)
-        m["id"] for m in matches if m["id"] != member and m["id"] in groups and m["score"] >= settings.threshold
-    ]
     if judge is not None:  # each one's first borderline link among the groups as they are, scored in batches
-        links = (first_borderline_link(groups, m, v, grouped(m, found_m), member_vectors)
-                 for m, v, found_m in zip(ids, vectors, found))  # fmt: skip
+        links = (first_borderline_link(groups, m, v, duplicates, member_vectors)
+                 for m, v, duplicates in zip(ids, vectors, linked))  # fmt: skip
         judge.score([link for link in links if link is not None])
-    warn_capped(index, settings, found)
+    warn_capped(settings, capped)
     joined = []
-    for member, vector, matches in zip(ids, vectors, found):
-        duplicates = grouped(member, matches)
+    for member, vector, duplicates in zip(ids, vectors, linked):
         if settings.guard == "none":
             joined.append((member, link_components(groups, member, duplicates, member_vectors)))
         else:
@@ -121,19 +123,14 @@ def add_budget(groups: DuplicateGroups, num_new: int) -> int:
     )
 
 
-def warn_capped(index: SearchIndex, settings: Any, found: list[list[dict[str, Any]]]) -> None:
-    """Say where a new question has all its `k` nearest at or above the threshold, as a rebuild says of its rows:
-    there the rebuild's pairs (each row's `k` nearest, both ways) may hold links this question's search cannot see,
-    so the groups kept current may differ from a rebuild's."""
-    searched = min(settings.k + 1, len(index))
-    if searched <= settings.k:  # every row was searched: nothing hidden
-        return
-    capped = sum(len(matches) == searched and matches[-1]["score"] >= settings.threshold for matches in found)
+def warn_capped(settings: GroupSettings, capped: int) -> None:
+    """Say where new questions have `k` duplicates or more before them, as `find_groups` says of its rows: each was
+    placed by its `k` nearest only (as a rebuild places it), so a larger `k` could place it otherwise."""
     if capped:
         logger.warning(
-            f"{capped} new question(s) have all {settings.k} nearest neighbours at or above the threshold "
-            f"{settings.threshold}: their groups may differ from a rebuild's; find_groups with a larger k "
-            f"(k={len(index) - 1} is exhaustive) to keep them equal"
+            f"{capped} new question(s) have {settings.k} or more earlier duplicates at the threshold "
+            f"{settings.threshold}: each was placed by its {settings.k} nearest only, as a rebuild places it; "
+            "find_groups with a larger k weighs more of them"
         )
 
 
@@ -147,14 +144,13 @@ def forget(index: SearchIndex, groups: DuplicateGroups, ids: list[Any]) -> None:
 
 
 def regroup(index: SearchIndex, groups: DuplicateGroups, group: int) -> None:
-    """Group one group's members again among themselves, in the order they joined (pairs from their own cosines: a
-    group's size squared)."""
+    """Group one group's members again among themselves, in the order they joined, each linked to its `k` nearest
+    earlier members at the threshold (`earlier_links`, exactly among a group's members)."""
     settings = groups.settings
     members = groups.members(group)
     _, vectors = index.rows_by_id(members)
-    cosines = vectors @ vectors.T
-    rows_a, rows_b = np.nonzero(np.triu(cosines >= settings.threshold, k=1))
-    graph = pair_graph(len(members), rows_a, rows_b, cosines[rows_a, rows_b])
+    links = earlier_links(vectors_search(vectors), len(members), settings.threshold, settings.k)
+    graph = pair_graph(len(members), links.later, links.earlier, links.scores)
     judge = None
     if uses_cross_encoder(settings.guard):
         if index.cross_encoder is None:

@@ -1,6 +1,7 @@
 """
-Duplicate groups from duplicate pairs: the connected components of the pair graph (`scipy.sparse.csgraph`, memory
-bounded by the pairs, never `N x N`), each split again where it chains (A≈B, B≈C, but A≉C) by a guard.
+Duplicate groups from duplicate links (`earlier_links`: each question's `k` nearest earlier duplicates): the connected
+components of the link graph (`scipy.sparse.csgraph`, memory bounded by the links, never `N x N`), each split again
+where it chains (A≈B, B≈C, but A≉C) by a guard.
 
 The guards (`GUARDS`):
 
@@ -16,8 +17,8 @@ A guard compares with the pair threshold, or with `GroupSettings.group_threshold
 (`threshold_fitting` calibrates it on validation pairs).
 
 With a guard, the questions are placed in index order (`placement.place`): each joins the group of its most
-similar earlier duplicate whose guard it passes, else starts one, exactly as `add(..., assign_groups=True)` places a
-new question, so that keeping the groups current agrees with a rebuild.
+similar linked earlier duplicate whose guard it passes, else starts one, exactly as `add(..., assign_groups=True)`
+places a new question from the same links, so that keeping the groups current agrees with a rebuild.
 
 Why `"mean"` is the default: B-cubed F1 against known groups, measured with character 3-5-gram TF-IDF embeddings (reduced to 256 dimensions; `benchmarks/search/groups_scale.py`
 `TfidfEncoder`), k=10:

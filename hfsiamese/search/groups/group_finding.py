@@ -1,5 +1,6 @@
-"""`DuplicateIndex.find_groups`: the index's duplicate pairs at a calibrated threshold (`duplicate_finding`), their
-connected components split where they chain (`clustering`), a canonical question per group (`canonical`)."""
+"""`DuplicateIndex.find_groups`: each question linked to its `k` nearest earlier duplicates at a calibrated threshold
+(`earlier_links`, the rule an add follows too), the links' connected components split where they chain
+(`clustering`), a canonical question per group (`canonical`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from hfsiamese.search.duplicate_finding import cosine_threshold, mine_rows, mining_store
+from hfsiamese.search.duplicate_finding import cosine_threshold, mining_store
 from hfsiamese.search.groups.canonical import check_canonical_rule
-from hfsiamese.search.groups.clustering import RowVectors, guarded_groups, pair_graph
+from hfsiamese.search.groups.clustering import RowVectors, guarded_groups
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
 from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.earlier_links import group_graph
 from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.reranking import NO_CROSS_ENCODER_THRESHOLD, cross_encoder_threshold
@@ -52,9 +54,7 @@ def find_groups(
         group_threshold,
     )  # refused here, before any mining  # fmt: skip
     store = mining_store(index)
-    found = mine_rows(index, store, cosine, k, show_progress_bar)
-    graph = pair_graph(len(store), found.rows_a, found.rows_b, found.scores)
-    del found
+    graph = group_graph(index, store, cosine, k, show_progress_bar)
     judge = None
     if uses_cross_encoder(guard):
         texts = store.all_texts()

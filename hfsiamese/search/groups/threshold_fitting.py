@@ -2,8 +2,8 @@
 A group threshold calibrated on labelled validation pairs, as the pair threshold is (`base.threshold_calibration`):
 the guard's bar (`GroupSettings.group_threshold`: a question's mean cosine to a group, or its cosine to the
 canonical) chosen among candidates for the accuracy, or F1, of "both questions in one group" against the labels.
-The pairs stay those at the pair threshold, so grouping links what the pair decision links; only how far a group may
-stretch changes. A mean over a group's members runs below its pairwise cosines, which is why a bar of its own can
+The links stay those at the pair threshold (`earlier_links`), so grouping links what the pair decision links; only how
+far a group may stretch changes. A mean over a group's members runs below its pairwise cosines, which is why a bar of its own can
 give back the duplicates the pair threshold's bar refuses. Fit on validation pairs only; pass the result to
 `find_groups(group_threshold=...)`.
 """
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sklearn.metrics
 
-from hfsiamese.search.duplicate_finding import cosine_threshold, mine_rows, mining_store
-from hfsiamese.search.groups.clustering import pair_graph
+from hfsiamese.search.duplicate_finding import cosine_threshold, mining_store
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
+from hfsiamese.search.groups.earlier_links import group_graph
 from hfsiamese.search.groups.group_finding import group_settings, judged_groups, row_judge
 from hfsiamese.search.groups.guards import DEFAULT_GUARD, uses_cross_encoder
 
@@ -80,8 +80,7 @@ def fit_group_threshold(
         raise ValueError(f"{len(missing)} id(s) of the labelled pairs are not in the index, e.g. {missing[0]!r}")
     rows_a = np.array([row_of[member] for member in ids_a])
     rows_b = np.array([row_of[member] for member in ids_b])
-    found = mine_rows(index, store, cosine, k, False)
-    graph = pair_graph(len(store), found.rows_a, found.rows_b, found.scores)
+    graph = group_graph(index, store, cosine, k)
     texts = store.all_texts() if uses_cross_encoder(guard) else []
     scored = []
     for bar in bars:

@@ -1,5 +1,6 @@
 """Groups kept current on add (`hfsiamese.search.groups.assignment`) equal a rebuild's on the same rows: an index
-grouped on half of a constructed corpus, the rest added one by one or in batches, in several orders, for each guard."""
+grouped on half of a constructed corpus, the rest added one by one or in batches, in several orders, for each guard,
+with `k` covering every question's duplicates and with `k` smaller than the clusters."""
 
 from __future__ import annotations
 
@@ -14,17 +15,22 @@ from tests.search.groups.test_cross_encoder_guard import cross_encoder  # noqa: 
 
 THRESHOLD = 0.8
 CLUSTERS, SIZE, SPREAD = 6, 7, 0.45  # loose clusters: chains, bridges and borderline links at this threshold
+# Clusters of near-copies larger than k: each question has more duplicates than it links to.
+NEAR_COPIES = dict(clusters=5, size=6, spread=0.3)
+SMALL_K = 3
 ACCEPTS, REJECTS = 0.4, 0.6
 BUDGET = 200.0  # cross-encoder thresholds around the constant 0.5 of the `cross_encoder` fixture
 
 
-def clustered_vectors(seed: int) -> dict[str, list[float]]:
-    """`CLUSTERS` loose clusters of `SIZE` unit vectors each, around random centres."""
+def clustered_vectors(
+    seed: int, clusters: int = CLUSTERS, size: int = SIZE, spread: float = SPREAD
+) -> dict[str, list[float]]:
+    """`clusters` clusters of `size` unit vectors each, around random centres."""
     rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((CLUSTERS, DIM))
+    centres = rng.standard_normal((clusters, DIM))
     vectors = {}
-    for i in range(CLUSTERS * SIZE):
-        vector = centres[i % CLUSTERS] + SPREAD * rng.standard_normal(DIM)
+    for i in range(clusters * size):
+        vector = centres[i % clusters] + spread * rng.standard_normal(DIM)
         vectors[f"question {i}"] = (vector / np.linalg.norm(vector)).tolist()
     return vectors
 
@@ -40,10 +46,10 @@ def described(index: DuplicateIndex, groups: DuplicateGroups) -> dict[frozenset[
     return found
 
 
-def kept_and_rebuilt(seed: int, batch: int, **group_options) -> tuple[dict, dict, int]:
+def kept_and_rebuilt(seed: int, batch: int, corpus: dict | None = None, **group_options) -> tuple[dict, dict, int]:
     """Groups found on the first half, the rest added in a seeded order; a rebuild on the same rows; the calls the
     rebuild's cross-encoder guard made."""
-    vectors = clustered_vectors(seed)
+    vectors = clustered_vectors(seed, **(corpus or {}))
     texts = list(vectors)
     order = [texts[i] for i in np.random.default_rng(seed + 1).permutation(len(texts))]
     half = len(order) // 2
@@ -90,16 +96,46 @@ def test_a_question_linking_two_groups_merges_them_under_the_earliest_members_nu
     assert sorted(groups.members(first)) == [0, 1, 2] and len(groups) == 1 and groups.canonical_of(first) == 0
 
 
-def test_an_add_whose_k_nearest_are_all_duplicates_says_its_groups_may_differ_from_a_rebuilds(caplog):
+def test_an_add_whose_k_nearest_earlier_are_all_duplicates_says_it_was_placed_by_them_only(caplog):
     vectors = clustered_vectors(0)
     texts = list(vectors)
     index = DuplicateIndex.build(texts[:30], VectorModel(vectors), threshold=THRESHOLD)
-    index.find_groups(k=2)
+    with caplog.at_level("WARNING"):
+        index.find_groups(k=2)
+    assert (
+        "or more earlier duplicates at the threshold 0.8: each is linked to its 2 nearest earlier ones" in caplog.text
+    )
+    caplog.clear()
     with caplog.at_level("WARNING"):
         index.add(texts[30:], assign_groups=True)
-    assert "nearest neighbours at or above the threshold 0.8: their groups may differ from a rebuild's" in caplog.text
+    assert (
+        "have 2 or more earlier duplicates at the threshold 0.8: each was placed by its 2 nearest only" in caplog.text
+    )
     caplog.clear()
     index.find_groups(k=len(texts))
     with caplog.at_level("WARNING"):
         index.add(["question one more"], assign_groups=True)
-    assert "differ from a rebuild's" not in caplog.text
+    assert "earlier duplicates" not in caplog.text
+
+
+@pytest.mark.parametrize("guard", ["none", "canonical", "mean"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_groups_kept_on_add_equal_a_rebuild_when_k_is_smaller_than_the_clusters(guard, batch):
+    for seed, canonical in zip((1, 2, 3), ["earliest", "most_central", "earliest"]):
+        kept, rebuilt, _ = kept_and_rebuilt(seed, batch, NEAR_COPIES, guard=guard, canonical=canonical, k=SMALL_K)
+        assert kept == rebuilt, f"seed {seed}"
+
+
+@pytest.mark.parametrize("decision", [ACCEPTS, REJECTS])
+def test_groups_kept_on_add_equal_a_rebuild_with_the_cross_encoder_guard_when_k_is_smaller_than_the_clusters(
+    cross_encoder,  # noqa: F811
+    decision,
+):
+    options = dict(guard="cross_encoder", cross_encoder=cross_encoder, cross_encoder_threshold=decision)
+    budget = 1000.0  # one pair a question: these clusters have more borderline links, and the budget must last
+    for seed, batch in ((0, 1), (3, 4)):
+        kept, rebuilt, calls = kept_and_rebuilt(
+            seed, batch, NEAR_COPIES, k=SMALL_K, cross_encoder_budget=budget, **options
+        )
+        assert 0 < calls < call_budget(budget, NEAR_COPIES["clusters"] * NEAR_COPIES["size"])
+        assert kept == rebuilt, f"seed {seed}"

@@ -1,0 +1,213 @@
+"""
+The links duplicate groups are made from: each question's `k` nearest EARLIER questions (in index order) whose
+cosine reaches the threshold, most similar first, ties by row. A rebuild (`find_groups`) mines every row's list
+(`earlier_links`, `group_graph`); an add finds its new questions' lists with the index's search
+(`new_questions_links`). The one rule makes the two agree for any `k`:
+
+* A row's links are drawn from the rows before it, so adding rows at the end never changes an earlier row's links.
+  A rebuild places the rows in index order, each from its links and the groups of the earlier rows as they stand
+  (`clustering.guarded_groups`), never looking at a later row. So on the rows after an add, a rebuild runs as it did
+  before the add, row for row, and then places each new row from its `k` nearest among the rows before it: what the
+  add's search finds and places by the same `placement.place`. Without a guard the groups are the connected
+  components of the links; a new row's links join the components of the rows it links to, which the add merges.
+* Where the cap does not bind, the links are those of every pair at the threshold, as before this rule. Let `D(i)`
+  be row `i`'s duplicates (the rows whose cosine with it reaches the threshold). If `D(i)` holds at most `k` rows,
+  each is among `i`'s `k` nearest rows (a duplicate outside them would make `k + 1` rows at least as similar, all
+  duplicates), so `i` links to every earlier duplicate, as the pairs of each row's `k` nearest taken both ways did
+  (`paraphrase_pairs`, still what `find_duplicates` mines). A row places itself from its earlier links only, so
+  groups can change only from a row with more than `k` duplicates on: it links to its `k` nearest earlier ones,
+  where the pairs both ways gave it those of its `k` nearest that came before it and every earlier row that had it
+  among its own `k` nearest. `find_groups` and an add warn of rows with `k` earlier duplicates or more.
+
+The keyword side of a hybrid index adds no links: an add's search does not see it, and with an exact store its
+candidates could only add pairs where the cap binds. Mining is exact with an exact store, and bounded: one search of
+`k + 1` other rows per row, then, only for the rows whose list may be incomplete (fewer than `k` earlier duplicates
+kept, the last row found still a duplicate, and not every earlier row seen; or a row left unseen could tie with the
+`k`-th), searches twice as deep until it is complete. A row is searched at most about twice as deep as its
+duplicates reach, in batches of at most `_SCORES_AT_ONCE` scores. Through FAISS or a database, a list is as complete
+as the store's search finds rows (and a database's rows are mined in the order it reads them back).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import torch
+from scipy.sparse import csr_matrix
+
+from hfsiamese.search.groups.clustering import pair_graph
+from hfsiamese.utils.exact_topk import topk_cosine
+
+if TYPE_CHECKING:  # for the annotations only
+    from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
+    from hfsiamese.search.index_protocol import SearchIndex
+    from hfsiamese.search.stores.in_memory import InMemoryStore
+
+logger = logging.getLogger(__name__)
+
+# `search(rows, depth)`: the `depth` nearest rows of each of these rows, best first, `(scores, rows)` of shape
+# `(len(rows), depth)`; a row's own row may be among them, and a row of -1 means the search found no more.
+RowSearch = Callable[[np.ndarray, int], tuple[torch.Tensor, torch.Tensor]]
+# Scores (rows x depth) one search of the deeper rounds returns at most.
+_SCORES_AT_ONCE = 1 << 18
+
+
+class EarlierLinks(NamedTuple):
+    """Each link joins a row (`later[i]`) to one of its `k` nearest earlier duplicates (`earlier[i]`), its cosine
+    `scores[i]`; `capped`: the rows that kept `k` links (they have `k` earlier duplicates or more)."""
+
+    later: np.ndarray
+    earlier: np.ndarray
+    scores: np.ndarray
+    capped: int
+
+
+def store_search(store: InMemoryStore) -> RowSearch:
+    """The store's own search, from its rows' embeddings (through FAISS where the store has an index, else exact)."""
+    return lambda rows, depth: store.topk(torch.from_numpy(store.table.gather(rows)), depth)
+
+
+def vectors_search(vectors: np.ndarray) -> RowSearch:
+    """Exact search among a few rows' L2-normalised embeddings (a group's members)."""
+    corpus = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
+    return lambda rows, depth: topk_cosine(corpus[torch.from_numpy(rows)], corpus, depth)
+
+
+def earlier_links(
+    search: RowSearch,
+    num_rows: int,
+    threshold: float,
+    k: int,
+    *,
+    query_chunk_size: int = 1024,
+    show_progress_bar: bool = False,
+) -> EarlierLinks:
+    """Each of the `num_rows` rows linked to its `k` nearest earlier rows whose cosine reaches `threshold`."""
+    k = min(k, num_rows - 1)
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    capped = 0
+    starts = range(0, num_rows if k >= 1 else 0, query_chunk_size)
+    if show_progress_bar:
+        from tqdm.auto import tqdm
+
+        starts = tqdm(starts, desc="Linking questions", unit="chunk")
+    for start in starts:
+        pending, depth = np.arange(start, min(start + query_chunk_size, num_rows)), k + 1
+        while len(pending):
+            depth = min(depth, num_rows - 1)
+            step = max(1, _SCORES_AT_ONCE // (depth + 1))
+            unfinished = []
+            for first in range(0, len(pending), step):
+                rows = pending[first : first + step]
+                links, complete, rows_capped = _nearest_earlier(search, rows, depth, num_rows, threshold, k)
+                found.append(links)
+                capped += rows_capped
+                unfinished.append(rows[~complete])
+            pending, depth = np.concatenate(unfinished), depth * 2
+    if not found:
+        empty = np.empty(0, dtype=np.int64)
+        return EarlierLinks(empty, empty, np.empty(0, dtype=np.float32), 0)
+    later, earlier, scores = (np.concatenate(column) for column in zip(*found))
+    return EarlierLinks(later, earlier, scores, capped)
+
+
+def _nearest_earlier(
+    search: RowSearch, rows: np.ndarray, depth: int, num_rows: int, threshold: float, k: int
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray, int]:
+    """One search of `depth` other rows for `rows`: the links of the rows whose list it completes, which rows those
+    are, and how many of them kept `k` links."""
+    asked = min(depth + 1, num_rows)  # a row's own row may come back too
+    scores_, found_ = search(rows, asked)
+    scores, found = scores_.numpy().astype(np.float32), found_.numpy().astype(np.int64)
+    returned = (found >= 0).sum(axis=1)
+    own = rows[:, None]
+    valid = (found >= 0) & (found != own)
+    scores = np.where(valid, scores, -np.inf).astype(np.float32)
+    found = np.where(valid, found, num_rows)  # what is not a row sorts last
+    order = np.lexsort((found, -scores), axis=1)  # most similar first, ties by row: the order an add sees
+    scores, found = np.take_along_axis(scores, order, axis=1), np.take_along_axis(found, order, axis=1)
+    earlier = found < own
+    wide = scores.astype(np.float64)  # compared with the threshold as an add compares its scores (Python floats)
+    kept = earlier & (wide >= threshold)
+    rank = np.cumsum(kept, axis=1)
+    take = kept & (rank <= k)
+    num_valid = valid.sum(axis=1)
+    last = np.where(num_valid > 0, wide[np.arange(len(rows)), np.maximum(num_valid - 1, 0)], -np.inf)
+    kth = np.full(len(rows), -np.inf)
+    at_k, column = np.nonzero(kept & (rank == k))
+    kth[at_k] = wide[at_k, column]
+    complete = (
+        (asked >= num_rows)  # every row was searched
+        | (returned < asked)  # the search has no more rows to give
+        | (last < threshold)  # no row left unseen is a duplicate
+        | (kth > last)  # k kept, and no row left unseen ties with the k-th
+        | (earlier.sum(axis=1) >= rows)  # every earlier row seen
+    )
+    these, column = np.nonzero(take & complete[:, None])
+    links = (rows[these], found[these, column], scores[these, column])
+    return links, complete, int(((rank[:, -1] >= k) & complete).sum())
+
+
+def group_graph(
+    index: SearchIndex, store: InMemoryStore, threshold: float, k: int, show_progress_bar: bool = False
+) -> csr_matrix:
+    """The graph `find_groups` groups: each row of `store` linked to its `k` nearest earlier rows at or above
+    `threshold` (`earlier_links`), with a warning where rows have `k` earlier duplicates or more."""
+    links = earlier_links(
+        store_search(store), len(store), threshold, k, query_chunk_size=index.query_chunk_size,
+        show_progress_bar=show_progress_bar,
+    )  # fmt: skip
+    if links.capped:
+        logger.warning(
+            f"{links.capped} questions have {min(k, len(store) - 1)} or more earlier duplicates at the threshold "
+            f"{threshold}: each is linked to its {min(k, len(store) - 1)} nearest earlier ones only, as an add "
+            f"links a new one; find_groups with a larger k links more (k={len(store) - 1} links every pair)"
+        )
+    return pair_graph(len(store), links.later, links.earlier, links.scores)
+
+
+def new_questions_links(
+    index: SearchIndex, groups: DuplicateGroups, ids: list[Any], vectors: np.ndarray
+) -> tuple[list[list[Any]], int]:
+    """
+    The links of questions just added to the index (`ids` in order, their embeddings `vectors`), by the same rule:
+    each one's `k` nearest among the questions before it (those `groups` holds, then the earlier ones of this call)
+    at or above the threshold, most similar first, ties by arrival (the index's order); and how many kept `k`. The
+    rebuild's search: `k + 1` other rows each, deeper while its list may be incomplete (a later question of this call
+    can take a place), so what a call costs grows with its questions' duplicates, not with its size.
+    """
+    settings = groups.settings
+    position = {member: place for place, member in enumerate(ids)}
+
+    def arrival(member: Any) -> tuple[int, int]:  # grouped questions first, in the order they came; then this call's
+        return (0, groups.arrival_order([member])[0]) if member in groups else (1, position[member])
+
+    links: list[list[Any]] = [[] for _ in ids]
+    capped = 0
+    pending, depth = list(range(len(ids))), settings.k + 1
+    while pending:
+        asked = min(depth + 1, len(index))  # its own row comes back too
+        unfinished = []
+        for place, matches in zip(pending, index.store.search(vectors[pending], asked)):
+            before = [match for match in matches if match["id"] in groups or position.get(match["id"], place) < place]
+            before.sort(key=lambda match: (-match["score"], arrival(match["id"])))
+            kept = [match for match in before if match["score"] >= settings.threshold][: settings.k]
+            last = matches[-1]["score"] if matches else -math.inf
+            complete = asked >= len(index) or len(matches) < asked or last < settings.threshold
+            if complete or (len(kept) == settings.k and kept[-1]["score"] > last):
+                links[place] = [match["id"] for match in kept]
+                capped += len(kept) == settings.k
+            else:
+                unfinished.append(place)
+        pending, depth = unfinished, depth * 2
+    return links, capped
+
+
+__all__ = [
+    "EarlierLinks", "RowSearch", "earlier_links", "group_graph", "new_questions_links", "store_search",
+    "vectors_search",
+]  # fmt: skip
