@@ -334,7 +334,10 @@ def repeated_pairs(codes: QuestionCodes) -> tuple[np.ndarray, np.ndarray, np.nda
     n = len(codes1)
     low, high = np.minimum(codes1, codes2), np.maximum(codes1, codes2)
     if n_questions < 3_000_000_000:  # low * n + high fits in int64
-        pair_codes, _ = pd.factorize(low * np.int64(n_questions) + high)
+        key = low * np.int64(n_questions) + high
+        del low, high  # (tens of millions of pairs: freed before the hash table is built)
+        pair_codes, _ = pd.factorize(key)
+        del key
     else:  # pragma: no cover - needs billions of distinct questions
         _, pair_codes = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
         pair_codes = pd.factorize(pair_codes.ravel())[0]

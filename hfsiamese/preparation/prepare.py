@@ -238,7 +238,7 @@ def _load_or_assign(
 def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engine, source: str) -> _Assignment:
     """Stage 2 (by the engine's workers) and 3 (here): hashes, then repeats, split and groups on integer arrays only."""
     hash1, hash2 = workers.hash_questions(pairs)
-    labels = column_numpy(pairs, "label")
+    labels = column_numpy(pairs, "label").astype(np.int8)  # 0/1: a byte a pair (tens of millions of pairs)
     identity = "question ids" if set(ID_COLUMNS) <= set(pairs.column_names) else "normalised text"
 
     repeat, first_row, pair_codes = repeated_pairs(_codes(hash1, hash2))
@@ -276,10 +276,15 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
 
 def _codes(hash1: np.ndarray, hash2: np.ndarray) -> QuestionCodes:
     """Questions numbered by their hash in order of first appearance over [question1, question2], as
-    `question_codes` numbers their keys (same order, so the same codes)."""
+    `question_codes` numbers their keys (same order, so the same codes); int32 where the count allows (half the memory
+    of the tens of millions of codes the stages hold at once)."""
     codes, uniques = pd.factorize(np.concatenate([hash1, hash2]))
+    count = len(uniques)
+    del uniques
+    if count < np.iinfo(np.int32).max:
+        codes = codes.astype(np.int32)
     n = len(hash1)
-    return QuestionCodes(codes[:n].astype(np.int64, copy=False), codes[n:].astype(np.int64, copy=False), len(uniques))
+    return QuestionCodes(codes[:n], codes[n:], count)
 
 
 def _write_splits(
