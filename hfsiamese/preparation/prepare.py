@@ -240,8 +240,12 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
     hash1, hash2 = workers.hash_questions(pairs)
     labels = column_numpy(pairs, "label").astype(np.int8)  # 0/1: a byte a pair (tens of millions of pairs)
     identity = "question ids" if set(ID_COLUMNS) <= set(pairs.column_names) else "normalised text"
+    both, n = np.concatenate([hash1, hash2]), len(hash1)
+    del hash1, hash2  # from here on a question is its code: the hashes are freed before their hash table is built
+    all_codes = _codes(both, n)
+    del both
 
-    repeat, first_row, pair_codes = repeated_pairs(_codes(hash1, hash2))
+    repeat, first_row, pair_codes = repeated_pairs(all_codes)
     collapsed = int(repeat.sum())
     conflicting = int((repeat & (labels != labels[first_row[pair_codes]])).sum())
     del first_row, pair_codes
@@ -250,9 +254,10 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
         warnings.warn(report.message(source), UserWarning, stacklevel=4)
     rows = np.flatnonzero(~repeat)
     del repeat
-    hash1, hash2, labels = hash1[rows], hash2[rows], labels[rows]
+    labels = labels[rows]
     logger.info("splitting %d pairs by question component", len(rows))
-    kept_codes = _codes(hash1, hash2)
+    kept_codes = _renumbered(all_codes, rows)
+    del all_codes
     questions = kept_codes.count
     split = split_codes(
         kept_codes,
@@ -260,9 +265,9 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
         test_fraction=options.test_fraction,
         seed=options.split_seed,
     )
-    del kept_codes
     train = split == 0
-    codes = _codes(hash1[train], hash2[train])
+    codes = _renumbered(kept_codes, np.flatnonzero(train))
+    del kept_codes
     group_id = groups_of_questions(codes, labels[train] == 1)[codes.codes1]
     counts = {
         "read_pairs": len(pairs),
@@ -274,17 +279,38 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
     return _Assignment(rows, split, group_id, counts)
 
 
-def _codes(hash1: np.ndarray, hash2: np.ndarray) -> QuestionCodes:
-    """Questions numbered by their hash in order of first appearance over [question1, question2], as
-    `question_codes` numbers their keys (same order, so the same codes); int32 where the count allows (half the memory
-    of the tens of millions of codes the stages hold at once)."""
-    codes, uniques = pd.factorize(np.concatenate([hash1, hash2]))
+def _codes(hashes: np.ndarray, n: int) -> QuestionCodes:
+    """Questions numbered by their hash in order of first appearance over `hashes` ([question1's, question2's] of `n`
+    pairs), as `question_codes` numbers their keys (same order, so the same codes); int32 where the count allows."""
+    codes, uniques = pd.factorize(hashes)
     count = len(uniques)
     del uniques
-    if count < np.iinfo(np.int32).max:
-        codes = codes.astype(np.int32)
-    n = len(hash1)
-    return QuestionCodes(codes[:n], codes[n:], count)
+    return QuestionCodes(*np.split(codes.astype(_code_type(count, len(codes))), [n]), count)
+
+
+def _renumbered(codes: QuestionCodes, rows: np.ndarray) -> QuestionCodes:
+    """
+    The codes of the pairs `rows` (ascending) numbered again by first appearance over [question1, question2] of those
+    pairs alone: what `_codes` gives those pairs' hashes, from the codes, with arrays the size of the codes instead of
+    a second hash table over tens of millions of hashes (the stage's peak memory). Dropping rows can move a question's
+    first appearance (a repeat's mirror held its only question1 place), so the numbering is made again, not kept.
+    """
+    n = len(rows)
+    both = np.concatenate([codes.codes1[rows], codes.codes2[rows]])
+    kind = _code_type(codes.count, len(both))
+    first = np.full(codes.count, len(both), dtype=kind)  # each old code's first position among `both`
+    np.minimum.at(first, both, np.arange(len(both), dtype=kind))
+    present = np.flatnonzero(first < len(both))
+    new = np.empty(codes.count, dtype=kind)
+    new[present[np.argsort(first[present])]] = np.arange(len(present), dtype=kind)  # positions are distinct
+    count = len(present)
+    del first, present
+    return QuestionCodes(*np.split(new[both], [n]), count)
+
+
+def _code_type(count: int, positions: int) -> type[np.signedinteger]:
+    """int32 for codes and positions where they fit (half the memory of tens of millions of them), else int64."""
+    return np.int32 if max(count, positions) < np.iinfo(np.int32).max else np.int64
 
 
 def _write_splits(

@@ -291,3 +291,21 @@ def test_shards_written_by_several_processes_are_the_same(tmp_path):
             assert (tmp_path / "several" / record["file"]).read_bytes() == (
                 tmp_path / "one" / record["file"]
             ).read_bytes()
+
+
+def test_codes_numbered_again_for_a_subset_of_pairs_equal_those_of_its_hashes():
+    import numpy as np
+
+    from hfsiamese.preparation.prepare import _codes, _renumbered
+
+    rng = np.random.default_rng(0)
+    hashes = rng.integers(0, 2**63, size=300, dtype=np.uint64)
+    hash1, hash2 = hashes[rng.integers(0, 300, 1_000)], hashes[rng.integers(0, 300, 1_000)]
+    hash1[5], hash2[5] = hash2[2], hash1[2]  # a mirrored repeat: dropping it moves a question's first appearance
+    codes = _codes(np.concatenate([hash1, hash2]), len(hash1))
+    for rows in (np.arange(1_000), np.delete(np.arange(1_000), [2, 5]), np.sort(rng.choice(1_000, 400, replace=False)),
+                 np.array([], dtype=np.int64)):  # fmt: skip
+        expected = _codes(np.concatenate([hash1[rows], hash2[rows]]), len(rows))
+        got = _renumbered(codes, rows)
+        assert got.count == expected.count
+        assert np.array_equal(got.codes1, expected.codes1) and np.array_equal(got.codes2, expected.codes2)
