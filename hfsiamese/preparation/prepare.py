@@ -285,7 +285,8 @@ def _codes(hashes: np.ndarray, n: int) -> QuestionCodes:
     codes, uniques = pd.factorize(hashes)
     count = len(uniques)
     del uniques
-    return QuestionCodes(*np.split(codes.astype(_code_type(count, len(codes))), [n]), count)
+    codes = codes.astype(_code_type(count, len(codes)))
+    return QuestionCodes(codes[:n], codes[n:], count)
 
 
 def _renumbered(codes: QuestionCodes, rows: np.ndarray) -> QuestionCodes:
@@ -305,7 +306,8 @@ def _renumbered(codes: QuestionCodes, rows: np.ndarray) -> QuestionCodes:
     new[present[np.argsort(first[present])]] = np.arange(len(present), dtype=kind)  # positions are distinct
     count = len(present)
     del first, present
-    return QuestionCodes(*np.split(new[both], [n]), count)
+    renumbered = new[both]
+    return QuestionCodes(renumbered[:n], renumbered[n:], count)
 
 
 def _code_type(count: int, positions: int) -> type[np.signedinteger]:
