@@ -438,3 +438,15 @@ def test_an_epoch_holds_a_few_arrays_at_most(lengths):
     finally:
         tracemalloc.stop()
     assert peak / n < 60
+
+
+def test_the_dense_rank_sorts_as_its_two_keys_ties_included():
+    from hfsiamese.data.sampler import _dense_rank
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        primary = -rng.integers(1, 4, size=300)
+        secondary = rng.choice(rng.random(40), size=300)  # repeated values: ties on both keys
+        tie_breaker = rng.random(300)
+        rank = _dense_rank(primary, secondary)
+        assert np.array_equal(np.lexsort((tie_breaker, rank)), np.lexsort((tie_breaker, secondary, primary)))
