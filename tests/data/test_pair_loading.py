@@ -537,7 +537,7 @@ def test_the_numbers_only_check_reads_up_to_the_first_question_chunk_by_chunk():
 
 
 def test_dropped_rows_are_located_batch_by_batch_up_to_the_first_five():
-    from hfsiamese.data.pair_loading import _PairRows, _empty_rows
+    from hfsiamese.data.pair_loading import _empty_rows, _PairRows
 
     def batch(first: list[str]) -> pa.RecordBatch:
         return pa.record_batch({"q1": first, "q2": ["x"] * len(first)})
