@@ -341,6 +341,13 @@ class DuplicateIndex(IndexWrites, IndexFolder):
         )  # fmt: skip
         return self._groups.keep(self, found)
 
+    def read_as_replica(self) -> tuple[int, int]:
+        """Hold a database index's rows at their version now (LanceDB; Qdrant's stay live) and read its stored groups
+        as they are, never repairing or writing them; how far they are from the rows: `(rows in no group, grouped
+        questions with no row)` (see `IndexGroups.read_as_replica`). A read replica serves a read whose groups are
+        no further off than those it served (`hfsiamese.service.service.ReplicaReads`). Writes are refused after."""
+        return self._groups.read_as_replica(self)
+
     @property
     def groups(self) -> DuplicateGroups | None:
         """The duplicate groups `find_groups` made (kept current since), None before."""

@@ -46,7 +46,7 @@ from hfsiamese.service.errors import (
     install_error_handlers,
 )
 from hfsiamese.service.metrics import ServiceMetrics
-from hfsiamese.service.service import CheckItem, DuplicateService, SearchItem
+from hfsiamese.service.service import CheckItem, DuplicateService, ReplicaReads, SearchItem
 from hfsiamese.service.settings import ServeSettings, is_loopback
 
 logger = logging.getLogger(__name__)
@@ -115,6 +115,7 @@ class ServiceRuntime:
         """A replica's loop: every `replica_refresh_s`, the index reopened from its database on another thread (the
         searches go on meanwhile), then put in place between two batches on the index's thread."""
         loop = asyncio.get_running_loop()
+        reads = ReplicaReads()
         while True:
             await asyncio.sleep(self.settings.replica_refresh_s)
             current = self.ready()
@@ -122,6 +123,9 @@ class ServiceRuntime:
                 fresh = await loop.run_in_executor(None, current.reopened)
             except Exception as err:  # noqa: BLE001  a failed refresh keeps the last index and is said in the log
                 logger.warning("refreshing the replica failed (the last index is served): %s", err)
+                continue
+            if not reads.serves(fresh, current):  # most likely a write between its rows' commit and its groups'
+                await loop.run_in_executor(None, fresh.close)
                 continue
             await loop.run_in_executor(self._executor, self._replace, fresh)
 

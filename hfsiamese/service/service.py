@@ -7,7 +7,9 @@ and turns the values into JSON (`schemas`); nothing here knows about HTTP, so it
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,6 +54,31 @@ def verdict(decisions: list[bool | None]) -> str:
     return "unknown" if any(d is None for d in decisions) or not decisions else "new"
 
 
+class ReplicaReads:
+    """
+    Which of a replica's fresh reads of its index to serve. A writer commits an add's rows before their groups, so a
+    read between the two finds rows in no group (`DuplicateService.groups_lag`): searchable questions without their
+    group. Such a read is held back (the last index served meanwhile) while it holds more ungrouped rows than the
+    served index; once the same read has come back for `standing_s` seconds it is a standing difference (rows added
+    without groups, or a writer stopped between its commits) and is served. Grouped questions with no row (a delete
+    between its commits) have left their groups in the read already, so they hold nothing back.
+    """
+
+    def __init__(self, standing_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.standing_s, self._clock = standing_s, clock
+        self._held: tuple[int, tuple[int, int]] | None = None
+        self._held_since = 0.0
+
+    def serves(self, fresh: DuplicateService, served: DuplicateService) -> bool:
+        if fresh.groups_lag[0] <= served.groups_lag[0]:
+            self._held = None
+            return True
+        read, now = (len(fresh.index), fresh.groups_lag), self._clock()
+        if read != self._held:
+            self._held, self._held_since = read, now
+        return now - self._held_since >= self.standing_s
+
+
 class DuplicateService:
     """
     The service's index, its model's tokenizer and the optional cross-encoder, and the operations on them.
@@ -73,6 +100,8 @@ class DuplicateService:
         self.cross_encoder = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
         self.rerank_k = rerank_k
         self._canonical_texts: dict[Any, str] = {}
+        # A replica's: how far its index's stored groups were from its rows when read (`read_as_replica`).
+        self.groups_lag: tuple[int, int] = (0, 0)
 
     @classmethod
     def open(cls, settings: ServeSettings) -> DuplicateService:
@@ -87,20 +116,34 @@ class DuplicateService:
                 f"a replica (--replica) needs an index whose rows are in a database (LanceDB or Qdrant); the one in "
                 f"{settings.index_dir} keeps them in the folder: build it with --store lancedb"
             )
-        if settings.find_groups and index.groups is None and len(index):
+        if settings.replica:  # its groups read now, as stored: a replica never writes, not even a repair
+            lag = index.read_as_replica()
+        elif settings.find_groups and index.groups is None and len(index):
             logger.info("grouping the %d questions of the index (--find_groups)", len(index))
             index.find_groups()
             if index.database_store is None:
                 index.save(settings.index_dir, overwrite=True)
-        return cls(index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k)
+        service = cls(index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k)
+        if settings.replica:
+            service.groups_lag = lag
+        return service
 
     def reopened(self) -> DuplicateService:
         """The same index opened anew from its database, over the same model and cross-encoder: what the writer has
-        committed since, groups included (a replica's refresh; this one stays usable until closed)."""
+        committed since, groups included and read now, as stored, with how far they are from the rows (`groups_lag`:
+        a writer caught between an add's or a delete's two commits shows there). A replica's refresh; this one stays
+        usable until closed."""
         if self.index_dir is None:
             raise ValueError("this service's index was not loaded from a folder: there is nothing to reopen")
         index = DuplicateIndex.load(self.index_dir, self.index.model, self.index.tokenizer)
-        return DuplicateService(index, self.index_dir, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
+        try:
+            lag = index.read_as_replica()
+        except Exception:
+            index.close()
+            raise
+        fresh = DuplicateService(index, self.index_dir, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
+        fresh.groups_lag = lag
+        return fresh
 
     # --- reading -------------------------------------------------------------------------------------------
 
@@ -283,4 +326,4 @@ class DuplicateService:
         self.index.close()
 
 
-__all__ = ["CheckItem", "DuplicateService", "IdConflict", "SearchItem", "UnknownId", "verdict"]
+__all__ = ["CheckItem", "DuplicateService", "IdConflict", "SearchItem", "ReplicaReads", "UnknownId", "verdict"]

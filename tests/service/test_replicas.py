@@ -57,7 +57,7 @@ def test_a_write_acknowledged_by_the_writer_shows_on_every_replica(services):
     for replica in replicas:
         until(lambda url=replica.url: found(url, 500))
         answer = httpx.get(f"{replica.url}/v1/questions/500/group", headers={"X-API-Key": READ_KEY})
-        assert answer.status_code == 200 and answer.json()["group"] == group  # the groups too
+        assert answer.status_code == 200 and answer.json()["group"] == group, answer.text  # the groups too
         assert httpx.get(f"{replica.url}/v1/info", headers=write).json()["size"] == len(TEXTS) + 1
     deleted = httpx.delete(f"{writer.url}/v1/questions/500", headers=write)
     assert deleted.status_code == 200, deleted.text

@@ -41,6 +41,27 @@ class IndexGroups:
             self._groups = groups
         return self._groups  # type: ignore[return-value]  # read: DuplicateGroups or None
 
+    def read_as_replica(self, index: SearchIndex) -> tuple[int, int]:
+        """
+        A read replica's view: a database's rows held at their version now where it keeps versions (LanceDB), then
+        its stored groups read as they are, never repaired or written back; and how far they are from the rows:
+        `(rows in no group, grouped questions with no row)`, `(0, 0)` when they agree or there are no groups. A
+        writer commits an add's or a delete's rows before its groups, so a read between the two sees one of them off;
+        the questions with no row leave their groups in this process only.
+        """
+        store = index.database_store
+        if store is not None:
+            store.hold_rows()  # before the groups: rows of one moment, groups of that moment or later
+        groups = read_groups(index)
+        self._groups = groups
+        if groups is None:
+            return 0, 0
+        questions = groups.questions()
+        stale = [member for member, kept in zip(questions, index.contains(questions)) if not kept]
+        if stale:
+            forget(index, groups, stale)
+        return len(index) - (len(questions) - len(stale)), len(stale)
+
     def keep(self, index: SearchIndex, groups: DuplicateGroups) -> DuplicateGroups:
         """Make `groups` the index's own (written to a database now; to a folder by `save`)."""
         write_groups(index, groups)

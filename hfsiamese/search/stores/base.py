@@ -192,6 +192,12 @@ class DatabaseStore(ABC):
     def iter_rows(self, batch_size: int = 10_000, *, with_vectors: bool = True) -> Iterator[RowBatch]:
         """Every row in `(ids, texts, embeddings, metadata)` batches, in the engine's order."""
 
+    def hold_rows(self) -> bool:
+        """Read the rows as they are now from here on, where the engine keeps versions (LanceDB), so that a reader
+        sees one moment of a writer's work (a read replica); False where it reads them live (Qdrant). Writes are
+        refused on a held store."""
+        return False
+
     # --- the index's duplicate groups (`hfsiamese.search.groups.group_storage` converts them) ---------------------
     #
     # Group rows are a table of columns `id` (the question's id), `group` (int64), `score` (float64: its similarity to

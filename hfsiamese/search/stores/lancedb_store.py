@@ -265,6 +265,12 @@ class LanceDBStore(DatabaseStore):
         self._handle = None
         self._db = None
 
+    def hold_rows(self) -> bool:
+        """The table checked out at its latest version: reads see that one from here on (a read replica)."""
+        table = self._table
+        table.checkout(table.version)
+        return True
+
     @property
     def _table(self) -> Any:
         if self._handle is None:
