@@ -52,20 +52,19 @@ How it behaves (lancedb 0.40; figures at the end):
   writes new files and commits by linking a new manifest into place; it does not fsync them, so a power
   cut or kernel crash (not a process crash) can lose the last seconds of commits on a local disk. Object
   storage and LanceDB Cloud are durable when the write returns.
-* several processes: any number may open the same folder or URI at once, to read or write: there is no
-  lock. A commit is optimistic: it writes its files, then links manifest N+1 into place only if no one
-  else did (on S3: a conditional put, which AWS S3 supports; an S3-compatible store without it needs
-  Lance's `s3+ddb://` DynamoDB commit store), otherwise it checks the other commit for a conflict and
-  retries on top of it. Appends never conflict, and deletes retry: three processes appending, one of
-  them deleting, while each compacted the table every 8 fragments, lost no row and raised nothing; only
-  compactions lost races (logged, retried after a later write). Every read here looks for the latest
-  version first (`read_consistency_interval=0`), so `len` / `search` in one process see what another
-  committed. In a folder, an `add`'s check that its ids are new and its commit hold an exclusive lock on
-  `.<collection>.write.lock` there (`filelock`: `flock` on Linux, released when the process ends, even by
-  SIGKILL), so two processes adding the same id at once never both add it: the second one's check sees the first one's
-  rows and refuses its call. On object storage and LanceDB Cloud there is no such lock (no unique
-  constraint either): two writers adding the same id at the same moment can both succeed there, so give
-  each writer its own ids.
+* several processes: any number may open the same folder or URI at once, to read or write: there is no lock. A commit
+  is optimistic: it writes its files, then links manifest N+1 into place only if no one else did (on S3: a conditional
+  put, which AWS S3 supports; an S3-compatible store without it needs Lance's `s3+ddb://` DynamoDB commit store),
+  otherwise it checks the other commit for a conflict and retries on top of it. Appends never conflict, and deletes
+  retry: three processes appending, one of them deleting, while each compacted the table every 8 fragments, lost no
+  row and raised nothing; only compactions lost races (logged, retried after a later write). Every read here looks for
+  the latest version first (`read_consistency_interval=0`), so `len` / `search` in one process see what another
+  committed; a read replica's store is held at one version instead (`hold_rows`), until it reopens. In a folder, an
+  `add`'s check that its ids are new and its commit hold an exclusive lock on `.<collection>.write.lock` there
+  (`filelock`: `flock` on Linux, released when the process ends, even by SIGKILL), so two processes adding the same id
+  at once never both add it: the second one's check sees the first one's rows and refuses its call. On object storage
+  and LanceDB Cloud there is no such lock (no unique constraint either): two writers adding the same id at the same
+  moment can both succeed there, so give each writer its own ids.
 * many small adds and id lookups: after each write the table is compacted and its id keys indexed when
   due (`lancedb_maintenance`).
 * `iter_rows` reads one version (a snapshot) in storage order: insertion order, stable until a compaction
@@ -267,8 +266,7 @@ class LanceDBStore(DatabaseStore):
 
     def hold_rows(self) -> bool:
         """The table checked out at its latest version: reads see that one from here on (a read replica)."""
-        table = self._table
-        table.checkout(table.version)
+        self._table.checkout(self._table.version)
         return True
 
     @property
@@ -284,11 +282,8 @@ class LanceDBStore(DatabaseStore):
         return self._table.count_rows()
 
     def _write(self, rows: Rows, batch_size: int) -> None:
-        """
-        All the rows in one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
-        the table, and a crash in the middle leaves none of them. A metadata field new to the table is added as a
-        column first (its own commit).
-        """
+        """All the rows in one commit (converted to Arrow `batch_size` at a time), so when `add` returns they are all in
+        the table, and a crash in the middle leaves none of them. A new metadata field is a column first (own commit)."""
         ids, texts, vectors, metadata = rows
         keys = [id_key(i) for i in ids]
         with self._write_lock:  # from the check that the ids are new to their commit
