@@ -75,6 +75,10 @@ class ServeSettings:
     def __post_init__(self) -> None:
         if self.replica_refresh_s <= 0:
             raise ValueError(f"the replica refresh interval must be above 0 s, got {self.replica_refresh_s}")
+        if self.replica and self.find_groups:
+            raise ValueError(
+                "a replica never writes, so it cannot group the index: serve the writer with --find_groups"
+            )
         if not 1 <= self.default_k <= self.limits.max_k:
             raise ValueError(
                 f"the default k ({self.default_k}) must be between 1 and the largest k ({self.limits.max_k})"

@@ -86,3 +86,5 @@ def test_a_replica_needs_a_database_index(tmp_path, model_dir):
         DuplicateService.open(settings)
     with pytest.raises(ValueError, match="refresh interval must be above 0 s"):
         ServeSettings(index_dir="i", model_name_or_path="m", replica=True, replica_refresh_s=0)
+    with pytest.raises(ValueError, match="a replica never writes, so it cannot group the index"):
+        ServeSettings(index_dir="i", model_name_or_path="m", replica=True, find_groups=True)
