@@ -181,24 +181,14 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         del kept, gid
 
         rest = n - (nb - 1) * size  # cells of the last batch, 1..size
-        full_rows = rest if rest < size else size
-        in_full_rows = full_rows * nb  # the positions in full rows come first
-        index_type = np.int32 if n < np.iinfo(np.int32).max else np.int64  # (the same batches; half the memory)
-        batch = np.arange(n, dtype=index_type)  # position in the sequence → its batch, in place
-        batch[:in_full_rows] %= nb
-        if nb > 1:  # with one batch every row is full
-            batch[in_full_rows:] -= in_full_rows
-            batch[in_full_rows:] %= nb - 1
-
         has_partial = rest < size
         n_full = nb - 1 if has_partial else nb
+        index_type = np.int32 if n < np.iinfo(np.int32).max else np.int64  # (the same batches; half the memory)
         batch_rank = np.empty(nb, dtype=index_type)
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
-        batch = batch_rank[batch]
-        order = np.lexsort((rng.random(n), batch))
-        del batch
+        order = _batch_major_order(n, nb, size, batch_rank, rng.random(n))
         return sequence[order][: len(self)]
 
     def _generator(self, epoch: int) -> np.random.Generator:
@@ -215,6 +205,31 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
         rank_in_group = np.arange(self.num_samples) - np.repeat(starts, np.diff(np.r_[starts, self.num_samples]))
         return np.sort(by_group[rank_in_group < self.max_pairs_per_group])
+
+
+def _batch_major_order(n: int, nb: int, size: int, batch_rank: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """
+    The positions 0..n-1 of an epoch's sequence, dealt column-wise into `nb` batches (see `_epoch_order`), ordered by
+    their batch's rank, then by `key` within a batch (then by position): `np.lexsort((key, batch_rank[batch]))`, but
+    each batch is sorted on its own (nb sorts of `size` keys instead of one of n; the very same order), because one
+    sort over tens of millions of positions was most of the wait before a large run's first step.
+    """
+    rest = n - (nb - 1) * size
+    full_rows = rest if rest < size else size  # rows of the grid every batch has a cell in
+    in_full_rows = full_rows * nb
+    index_type = batch_rank.dtype
+    # A batch's positions in increasing order, one batch per row: its cells of the full rows, then of the others
+    # (which the last batch lacks when it is short: those cells are position n, keyed last, and cut at the end).
+    members = np.full((nb, size), n, dtype=index_type)
+    columns = np.arange(nb, dtype=index_type)[:, None]
+    members[:, :full_rows] = columns + nb * np.arange(full_rows, dtype=index_type)
+    if full_rows < size:
+        rows = np.arange(size - full_rows, dtype=index_type)
+        members[: nb - 1, full_rows:] = in_full_rows + columns[: nb - 1] + (nb - 1) * rows
+    keys = np.append(key, np.inf)[members]
+    members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1)
+    del keys
+    return members[np.argsort(batch_rank)].ravel()[:n]
 
 
 def _dense_rank(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
