@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from hfsiamese.data import NoDuplicateGroupSampler
+from hfsiamese.data.sampler import _lexsort_int_fraction
 
 
 def random_groups(seed: int) -> tuple[np.ndarray, int]:
@@ -450,3 +451,19 @@ def test_the_dense_rank_sorts_as_its_two_keys_ties_included():
         tie_breaker = rng.random(300)
         rank = _dense_rank(primary, secondary)
         assert np.array_equal(np.lexsort((tie_breaker, rank)), np.lexsort((tie_breaker, secondary, primary)))
+
+
+def test_the_packed_two_key_sort_is_lexsort():
+    """The epoch's sorts by (an integer key, a random fraction) give `np.lexsort`'s very order: ties in the fraction's
+    leading bits, equal fractions, negative and wide integer keys (past what packing holds: lexsort itself)."""
+    rng = np.random.default_rng(3)
+    for trial in range(400):
+        n = int(rng.integers(0, 2000))
+        high = 10 ** int(rng.integers(1, 9))
+        primary = rng.integers(-high, high, n).astype(np.int32 if trial % 2 else np.int64)
+        fraction = rng.random(n)
+        if trial % 3 == 0:
+            fraction = np.round(fraction, int(rng.integers(0, 4)))  # many equal fractions
+        assert np.array_equal(_lexsort_int_fraction(primary, fraction), np.lexsort((fraction, primary))), trial
+    wide = np.array([0, 2**62, 5, 2**62], dtype=np.int64)
+    assert np.array_equal(_lexsort_int_fraction(wide, np.array([0.4, 0.2, 0.3, 0.1])), [0, 2, 3, 1])
