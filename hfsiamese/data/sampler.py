@@ -26,6 +26,11 @@ from hfsiamese.data.question_identity import column_arrow
 __all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 
 
+# Blocks in which the epoch's sorts build their keys (items, batches): temporaries of a block, never of the epoch.
+_PACK_BLOCK = 1 << 20
+_BATCH_BLOCK = 1 << 15
+
+
 class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
     """
     Yield dataset indices whose consecutive chunks of `batch_size` hold at most one pair per group.
@@ -177,6 +182,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         # size and key tie; less time and memory with tens of millions of pairs).
         pair_key = rng.random(n)
         sequence = _lexsort_int_fraction(_dense_rank(-self._kept_sizes, group_key)[gid], pair_key)
+        del pair_key
         if kept is not None:
             sequence = kept[sequence]
         del kept, gid
@@ -212,24 +218,27 @@ def _batch_major_order(n: int, nb: int, size: int, batch_rank: np.ndarray, key: 
     """
     The positions 0..n-1 of an epoch's sequence, dealt column-wise into `nb` batches (see `_epoch_order`), ordered by
     their batch's rank, then by `key` within a batch (then by position): `np.lexsort((key, batch_rank[batch]))`, but
-    each batch is sorted on its own (nb sorts of `size` keys instead of one of n; the very same order), because one
-    sort over tens of millions of positions was most of the wait before a large run's first step.
+    each batch is sorted on its own (nb sorts of `size` keys instead of one of n; the very same order), a block of
+    batches at a time, because one sort over tens of millions of positions was most of the wait before a large run's
+    first step, and its temporaries most of the memory.
     """
     rest = n - (nb - 1) * size
     full_rows = rest if rest < size else size  # rows of the grid every batch has a cell in
     in_full_rows = full_rows * nb
     index_type = batch_rank.dtype
     # A batch's positions in increasing order, one batch per row: its cells of the full rows, then of the others
-    # (which the last batch lacks when it is short: those cells are position n, keyed last, and cut at the end).
+    # (which the last batch lacks when it is short: those cells hold n, keyed last and cut at the end).
     members = np.full((nb, size), n, dtype=index_type)
     columns = np.arange(nb, dtype=index_type)[:, None]
     members[:, :full_rows] = columns + nb * np.arange(full_rows, dtype=index_type)
     if full_rows < size:
         rows = np.arange(size - full_rows, dtype=index_type)
         members[: nb - 1, full_rows:] = in_full_rows + columns[: nb - 1] + (nb - 1) * rows
-    keys = np.append(key, np.inf)[members]
-    members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1)
-    del keys
+    del columns
+    for start in range(0, nb, _BATCH_BLOCK):
+        block = members[start : start + _BATCH_BLOCK]
+        keys = np.where(block < n, key[np.minimum(block, n - 1)], np.inf)
+        block[:] = np.take_along_axis(block, np.argsort(keys, axis=1, kind="stable"), axis=1)
     return members[np.argsort(batch_rank)].ravel()[:n]
 
 
@@ -237,26 +246,31 @@ def _lexsort_int_fraction(primary: np.ndarray, fraction: np.ndarray) -> np.ndarr
     """
     `np.lexsort((fraction, primary))` for integers `primary` and `fraction` in [0, 1) (random keys): the very same
     order, from one sort of 64-bit values that pack each item's primary key, the leading bits of its fraction and its
-    index. numpy sorts such values with SIMD but has no fast two-key sort (lexsort took half a minute at 36M items); the
-    few items whose packed keys tie are put in order by their whole fraction afterwards.
+    index (built a block at a time: one array of n, no temporaries of n). numpy sorts such values with SIMD but has
+    no fast two-key sort (lexsort took half a minute at 36M items); the few items whose packed keys tie are put in
+    order by their whole fraction afterwards.
     """
     n = len(primary)
     if n < 2 or fraction.min() < 0 or fraction.max() >= 1:
         return np.lexsort((fraction, primary))
-    shifted = primary.astype(np.int64) - int(primary.min())
+    low = int(primary.min())
     index_bits = (n - 1).bit_length()
-    fraction_bits = 64 - index_bits - max(int(shifted.max()).bit_length(), 1)
+    fraction_bits = 64 - index_bits - max((int(primary.max()) - low).bit_length(), 1)
     if fraction_bits < 8:  # too little left of the fraction for few ties
         return np.lexsort((fraction, primary))
-    packed = shifted.astype(np.uint64) << np.uint64(fraction_bits + index_bits)
-    packed |= (fraction * float(2**fraction_bits)).astype(np.uint64) << np.uint64(index_bits)  # floored: monotone
-    packed |= np.arange(n, dtype=np.uint64)
+    packed = np.empty(n, dtype=np.uint64)
+    for start in range(0, n, _PACK_BLOCK):
+        stop = min(start + _PACK_BLOCK, n)
+        part = (primary[start:stop].astype(np.int64) - low).astype(np.uint64) << np.uint64(fraction_bits + index_bits)
+        part |= (fraction[start:stop] * float(2**fraction_bits)).astype(np.uint64) << np.uint64(index_bits)  # floored
+        part |= np.arange(start, stop, dtype=np.uint64)
+        packed[start:stop] = part
     packed.sort()
     order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
-    coarse = packed >> np.uint64(index_bits)
+    packed >>= np.uint64(index_bits)  # what is left: the primary key and the fraction's leading bits
+    tied = packed[1:] == packed[:-1]
     del packed
-    tied = coarse[1:] == coarse[:-1]
-    if tied.any():  # runs of equal coarse keys: their items ordered by the whole fraction, then by index
+    if tied.any():  # runs of equal packed keys: their items ordered by the whole fraction, then by index
         in_run = np.zeros(n, dtype=bool)
         in_run[1:] |= tied
         in_run[:-1] |= tied
