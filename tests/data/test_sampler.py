@@ -467,3 +467,23 @@ def test_the_packed_two_key_sort_is_lexsort():
         assert np.array_equal(_lexsort_int_fraction(primary, fraction), np.lexsort((fraction, primary))), trial
     wide = np.array([0, 2**62, 5, 2**62], dtype=np.int64)
     assert np.array_equal(_lexsort_int_fraction(wide, np.array([0.4, 0.2, 0.3, 0.1])), [0, 2, 3, 1])
+
+
+def test_groups_numbered_0_to_g_are_taken_as_they_are_and_not_shared():
+    """Ids already 0..G-1 (a prepared folder's) skip np.unique's sort with the same numbering; other ids go through it;
+    a caller's array changed afterwards does not change the sampler."""
+    from hfsiamese.data.sampler import _numbered_groups
+
+    rng = np.random.default_rng(0)
+    for groups in (rng.permutation(np.repeat(np.arange(50), 3)), np.array([5, 3, 5, 9, 3]), np.array([0, 2, 2])):
+        for dtype in (np.int64, np.int32, np.uint64, np.uint16):
+            ids = groups.astype(dtype)
+            values, index, sizes = _numbered_groups(ids)
+            want_values, want_index = np.unique(ids, return_inverse=True)
+            assert np.array_equal(values, want_values) and np.array_equal(index, want_index)
+            assert np.array_equal(sizes, np.bincount(want_index))
+    ids = rng.permutation(np.repeat(np.arange(40), 2))
+    sampler = NoDuplicateGroupSampler(ids, 8, seed=1)
+    before = list(sampler)
+    ids[:] = 0
+    assert list(sampler) == before
