@@ -95,13 +95,14 @@ class DuplicateService:
         *,
         cross_encoder: Any | None = None,
         rerank_k: int | None = None,
+        groups_lag: tuple[int, int] = (0, 0),
     ) -> None:
         self.index, self.index_dir = index, index_dir
         self.cross_encoder = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
         self.rerank_k = rerank_k
         self._canonical_texts: dict[Any, str] = {}
         # A replica's: how far its index's stored groups were from its rows when read (`read_as_replica`).
-        self.groups_lag: tuple[int, int] = (0, 0)
+        self.groups_lag = groups_lag
 
     @classmethod
     def open(cls, settings: ServeSettings) -> DuplicateService:
@@ -116,6 +117,7 @@ class DuplicateService:
                 f"a replica (--replica) needs an index whose rows are in a database (LanceDB or Qdrant); the one in "
                 f"{settings.index_dir} keeps them in the folder: build it with --store lancedb"
             )
+        lag = (0, 0)
         if settings.replica:  # its groups read now, as stored: a replica never writes, not even a repair
             lag = index.read_as_replica()
         elif settings.find_groups and index.groups is None and len(index):
@@ -123,10 +125,9 @@ class DuplicateService:
             index.find_groups()
             if index.database_store is None:
                 index.save(settings.index_dir, overwrite=True)
-        service = cls(index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k)
-        if settings.replica:
-            service.groups_lag = lag
-        return service
+        return cls(
+            index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k, groups_lag=lag
+        )
 
     def reopened(self) -> DuplicateService:
         """The same index opened anew from its database, over the same model and cross-encoder: what the writer has
@@ -141,9 +142,9 @@ class DuplicateService:
         except Exception:
             index.close()
             raise
-        fresh = DuplicateService(index, self.index_dir, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k)
-        fresh.groups_lag = lag
-        return fresh
+        return DuplicateService(
+            index, self.index_dir, cross_encoder=self.cross_encoder, rerank_k=self.rerank_k, groups_lag=lag
+        )
 
     # --- reading -------------------------------------------------------------------------------------------
 

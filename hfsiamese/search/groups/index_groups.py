@@ -56,11 +56,10 @@ class IndexGroups:
         self._groups = groups
         if groups is None:
             return 0, 0
-        questions = groups.questions()
-        stale = [member for member, kept in zip(questions, index.contains(questions)) if not kept]
+        stale = without_rows(index, groups)
         if stale:
             forget(index, groups, stale)
-        return len(index) - (len(questions) - len(stale)), len(stale)
+        return len(index) - groups.num_questions, len(stale)  # (after the stale ones left)
 
     def keep(self, index: SearchIndex, groups: DuplicateGroups) -> DuplicateGroups:
         """Make `groups` the index's own (written to a database now; to a folder by `save`)."""
@@ -103,6 +102,12 @@ class IndexGroups:
             sync_groups(index, groups)
 
 
+def without_rows(index: SearchIndex, groups: DuplicateGroups) -> list[Any]:
+    """The grouped questions the index's rows no longer hold."""
+    questions = groups.questions()
+    return [member for member, kept in zip(questions, index.contains(questions)) if not kept]
+
+
 def drop_removed(index: SearchIndex, groups: DuplicateGroups) -> None:
     """
     A database's stored groups holding questions its rows no longer hold (a process stopped after a `delete`'s rows
@@ -110,8 +115,7 @@ def drop_removed(index: SearchIndex, groups: DuplicateGroups) -> None:
     (`forget`: a new canonical promoted where one went), and the change is written back, with a warning. (A stop
     between an `add`'s two writes leaves its rows ungrouped, as a plain `add` does: nothing to make good.)
     """
-    questions = groups.questions()
-    removed = [member for member, kept in zip(questions, index.contains(questions)) if not kept]
+    removed = without_rows(index, groups)
     if not removed:
         return
     forget(index, groups, removed)
