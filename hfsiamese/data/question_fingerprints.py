@@ -45,7 +45,11 @@ _TENSOR = "question_hashes"
 def question_hashes(texts: Iterable[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The sorted, distinct hashes (uint64) of `texts`' folded forms."""
     array = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(list(texts), type=pa.string())
-    return np.unique(_row_hashes(array))
+    hashes = _row_hashes(array)
+    hashes.sort()  # in place: np.unique would sort a copy (tens of millions of hashes: a third of the peak)
+    distinct = np.ones(len(hashes), dtype=bool)
+    np.not_equal(hashes[1:], hashes[:-1], out=distinct[1:])
+    return hashes[distinct]
 
 
 def pair_question_hashes(pairs: datasets.Dataset) -> np.ndarray:

@@ -28,7 +28,7 @@ __all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 
 # Blocks in which the epoch's sorts build their keys (items, batches): temporaries of a block, never of the epoch.
 _PACK_BLOCK = 1 << 20
-_BATCH_BLOCK = 1 << 15
+_BATCH_BLOCK = 1 << 13
 
 
 class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
@@ -117,7 +117,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         return iterate_indices(self.epoch_order(self.epoch))
 
     def epoch_order(self, epoch: int) -> np.ndarray:
-        """The indices epoch `epoch` yields, as one int64 array (what `__iter__` yields after `set_epoch(epoch)`)."""
+        """The indices epoch `epoch` yields, as one integer array (what `__iter__` yields after `set_epoch(epoch)`)."""
         if self._lengths is not None:
             order = self._length_grouped_order(epoch)
             if order is not None:
@@ -175,13 +175,13 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         # the temporaries of an epoch are what its peak memory is made of, with millions of pairs).
         kept = self._kept_indices(rng) if self.max_pairs_per_group is not None else None
         gid = self._group_index if kept is None else self._group_index[kept]
-        group_key = rng.random(len(self._group_sizes))
         # Sorted by (largest first, group key, a random key per pair): the groups' place in that order is ranked over
         # the groups first, so the sort over every pair has two keys, not three (the same order: equal ranks where
         # size and key tie; less time and memory with tens of millions of pairs).
+        group_rank = _dense_rank(-self._kept_sizes, rng.random(len(self._group_sizes)))
         pair_key = rng.random(n)
-        sequence = _lexsort_int_fraction(_dense_rank(-self._kept_sizes, group_key)[gid], pair_key)
-        del pair_key
+        sequence = _lexsort_int_fraction(group_rank, pair_key, through=gid)
+        del pair_key, group_rank
         if kept is not None:
             sequence = kept[sequence]
         del kept, gid
@@ -189,13 +189,11 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         rest = n - (nb - 1) * size  # cells of the last batch, 1..size
         has_partial = rest < size
         n_full = nb - 1 if has_partial else nb
-        index_type = np.int32 if n < np.iinfo(np.int32).max else np.int64  # (the same batches; half the memory)
-        batch_rank = np.empty(nb, dtype=index_type)
+        batch_rank = np.empty(nb, dtype=_index_type(n))
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
-        order = _batch_major_order(n, nb, size, batch_rank, rng.random(n))
-        return sequence[order][: len(self)]
+        return _dealt_in_batches(sequence, nb, size, batch_rank, rng.random(n))[: len(self)]
 
     def _generator(self, epoch: int) -> np.random.Generator:
         # Seeded with the pair (seed, epoch), not their sum: seed 1 epoch 0 and seed 0 epoch 1 must differ.
@@ -213,59 +211,83 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         return np.sort(by_group[rank_in_group < self.max_pairs_per_group])
 
 
-def _batch_major_order(n: int, nb: int, size: int, batch_rank: np.ndarray, key: np.ndarray) -> np.ndarray:
+def _dealt_in_batches(sequence: np.ndarray, nb: int, size: int, batch_rank: np.ndarray, key: np.ndarray) -> np.ndarray:
     """
-    The positions 0..n-1 of an epoch's sequence, dealt column-wise into `nb` batches (see `_epoch_order`), ordered by
-    their batch's rank, then by `key` within a batch (then by position): `np.lexsort((key, batch_rank[batch]))`, but
-    each batch is sorted on its own (nb sorts of `size` keys instead of one of n; the very same order), a block of
-    batches at a time, because one sort over tens of millions of positions was most of the wait before a large run's
-    first step, and its temporaries most of the memory.
+    The `n` items of an epoch's `sequence` dealt column-wise into `nb` batches (see `_epoch_order`), the batches in
+    the order of their rank, the items of a batch in the order of `key` (a key per position of the sequence; then by
+    position): `sequence[np.lexsort((key, batch_rank[batch]))]`. Made a block of batches at a time, in their output
+    order, each batch sorted on its own (one sort over tens of millions of positions was most of the wait before a
+    large run's first step) and written straight into the result, so that no array of the epoch is made but that
+    result (the temporaries of whole-epoch sorts and gathers were most of its memory).
     """
+    n = len(sequence)
     rest = n - (nb - 1) * size
     full_rows = rest if rest < size else size  # rows of the grid every batch has a cell in
+    index_type = _index_type(n)
     in_full_rows = full_rows * nb
-    index_type = batch_rank.dtype
-    # A batch's positions in increasing order, one batch per row: its cells of the full rows, then of the others
-    # (which the last batch lacks when it is short: those cells hold n, keyed last and cut at the end).
-    members = np.full((nb, size), n, dtype=index_type)
-    columns = np.arange(nb, dtype=index_type)[:, None]
-    members[:, :full_rows] = columns + nb * np.arange(full_rows, dtype=index_type)
-    if full_rows < size:
-        rows = np.arange(size - full_rows, dtype=index_type)
-        members[: nb - 1, full_rows:] = in_full_rows + columns[: nb - 1] + (nb - 1) * rows
-    del columns
+    grid_rows = np.arange(size, dtype=index_type)
+    by_rank = np.argsort(batch_rank)  # the batches, in the order they are yielded (the short one last)
+    result = np.empty(n, dtype=sequence.dtype)
+    filled = 0
     for start in range(0, nb, _BATCH_BLOCK):
-        block = members[start : start + _BATCH_BLOCK]
-        keys = np.where(block < n, key[np.minimum(block, n - 1)], np.inf)
-        block[:] = np.take_along_axis(block, np.argsort(keys, axis=1, kind="stable"), axis=1)
-    return members[np.argsort(batch_rank)].ravel()[:n]
+        batches = by_rank[start : start + _BATCH_BLOCK].astype(index_type)[:, None]
+        # A batch's positions in increasing order: its cells of the full rows, then of the others (which the last
+        # batch lacks when it is short: those cells hold n, keyed last and dropped).
+        members = np.where(
+            grid_rows < full_rows,
+            batches + nb * grid_rows,
+            np.where(batches < nb - 1, in_full_rows + batches + (nb - 1) * (grid_rows - full_rows), n),
+        ).astype(index_type)
+        keys = np.where(members < n, key[np.minimum(members, n - 1)], np.inf)
+        members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1).ravel()
+        members = members[members < n]
+        result[filled : filled + len(members)] = sequence[members]
+        filled += len(members)
+    return result
 
 
-def _lexsort_int_fraction(primary: np.ndarray, fraction: np.ndarray) -> np.ndarray:
+def _index_type(n: int) -> type[np.signedinteger]:
+    """int32 for positions among `n` items where they fit (half the memory of tens of millions of them)."""
+    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+
+
+def _lexsort_int_fraction(
+    primary: np.ndarray, fraction: np.ndarray, *, through: np.ndarray | None = None
+) -> np.ndarray:
     """
     `np.lexsort((fraction, primary))` for integers `primary` and `fraction` in [0, 1) (random keys): the very same
     order, from one sort of 64-bit values that pack each item's primary key, the leading bits of its fraction and its
     index (built a block at a time: one array of n, no temporaries of n). numpy sorts such values with SIMD but has
     no fast two-key sort (lexsort took half a minute at 36M items); the few items whose packed keys tie are put in
-    order by their whole fraction afterwards.
+    order by their whole fraction afterwards. With `through`, item i's primary key is `primary[through[i]]` (a
+    group's key for each of its pairs, looked up a block at a time instead of an array of every pair's). The order
+    comes as int32 where the items' positions fit.
     """
-    n = len(primary)
+    n = len(fraction)
+
+    def primary_of(items: np.ndarray | slice) -> np.ndarray:
+        return primary[through[items]] if through is not None else primary[items]
+
     if n < 2 or fraction.min() < 0 or fraction.max() >= 1:
-        return np.lexsort((fraction, primary))
-    low = int(primary.min())
+        return np.lexsort((fraction, primary_of(slice(None)))).astype(_index_type(n))
+    low = int(primary.min())  # bounds over every key `through` may look up: the order is exact whatever they are
     index_bits = (n - 1).bit_length()
     fraction_bits = 64 - index_bits - max((int(primary.max()) - low).bit_length(), 1)
     if fraction_bits < 8:  # too little left of the fraction for few ties
-        return np.lexsort((fraction, primary))
+        return np.lexsort((fraction, primary_of(slice(None)))).astype(_index_type(n))
     packed = np.empty(n, dtype=np.uint64)
     for start in range(0, n, _PACK_BLOCK):
         stop = min(start + _PACK_BLOCK, n)
-        part = (primary[start:stop].astype(np.int64) - low).astype(np.uint64) << np.uint64(fraction_bits + index_bits)
+        part = (primary_of(slice(start, stop)).astype(np.int64) - low).astype(np.uint64)
+        part <<= np.uint64(fraction_bits + index_bits)
         part |= (fraction[start:stop] * float(2**fraction_bits)).astype(np.uint64) << np.uint64(index_bits)  # floored
         part |= np.arange(start, stop, dtype=np.uint64)
         packed[start:stop] = part
     packed.sort()
-    order = (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
+    order = np.empty(n, dtype=_index_type(n))
+    index_mask = np.uint64((1 << index_bits) - 1)
+    for start in range(0, n, _PACK_BLOCK):
+        order[start : start + _PACK_BLOCK] = packed[start : start + _PACK_BLOCK] & index_mask
     packed >>= np.uint64(index_bits)  # what is left: the primary key and the fraction's leading bits
     tied = packed[1:] == packed[:-1]
     del packed
@@ -275,19 +297,22 @@ def _lexsort_int_fraction(primary: np.ndarray, fraction: np.ndarray) -> np.ndarr
         in_run[:-1] |= tied
         places = np.flatnonzero(in_run)
         members = order[places]
-        order[places] = members[np.lexsort((members, fraction[members], primary[members]))]
+        order[places] = members[np.lexsort((members, fraction[members], primary_of(members)))]
     return order
 
 
 def _dense_rank(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
     """Each item's rank in the order (primary, secondary), equal items sharing a rank: sorting by it sorts as by the
-    two keys."""
+    two keys. Neighbours in that order are compared a block at a time (no sorted copies of the keys)."""
     order = _lexsort_int_fraction(primary, secondary)
-    first, second = primary[order], secondary[order]
-    starts = np.ones(len(order), dtype=bool)
-    starts[1:] = (first[1:] != first[:-1]) | (second[1:] != second[:-1])
-    rank = np.empty(len(order), dtype=np.int32 if len(order) < np.iinfo(np.int32).max else np.int64)
-    rank[order] = np.cumsum(starts) - 1
+    n = len(order)
+    starts = np.ones(n, dtype=bool)
+    for start in range(1, n, _PACK_BLOCK):
+        stop = min(start + _PACK_BLOCK, n)
+        here, before = order[start:stop], order[start - 1 : stop - 1]
+        starts[start:stop] = (primary[here] != primary[before]) | (secondary[here] != secondary[before])
+    rank = np.empty(n, dtype=_index_type(n))
+    rank[order] = np.cumsum(starts, dtype=rank.dtype) - 1
     return rank
 
 
@@ -404,17 +429,20 @@ def _infeasibility(largest: int, n_largest: int, n: int, batch_size: int) -> str
 
 def _numbered_groups(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
-    `np.unique(groups, return_inverse=True)` and the groups' sizes. Where the ids are already 0..G-1, each used (as a
-    prepared folder numbers its groups), those are the ids themselves: one count instead of a sort of every pair
-    (9 s of the wait before the first step at 36M pairs).
+    `np.unique(groups, return_inverse=True)` and the groups' sizes; group numbers and sizes int32 where the counts
+    allow (the sampler keeps them for the whole run: 4 bytes a pair, not 8). Where the ids are already 0..G-1, each
+    used (as a prepared folder numbers its groups), those are the ids themselves: one count instead of a sort of every
+    pair (9 s of the wait before the first step at 36M pairs).
     """
     if (groups.dtype.kind == "i" or groups.dtype.itemsize < 8) and groups.min() == 0 and groups.max() < len(groups):
         sizes = np.bincount(groups)
         if sizes.all():  # a writable array may be the caller's, which the sampler must not share
-            index = groups.copy() if groups.flags.writeable else groups
-            return np.arange(len(sizes), dtype=groups.dtype), index, sizes
+            kind = _index_type(max(len(sizes), len(groups)))
+            index = groups.astype(kind, copy=bool(groups.flags.writeable))
+            return np.arange(len(sizes), dtype=kind), index, sizes.astype(kind)
     values, index = np.unique(groups, return_inverse=True)
-    return values, index, np.bincount(index)
+    kind = _index_type(max(len(values), len(groups)))
+    return values, index.astype(kind, copy=False), np.bincount(index).astype(kind)
 
 
 def _as_int_array(group_ids: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -30,9 +30,9 @@ from typing import Any, Protocol
 
 import datasets
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
+from hfsiamese.data.first_appearance import first_appearance_codes
 from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
@@ -58,6 +58,7 @@ STARTED = "preparation.json"  # written first: what this folder is a preparation
 ASSIGNMENT = "assignment.npz"  # stage 3's arrays: kept rows, their split, the training rows' groups
 SPLIT_NAMES = ("train", "validation", "test")
 DEFAULT_SHARD_PAIRS = 250_000
+_RENUMBER_BLOCK = 1 << 22  # codes renumbered at a time (a block's temporaries, not every code's)
 ENGINES = ("local", "ray")  # where stages 2 and 4 run: this machine's processes, or Ray tasks
 
 
@@ -282,10 +283,8 @@ def _assign(pairs: datasets.Dataset, options: PreparationOptions, workers: _Engi
 def _codes(hashes: np.ndarray, n: int) -> QuestionCodes:
     """Questions numbered by their hash in order of first appearance over `hashes` ([question1's, question2's] of `n`
     pairs), as `question_codes` numbers their keys (same order, so the same codes); int32 where the count allows."""
-    codes, uniques = pd.factorize(hashes)
-    count = len(uniques)
-    del uniques
-    codes = codes.astype(_code_type(count, len(codes)))
+    codes, count = first_appearance_codes(hashes)  # pandas.factorize's codes, a part at a time (its peak memory)
+    codes = codes.astype(_code_type(count, len(codes)), copy=False)
     return QuestionCodes(codes[:n], codes[n:], count)
 
 
@@ -297,17 +296,28 @@ def _renumbered(codes: QuestionCodes, rows: np.ndarray) -> QuestionCodes:
     first appearance (a repeat's mirror held its only question1 place), so the numbering is made again, not kept.
     """
     n = len(rows)
-    both = np.concatenate([codes.codes1[rows], codes.codes2[rows]])
-    kind = _code_type(codes.count, len(both))
+    kind = _code_type(codes.count, 2 * n)
+    both = np.empty(2 * n, dtype=kind)
+    if n == 0:
+        return QuestionCodes(both, both, 0)
+    both[:n], both[n:] = codes.codes1[rows], codes.codes2[rows]
     first = np.full(codes.count, len(both), dtype=kind)  # each old code's first position among `both`
-    np.minimum.at(first, both, np.arange(len(both), dtype=kind))
-    present = np.flatnonzero(first < len(both))
-    new = np.empty(codes.count, dtype=kind)
-    new[present[np.argsort(first[present])]] = np.arange(len(present), dtype=kind)  # positions are distinct
-    count = len(present)
-    del first, present
-    renumbered = new[both]
-    return QuestionCodes(renumbered[:n], renumbered[n:], count)
+    for start in range(0, len(both), _RENUMBER_BLOCK):
+        stop = min(start + _RENUMBER_BLOCK, len(both))
+        np.minimum.at(first, both[start:stop], np.arange(start, stop, dtype=kind))
+    present = first < len(both)
+    count = int(present.sum())
+    # An old code's new one is the rank of its first position among the first positions of the codes still present.
+    marked = np.zeros(len(both), dtype=bool)
+    marked[first[present]] = True
+    del present
+    rank = np.cumsum(marked, dtype=kind)
+    del marked
+    new = rank[np.minimum(first, len(both) - 1)] - 1  # (codes no longer present get a value never looked up)
+    del rank, first
+    for start in range(0, len(both), _RENUMBER_BLOCK):  # in place: no second array of every question's code
+        both[start : start + _RENUMBER_BLOCK] = new[both[start : start + _RENUMBER_BLOCK]]
+    return QuestionCodes(both[:n], both[n:], count)
 
 
 def _code_type(count: int, positions: int) -> type[np.signedinteger]:

@@ -342,3 +342,40 @@ def test_deduplicate_pairs_is_vectorised():
     out, report = deduplicate_pairs(ds, warn=False)
     pairs = {frozenset((a, b)) if a != b else (a,) for a, b in zip(q1.tolist(), q2.tolist(), strict=True)}
     assert len(out) == len(pairs) == large - report.collapsed and report.collapsed > 0
+
+
+@pytest.mark.parametrize("per_part", [1 << 22, 7])
+def test_the_split_report_counts_as_sets_do_in_any_number_of_partitions(monkeypatch, per_part):
+    """Distinct questions, shared questions and groups counted a partition at a time (7 values a part: dozens of
+    partitions) equal the counts of plain Python sets."""
+    import hfsiamese.data.question_identity as identity
+
+    monkeypatch.setattr(identity, "_VALUES_PER_PART", per_part)
+    rng = np.random.default_rng(0)
+    pool = [f"question {i} {'x' * int(rng.integers(0, 9))}" for i in range(60)]
+
+    def split(n: int, seed: int) -> datasets.Dataset:
+        r = np.random.default_rng(seed)
+        return datasets.Dataset.from_dict(
+            {
+                "question1": [pool[i] for i in r.integers(0, 60, n)],
+                "question2": [pool[i].upper() for i in r.integers(0, 60, n)],  # folded to the same key
+                "label": r.integers(0, 2, n).tolist(),
+                "group_id": r.integers(-5, 30, n).tolist(),
+            }
+        )
+
+    splits = datasets.DatasetDict({"train": split(80, 1), "validation": split(30, 2), "test": split(20, 3)})
+    report = identity.split_report(splits)
+    questions = {
+        name: {q.lower() for q in s["question1"]} | {q.lower() for q in s["question2"]} for name, s in splits.items()
+    }
+    for name, s in splits.items():
+        assert report[name]["questions"] == len(questions[name])
+        assert report[name]["duplicate_groups"] == len(set(s["group_id"]))
+        assert report[name]["duplicates"] == sum(s["label"])
+    assert report["shared_questions"] == {
+        "train/validation": len(questions["train"] & questions["validation"]),
+        "train/test": len(questions["train"] & questions["test"]),
+        "validation/test": len(questions["validation"] & questions["test"]),
+    }

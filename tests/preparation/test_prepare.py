@@ -293,10 +293,14 @@ def test_shards_written_by_several_processes_are_the_same(tmp_path):
             ).read_bytes()
 
 
-def test_codes_numbered_again_for_a_subset_of_pairs_equal_those_of_its_hashes():
+@pytest.mark.parametrize("block", [1 << 22, 7])
+def test_codes_numbered_again_for_a_subset_of_pairs_equal_those_of_its_hashes(monkeypatch, block):
     import numpy as np
 
+    import hfsiamese.preparation.prepare as prepare
     from hfsiamese.preparation.prepare import _codes, _renumbered
+
+    monkeypatch.setattr(prepare, "_RENUMBER_BLOCK", block)  # 7: blocks that split the codes anywhere
 
     rng = np.random.default_rng(0)
     hashes = rng.integers(0, 2**63, size=300, dtype=np.uint64)
