@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             del hashes, keep
     names = list(distinct)
     report["shared_questions"] = {
-        f"{a}/{b}": int(len(np.intersect1d(distinct[a], distinct[b], assume_unique=True)))
+        f"{a}/{b}": len(np.intersect1d(distinct[a], distinct[b], assume_unique=True))
         for i, a in enumerate(names)
         for b in names[i + 1 :]
     }

@@ -16,7 +16,9 @@ nothing else running, each a fresh process of the documented command:
 Per run: wall time, time from the start of the process to the first optimiser step (the moment the Trainer's
 progress bar shows step 1), steady pairs/s (from the progress bar between step 5 and the last), peak resident memory
 of the process and its children (sampled every 0.2 s), and of it the private part (resident less the pages of files
-it maps: the memory-mapped Arrow files' pages count as resident once read, but the kernel drops them under pressure). Results: WORK_DIR/scale_training.json and .md (a table).
+it maps: the memory-mapped Arrow files' pages count as resident once read, but the kernel drops them under pressure),
+and the anonymous memory with shared pages counted once (`anonymous_share`: forked preparation workers share their
+parent's pages, which the resident and private sums count once per process). Results: WORK_DIR/scale_training.json and .md (a table).
 """
 
 from __future__ import annotations
@@ -46,6 +48,23 @@ HFSIAMESE = (
 )
 
 
+def anonymous_share(pid: int) -> int:
+    """
+    Bytes of anonymous memory `pid` holds, each page shared with other processes counted in proportion (Linux's
+    `Pss_Anon`): summed over a process tree, a page a forked worker still shares with its parent counts once, where
+    the resident and private sums count it in every process. The memory the tree needs beyond the page cache. 0 where
+    the kernel does not say (not Linux, or before 5.8).
+    """
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            for line in rollup:
+                if line.startswith("Pss_Anon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def measured(argv: list[str], env: dict[str, str], max_steps: int | None, batch_size: int) -> dict[str, Any]:
     """Run `argv` to its end; its wall time, first step, steady pairs/s and peak resident memory (tree)."""
     start = time.perf_counter()
@@ -69,7 +88,7 @@ def measured(argv: list[str], env: dict[str, str], max_steps: int | None, batch_
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    peak = peak_private = 0
+    peak = peak_private = peak_anonymous = 0
     parent = psutil.Process(process.pid)
     while process.poll() is None:
         try:
@@ -78,6 +97,7 @@ def measured(argv: list[str], env: dict[str, str], max_steps: int | None, batch_
             peak = max(peak, sum(m.rss for m in memory))
             # private: resident less file-backed pages (the memory-mapped Arrow files' pages the kernel can drop)
             peak_private = max(peak_private, sum(m.rss - m.shared for m in memory))
+            peak_anonymous = max(peak_anonymous, sum(anonymous_share(p.pid) for p in tree))
         except psutil.Error:
             pass
         time.sleep(0.2)
@@ -91,6 +111,7 @@ def measured(argv: list[str], env: dict[str, str], max_steps: int | None, batch_
         "wall_s": round(wall, 1),
         "peak_rss_gb": round(peak / 2**30, 2),
         "peak_private_gb": round(peak_private / 2**30, 2),
+        "peak_anonymous_gb": round(peak_anonymous / 2**30, 2),
     }
     if steps:
         row["first_step_s"] = round(steps[min(steps)], 1)
@@ -132,9 +153,9 @@ def main() -> None:
     for pairs in args.pairs:
         rows.extend(one_size(pairs, work, args))
     table = markdown_table(
-        ["pairs", "run", "wall s", "first step s", "pairs/s", "peak GB", "of it private GB"],
+        ["pairs", "run", "wall s", "first step s", "pairs/s", "peak GB", "of it private GB", "anonymous GB"],
         [[r["pairs"], r["run"], r["wall_s"], r.get("first_step_s"), r.get("pairs_per_s"), r["peak_rss_gb"],
-          r.get("peak_private_gb")] for r in rows],
+          r.get("peak_private_gb"), r.get("peak_anonymous_gb")] for r in rows],
     )  # fmt: skip
     result = {"machine": machine(), "date": today(), "command": command_line(__file__), "rows": rows}
     write_results(work, "scale_training", result, table, f"{machine()}, {today()}")
