@@ -409,6 +409,8 @@ def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
     keys, groups = {}, {}
     for name, split in splits.items():
         label = column_arrow(split, "label")
+        if pa.types.is_boolean(label.type):  # (Arrow compares no booleans with 1)
+            label = label.cast(pa.int8())
         duplicates = int(pc.sum(pc.equal(label, 1)).as_py() or 0)
         key1, key2 = question_keys(split)
         keys[name] = pa.chunked_array(key1.chunks + key2.chunks, type=pa.string())

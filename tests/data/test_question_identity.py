@@ -379,3 +379,11 @@ def test_the_split_report_counts_as_sets_do_in_any_number_of_partitions(monkeypa
         "train/test": len(questions["train"] & questions["test"]),
         "validation/test": len(questions["validation"] & questions["test"]),
     }
+
+
+def test_the_split_report_counts_boolean_labels():
+    pairs = datasets.Dataset.from_dict(
+        {"question1": ["a", "b", "c"], "question2": ["d", "e", "f"], "label": [True, False, True]}
+    )
+    report = split_report(datasets.DatasetDict({"train": pairs}))
+    assert report["train"]["duplicates"] == 2 and report["train"]["duplicate_rate"] == 2 / 3
