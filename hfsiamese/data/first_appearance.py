@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["first_appearance_codes"]
+__all__ = ["first_appearance_codes", "ranks_among"]
 
 _VALUES_PER_PART = 1 << 22  # what one pandas hash table holds at most, about
 _BLOCK = 1 << 22  # values mixed or renumbered at a time (temporaries of a block, never of all values)
@@ -64,13 +64,25 @@ def first_appearance_codes(values: np.ndarray, *, parts: int | None = None) -> t
     del part
     first = np.concatenate(firsts)
     del firsts
-    # A distinct value's code is the rank of its first position among all first positions.
-    marked = np.zeros(n, dtype=bool)
-    marked[first] = True
-    rank = np.cumsum(marked, dtype=kind)
-    del marked
-    renumber = rank[first] - 1
-    del rank, first
+    renumber = ranks_among(first, n)  # a distinct value's code: its first position's rank among all first positions
+    del first
     for start in range(0, n, _BLOCK):
         codes[start : start + _BLOCK] = renumber[codes[start : start + _BLOCK]]
     return codes, count
+
+
+def ranks_among(positions: np.ndarray, length: int) -> np.ndarray:
+    """
+    Each of `positions` (distinct where below `length`) numbered by its rank among those below `length` (0 for the
+    smallest): a mark per position and a running count, no sort. A position at or past `length` gets a value never
+    meant to be read.
+    """
+    kind = np.int32 if length < np.iinfo(np.int32).max else np.int64
+    if length == 0:
+        return np.zeros(len(positions), dtype=kind)
+    inside = np.minimum(positions, length - 1)
+    marked = np.zeros(length, dtype=bool)
+    marked[positions[positions < length]] = True
+    rank = np.cumsum(marked, dtype=kind)
+    del marked
+    return rank[inside] - 1

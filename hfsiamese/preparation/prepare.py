@@ -32,7 +32,7 @@ import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
-from hfsiamese.data.first_appearance import first_appearance_codes
+from hfsiamese.data.first_appearance import first_appearance_codes, ranks_among
 from hfsiamese.data.pair_loading import load_pairs
 from hfsiamese.data.question_identity import (
     ID_COLUMNS,
@@ -305,16 +305,10 @@ def _renumbered(codes: QuestionCodes, rows: np.ndarray) -> QuestionCodes:
     for start in range(0, len(both), _RENUMBER_BLOCK):
         stop = min(start + _RENUMBER_BLOCK, len(both))
         np.minimum.at(first, both[start:stop], np.arange(start, stop, dtype=kind))
-    present = first < len(both)
-    count = int(present.sum())
+    count = int(np.count_nonzero(first < len(both)))
     # An old code's new one is the rank of its first position among the first positions of the codes still present.
-    marked = np.zeros(len(both), dtype=bool)
-    marked[first[present]] = True
-    del present
-    rank = np.cumsum(marked, dtype=kind)
-    del marked
-    new = rank[np.minimum(first, len(both) - 1)] - 1  # (codes no longer present get a value never looked up)
-    del rank, first
+    new = ranks_among(first, len(both)).astype(kind, copy=False)
+    del first
     for start in range(0, len(both), _RENUMBER_BLOCK):  # in place: no second array of every question's code
         both[start : start + _RENUMBER_BLOCK] = new[both[start : start + _RENUMBER_BLOCK]]
     return QuestionCodes(both[:n], both[n:], count)
