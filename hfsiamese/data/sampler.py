@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from hfsiamese.data.question_identity import column_arrow
+from hfsiamese.data.uniform_draws import UniformDraws
 
 __all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 
@@ -82,7 +83,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
             self._kept_sizes = np.minimum(self._group_sizes, self.max_pairs_per_group)
             largest = int(np.argmax(self._group_sizes))
             warnings.warn(
-                f"duplicate group {self._group_values[largest].item()!r} has {int(self._group_sizes[largest])} pairs, more "
+                f"duplicate group {self._group_value(largest)!r} has {int(self._group_sizes[largest])} pairs, more "
                 f"than fit in one epoch of batch_size={self.batch_size} without a group twice in a batch: each epoch uses "
                 f"a random {self.max_pairs_per_group} pairs of every such group "
                 f"({int((self._group_sizes > self.max_pairs_per_group).sum())} groups)",
@@ -177,11 +178,11 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         gid = self._group_index if kept is None else self._group_index[kept]
         # Sorted by (largest first, group key, a random key per pair): the groups' place in that order is ranked over
         # the groups first, so the sort over every pair has two keys, not three (the same order: equal ranks where
-        # size and key tie; less time and memory with tens of millions of pairs).
-        group_rank = _dense_rank(-self._kept_sizes, rng.random(len(self._group_sizes)))
-        pair_key = rng.random(n)
-        sequence = _lexsort_int_fraction(group_rank, pair_key, through=gid)
-        del pair_key, group_rank
+        # size and key tie; less time and memory with tens of millions of pairs). The random keys are the generator's
+        # draws read by position (`UniformDraws`), made again where needed instead of held: 8 bytes a pair less, twice.
+        group_rank = _dense_rank(-self._kept_sizes, UniformDraws(rng, len(self._group_sizes)))
+        sequence = _lexsort_int_fraction(group_rank, UniformDraws(rng, n), through=gid)
+        del group_rank
         if kept is not None:
             sequence = kept[sequence]
         del kept, gid
@@ -193,7 +194,11 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
-        return _dealt_in_batches(sequence, nb, size, batch_rank, rng.random(n))[: len(self)]
+        return _dealt_in_batches(sequence, nb, size, batch_rank, UniformDraws(rng, n))[: len(self)]
+
+    def _group_value(self, number: int) -> int:
+        """The caller's id of group `number` (the numbers are the ids themselves where those were 0..G-1)."""
+        return number if self._group_values is None else self._group_values[number].item()
 
     def _generator(self, epoch: int) -> np.random.Generator:
         # Seeded with the pair (seed, epoch), not their sum: seed 1 epoch 0 and seed 0 epoch 1 must differ.
@@ -211,38 +216,42 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         return np.sort(by_group[rank_in_group < self.max_pairs_per_group])
 
 
-def _dealt_in_batches(sequence: np.ndarray, nb: int, size: int, batch_rank: np.ndarray, key: np.ndarray) -> np.ndarray:
+def _dealt_in_batches(
+    sequence: np.ndarray, nb: int, size: int, batch_rank: np.ndarray, key: np.ndarray | UniformDraws
+) -> np.ndarray:
     """
     The `n` items of an epoch's `sequence` dealt column-wise into `nb` batches (see `_epoch_order`), the batches in
     the order of their rank, the items of a batch in the order of `key` (a key per position of the sequence; then by
-    position): `sequence[np.lexsort((key, batch_rank[batch]))]`. Made a block of batches at a time, in their output
-    order, each batch sorted on its own (one sort over tens of millions of positions was most of the wait before a
-    large run's first step) and written straight into the result, so that no array of the epoch is made but that
-    result (the temporaries of whole-epoch sorts and gathers were most of its memory).
+    position): `sequence[np.lexsort((key, batch_rank[batch]))]`. Made a block of consecutive batches at a time, each
+    batch sorted on its own (one sort over tens of millions of positions was most of the wait before a large run's
+    first step) and written straight to its place in the result (a full batch of rank r at r * size, the short one
+    last), so that no array of the epoch is made but that result. A row of the grid is a run of consecutive positions
+    over consecutive batches, so the keys are read as slices of `key` (the random keys need not be held at all).
     """
     n = len(sequence)
     rest = n - (nb - 1) * size
     full_rows = rest if rest < size else size  # rows of the grid every batch has a cell in
     index_type = _index_type(n)
     in_full_rows = full_rows * nb
-    grid_rows = np.arange(size, dtype=index_type)
-    by_rank = np.argsort(batch_rank)  # the batches, in the order they are yielded (the short one last)
+    columns = np.arange(size, dtype=index_type)
     result = np.empty(n, dtype=sequence.dtype)
-    filled = 0
-    for start in range(0, nb, _BATCH_BLOCK):
-        batches = by_rank[start : start + _BATCH_BLOCK].astype(index_type)[:, None]
-        # A batch's positions in increasing order: its cells of the full rows, then of the others (which the last
-        # batch lacks when it is short: those cells hold n, keyed last and dropped).
-        members = np.where(
-            grid_rows < full_rows,
-            batches + nb * grid_rows,
-            np.where(batches < nb - 1, in_full_rows + batches + (nb - 1) * (grid_rows - full_rows), n),
-        ).astype(index_type)
-        keys = np.where(members < n, key[np.minimum(members, n - 1)], np.inf)
-        members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1).ravel()
-        members = members[members < n]
-        result[filled : filled + len(members)] = sequence[members]
-        filled += len(members)
+    for first in range(0, nb, _BATCH_BLOCK):
+        last = min(first + _BATCH_BLOCK, nb)
+        # Cells the last batch lacks when it is short hold position n, keyed last and dropped.
+        members = np.full((last - first, size), n, dtype=index_type)
+        keys = np.full((last - first, size), np.inf)
+        for row in range(size):
+            if row < full_rows:
+                start, count = row * nb + first, last - first
+            else:  # rows only the first nb - 1 batches reach
+                start, count = in_full_rows + (row - full_rows) * (nb - 1) + first, min(last, nb - 1) - first
+            if count > 0:
+                members[:count, row] = np.arange(start, start + count, dtype=index_type)
+                keys[:count, row] = key[start : start + count]
+        members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1)
+        places = batch_rank[first:last].astype(np.int64)[:, None] * size + columns
+        present = members < n
+        result[places[present]] = sequence[members[present]]
     return result
 
 
@@ -252,29 +261,46 @@ def _index_type(n: int) -> type[np.signedinteger]:
 
 
 def _lexsort_int_fraction(
-    primary: np.ndarray, fraction: np.ndarray, *, through: np.ndarray | None = None
+    primary: np.ndarray, fraction: np.ndarray | UniformDraws, *, through: np.ndarray | None = None
 ) -> np.ndarray:
     """
-    `np.lexsort((fraction, primary))` for integers `primary` and `fraction` in [0, 1) (random keys): the very same
-    order, from one sort of 64-bit values that pack each item's primary key, the leading bits of its fraction and its
-    index (built a block at a time: one array of n, no temporaries of n). numpy sorts such values with SIMD but has
-    no fast two-key sort (lexsort took half a minute at 36M items); the few items whose packed keys tie are put in
-    order by their whole fraction afterwards. With `through`, item i's primary key is `primary[through[i]]` (a
-    group's key for each of its pairs, looked up a block at a time instead of an array of every pair's). The order
-    comes as int32 where the items' positions fit.
+    `np.lexsort((fraction, primary))` for integers `primary` and `fraction` in [0, 1) (random keys, an array or a
+    generator's draws read by position): the very same order, from one sort of 64-bit values that pack each item's
+    primary key, the leading bits of its fraction and its index (built a block at a time: one array of n, no
+    temporaries of n). numpy sorts such values with SIMD but has no fast two-key sort (lexsort took half a minute at
+    36M items); the few items whose packed keys tie are put in order by their whole fraction afterwards. With
+    `through`, item i's primary key is `primary[through[i]]` (a group's key for each of its pairs, looked up a block
+    at a time instead of an array of every pair's). The order comes as int32 where the items' positions fit.
+    """
+    return _sorted_with_ties(primary, fraction, through=through)[0]
+
+
+def _sorted_with_ties(
+    primary: np.ndarray, fraction: np.ndarray | UniformDraws, *, through: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """
+    `_lexsort_int_fraction`'s order, and the places `i` of that order (increasing) where item `order[i]` may have
+    the same two keys as `order[i - 1]`: everywhere else the packed keys differ, so the keys do.
     """
     n = len(fraction)
 
     def primary_of(items: np.ndarray | slice) -> np.ndarray:
         return primary[through[items]] if through is not None else primary[items]
 
-    if n < 2 or fraction.min() < 0 or fraction.max() >= 1:
-        return np.lexsort((fraction, primary_of(slice(None)))).astype(_index_type(n))
+    def fraction_of(items: np.ndarray) -> np.ndarray:
+        return fraction[items] if isinstance(fraction, np.ndarray) else fraction.take(items)
+
+    def by_lexsort() -> tuple[np.ndarray, np.ndarray]:
+        whole = fraction if isinstance(fraction, np.ndarray) else fraction.materialized()
+        return np.lexsort((whole, primary_of(slice(None)))).astype(_index_type(n)), np.arange(1, n)
+
+    if n < 2 or (isinstance(fraction, np.ndarray) and (fraction.min() < 0 or fraction.max() >= 1)):
+        return by_lexsort()
     low = int(primary.min())  # bounds over every key `through` may look up: the order is exact whatever they are
     index_bits = (n - 1).bit_length()
     fraction_bits = 64 - index_bits - max((int(primary.max()) - low).bit_length(), 1)
     if fraction_bits < 8:  # too little left of the fraction for few ties
-        return np.lexsort((fraction, primary_of(slice(None)))).astype(_index_type(n))
+        return by_lexsort()
     packed = np.empty(n, dtype=np.uint64)
     for start in range(0, n, _PACK_BLOCK):
         stop = min(start + _PACK_BLOCK, n)
@@ -284,33 +310,50 @@ def _lexsort_int_fraction(
         part |= np.arange(start, stop, dtype=np.uint64)
         packed[start:stop] = part
     packed.sort()
-    order = np.empty(n, dtype=_index_type(n))
+    # The order is the packed values' low bits, written over the packed values themselves (a block is copied out
+    # first; the order's narrower values only reach places already read) and the rest of the buffer then given back
+    # (`resize` shrinks in place): the order costs no array beside the packed one. Runs of equal keys (what is left
+    # above the low bits) are found in the same pass.
+    index_type = _index_type(n)
+    written = packed.view(index_type)
     index_mask = np.uint64((1 << index_bits) - 1)
+    tied_parts = []
+    previous_key = None
     for start in range(0, n, _PACK_BLOCK):
-        order[start : start + _PACK_BLOCK] = packed[start : start + _PACK_BLOCK] & index_mask
-    packed >>= np.uint64(index_bits)  # what is left: the primary key and the fraction's leading bits
-    tied = packed[1:] == packed[:-1]
+        part = packed[start : start + _PACK_BLOCK].copy()
+        written[start : start + len(part)] = part & index_mask
+        keys = part >> np.uint64(index_bits)
+        tied = np.flatnonzero(keys[1:] == keys[:-1]) + (start + 1)
+        if previous_key is not None and keys[0] == previous_key:
+            tied = np.r_[start, tied]
+        tied_parts.append(tied)
+        previous_key = keys[-1]
+    del written, part, keys
+    per_value = packed.itemsize // np.dtype(index_type).itemsize
+    packed.resize(-(-n // per_value), refcheck=False)  # the buffer is this function's own: no other view of it
+    order = packed.view(index_type)[:n]
     del packed
-    if tied.any():  # runs of equal packed keys: their items ordered by the whole fraction, then by index
-        in_run = np.zeros(n, dtype=bool)
-        in_run[1:] |= tied
-        in_run[:-1] |= tied
-        places = np.flatnonzero(in_run)
+    tied_after = np.concatenate(tied_parts)
+    if len(tied_after):  # runs of equal packed keys: their items ordered by the whole fraction, then by index
+        places = np.union1d(tied_after - 1, tied_after)
         members = order[places]
-        order[places] = members[np.lexsort((members, fraction[members], primary_of(members)))]
-    return order
+        order[places] = members[np.lexsort((members, fraction_of(members), primary_of(members)))]
+    return order, tied_after
 
 
-def _dense_rank(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+def _dense_rank(primary: np.ndarray, secondary: np.ndarray | UniformDraws) -> np.ndarray:
     """Each item's rank in the order (primary, secondary), equal items sharing a rank: sorting by it sorts as by the
-    two keys. Neighbours in that order are compared a block at a time (no sorted copies of the keys)."""
-    order = _lexsort_int_fraction(primary, secondary)
+    two keys. Only neighbours in that order whose packed sort keys tie can be equal, so only those are compared."""
+    order, maybe_equal = _sorted_with_ties(primary, secondary)
     n = len(order)
     starts = np.ones(n, dtype=bool)
-    for start in range(1, n, _PACK_BLOCK):
-        stop = min(start + _PACK_BLOCK, n)
-        here, before = order[start:stop], order[start - 1 : stop - 1]
-        starts[start:stop] = (primary[here] != primary[before]) | (secondary[here] != secondary[before])
+    if len(maybe_equal):
+        here, before = order[maybe_equal], order[maybe_equal - 1]
+        if isinstance(secondary, np.ndarray):
+            same_secondary = secondary[here] == secondary[before]
+        else:
+            same_secondary = secondary.take(here) == secondary.take(before)
+        starts[maybe_equal] = (primary[here] != primary[before]) | ~same_secondary
     rank = np.empty(n, dtype=_index_type(n))
     rank[order] = np.cumsum(starts, dtype=rank.dtype) - 1
     return rank
@@ -427,19 +470,19 @@ def _infeasibility(largest: int, n_largest: int, n: int, batch_size: int) -> str
     return None
 
 
-def _numbered_groups(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _numbered_groups(groups: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """
     `np.unique(groups, return_inverse=True)` and the groups' sizes; group numbers and sizes int32 where the counts
     allow (the sampler keeps them for the whole run: 4 bytes a pair, not 8). Where the ids are already 0..G-1, each
     used (as a prepared folder numbers its groups), those are the ids themselves: one count instead of a sort of every
-    pair (9 s of the wait before the first step at 36M pairs).
+    pair (9 s of the wait before the first step at 36M pairs), and no values array (None: a group's number is its id).
     """
     if (groups.dtype.kind == "i" or groups.dtype.itemsize < 8) and groups.min() == 0 and groups.max() < len(groups):
         sizes = np.bincount(groups)
         if sizes.all():  # a writable array may be the caller's, which the sampler must not share
             kind = _index_type(max(len(sizes), len(groups)))
             index = groups.astype(kind, copy=bool(groups.flags.writeable))
-            return np.arange(len(sizes), dtype=kind), index, sizes.astype(kind)
+            return None, index, sizes.astype(kind)
     values, index = np.unique(groups, return_inverse=True)
     kind = _index_type(max(len(values), len(groups)))
     return values, index.astype(kind, copy=False), np.bincount(index).astype(kind)

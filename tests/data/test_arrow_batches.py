@@ -77,3 +77,27 @@ def test_bad_keys_and_inputs_are_refused(tokenized):
         view.__getitems__([3, 24])
     with pytest.raises(TypeError, match="takes a datasets.Dataset"):
         arrow_batch_dataset(tokenized.to_list())
+
+
+def test_rows_of_many_chunks_are_taken_in_the_order_asked():
+    """Rows spread over many chunks (a prepared folder's shards): a chunk asked for one row or for several, repeats,
+    any order, the same rows as one take over the whole table."""
+    import numpy as np
+
+    from hfsiamese.data.arrow_batches import ChunkedRows
+
+    rng = np.random.default_rng(0)
+    sizes = [3, 1, 40, 7, 1, 25, 2]
+    batches = []
+    for number, size in enumerate(sizes):
+        texts = [f"question {number}-{row} " * int(rng.integers(1, 4)) for row in range(size)]
+        batches.append(pa.record_batch({"question1": texts, "label": list(range(size))}))
+    table = pa.Table.from_batches(batches)
+    rows = ChunkedRows(table)
+    whole = table.combine_chunks()
+    for count in (1, 2, 5, 30, 79, 200):
+        asked = rng.integers(0, table.num_rows, count)
+        assert rows.take(asked).equals(whole.take(pa.array(asked))), count
+    ascending = np.arange(0, table.num_rows, 3)
+    assert rows.take(ascending).equals(whole.take(pa.array(ascending)))
+    assert rows.take(np.array([], dtype=np.int64)).num_rows == 0

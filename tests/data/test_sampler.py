@@ -442,9 +442,11 @@ def test_an_epoch_holds_a_few_arrays_at_most(lengths):
 
 
 def test_a_large_length_blind_epoch_holds_its_order_and_a_few_bytes_a_pair():
-    """At millions of pairs (where the sorts work a block at a time), building a length-blind epoch peaks at about 31
-    bytes a pair here (24 at 8M pairs, where a block is a smaller part): its int32 order, a random key and the packed
-    sort keys, no whole-epoch temporaries (44 here with whole-epoch gathers and int64 orders)."""
+    """At millions of pairs (where the sorts work a block at a time), building a length-blind epoch peaks at about 23
+    bytes a pair here (13 at 8M pairs, where a block is a smaller part): the packed sort keys, into which the int32
+    order is written, and the groups' ranks; the random keys are read from the generator by position, never held
+    (31 here while they were held and the order was an array of its own, 44 with whole-epoch gathers and int64
+    orders)."""
     rng = np.random.default_rng(0)
     n = 2_000_000
     groups = rng.permutation(np.repeat(np.arange(n), rng.integers(1, 4, n))[:n])
@@ -456,7 +458,7 @@ def test_a_large_length_blind_epoch_holds_its_order_and_a_few_bytes_a_pair():
     finally:
         tracemalloc.stop()
     assert order.dtype == np.int32 and len(np.unique(order)) == n
-    assert peak / n < 34
+    assert peak / n < 26
 
 
 def test_the_dense_rank_sorts_as_its_two_keys_ties_included():
@@ -498,7 +500,11 @@ def test_groups_numbered_0_to_g_are_taken_as_they_are_and_not_shared():
             ids = groups.astype(dtype)
             values, index, sizes = _numbered_groups(ids)
             want_values, want_index = np.unique(ids, return_inverse=True)
-            assert np.array_equal(values, want_values) and np.array_equal(index, want_index)
+            if values is None:  # the ids are their own numbers
+                assert np.array_equal(want_values, np.arange(len(want_values)))
+            else:
+                assert np.array_equal(values, want_values)
+            assert np.array_equal(index, want_index)
             assert np.array_equal(sizes, np.bincount(want_index))
     ids = rng.permutation(np.repeat(np.arange(40), 2))
     sampler = NoDuplicateGroupSampler(ids, 8, seed=1)

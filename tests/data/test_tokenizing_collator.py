@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 
 import datasets
-import numpy as np
 import pyarrow as pa
 import pytest
 import torch
 
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
-from hfsiamese.data.arrow_batches import ChunkedRows, arrow_batch_dataset
+from hfsiamese.data.arrow_batches import arrow_batch_dataset
 from hfsiamese.data.collator import PAIR_BATCH_COLUMNS, SiamesePairCollator
 from hfsiamese.data.preprocessing import tokenize_pairs, untokenized_pairs
 from hfsiamese.data.tokenizing_collator import TokenizingPairCollator
@@ -55,16 +54,6 @@ def test_a_null_text_is_named(word_tokenizer):
     table = pa.table({"question1": ["How?", None], "question2": ["Why?", "When?"], "labels": [1, 0]})
     with pytest.raises(ValueError, match="column 'question1' holds 1 null texts"):
         TokenizingPairCollator(word_tokenizer)(table)
-
-
-def test_rows_of_many_chunks_are_taken_from_their_own_chunks():
-    table = pa.concat_tables([pa.table({"q": [f"t{i}" for i in range(s, s + 7)], "n": list(range(s, s + 7))})
-                              for s in range(0, 70, 7)])  # fmt: skip
-    rows = np.array([65, 3, 3, 40, 0, 69, 12])
-    taken = ChunkedRows(table).take(rows)
-    assert taken.column("n").to_pylist() == rows.tolist()
-    assert taken.column("q").to_pylist() == [f"t{i}" for i in rows]
-    assert ChunkedRows(table).take(np.array([], dtype=np.int64)).num_rows == 0
 
 
 def losses(model, tokenizer, train, tmp_path, name, collator=None):
