@@ -1,0 +1,38 @@
+"""The load table's index (benchmarks/serving/build_load_index.py), small: the corpus's questions in a grouped
+LanceDB index that opens with every one of them; a folder with something in it is refused before anything is built."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from benchmarks.serving import build_load_index
+from benchmarks.serving.served_index import rows_and_groups
+
+
+def run(monkeypatch, *argv: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["build_load_index.py", *argv])
+    build_load_index.main()
+
+
+def test_the_index_holds_the_corpus_grouped(tmp_path, monkeypatch, capsys, tiny_lstm, word_tokenizer):
+    model = tmp_path / "model"
+    tiny_lstm.config.threshold = 0.5  # a calibrated model's: the groups link questions above it
+    tiny_lstm.save_pretrained(model)
+    word_tokenizer.save_pretrained(model)
+    run(monkeypatch, "--model_name_or_path", str(model), "--num_texts", "300", "--output_dir", str(tmp_path / "out"))
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["questions"] == 300 and row["build_and_group_s"] > 0
+    ids, texts, groups = rows_and_groups(tmp_path / "out" / "index", str(model))
+    assert sorted(ids) == list(range(300)) and len(set(texts)) == 300
+    assert set().union(*groups) <= set(ids)
+
+
+def test_a_folder_in_use_is_refused_before_anything_is_built(tmp_path, monkeypatch, capsys):
+    (tmp_path / "kept.txt").write_text("a user's file")
+    with pytest.raises(SystemExit):
+        run(monkeypatch, "--model_name_or_path", "unused", "--output_dir", str(tmp_path))
+    assert "is not empty" in capsys.readouterr().err
+    assert [path.name for path in tmp_path.iterdir()] == ["kept.txt"]
