@@ -36,13 +36,13 @@ def work_folder(parser: argparse.ArgumentParser, work_dir: str | None, prefix: s
     return work
 
 
-def build_index(model_name_or_path: str, texts: list[str], root: Path) -> Path:
-    """`texts` (ids 0..n-1) in a LanceDB database under `root`, grouped, the index saved to `root / "index"`."""
+def build_index(model_name_or_path: str, texts: list[str], root: Path, store: str = "lancedb") -> Path:
+    """`texts` (ids 0..n-1) grouped in an index saved to `root / "index"`: its rows in a LanceDB database under
+    `root` (the writable service's default), or with `store="faiss"` in the index folder itself."""
     from hfsiamese.search import DuplicateIndex
 
-    index = DuplicateIndex.build(
-        texts, model_name_or_path, ids=list(range(len(texts))), store="lancedb", database=root / "db"
-    )
+    place = {"database": root / "db"} if store == "lancedb" else {}
+    index = DuplicateIndex.build(texts, model_name_or_path, ids=list(range(len(texts))), store=store, **place)
     index.find_groups()
     index.save(root / "index")
     index.close()

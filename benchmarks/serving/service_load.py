@@ -136,9 +136,14 @@ def plain_app(index_dir: str, model_name_or_path: str) -> Any:
         query: str
         k: int = 5
 
-    @app.post("/v1/search")
     def search(body: Query) -> dict[str, Any]:  # a thread per request, as a user's 20 lines would do
         return {"results": [{"query": body.query, "matches": index.search(body.query, k=body.k)}]}
+
+    # This module's annotations are strings (`from __future__ import annotations`), which FastAPI resolves in the
+    # module's globals, where this local `Query` is not: without the class itself it takes `body` for a query
+    # parameter and answers every request 422.
+    search.__annotations__["body"] = Query
+    app.post("/v1/search")(search)
 
     @app.get("/health/ready")
     def ready() -> dict[str, str]:

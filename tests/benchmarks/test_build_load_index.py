@@ -1,5 +1,6 @@
 """The load table's index (benchmarks/serving/build_load_index.py), small: the corpus's questions in a grouped
-LanceDB index that opens with every one of them; a folder with something in it is refused before anything is built."""
+LanceDB index that opens with every one of them and that the baseline endpoint searches; a folder with something in
+it is refused before anything is built."""
 
 from __future__ import annotations
 
@@ -28,6 +29,16 @@ def test_the_index_holds_the_corpus_grouped(tmp_path, monkeypatch, capsys, tiny_
     ids, texts, groups = rows_and_groups(tmp_path / "out" / "index", str(model))
     assert sorted(ids) == list(range(300)) and len(set(texts)) == 300
     assert set().union(*groups) <= set(ids)
+    # The load table's baseline (a plain endpoint over the same index) answers a search with matches.
+    from fastapi.testclient import TestClient
+
+    from benchmarks.serving.service_load import plain_app
+
+    client = TestClient(plain_app(str(tmp_path / "out" / "index"), str(model)))
+    answer = client.post("/v1/search", json={"query": texts[0], "k": 3})
+    assert answer.status_code == 200
+    (result,) = answer.json()["results"]
+    assert result["query"] == texts[0] and len(result["matches"]) == 3
 
 
 def test_a_folder_in_use_is_refused_before_anything_is_built(tmp_path, monkeypatch, capsys):

@@ -52,6 +52,7 @@ class InMemoryStore:
         self._pending_texts: list[str] = []
         # id -> row number, built on first need (a loaded index searched only never pays for it), then kept current
         self._row_of: dict[Any, int] | None = None
+        self._arrow_view: tuple[datasets.Dataset, datasets.Dataset] | None = None  # the corpus it formats, its view
 
     def __len__(self) -> int:
         return self._stored_rows() + len(self._pending_ids)
@@ -78,10 +79,10 @@ class InMemoryStore:
         if not rows:
             return [], []
         if max(rows) < stored:
-            found = self._corpus[rows]
-            return list(found["id"]), list(found["text"])
+            found = self._stored_ids_and_texts(rows)
+            return found["id"], found["text"]
         older = [row for row in rows if row < stored]
-        found = self._corpus[older] if older else {"id": [], "text": []}
+        found = self._stored_ids_and_texts(older) if older else {"id": [], "text": []}
         ids, texts = iter(found["id"]), iter(found["text"])
         pairs = [
             (next(ids), next(texts))
@@ -90,6 +91,15 @@ class InMemoryStore:
             for row in rows
         ]
         return [member for member, _ in pairs], [text for _, text in pairs]
+
+    def _stored_ids_and_texts(self, rows: list[int]) -> dict[str, list[Any]]:
+        """The stored rows' ids and texts, taken as Arrow (datasets' Python formatting of each row was most of a
+        served search's time after the model)."""
+        assert self._corpus is not None
+        if self._arrow_view is None or self._arrow_view[0] is not self._corpus:  # `with_format` copies the Dataset
+            self._arrow_view = (self._corpus, self._corpus.with_format("arrow"))
+        found = self._arrow_view[1][rows]
+        return {"id": found.column("id").to_pylist(), "text": found.column("text").to_pylist()}
 
     # --- rows ------------------------------------------------------------------------------------
 
@@ -150,7 +160,11 @@ class InMemoryStore:
     def _row_numbers(self) -> dict[Any, int]:
         """id -> row number."""
         if self._row_of is None:
-            self._row_of = {} if self.corpus is None else {i: row for row, i in enumerate(self.corpus["id"])}
+            # The id column read as one Arrow column (a `Dataset` column iterated row by row formats each row: seconds
+            # at 1M rows, and a service's first concurrent requests each started that build).
+            corpus = self.corpus
+            ids = [] if corpus is None else corpus.with_format("arrow")["id"].to_pylist()
+            self._row_of = {member: row for row, member in enumerate(ids)}
         return self._row_of
 
     def rows_by_id(self, ids: Sequence[int | str]) -> tuple[list[str], np.ndarray]:
