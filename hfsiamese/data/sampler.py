@@ -21,14 +21,14 @@ import datasets
 import numpy as np
 import torch
 
+from hfsiamese.data.packed_sorts import dense_rank, index_type, lexsort_int_fraction
 from hfsiamese.data.question_identity import column_arrow
 from hfsiamese.data.uniform_draws import UniformDraws
 
 __all__ = ["NoDuplicateGroupSampler", "iterate_indices"]
 
 
-# Blocks in which the epoch's sorts build their keys (items, batches): temporaries of a block, never of the epoch.
-_PACK_BLOCK = 1 << 20
+# Batches dealt at a time: temporaries of a block, never of the epoch.
 _BATCH_BLOCK = 1 << 13
 
 
@@ -180,8 +180,8 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         # the groups first, so the sort over every pair has two keys, not three (the same order: equal ranks where
         # size and key tie; less time and memory with tens of millions of pairs). The random keys are the generator's
         # draws read by position (`UniformDraws`), made again where needed instead of held: 8 bytes a pair less, twice.
-        group_rank = _dense_rank(-self._kept_sizes, UniformDraws(rng, len(self._group_sizes)))
-        sequence = _lexsort_int_fraction(group_rank, UniformDraws(rng, n), through=gid)
+        group_rank = dense_rank(-self._kept_sizes, UniformDraws(rng, len(self._group_sizes)))
+        sequence = lexsort_int_fraction(group_rank, UniformDraws(rng, n), through=gid)
         del group_rank
         if kept is not None:
             sequence = kept[sequence]
@@ -190,7 +190,7 @@ class NoDuplicateGroupSampler(torch.utils.data.Sampler[int]):
         rest = n - (nb - 1) * size  # cells of the last batch, 1..size
         has_partial = rest < size
         n_full = nb - 1 if has_partial else nb
-        batch_rank = np.empty(nb, dtype=_index_type(n))
+        batch_rank = np.empty(nb, dtype=index_type(n))
         batch_rank[:n_full] = rng.permutation(n_full)
         if has_partial:
             batch_rank[nb - 1] = nb - 1  # the short batch goes last
@@ -231,14 +231,14 @@ def _dealt_in_batches(
     n = len(sequence)
     rest = n - (nb - 1) * size
     full_rows = rest if rest < size else size  # rows of the grid every batch has a cell in
-    index_type = _index_type(n)
+    positions_type = index_type(n)
     in_full_rows = full_rows * nb
-    columns = np.arange(size, dtype=index_type)
+    columns = np.arange(size, dtype=positions_type)
     result = np.empty(n, dtype=sequence.dtype)
     for first in range(0, nb, _BATCH_BLOCK):
         last = min(first + _BATCH_BLOCK, nb)
         # Cells the last batch lacks when it is short hold position n, keyed last and dropped.
-        members = np.full((last - first, size), n, dtype=index_type)
+        members = np.full((last - first, size), n, dtype=positions_type)
         keys = np.full((last - first, size), np.inf)
         for row in range(size):
             if row < full_rows:
@@ -246,117 +246,13 @@ def _dealt_in_batches(
             else:  # rows only the first nb - 1 batches reach
                 start, count = in_full_rows + (row - full_rows) * (nb - 1) + first, min(last, nb - 1) - first
             if count > 0:
-                members[:count, row] = np.arange(start, start + count, dtype=index_type)
+                members[:count, row] = np.arange(start, start + count, dtype=positions_type)
                 keys[:count, row] = key[start : start + count]
         members = np.take_along_axis(members, np.argsort(keys, axis=1, kind="stable"), axis=1)
         places = batch_rank[first:last].astype(np.int64)[:, None] * size + columns
         present = members < n
         result[places[present]] = sequence[members[present]]
     return result
-
-
-def _index_type(n: int) -> type[np.signedinteger]:
-    """int32 for positions among `n` items where they fit (half the memory of tens of millions of them)."""
-    return np.int32 if n < np.iinfo(np.int32).max else np.int64
-
-
-def _lexsort_int_fraction(
-    primary: np.ndarray, fraction: np.ndarray | UniformDraws, *, through: np.ndarray | None = None
-) -> np.ndarray:
-    """
-    `np.lexsort((fraction, primary))` for integers `primary` and `fraction` in [0, 1) (random keys, an array or a
-    generator's draws read by position): the very same order, from one sort of 64-bit values that pack each item's
-    primary key, the leading bits of its fraction and its index (built a block at a time: one array of n, no
-    temporaries of n). numpy sorts such values with SIMD but has no fast two-key sort (lexsort took half a minute at
-    36M items); the few items whose packed keys tie are put in order by their whole fraction afterwards. With
-    `through`, item i's primary key is `primary[through[i]]` (a group's key for each of its pairs, looked up a block
-    at a time instead of an array of every pair's). The order comes as int32 where the items' positions fit.
-    """
-    return _sorted_with_ties(primary, fraction, through=through)[0]
-
-
-def _sorted_with_ties(
-    primary: np.ndarray, fraction: np.ndarray | UniformDraws, *, through: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """
-    `_lexsort_int_fraction`'s order, and the places `i` of that order (increasing) where item `order[i]` may have
-    the same two keys as `order[i - 1]`: everywhere else the packed keys differ, so the keys do.
-    """
-    n = len(fraction)
-
-    def primary_of(items: np.ndarray | slice) -> np.ndarray:
-        return primary[through[items]] if through is not None else primary[items]
-
-    def fraction_of(items: np.ndarray) -> np.ndarray:
-        return fraction[items] if isinstance(fraction, np.ndarray) else fraction.take(items)
-
-    def by_lexsort() -> tuple[np.ndarray, np.ndarray]:
-        whole = fraction if isinstance(fraction, np.ndarray) else fraction.materialized()
-        return np.lexsort((whole, primary_of(slice(None)))).astype(_index_type(n)), np.arange(1, n)
-
-    if n < 2 or (isinstance(fraction, np.ndarray) and (fraction.min() < 0 or fraction.max() >= 1)):
-        return by_lexsort()
-    low = int(primary.min())  # bounds over every key `through` may look up: the order is exact whatever they are
-    index_bits = (n - 1).bit_length()
-    fraction_bits = 64 - index_bits - max((int(primary.max()) - low).bit_length(), 1)
-    if fraction_bits < 8:  # too little left of the fraction for few ties
-        return by_lexsort()
-    packed = np.empty(n, dtype=np.uint64)
-    for start in range(0, n, _PACK_BLOCK):
-        stop = min(start + _PACK_BLOCK, n)
-        part = (primary_of(slice(start, stop)).astype(np.int64) - low).astype(np.uint64)
-        part <<= np.uint64(fraction_bits + index_bits)
-        part |= (fraction[start:stop] * float(2**fraction_bits)).astype(np.uint64) << np.uint64(index_bits)  # floored
-        part |= np.arange(start, stop, dtype=np.uint64)
-        packed[start:stop] = part
-    packed.sort()
-    # The order is the packed values' low bits, written over the packed values themselves (a block is copied out
-    # first; the order's narrower values only reach places already read) and the rest of the buffer then given back
-    # (`resize` shrinks in place): the order costs no array beside the packed one. Runs of equal keys (what is left
-    # above the low bits) are found in the same pass.
-    index_type = _index_type(n)
-    written = packed.view(index_type)
-    index_mask = np.uint64((1 << index_bits) - 1)
-    tied_parts = []
-    previous_key = None
-    for start in range(0, n, _PACK_BLOCK):
-        part = packed[start : start + _PACK_BLOCK].copy()
-        written[start : start + len(part)] = part & index_mask
-        keys = part >> np.uint64(index_bits)
-        tied = np.flatnonzero(keys[1:] == keys[:-1]) + (start + 1)
-        if previous_key is not None and keys[0] == previous_key:
-            tied = np.r_[start, tied]
-        tied_parts.append(tied)
-        previous_key = keys[-1]
-    del written, part, keys
-    per_value = packed.itemsize // np.dtype(index_type).itemsize
-    packed.resize(-(-n // per_value), refcheck=False)  # the buffer is this function's own: no other view of it
-    order = packed.view(index_type)[:n]
-    del packed
-    tied_after = np.concatenate(tied_parts)
-    if len(tied_after):  # runs of equal packed keys: their items ordered by the whole fraction, then by index
-        places = np.union1d(tied_after - 1, tied_after)
-        members = order[places]
-        order[places] = members[np.lexsort((members, fraction_of(members), primary_of(members)))]
-    return order, tied_after
-
-
-def _dense_rank(primary: np.ndarray, secondary: np.ndarray | UniformDraws) -> np.ndarray:
-    """Each item's rank in the order (primary, secondary), equal items sharing a rank: sorting by it sorts as by the
-    two keys. Only neighbours in that order whose packed sort keys tie can be equal, so only those are compared."""
-    order, maybe_equal = _sorted_with_ties(primary, secondary)
-    n = len(order)
-    starts = np.ones(n, dtype=bool)
-    if len(maybe_equal):
-        here, before = order[maybe_equal], order[maybe_equal - 1]
-        if isinstance(secondary, np.ndarray):
-            same_secondary = secondary[here] == secondary[before]
-        else:
-            same_secondary = secondary.take(here) == secondary.take(before)
-        starts[maybe_equal] = (primary[here] != primary[before]) | ~same_secondary
-    rank = np.empty(n, dtype=_index_type(n))
-    rank[order] = np.cumsum(starts, dtype=rank.dtype) - 1
-    return rank
 
 
 def iterate_indices(order: np.ndarray, chunk: int = 65_536) -> Iterator[int]:
@@ -480,11 +376,11 @@ def _numbered_groups(groups: np.ndarray) -> tuple[np.ndarray | None, np.ndarray,
     if (groups.dtype.kind == "i" or groups.dtype.itemsize < 8) and groups.min() == 0 and groups.max() < len(groups):
         sizes = np.bincount(groups)
         if sizes.all():  # a writable array may be the caller's, which the sampler must not share
-            kind = _index_type(max(len(sizes), len(groups)))
+            kind = index_type(max(len(sizes), len(groups)))
             index = groups.astype(kind, copy=bool(groups.flags.writeable))
             return None, index, sizes.astype(kind)
     values, index = np.unique(groups, return_inverse=True)
-    kind = _index_type(max(len(values), len(groups)))
+    kind = index_type(max(len(values), len(groups)))
     return values, index.astype(kind, copy=False), np.bincount(index).astype(kind)
 
 

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from hfsiamese.data import NoDuplicateGroupSampler
-from hfsiamese.data.sampler import _lexsort_int_fraction
+from hfsiamese.data.packed_sorts import lexsort_int_fraction
 
 
 def random_groups(seed: int) -> tuple[np.ndarray, int]:
@@ -462,14 +462,14 @@ def test_a_large_length_blind_epoch_holds_its_order_and_a_few_bytes_a_pair():
 
 
 def test_the_dense_rank_sorts_as_its_two_keys_ties_included():
-    from hfsiamese.data.sampler import _dense_rank
+    from hfsiamese.data.packed_sorts import dense_rank
 
     rng = np.random.default_rng(3)
     for _ in range(20):
         primary = -rng.integers(1, 4, size=300)
         secondary = rng.choice(rng.random(40), size=300)  # repeated values: ties on both keys
         tie_breaker = rng.random(300)
-        rank = _dense_rank(primary, secondary)
+        rank = dense_rank(primary, secondary)
         assert np.array_equal(np.lexsort((tie_breaker, rank)), np.lexsort((tie_breaker, secondary, primary)))
 
 
@@ -484,9 +484,9 @@ def test_the_packed_two_key_sort_is_lexsort():
         fraction = rng.random(n)
         if trial % 3 == 0:
             fraction = np.round(fraction, int(rng.integers(0, 4)))  # many equal fractions
-        assert np.array_equal(_lexsort_int_fraction(primary, fraction), np.lexsort((fraction, primary))), trial
+        assert np.array_equal(lexsort_int_fraction(primary, fraction), np.lexsort((fraction, primary))), trial
     wide = np.array([0, 2**62, 5, 2**62], dtype=np.int64)
-    assert np.array_equal(_lexsort_int_fraction(wide, np.array([0.4, 0.2, 0.3, 0.1])), [0, 2, 3, 1])
+    assert np.array_equal(lexsort_int_fraction(wide, np.array([0.4, 0.2, 0.3, 0.1])), [0, 2, 3, 1])
 
 
 def test_groups_numbered_0_to_g_are_taken_as_they_are_and_not_shared():

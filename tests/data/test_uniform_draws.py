@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from hfsiamese.data.sampler import _dense_rank, _lexsort_int_fraction
+from hfsiamese.data.packed_sorts import dense_rank, lexsort_int_fraction
 from hfsiamese.data.uniform_draws import UniformDraws
 
 
@@ -50,5 +50,5 @@ def test_the_sorts_by_draws_read_by_position_are_the_sorts_by_the_array():
         a, b = np.random.default_rng([trial]), np.random.default_rng([trial])
         fraction = a.random(n)
         draws = UniformDraws(b, n)
-        assert np.array_equal(_lexsort_int_fraction(primary, draws), np.lexsort((fraction, primary))), trial
-        assert np.array_equal(_dense_rank(primary, draws), _dense_rank(primary, fraction)), trial
+        assert np.array_equal(lexsort_int_fraction(primary, draws), np.lexsort((fraction, primary))), trial
+        assert np.array_equal(dense_rank(primary, draws), dense_rank(primary, fraction)), trial
