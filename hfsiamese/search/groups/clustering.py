@@ -109,7 +109,7 @@ def guarded_groups(
     num_rows = graph.shape[0]
     groups = DuplicateGroups(settings or GroupSettings(threshold, guard, canonical_rule, 1))
     degree = np.diff(graph.indptr)
-    member_vectors = lambda rows: vectors(np.asarray(rows, dtype=np.int64))  # noqa: E731
+    member_vectors = GroupVectorCache(vectors)
     starts = range(0, num_rows, _ROW_CHUNK)
     if show_progress_bar:
         from tqdm.auto import tqdm
@@ -134,6 +134,53 @@ def guarded_groups(
     return group_of, canonical_rows, scores
 
 
+class GroupVectorCache:
+    """
+    The members' embeddings of the groups a rebuild places questions into, each large group's kept and grown as it
+    grows. Placing a question reads every member of the groups it may join; read afresh each time, the reads grew
+    with the square of a group's size (on a dense million-question corpus, groups of thousands: most of the
+    rebuild). In a rebuild a group only gains members, at its end, so a group's kept rows are a prefix of its
+    members: only the new ones are read. Groups under `min_members` are read afresh (cheap), and no more than
+    `max_bytes` are kept (beyond, groups are read afresh); the embeddings are the same either way.
+    """
+
+    def __init__(self, vectors: RowVectors, *, min_members: int = 32, max_bytes: int = 1 << 30) -> None:
+        self._read, self.min_members, self.max_bytes = vectors, min_members, max_bytes
+        self._kept: dict[int, tuple[np.ndarray, int, int]] = {}  # first member -> (rows, count, last member)
+        self.kept_bytes = 0
+
+    def __call__(self, members: list[int]) -> np.ndarray:
+        if len(members) < self.min_members:
+            return self._read(np.asarray(members, dtype=np.int64))
+        first, size = members[0], len(members)
+        rows, count, last = self._kept.get(first, (None, 0, None))
+        if rows is None or count > size or members[count - 1] != last:  # new, or not grown at its end: read whole
+            return self._keep(first, members, self._read(np.asarray(members, dtype=np.int64)), rows)
+        if count < size:
+            new = self._read(np.asarray(members[count:], dtype=np.int64))
+            if size > len(rows):
+                grown = np.empty((2 * size, rows.shape[1]), dtype=rows.dtype)
+                grown[:count] = rows[:count]
+                self.kept_bytes += grown.nbytes - rows.nbytes
+                rows = grown
+            rows[count:size] = new
+            self._kept[first] = (rows, size, members[-1])
+        return rows[:size]
+
+    def _keep(self, first: int, members: list[int], read: np.ndarray, old: np.ndarray | None) -> np.ndarray:
+        freed = 0 if old is None else old.nbytes
+        rows = np.empty((2 * len(members), read.shape[1]), dtype=read.dtype)
+        if self.kept_bytes - freed + rows.nbytes > self.max_bytes:
+            if old is not None:
+                del self._kept[first]
+                self.kept_bytes -= freed
+            return read
+        rows[: len(members)] = read
+        self._kept[first] = (rows, len(members), members[-1])
+        self.kept_bytes += rows.nbytes - freed
+        return rows[: len(members)]
+
+
 def _components_as_groups(
     graph: csr_matrix, vectors: RowVectors, canonical_rule: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,4 +201,13 @@ def _components_as_groups(
     return group_of.astype(np.int64), canonical_rows, scores
 
 
-__all__ = ["DEFAULT_GUARD", "GUARDS", "RowVectors", "check_guard", "components", "guarded_groups", "pair_graph"]
+__all__ = [
+    "DEFAULT_GUARD",
+    "GUARDS",
+    "GroupVectorCache",
+    "RowVectors",
+    "check_guard",
+    "components",
+    "guarded_groups",
+    "pair_graph",
+]

@@ -20,19 +20,21 @@ cosine reaches the threshold, most similar first, ties by row. A rebuild (`find_
   among its own `k` nearest. `find_groups` and an add warn of rows with `k` earlier duplicates or more.
 
 The keyword side of a hybrid index adds no links: an add's search does not see it, and with an exact store its
-candidates could only add pairs where the cap binds. Mining is exact with an exact store, and bounded: one search of
-`k + 1` other rows per row, then, only for the rows whose list may be incomplete (fewer than `k` earlier duplicates
-kept, the last row found still a duplicate, and not every earlier row seen; or a row left unseen could tie with the
-`k`-th), searches twice as deep until it is complete. A row is searched at most about twice as deep as its
-duplicates reach, in batches of at most `_SCORES_AT_ONCE` scores. Through FAISS or a database, a list is as complete
-as the store's search finds rows (and a database's rows are mined in the order it reads them back).
+candidates could only add pairs where the cap binds. A rebuild mines a chunk of rows at a time, in row order: the
+chunk's rows are searched among the rows BEFORE the chunk only (`stores.prefix_search`), `k + 1` of them each, and
+compared among themselves exactly, so a row's list is complete after one search however many later near-copies it
+has (searched among all rows, a row with thousands of later duplicates had to be searched past all of them: the
+grouping of a dense million-question corpus did not finish). Only where a row left unseen could tie with the
+`k`-th is it searched twice as deep. Mining is exact with an exact store; through a quantised FAISS index, the
+prefix is searched through an empty copy of the index filled in row order, its candidates rescored exactly, and a
+list is as complete as that search finds rows (a database's rows are mined from an exact in-memory copy, in the
+order it reads them back).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -40,7 +42,7 @@ import torch
 from scipy.sparse import csr_matrix
 
 from hfsiamese.search.groups.clustering import pair_graph
-from hfsiamese.utils.exact_topk import topk_cosine
+from hfsiamese.search.stores.prefix_search import ExactPrefixSearch, PrefixSearch
 
 if TYPE_CHECKING:  # for the annotations only
     from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
@@ -49,9 +51,6 @@ if TYPE_CHECKING:  # for the annotations only
 
 logger = logging.getLogger(__name__)
 
-# `search(rows, depth)`: the `depth` nearest rows of each of these rows, best first, `(scores, rows)` of shape
-# `(len(rows), depth)`; a row's own row may be among them, and a row of -1 means the search found no more.
-RowSearch = Callable[[np.ndarray, int], tuple[torch.Tensor, torch.Tensor]]
 # Scores (rows x depth) one search of the deeper rounds returns at most.
 _SCORES_AT_ONCE = 1 << 18
 
@@ -66,19 +65,19 @@ class EarlierLinks(NamedTuple):
     capped: int
 
 
-def store_search(store: InMemoryStore) -> RowSearch:
-    """The store's own search, from its rows' embeddings (through FAISS where the store has an index, else exact)."""
-    return lambda rows, depth: store.topk(torch.from_numpy(store.table.gather(rows)), depth)
+def store_search(store: InMemoryStore) -> PrefixSearch:
+    """The store's own search among its first rows (through FAISS where the store has an approximate index, else
+    exact)."""
+    return store.prefix_search()
 
 
-def vectors_search(vectors: np.ndarray) -> RowSearch:
+def vectors_search(vectors: np.ndarray) -> PrefixSearch:
     """Exact search among a few rows' L2-normalised embeddings (a group's members)."""
-    corpus = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
-    return lambda rows, depth: topk_cosine(corpus[torch.from_numpy(rows)], corpus, depth)
+    return ExactPrefixSearch.of_vectors(vectors)
 
 
 def earlier_links(
-    search: RowSearch,
+    search: PrefixSearch,
     num_rows: int,
     threshold: float,
     k: int,
@@ -86,7 +85,9 @@ def earlier_links(
     query_chunk_size: int = 1024,
     show_progress_bar: bool = False,
 ) -> EarlierLinks:
-    """Each of the `num_rows` rows linked to its `k` nearest earlier rows whose cosine reaches `threshold`."""
+    """Each of the `num_rows` rows linked to its `k` nearest earlier rows whose cosine reaches `threshold`: a chunk
+    of rows at a time, in row order, each chunk's rows searched among the rows before the chunk (`search.before`)
+    and compared among themselves exactly."""
     k = min(k, num_rows - 1)
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     capped = 0
@@ -96,14 +97,15 @@ def earlier_links(
 
         starts = tqdm(starts, desc="Linking questions", unit="chunk")
     for start in starts:
-        pending, depth = np.arange(start, min(start + query_chunk_size, num_rows)), k + 1
+        chunk = _Chunk(search, start, min(start + query_chunk_size, num_rows))
+        pending, depth = np.arange(chunk.start, chunk.stop), k + 1
         while len(pending):
-            depth = min(depth, num_rows - 1)
+            depth = min(depth, start)
             step = max(1, _SCORES_AT_ONCE // (depth + 1))
             unfinished = []
             for first in range(0, len(pending), step):
                 rows = pending[first : first + step]
-                links, complete, rows_capped = _nearest_earlier(search, rows, depth, num_rows, threshold, k)
+                links, complete, rows_capped = _nearest_earlier(search, chunk, rows, depth, threshold, k)
                 found.append(links)
                 capped += rows_capped
                 unfinished.append(rows[~complete])
@@ -115,41 +117,53 @@ def earlier_links(
     return EarlierLinks(later, earlier, scores, capped)
 
 
+class _Chunk:
+    """Rows `start:stop`: their embeddings and their cosines among themselves."""
+
+    def __init__(self, search: PrefixSearch, start: int, stop: int) -> None:
+        self.start, self.stop = start, stop
+        self.rows = np.arange(start, stop)
+        vectors = torch.from_numpy(np.ascontiguousarray(search.vectors(start, stop), dtype=np.float32))
+        self.vectors = vectors.numpy()
+        self.cosines = (vectors @ vectors.T).numpy()
+
+
 def _nearest_earlier(
-    search: RowSearch, rows: np.ndarray, depth: int, num_rows: int, threshold: float, k: int
+    search: PrefixSearch, chunk: _Chunk, rows: np.ndarray, depth: int, threshold: float, k: int
 ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray, int]:
-    """One search of `depth` other rows for `rows`: the links of the rows whose list it completes, which rows those
-    are, and how many of them kept `k` links."""
-    asked = min(depth + 1, num_rows)  # a row's own row may come back too
-    scores_, found_ = search(rows, asked)
-    scores, found = scores_.numpy().astype(np.float32), found_.numpy().astype(np.int64)
-    returned = (found >= 0).sum(axis=1)
-    own = rows[:, None]
-    valid = (found >= 0) & (found != own)
-    scores = np.where(valid, scores, -np.inf).astype(np.float32)
-    found = np.where(valid, found, num_rows)  # what is not a row sorts last
-    order = np.lexsort((found, -scores), axis=1)  # most similar first, ties by row: the order an add sees
-    scores, found = np.take_along_axis(scores, order, axis=1), np.take_along_axis(found, order, axis=1)
-    earlier = found < own
-    wide = scores.astype(np.float64)  # compared with the threshold as an add compares its scores (Python floats)
-    kept = earlier & (wide >= threshold)
-    rank = np.cumsum(kept, axis=1)
-    take = kept & (rank <= k)
-    num_valid = valid.sum(axis=1)
-    last = np.where(num_valid > 0, wide[np.arange(len(rows)), np.maximum(num_valid - 1, 0)], -np.inf)
+    """One search of `depth` rows before the chunk for `rows` (rows of the chunk), with the chunk's earlier rows:
+    the links of the rows whose list it completes, which rows those are, and how many of them kept `k` links."""
+    local = rows - chunk.start
+    before_scores, before_rows = search.before(chunk.vectors[local], chunk.start, depth)
+    returned = (before_rows >= 0).sum(axis=1)
+    # Compared with the threshold as an add compares its scores (Python floats).
+    before_wide = np.where(before_rows >= 0, before_scores, -np.inf).astype(np.float64)
+    last = np.where(returned > 0, before_wide.min(axis=1, initial=np.inf), -np.inf)
+    within = chunk.cosines[local]
+    within_wide = within.astype(np.float64)
+    earlier_in_chunk = np.arange(len(chunk.rows))[None, :] < local[:, None]
+    # The candidates that can be kept (duplicates), from before the chunk and from the chunk's earlier rows.
+    at_b, col_b = np.nonzero(before_wide >= threshold)
+    at_w, col_w = np.nonzero(earlier_in_chunk & (within_wide >= threshold))
+    at = np.concatenate([at_b, at_w])
+    other = np.concatenate([before_rows[at_b, col_b], chunk.rows[col_w]])
+    scores = np.concatenate([before_scores[at_b, col_b], within[at_w, col_w]]).astype(np.float32)
+    order = np.lexsort((other, -scores, at))  # per row: most similar first, ties by row (the order an add sees)
+    at, other, scores = at[order], other[order], scores[order]
+    rank = np.arange(len(at)) - np.searchsorted(at, at, side="left") + 1
+    kept = np.bincount(at, minlength=len(rows))
     kth = np.full(len(rows), -np.inf)
-    at_k, column = np.nonzero(kept & (rank == k))
-    kth[at_k] = wide[at_k, column]
+    at_k = rank == k
+    kth[at[at_k]] = scores[at_k].astype(np.float64)
     complete = (
-        (asked >= num_rows)  # every row was searched
-        | (returned < asked)  # the search has no more rows to give
+        (depth >= chunk.start)  # every row before the chunk was searched
+        | (returned < depth)  # the search has no more rows before the chunk to give
         | (last < threshold)  # no row left unseen is a duplicate
         | (kth > last)  # k kept, and no row left unseen ties with the k-th
-        | (earlier.sum(axis=1) >= rows)  # every earlier row seen
     )
-    these, column = np.nonzero(take & complete[:, None])
-    links = (rows[these], found[these, column], scores[these, column])
-    return links, complete, int(((rank[:, -1] >= k) & complete).sum())
+    take = (rank <= k) & complete[at]
+    links = (rows[at[take]], other[take], scores[take])
+    return links, complete, int(((kept >= k) & complete).sum())
 
 
 def group_graph(
@@ -208,6 +222,6 @@ def new_questions_links(
 
 
 __all__ = [
-    "EarlierLinks", "RowSearch", "earlier_links", "group_graph", "new_questions_links", "store_search",
+    "EarlierLinks", "earlier_links", "group_graph", "new_questions_links", "store_search",
     "vectors_search",
 ]  # fmt: skip

@@ -285,6 +285,16 @@ class FaissAnnIndex:
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
+    def empty_copy(self) -> FaissAnnIndex:
+        """The same index, trained (IVF cells, scalar ranges, codebooks) but holding no rows: a new one where
+        nothing is trained, else a copy emptied."""
+        if training_sample(1, self.spec) is None:
+            return FaissAnnIndex(self.spec, self.dim)
+        faiss = self.faiss
+        copy = faiss.clone_binary_index(self.index) if self.binary else faiss.clone_index(self.index)
+        copy.reset()
+        return FaissAnnIndex(self.spec, self.dim, copy)
+
     @property
     def is_trained(self) -> bool:
         return bool(self.index.is_trained)

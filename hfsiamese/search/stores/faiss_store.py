@@ -21,6 +21,7 @@ from hfsiamese.search.stores.ann_index import AnnSpec, FaissAnnIndex
 from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.in_memory import InMemoryStore, NeighbourSearch
 from hfsiamese.search.stores.index_files import write_index_folder
+from hfsiamese.search.stores.prefix_search import AnnPrefixSearch, PrefixSearch
 from hfsiamese.search.stores.recall_tuning import RecallReport
 
 
@@ -95,6 +96,14 @@ class FaissStore(InMemoryStore):
         best = np.take_along_axis(scores, order, axis=1)
         rows = np.where(np.isfinite(best), np.take_along_axis(candidates, order, axis=1), -1)
         return torch.from_numpy(best.astype(np.float32)), torch.from_numpy(rows.astype(np.int64))
+
+    def prefix_search(self) -> PrefixSearch:
+        """A search among the first rows (`prefix_search`): exact where the FAISS index is, else through an empty
+        copy of it filled in row order."""
+        ann = self.ensure_ann()
+        if ann.spec.is_exact:
+            return super().prefix_search()
+        return AnnPrefixSearch(self, ann.empty_copy())
 
     def neighbour_search(self) -> NeighbourSearch:
         """Each row's nearest other rows, through the FAISS index (its own row dropped from the answer)."""

@@ -21,6 +21,7 @@ from hfsiamese.search.stores.base import RowBatch
 from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.index_files import write_index_folder
 from hfsiamese.search.stores.matches import match
+from hfsiamese.search.stores.prefix_search import ExactPrefixSearch, PrefixSearch
 from hfsiamese.search.stores.store_checks import check_batch_size
 from hfsiamese.utils.exact_topk import topk_cosine
 
@@ -252,6 +253,12 @@ class InMemoryStore:
                 rows = rows.gather(1, order)
             best = (scores, rows)
         return best
+
+    def prefix_search(self) -> PrefixSearch:
+        """A search among the first rows only, exactly (`prefix_search`): what duplicate groups are mined with."""
+        return ExactPrefixSearch(
+            self.table, query_chunk_size=self.query_chunk_size, corpus_chunk_size=self.corpus_chunk_size
+        )
 
     def neighbour_search(self) -> NeighbourSearch:
         """Each row's nearest other rows, exactly."""
