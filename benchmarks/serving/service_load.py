@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
 from benchmarks.common.harness import EMBEDDED_PAIRS, argument_parser, emit, machine, today
@@ -152,14 +153,29 @@ def plain_app(index_dir: str, model_name_or_path: str) -> Any:
     return app
 
 
-async def measure(url: str, texts: list[str], args: argparse.Namespace, name: str) -> list[dict[str, Any]]:
+def cpu_seconds(process: psutil.Process) -> float:
+    """The user and system CPU seconds `process` has used so far."""
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+async def measure(
+    url: str, texts: list[str], args: argparse.Namespace, name: str, server: psutil.Process
+) -> list[dict[str, Any]]:
+    """Each concurrency's row, with the CPU milliseconds a request cost the server and this client (on 2 cores they
+    share, the client's own CPU is part of what limits the throughput measured)."""
     rows = []
+    client_process = psutil.Process()
     limits = httpx.Limits(max_connections=max(args.concurrency) + 4)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         await load(client, texts, 1, requests=20)  # warm-up
         for concurrency in args.concurrency:
+            server_before, client_before = cpu_seconds(server), cpu_seconds(client_process)
             row = await load(client, texts, concurrency, requests=args.requests, seconds=args.seconds,
                              add_share=args.add_share if name == "serve" else 0.0)  # fmt: skip
+            served = max(1, row["requests"])
+            row["server_cpu_ms"] = round(1000 * (cpu_seconds(server) - server_before) / served, 2)
+            row["client_cpu_ms"] = round(1000 * (cpu_seconds(client_process) - client_before) / served, 2)
             acknowledged = row.pop("acknowledged_adds")
             if acknowledged:  # the first 64 acknowledged adds are there (each deleted once)
                 found = await client.post("/v1/questions/delete", json={"ids": acknowledged[:64]})
@@ -201,7 +217,7 @@ def main() -> None:
         flag = ["--port", str(port)] if name == "serve" else ["--plain_server", str(port)]
         process = start(command + flag, port)
         try:
-            asyncio.run(measure(f"http://127.0.0.1:{port}", texts, args, name))
+            asyncio.run(measure(f"http://127.0.0.1:{port}", texts, args, name, psutil.Process(process.pid)))
         finally:
             process.terminate()
             process.wait(timeout=60)

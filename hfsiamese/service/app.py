@@ -24,7 +24,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
@@ -201,10 +201,11 @@ def runtime_of(request: Request) -> ServiceRuntime:
     return runtime
 
 
-def _needs(kind: KeyKind) -> Callable[..., None]:
-    """A dependency refusing a request without a key of `kind` (401/403), when the service has keys."""
+def _needs(kind: KeyKind) -> Callable[..., Awaitable[None]]:
+    """A dependency refusing a request without a key of `kind` (401/403), when the service has keys. Async: it does
+    no I/O, and FastAPI runs a plain function dependency on its thread pool (a thread hop on every request)."""
 
-    def check(
+    async def check(
         request: Request,
         authorization: str | None = Header(default=None, include_in_schema=False),
         x_api_key: str | None = Header(default=None, include_in_schema=False),

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import psutil
 from fastapi import FastAPI
 
-from benchmarks.serving.service_load import load, percentile, questions
+from benchmarks.serving.service_load import cpu_seconds, load, percentile, questions
 
 
 def tiny_app() -> FastAPI:
@@ -48,3 +49,10 @@ def test_percentile_is_the_nearest_rank():
 def test_the_queries_are_distinct_questions():
     texts = questions(50)
     assert len(texts) == 50 == len(set(texts)) and all(text.strip() for text in texts)
+
+
+def test_cpu_seconds_count_what_the_process_used():
+    process = psutil.Process()
+    before = cpu_seconds(process)
+    sum(i * i for i in range(2_000_000))
+    assert cpu_seconds(process) > before
