@@ -287,7 +287,7 @@ class FaissAnnIndex:
 
     def empty_copy(self) -> FaissAnnIndex:
         """The same index, trained (IVF cells, scalar ranges, codebooks) but holding no rows: a new one where
-        nothing is trained, else a copy emptied."""
+        nothing is trained, else a copy emptied (for a moment the copy holds the rows' codes too)."""
         if training_sample(1, self.spec) is None:
             return FaissAnnIndex(self.spec, self.dim)
         faiss = self.faiss
