@@ -103,7 +103,7 @@ class FaissStore(InMemoryStore):
         ann = self.ensure_ann()
         if ann.spec.is_exact:
             return super().prefix_search()
-        return AnnPrefixSearch(self, ann.empty_copy())
+        return AnnPrefixSearch(self.table, ann.empty_copy(), self.ann_topk)
 
     def neighbour_search(self) -> NeighbourSearch:
         """Each row's nearest other rows, through the FAISS index (its own row dropped from the answer)."""

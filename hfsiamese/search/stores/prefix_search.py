@@ -16,6 +16,7 @@ before the chunk (`PrefixSearch.before`) and compares the chunk's rows among the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -26,7 +27,9 @@ from hfsiamese.utils.exact_topk import topk_cosine
 
 if TYPE_CHECKING:  # for the annotations only
     from hfsiamese.search.stores.ann_index import FaissAnnIndex
-    from hfsiamese.search.stores.faiss_store import FaissStore
+
+# `ann_topk(ann, queries, depth) -> (scores, rows)`: a store's search through a FAISS index (`FaissStore.ann_topk`).
+AnnTopk = Callable[["FaissAnnIndex", np.ndarray, int], tuple[torch.Tensor, torch.Tensor]]
 
 
 class PrefixSearch(Protocol):
@@ -84,24 +87,25 @@ class ExactPrefixSearch:
 
 
 class AnnPrefixSearch:
-    """Search through `empty`, a trained copy of the store's FAISS index without rows, filled with the store's rows
-    in row order up to each search's `start` (and its candidates rescored as the store rescores its own)."""
+    """Search through `empty`, a trained copy of a store's FAISS index without rows, filled with the rows of `table`
+    in row order up to each search's `start`; `ann_topk(ann, queries, depth)` is the store's search through a FAISS
+    index (its candidates rescored as the store rescores its own)."""
 
-    def __init__(self, store: FaissStore, empty: FaissAnnIndex) -> None:
-        self.store, self.ann, self.filled = store, empty, 0
+    def __init__(self, table: EmbeddingTable, empty: FaissAnnIndex, ann_topk: AnnTopk) -> None:
+        self.table, self.ann, self._ann_topk, self.filled = table, empty, ann_topk, 0
 
     def vectors(self, start: int, stop: int) -> np.ndarray:
-        return self.store.table.gather(np.arange(start, stop))
+        return self.table.gather(np.arange(start, stop))
 
     def before(self, queries: np.ndarray, start: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
         if start < self.filled:
             raise ValueError(f"a prefix search goes forward only: it holds {self.filled} rows, asked for {start}")
         for first in range(self.filled, start, CHUNK_ROWS):
-            self.ann.add(self.store.table.gather(np.arange(first, min(first + CHUNK_ROWS, start))))
+            self.ann.add(self.table.gather(np.arange(first, min(first + CHUNK_ROWS, start))))
         self.filled = start
         if depth < 1 or start < 1:
             return np.full((len(queries), 0), -np.inf, dtype=np.float32), np.full((len(queries), 0), -1, np.int64)
-        scores, rows = self.store.ann_topk(self.ann, np.ascontiguousarray(queries, dtype=np.float32), depth)
+        scores, rows = self._ann_topk(self.ann, np.ascontiguousarray(queries, dtype=np.float32), depth)
         return scores.numpy(), rows.numpy()
 
 
