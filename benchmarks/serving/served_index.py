@@ -9,11 +9,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
 from benchmarks.common.harness import argument_parser
 from benchmarks.serving.service_load import free_port, start
+
+if TYPE_CHECKING:
+    from hfsiamese.search.stores.ann_index import AnnSpec
 
 
 def script_parser(doc: str | None, *, corpus_size: int, concurrency: int) -> argparse.ArgumentParser:
@@ -36,14 +39,29 @@ def work_folder(parser: argparse.ArgumentParser, work_dir: str | None, prefix: s
     return work
 
 
-def build_index(model_name_or_path: str, texts: list[str], root: Path, store: str = "lancedb") -> Path:
+def build_index(
+    model_name_or_path: str, texts: list[str], root: Path, store: str = "lancedb", ann: AnnSpec | None = None
+) -> Path:
     """`texts` (ids 0..n-1) grouped in an index saved to `root / "index"`: its rows in a LanceDB database under
-    `root` (the writable service's default), or with `store="faiss"` in the index folder itself."""
+    `root` (the writable service's default), or with `store="faiss"` in the index folder itself (`ann`: its
+    FAISS settings; default tuned to the recall target)."""
     from hfsiamese.search import DuplicateIndex
 
-    place = {"database": root / "db"} if store == "lancedb" else {}
+    place = {"database": root / "db"} if store == "lancedb" else {"ann": ann} if ann is not None else {}
     index = DuplicateIndex.build(texts, model_name_or_path, ids=list(range(len(texts))), store=store, **place)
     index.find_groups()
+    index.save(root / "index")
+    index.close()
+    return root / "index"
+
+
+def reindex(model_name_or_path: str, index_dir: Path, root: Path, ann: AnnSpec) -> Path:
+    """The FAISS index saved in `index_dir` with its FAISS index built anew to `ann` (its rows and groups kept), saved
+    to `root / "index"`: how a site changes the settings of the index it serves."""
+    from hfsiamese.search import DuplicateIndex
+
+    index = DuplicateIndex.load(index_dir, model_name_or_path, ann=ann)
+    index.search([index.texts[0]], k=1)  # the new FAISS index is built (and measured) before it is saved
     index.save(root / "index")
     index.close()
     return root / "index"
@@ -96,4 +114,12 @@ def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str], da
         index.close()
 
 
-__all__ = ["ServiceProcess", "build_index", "rebuilt_groups", "rows_and_groups", "script_parser", "work_folder"]
+__all__ = [
+    "ServiceProcess",
+    "build_index",
+    "rebuilt_groups",
+    "reindex",
+    "rows_and_groups",
+    "script_parser",
+    "work_folder",
+]

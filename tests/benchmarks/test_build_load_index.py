@@ -47,3 +47,39 @@ def test_a_folder_in_use_is_refused_before_anything_is_built(tmp_path, monkeypat
         run(monkeypatch, "--model_name_or_path", "unused", "--output_dir", str(tmp_path))
     assert "is not empty" in capsys.readouterr().err
     assert [path.name for path in tmp_path.iterdir()] == ["kept.txt"]
+
+
+def test_a_saved_faiss_index_reindexed_keeps_its_rows_and_groups(
+    tmp_path, monkeypatch, capsys, tiny_lstm, word_tokenizer
+):
+    model = tmp_path / "model"
+    tiny_lstm.config.threshold = 0.5
+    tiny_lstm.save_pretrained(model)
+    word_tokenizer.save_pretrained(model)
+    common = ("--model_name_or_path", str(model), "--num_texts", "300")
+    run(monkeypatch, *common, "--store", "faiss", "--output_dir", str(tmp_path / "flat"))
+    capsys.readouterr()
+    run(monkeypatch, *common, "--from_index_dir", str(tmp_path / "flat" / "index"), "--structure", "hnsw",
+        "--quantization", "none", "--ef_search", "64", "--output_dir", str(tmp_path / "hnsw"))  # fmt: skip
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["reindex_s"] > 0 and "HNSW" in row["faiss"] and 0 < row["recall"] <= 1, row
+    saved = json.loads((tmp_path / "hnsw" / "index" / "index_config.json").read_text())
+    assert saved["ann"]["structure"] == "hnsw" and saved["ann"]["ef_search"] == 64
+    assert rows_and_groups(tmp_path / "hnsw" / "index", str(model)) == rows_and_groups(
+        tmp_path / "flat" / "index", str(model)
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--structure", "hnsw"), "apply to --store faiss"),
+        (("--store", "faiss", "--ef_search", "0"), "ef_search must be at least 1"),
+        (("--from_index_dir", "nowhere"), "holds no saved index"),
+    ],
+)
+def test_faiss_settings_refused_in_one_line_before_anything_is_written(tmp_path, monkeypatch, capsys, argv, message):
+    with pytest.raises(SystemExit):
+        run(monkeypatch, "--model_name_or_path", "unused", "--output_dir", str(tmp_path / "out"), *argv)
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
