@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 
 import httpx
 import psutil
 from fastapi import FastAPI
 
-from benchmarks.serving.service_load import cpu_seconds, load, percentile, questions
+from benchmarks.serving.service_load import cpu_seconds, load, percentile, questions, run_client
 
 
 def tiny_app() -> FastAPI:
@@ -56,3 +57,14 @@ def test_cpu_seconds_count_what_the_process_used():
     before = cpu_seconds(process)
     sum(i * i for i in range(2_000_000))
     assert cpu_seconds(process) > before
+
+
+def test_the_client_runs_on_the_loop_asked_for():
+    async def loop_kind() -> list[dict[str, str]]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=tiny_app()), base_url="http://test") as client:
+            await load(client, ["a"], 2, requests=4)
+        return [{"loop": type(asyncio.get_running_loop()).__module__}]
+
+    for name, module in (("asyncio", "asyncio"), ("uvloop", "uvloop")):
+        (row,) = run_client(loop_kind(), argparse.Namespace(client_loop=name))
+        assert row["loop"].split(".")[0] == module, (name, row)
