@@ -580,7 +580,6 @@ DOCS_EXPECTATIONS: dict[str, Callable[[Ran], None]] = {
         exact_hit_first(5, "How do I learn python ?"),
         files("outputs/qqp_sharded_index/index_config.json", "outputs/qqp_sharded_shards/shards.json"),
     ),
-    r"encode_to_shards_ray\(questions": files("outputs/qqp_ray_shards/shards.json"),
     r"db\.save\(\"outputs/qqp_db_index\"\)": all_of(files("outputs/qqp_db_index/index_config.json"), _database_reopens),
     # guides/serving.md
     r"--output_dir outputs/lstm_qqp_int8 --quantize int8$": all_of(
