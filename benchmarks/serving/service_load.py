@@ -7,7 +7,9 @@
         --concurrency 32 --seconds 600 --add_share 0.1            # mixed load: 90% search, 10% add
 
 For each concurrency, `--requests` searches (or `--seconds` of them) are sent by that many concurrent clients, each
-one request at a time, the queries drawn in turn from QQP dev's questions: throughput (requests/s) and latency
+one request at a time on its own connection (as separate users; `--client_pool shared` sends them all through one
+httpx connection pool, whose bookkeeping cost this client ~3.5x the CPU a request at 32 clients, on the cores the
+service shares), the queries drawn in turn from QQP dev's questions: throughput (requests/s) and latency
 percentiles (p50, p99, ms), errors counted. `--add_share` makes that share of the requests adds of new questions
 (ids never used before; at the end every acknowledged id is looked up). `--baseline` measures the same model
 behind a plain FastAPI endpoint that calls `index.search` per request (no batching) on its own port. Each service
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +56,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def load(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient | Sequence[httpx.AsyncClient],
     texts: list[str],
     concurrency: int,
     *,
@@ -63,13 +66,15 @@ async def load(
     first_id: int = 10_000_000,
 ) -> dict[str, Any]:
     """Drive `client` with `concurrency` workers until `requests` are sent or `seconds` pass: throughput, latency
-    percentiles, errors, and the ids whose adds were acknowledged."""
+    percentiles, errors, and the ids whose adds were acknowledged. Given several clients, worker `i` sends through
+    client `i % len(clients)` (one client a worker: each its own connection, as separate users have)."""
+    clients = [client] if isinstance(client, httpx.AsyncClient) else list(client)
     latencies: list[float] = []
     errors, sent, acknowledged = 0, 0, []
     stop_at = None if seconds is None else time.perf_counter() + seconds
     every = round(1 / add_share) if add_share > 0 else 0
 
-    async def worker() -> None:
+    async def worker(client: httpx.AsyncClient) -> None:
         nonlocal errors, sent
         while (requests is None or sent < requests) and (stop_at is None or time.perf_counter() < stop_at):
             number = sent
@@ -88,7 +93,7 @@ async def load(
             errors += response.status_code >= 400
 
     began = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(clients[number % len(clients)]) for number in range(concurrency)))
     elapsed = time.perf_counter() - began
     return {
         "concurrency": concurrency,
@@ -167,12 +172,22 @@ async def measure(
     share, the client's own CPU is part of what limits the throughput measured)."""
     rows = []
     client_process = psutil.Process()
-    limits = httpx.Limits(max_connections=max(args.concurrency) + 4)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
-        await load(client, texts, 1, requests=20)  # warm-up
+    most = max(args.concurrency)
+    async with contextlib.AsyncExitStack() as stack:
+        if args.client_pool == "shared":  # one client, one pool of connections for every worker
+            limits = httpx.Limits(max_connections=most + 4)
+            clients = [await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=120, limits=limits))]
+        else:  # a client (and its one connection) a worker, as separate users
+            one = httpx.Limits(max_connections=1)
+            clients = [
+                await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=120, limits=one))
+                for _ in range(most)
+            ]
+        client = clients[0]
+        await load(clients, texts, most, requests=max(20, most))  # warm-up: every connection opened
         for concurrency in args.concurrency:
             server_before, client_before = cpu_seconds(server), cpu_seconds(client_process)
-            row = await load(client, texts, concurrency, requests=args.requests, seconds=args.seconds,
+            row = await load(clients, texts, concurrency, requests=args.requests, seconds=args.seconds,
                              add_share=args.add_share if name == "serve" else 0.0)  # fmt: skip
             served = max(1, row["requests"])
             row["server_cpu_ms"] = round(1000 * (cpu_seconds(server) - server_before) / served, 2)
@@ -183,7 +198,14 @@ async def measure(
                 row["acknowledged_adds"], row["adds_checked"] = len(acknowledged), min(64, len(acknowledged))
                 row["adds_found"] = found.json().get("deleted")
             rows.append(
-                {"service": name, "client_loop": args.client_loop, "date": today(), "machine": machine(), **row}
+                {
+                    "service": name,
+                    "client_pool": args.client_pool,
+                    "client_loop": args.client_loop,
+                    "date": today(),
+                    "machine": machine(),
+                    **row,
+                }
             )
             emit(rows[-1])
     return rows
@@ -210,6 +232,12 @@ def main() -> None:
     parser.add_argument("--add_share", type=float, default=0.0, help="share of requests that add a question")
     parser.add_argument("--baseline", action="store_true", help="also the plain FastAPI endpoint")
     parser.add_argument("--batch_wait_ms", type=float, default=2.0)
+    parser.add_argument(
+        "--client_pool",
+        choices=("per_client", "shared"),
+        default="per_client",
+        help="a connection a client (default), or one httpx pool shared by all (costs more CPU at 32)",
+    )
     parser.add_argument("--client_loop", choices=("asyncio", "uvloop"), default="asyncio", help="the client's loop")
     parser.add_argument("--plain_server", type=int, default=None, help=argparse.SUPPRESS)  # the baseline's process
     args = parser.parse_args()

@@ -68,3 +68,33 @@ def test_the_client_runs_on_the_loop_asked_for():
     for name, module in (("asyncio", "asyncio"), ("uvloop", "uvloop")):
         (row,) = run_client(loop_kind(), argparse.Namespace(client_loop=name))
         assert row["loop"].split(".")[0] == module, (name, row)
+
+
+def test_several_clients_share_the_workers_in_turn():
+    seen: list[int] = []
+
+    def counting_app(number: int) -> FastAPI:
+        app = FastAPI()
+
+        @app.post("/v1/search")
+        async def search(body: dict) -> dict:
+            seen.append(number)
+            await asyncio.sleep(0.001)  # as a network round trip does, the other workers run meanwhile
+            return {"results": [{"query": body["query"], "matches": []}]}
+
+        return app
+
+    async def run():
+        clients = [
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=counting_app(number)), base_url="http://test")
+            for number in range(4)
+        ]
+        try:
+            return await load(clients, ["a", "b"], 4, requests=40)
+        finally:
+            for client in clients:
+                await client.aclose()
+
+    row = asyncio.run(run())
+    assert row["requests"] == 40 and row["errors"] == 0
+    assert sorted(set(seen)) == [0, 1, 2, 3]  # every client carried requests
