@@ -84,7 +84,11 @@ class ServeArguments:
     max_chars: int = field(default=DEFAULT_MAX_CHARS, metadata={"help": "Longest text accepted, in characters."})
     max_request_bytes: int = field(default=1_048_576, metadata={"help": "Largest request body, in bytes."})
     batch_wait_ms: float = field(
-        default=2.0, metadata={"help": "How long a search waits for concurrent ones to be encoded with it."}
+        default=2.0,
+        metadata={
+            "help": "How long a search waits for concurrent ones to be encoded with it (only while searches come "
+            "together: a lone one never waits)."
+        },
     )
     batch_max_texts: int = field(default=64, metadata={"help": "Most texts encoded in one batch."})
     replica: bool = field(

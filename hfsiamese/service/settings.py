@@ -28,8 +28,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class Batching:
-    """Concurrent searches (and pair checks) are encoded together: the first waits up to `max_wait_ms` for others,
-    and at most `max_batch` texts go through the model at once."""
+    """Concurrent searches (and pair checks) are encoded together: the first waits up to `max_wait_ms` for others
+    while requests come together (the last batch held several; a lone one never waits), and at most `max_batch`
+    texts go through the model at once."""
 
     max_wait_ms: float = 2.0
     max_batch: int = 64

@@ -122,3 +122,35 @@ def test_the_old_serving_names_still_import_beside_the_service():
     from hfsiamese.bi_encoder.onnx_model import OnnxSiameseModel as moved
 
     assert OnnxSiameseModel is moved and any(issubclass(w.category, FutureWarning) for w in caught)
+
+
+def test_a_lone_item_never_waits_and_items_that_come_together_wait_for_company():
+    calls: list[list[int]] = []
+
+    def record(items: list[int]) -> list[int]:
+        calls.append(items)
+        return items
+
+    async def scenario(executor):
+        loop = asyncio.get_running_loop()
+        batcher = DynamicBatcher(record, executor, max_batch=16, max_wait_s=0.5)
+        batcher.start()
+        try:
+            began = loop.time()
+            await batcher.submit(1)  # nobody else: runs at once, not after the 0.5 s wait
+            lone = loop.time() - began
+            await asyncio.gather(batcher.submit(2), batcher.submit(3))  # queued together: one batch
+            later = asyncio.ensure_future(batcher.submit(5))  # the last batch held two: this one waits for company
+
+            async def arrives_after(delay: float, item: int) -> int:
+                await asyncio.sleep(delay)
+                return await batcher.submit(item)
+
+            await asyncio.gather(later, arrives_after(0.1, 6))
+            return lone
+        finally:
+            await batcher.stop()
+
+    lone = run(scenario)
+    assert lone < 0.25 and calls[0] == [1] and calls[1] == [2, 3]
+    assert calls[2] == [5, 6]  # 6 came 0.1 s after 5 and joined its batch
