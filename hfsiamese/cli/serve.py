@@ -38,6 +38,7 @@ from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
+from hfsiamese.service import truncation_log
 from hfsiamese.service.settings import DEFAULT_MAX_CHARS, Batching, Limits, ServeSettings
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.extras import install_hint
@@ -179,6 +180,9 @@ def main(argv: list[str] | None = None) -> None:
         app = create_app(settings, opener=lambda: loaded[0])
         loaded.append(DuplicateService.open(settings))
         mount_page(app, loaded[0], args.mount_app)
+    # A truncation warning for nearly every batch with a long question would be the whole log: the first is logged,
+    # all are counted in /metrics (this command's process only; the app itself leaves warnings alone).
+    truncation_log.install(app.state.runtime.metrics.count_truncated)
     print(f"Serving on http://{args.host}:{args.port} (ready once /health/ready answers 200)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
 

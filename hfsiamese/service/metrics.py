@@ -1,7 +1,7 @@
 """
 Prometheus metrics of one service, in a registry of its own (two apps in one process never share counters):
-requests by route and status, their latency, the batch sizes of the model calls and the index's size, served at
-`/metrics` in Prometheus' text format. Needs `prometheus-client` (the `serve` extra).
+requests by route and status, their latency, the batch sizes of the model calls, the index's size and the texts cut
+at the model's token limit, served at `/metrics` in Prometheus' text format. Needs `prometheus-client` (the `serve` extra).
 """
 
 from __future__ import annotations
@@ -44,10 +44,18 @@ class ServiceMetrics:
             buckets=BATCH_BUCKETS, registry=self.registry,
         )  # fmt: skip
         self.index_size = prometheus.Gauge("hfsiamese_index_size", "Questions in the index.", registry=self.registry)
+        self.truncated_texts = prometheus.Counter(
+            "hfsiamese_truncated_texts", "Texts (pairs, for a cross-encoder) cut at the model's token limit.",
+            registry=self.registry,
+        )  # fmt: skip
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route).observe(seconds)
+
+    def count_truncated(self, texts: int) -> None:
+        """`texts` more were cut at the model's token limit (`service.truncation_log`)."""
+        self.truncated_texts.inc(texts)
 
     def batch_observer(self, kind: str) -> Callable[[int], None]:
         """What a batcher calls with each batch's size."""

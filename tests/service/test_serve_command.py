@@ -73,3 +73,31 @@ def test_settings_refuse_impossible_limits():
         Limits(max_k=0)
     with pytest.raises(ValueError, match="default k"):
         ServeSettings(index_dir="i", model_name_or_path="m", default_k=50, limits=Limits(max_k=10))
+
+
+def test_serve_logs_the_first_truncation_and_counts_every_one_in_its_metrics(tmp_path, monkeypatch, recwarn):
+    import warnings
+
+    from hfsiamese.cli import serve
+    from hfsiamese.models.siamese.token_fields import warn_truncated
+    from hfsiamese.service.app import create_app
+    from hfsiamese.service.truncation_log import TruncationLog
+
+    (tmp_path / "index_config.json").write_text("{}")  # the command's check; the stub below never loads it
+    served = {}
+
+    class Uvicorn:  # what the command runs the app with: here, two batches of long questions, then it stops
+        @staticmethod
+        def run(app, **options):
+            served["app"] = app
+            warn_truncated(2, 10, 48)
+            warn_truncated(2, 10, 48)
+
+    monkeypatch.setattr(serve, "import_server", lambda: (Uvicorn, create_app))
+    with warnings.catch_warnings():  # the command's hook stays inside this block
+        serve.main(["--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path)])
+        assert isinstance(warnings.showwarning, TruncationLog)
+    metrics = served["app"].state.runtime.metrics.render()[0].decode()
+    assert "hfsiamese_truncated_texts_total 4.0" in metrics
+    (shown,) = [str(warning.message) for warning in recwarn if "were truncated" in str(warning.message)]
+    assert shown.startswith("2 of 10 texts") and "hfsiamese_truncated_texts_total" in shown
