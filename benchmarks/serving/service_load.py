@@ -129,14 +129,15 @@ def start(command: list[str], port: int, **popen: Any) -> subprocess.Popen:
     raise RuntimeError(f"{command[:4]} was not ready within {START_SECONDS} s")
 
 
-def plain_app(index_dir: str, model_name_or_path: str) -> Any:
-    """The baseline: the model and index behind one FastAPI endpoint calling `index.search` per request."""
+def plain_app(index_dir: str, model_name_or_path: str, backend: str | None = None) -> Any:
+    """The baseline: the model (on `backend`'s runtime, as `hfsiamese serve --backend`) and index behind one FastAPI
+    endpoint calling `index.search` per request."""
     from fastapi import FastAPI
     from pydantic import BaseModel
 
     from hfsiamese.search.index_opening import open_index
 
-    index = open_index(model_name_or_path, index_dir, None)
+    index = open_index(model_name_or_path, index_dir, None, backend=backend)
     app = FastAPI()
 
     class Query(BaseModel):
@@ -200,6 +201,7 @@ async def measure(
             rows.append(
                 {
                     "service": name,
+                    "backend": args.backend or "pytorch",
                     "client_pool": args.client_pool,
                     "client_loop": args.client_loop,
                     "date": today(),
@@ -239,12 +241,14 @@ def main() -> None:
         help="a connection a client (default), or one httpx pool shared by all (costs more CPU at 32)",
     )
     parser.add_argument("--client_loop", choices=("asyncio", "uvloop"), default="asyncio", help="the client's loop")
+    parser.add_argument("--backend", default=None, help="the model's runtime in both services (e.g. auto: the fastest)")
     parser.add_argument("--plain_server", type=int, default=None, help=argparse.SUPPRESS)  # the baseline's process
     args = parser.parse_args()
     if args.plain_server is not None:
         import uvicorn
 
-        uvicorn.run(plain_app(args.index_dir, args.model_name_or_path), port=args.plain_server, log_level="warning")
+        app = plain_app(args.index_dir, args.model_name_or_path, args.backend)
+        uvicorn.run(app, port=args.plain_server, log_level="warning")
         return
     if args.requests is None and args.seconds is None:
         args.requests = 2000
@@ -255,10 +259,11 @@ def main() -> None:
     if args.baseline:
         services.append(("plain", [sys.executable, __file__, "--index_dir", args.index_dir,
                                    "--model_name_or_path", args.model_name_or_path]))  # fmt: skip
+    runtime = [] if args.backend is None else ["--backend", args.backend]
     for name, command in services:
         port = free_port()
         flag = ["--port", str(port)] if name == "serve" else ["--plain_server", str(port)]
-        process = start(command + flag, port)
+        process = start(command + runtime + flag, port)
         try:
             run_client(measure(f"http://127.0.0.1:{port}", texts, args, name, psutil.Process(process.pid)), args)
         finally:
