@@ -36,6 +36,7 @@ from benchmarks.search.scale_corpora import make_corpus
 from benchmarks.search.search_latency import SOURCE
 from benchmarks.serving.served_index import build_index, reindex, work_folder
 from hfsiamese.search.stores.ann_index import QUANTIZATIONS, STRUCTURES, AnnSpec
+from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
 
 
 def main() -> None:
@@ -61,7 +62,7 @@ def main() -> None:
         parser.error(str(err))
     if args.from_index_dir is not None:
         args.store = "faiss"
-        if not (Path(args.from_index_dir) / "index_config.json").is_file():
+        if not (Path(args.from_index_dir) / INDEX_CONFIG_NAME).is_file():
             parser.error(f"--from_index_dir {args.from_index_dir} holds no saved index (no index_config.json)")
     if args.store != "faiss" and not ann.is_default:
         parser.error("--quantization, --structure and --ef_search apply to --store faiss")
@@ -81,7 +82,7 @@ def main() -> None:
 
 def faiss_settings(index_dir: Path) -> dict[str, Any]:
     """The saved FAISS index's settings in words and its measured recall (none for another store)."""
-    config = json.loads((index_dir / "index_config.json").read_text())
+    config = json.loads((index_dir / INDEX_CONFIG_NAME).read_text())
     recall = config.get("recall") or {}
     return {key: value for key, value in (("faiss", recall.get("settings")), ("recall", recall.get("recall"))) if value}
 

@@ -16,7 +16,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-TRUNCATION = re.compile(r"(\d+) of \d+ (?:texts|pairs) were longer than max_length=\d+ tokens and were truncated")
+from hfsiamese.models.siamese.token_fields import TRUNCATED_PATTERN
+
+TRUNCATION = re.compile(TRUNCATED_PATTERN)
 
 
 class TruncationLog:

@@ -54,6 +54,11 @@ def truncated_flags(encoded: Any, max_length: int | None) -> list[bool]:
     return [len(ids) >= max_length for ids in input_ids]
 
 
+# `warn_truncated`'s message as a pattern (group 1: how many were cut), for whoever counts these warnings
+# (`hfsiamese.service.truncation_log`): kept beside the message so that the two cannot drift apart.
+TRUNCATED_PATTERN = r"(\d+) of \d+ (?:texts|pairs) were longer than max_length=\d+ tokens and were truncated"
+
+
 def warn_truncated(count: int, total: int, max_length: int, *, stacklevel: int = 2, what: str = "texts") -> None:
     """The one warning for texts (or pairs: `what`) cut at `max_length`: a count, never silence (`stacklevel` as `warnings.warn`'s)."""
     if count:
@@ -81,6 +86,7 @@ def warn_truncated_batch(cut: int, what: str, max_length: int, rows: int) -> Non
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "TOKEN_FIELDS",
+    "TRUNCATED_PATTERN",
     "token_fields",
     "tokenizer_max_length",
     "truncated_flags",
