@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from hfsiamese.utils.openvino_runtime import openvino_entry
 # What a model folder can hold, as `model_kind` names it.
 BI_ENCODER, BI_ENCODER_ONNX, CROSS_ENCODER = "bi-encoder", "bi-encoder ONNX export", "cross-encoder"
 BI_ENCODER_OPENVINO = "bi-encoder OpenVINO export"
+# The runtimes a folder's model runs on, as `runtime_options` is keyed (the `backend` names but "auto").
+RUNTIMES = ("pytorch", "onnx", "openvino")
 # Options of `from_pretrained` that say where config.json is (the rest go to the model class only).
 _CONFIG_LOCATION_OPTIONS = ("revision", "cache_dir", "token", "local_files_only", "force_download", "subfolder")
 
@@ -90,13 +93,43 @@ def exported_format(name_or_path: str | os.PathLike) -> str | None:
     """`"onnx"` or `"openvino"` when `name_or_path` names a local folder holding such an export (either family), else None."""
     if not (Path(name_or_path) / "config.json").is_file():
         return None
-    values = config_values(name_or_path)
+    return _format_of(config_values(name_or_path))
+
+
+def _format_of(values: dict[str, Any]) -> str | None:
+    """`"onnx"` or `"openvino"` when a config's values describe such an export (either family), else None."""
     if openvino_entry(values) or model_kind(values) == BI_ENCODER_OPENVINO:
         return "openvino"
-    return "onnx" if is_onnx_folder(name_or_path) else None
+    return "onnx" if onnx_entry(values) or model_kind(values) == BI_ENCODER_ONNX else None
 
 
-def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
+def runtime_kwargs(
+    name_or_path: str | os.PathLike, runtime_options: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, Any]:
+    """The entry of `runtime_options` (checked) for the runtime the folder or Hub id `name_or_path` runs on: for a
+    loader that reads the folder itself (`CrossEncoder.from_pretrained` as a reranker). Nothing read without options."""
+    options = check_runtime_options(runtime_options)
+    if not options:
+        return {}
+    return options.get(_format_of(config_values(name_or_path)) or "pytorch", {})
+
+
+def check_runtime_options(runtime_options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """`runtime_options` as a dict, its keys checked against `RUNTIMES` (a one-line error names a wrong one)."""
+    options = {runtime: dict(values) for runtime, values in (runtime_options or {}).items()}
+    unknown = sorted(set(options) - set(RUNTIMES))
+    if unknown:
+        raise ValueError(f"runtime_options are keyed by runtime, one of {RUNTIMES}: {unknown} is none")
+    return options
+
+
+def load_model(
+    folder_or_hub_id: str | os.PathLike,
+    *,
+    backend: str | None = None,
+    runtime_options: Mapping[str, Mapping[str, Any]] | None = None,
+    **kwargs: Any,
+) -> Any:
     """
     The model a folder or Hub id holds, for either family: `SiameseModel` (a bi-encoder checkpoint: safetensors
     only), `OnnxSiameseModel` (its ONNX export; needs onnxruntime), `OpenVinoSiameseModel` (its OpenVINO export; needs
@@ -108,6 +141,11 @@ def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = Non
     fastest on this CPU, timed once and kept (`hfsiamese.backend_choice`); `"pytorch"`, `"onnx"` or `"openvino"`:
     the same among that runtime's only; None loads the folder as it is.
 
+    `runtime_options`: options for the runtime that turns out to run the model, keyed by runtime (`RUNTIMES`), for a
+    caller that does not know which one `backend="auto"` will choose, e.g. an ONNX session without thread spinning,
+    `{"onnx": {"session_options": hfsiamese.utils.onnx_runtime.session_options(thread_spinning=False)}}` (what
+    `hfsiamese serve` passes); the other runtimes' entries are not used.
+
     Examples:
 
     ```python
@@ -116,9 +154,11 @@ def load_model(folder_or_hub_id: str | os.PathLike, *, backend: str | None = Non
     >>> model.predict(["How do I learn Python?"], ["What is the best way to learn Python?"])
     ```
     """
+    options = check_runtime_options(runtime_options)
     return _load(
         chosen_folder(folder_or_hub_id, backend),
         (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO, CROSS_ENCODER),
+        options,
         **kwargs,
     )
 
@@ -139,19 +179,31 @@ def chosen_folder(name_or_path: str | os.PathLike, backend: str | None) -> str |
     return choose_backend(name_or_path, load=load_model, backend=backend).path
 
 
-def load_siamese_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
+def load_siamese_model(
+    name_or_path: str | os.PathLike,
+    *,
+    backend: str | None = None,
+    runtime_options: Mapping[str, Mapping[str, Any]] | None = None,
+    **kwargs: Any,
+) -> Any:
     """
     A Siamese model from a folder or Hub id: `OnnxSiameseModel` for an ONNX export (needs onnxruntime),
     `OpenVinoSiameseModel` for an OpenVINO export (needs openvino), else `SiameseModel` (`AutoModel.from_pretrained`,
     safetensors only). `kwargs` go to that class's `from_pretrained`.
     `load_model` for bi-encoders only: a cross-encoder, which cannot embed texts, is refused. `backend`: as for
-    `load_model`.
+    `load_model`, and so are `runtime_options`.
     """
-    return _load(chosen_folder(name_or_path, backend), (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO), **kwargs)
+    options = check_runtime_options(runtime_options)
+    return _load(
+        chosen_folder(name_or_path, backend), (BI_ENCODER, BI_ENCODER_ONNX, BI_ENCODER_OPENVINO), options, **kwargs
+    )
 
 
-def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any) -> Any:
-    """The model of `name_or_path` if its config describes one of `kinds`, else the one-line error saying what it is."""
+def _load(
+    name_or_path: str | os.PathLike, kinds: tuple[str, ...], runtime_options: dict[str, dict[str, Any]], **kwargs: Any
+) -> Any:
+    """The model of `name_or_path` if its config describes one of `kinds`, else the one-line error saying what it is;
+    `runtime_options[runtime]` join `kwargs` for the runtime the folder runs on."""
     source = str(name_or_path)
     values = config_values(source, **kwargs)
     kind = model_kind(values)
@@ -166,6 +218,7 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
             f"a {values.get('model_type')!r} model with architectures {values.get('architectures')}; start one from it "
             "with hfsiamese train (model_name_or_path) or CrossEncoder.from_base_model"
         )
+    kwargs = {**runtime_options.get(_format_of(values) or "pytorch", {}), **kwargs}
     if kind == CROSS_ENCODER:
         from hfsiamese.cross_encoder.model import (
             CrossEncoder,  # imported when first needed: `import hfsiamese` stays light
@@ -181,13 +234,19 @@ def _load(name_or_path: str | os.PathLike, kinds: tuple[str, ...], **kwargs: Any
     return AutoModel.from_pretrained(source, **kwargs)
 
 
-def load_pair_model(name_or_path: str | os.PathLike, *, backend: str | None = None, **kwargs: Any) -> Any:
+def load_pair_model(
+    name_or_path: str | os.PathLike,
+    *,
+    backend: str | None = None,
+    runtime_options: Mapping[str, Mapping[str, Any]] | None = None,
+    **kwargs: Any,
+) -> Any:
     """
     A model that scores pairs (`score_pairs`, `predict`, `calibrate`), for the tools that only score pairs
     (`hfsiamese evaluate`, `hfsiamese calibrate`): `load_model`, which loads a cross-encoder, a Siamese checkpoint
-    or the ONNX export of either (`backend`: as for `load_model`).
+    or the ONNX export of either (`backend`, `runtime_options`: as for `load_model`).
     """
-    return load_model(name_or_path, backend=backend, **kwargs)
+    return load_model(name_or_path, backend=backend, runtime_options=runtime_options, **kwargs)
 
 
 __all__ = [
@@ -195,6 +254,9 @@ __all__ = [
     "BI_ENCODER_ONNX",
     "BI_ENCODER_OPENVINO",
     "CROSS_ENCODER",
+    "RUNTIMES",
+    "check_runtime_options",
+    "runtime_kwargs",
     "chosen_folder",
     "config_values",
     "exported_format",

@@ -75,3 +75,38 @@ def test_a_folder_of_neither_family_is_one_line(tiny_bert_dir, tmp_path):
         load_model(tmp_path)
     with pytest.raises(ValueError, match="is neither"):
         load_siamese_model(tiny_bert_dir)
+
+
+def _spinning(session) -> str:
+    """What an onnxruntime session says of its intra-op threads' spinning ("default" when left to onnxruntime: on)."""
+    try:
+        return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
+        return "default"
+
+
+def test_runtime_options_reach_the_runtime_that_loads_and_no_other(folders):
+    from hfsiamese.loading import runtime_kwargs
+    from hfsiamese.utils.onnx_runtime import session_options
+
+    options = {"onnx": {"session_options": session_options(thread_spinning=False)}, "openvino": {"ov_config": {}}}
+    bi_onnx = load_model(folders["bi_onnx"], runtime_options=options)
+    assert _spinning(bi_onnx.session) == "0"
+    assert _spinning(load_siamese_model(folders["bi_onnx"], runtime_options=options).session) == "0"
+    assert _spinning(load_model(folders["bi_onnx"]).session) == "default"  # onnxruntime's own: spinning
+    cross_onnx = load_pair_model(folders["cross_onnx"], runtime_options=options)
+    assert _spinning(cross_onnx.model.session) == "0"
+    # A PyTorch folder gets only the "pytorch" entry: the ONNX session options would be refused by transformers.
+    assert type(load_model(folders["bi"], runtime_options=options)) is SiameseModel
+    assert isinstance(load_model(folders["cross"], runtime_options=options), CrossEncoder)
+    torch_options = {"pytorch": {"torch_dtype": torch.bfloat16}}
+    assert load_model(folders["bi"], runtime_options=torch_options).dtype == torch.bfloat16
+    assert type(load_model(folders["bi_onnx"], runtime_options=torch_options)) is OnnxSiameseModel
+    assert runtime_kwargs(folders["cross_onnx"], options) == options["onnx"]
+    assert runtime_kwargs(folders["cross"], options) == {}
+
+
+def test_runtime_options_for_no_runtime_are_one_line_before_loading(folders, tmp_path):
+    for loader in (load_model, load_siamese_model, load_pair_model):
+        with pytest.raises(ValueError, match=r"keyed by runtime, one of \('pytorch', 'onnx', 'openvino'\): \['ort'\]"):
+            loader(tmp_path / "no_such_folder", runtime_options={"ort": {}})  # refused before the folder is read

@@ -204,6 +204,7 @@ async def measure(
                     "backend": args.backend or "pytorch",
                     "client_pool": args.client_pool,
                     "client_loop": args.client_loop,
+                    "onnx_thread_spinning": args.onnx_thread_spinning if name == "serve" else None,
                     "date": today(),
                     "machine": machine(),
                     **row,
@@ -242,6 +243,11 @@ def main() -> None:
     )
     parser.add_argument("--client_loop", choices=("asyncio", "uvloop"), default="asyncio", help="the client's loop")
     parser.add_argument("--backend", default=None, help="the model's runtime in both services (e.g. auto: the fastest)")
+    parser.add_argument(
+        "--onnx_thread_spinning",
+        action="store_true",
+        help="hfsiamese serve's flag: an ONNX model's threads spin between batches (its default: they do not)",
+    )
     parser.add_argument("--plain_server", type=int, default=None, help=argparse.SUPPRESS)  # the baseline's process
     args = parser.parse_args()
     if args.plain_server is not None:
@@ -255,7 +261,8 @@ def main() -> None:
     texts = questions()
     services = [("serve", [sys.executable, "-m", "hfsiamese.cli.serve", "--index_dir", args.index_dir,
                            "--model_name_or_path", args.model_name_or_path, "--log_level", "warning",
-                           "--batch_wait_ms", str(args.batch_wait_ms)])]  # fmt: skip
+                           "--batch_wait_ms", str(args.batch_wait_ms),
+                           *(["--onnx_thread_spinning"] if args.onnx_thread_spinning else [])])]  # fmt: skip
     if args.baseline:
         services.append(("plain", [sys.executable, __file__, "--index_dir", args.index_dir,
                                    "--model_name_or_path", args.model_name_or_path]))  # fmt: skip

@@ -92,6 +92,13 @@ class ServeArguments:
         },
     )
     batch_max_texts: int = field(default=64, metadata={"help": "Most texts encoded in one batch."})
+    onnx_thread_spinning: bool = field(
+        default=False,
+        metadata={
+            "help": "Let an ONNX model's onnxruntime threads spin between batches (onnxruntime's default, for batch "
+            "jobs); off, they leave the cores to the requests between batches."
+        },
+    )
     replica: bool = field(
         default=False,
         metadata={"help": "Serve as a read replica of the writer that serves the same database index (read-only)."},
@@ -145,6 +152,7 @@ def settings_of(args: ServeArguments) -> ServeSettings:
                           max_chars=args.max_chars, max_k=args.max_k),
             batching=Batching(max_wait_ms=args.batch_wait_ms, max_batch=args.batch_max_texts),
             replica=args.replica, replica_refresh_s=args.replica_refresh_s,
+            onnx_thread_spinning=args.onnx_thread_spinning,
         )  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from None

@@ -6,7 +6,7 @@ the same things with the same messages, before the corpus is embedded (which may
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ def open_index(
     index_flag: str = "--index_dir",
     overwrite_flag: str | None = None,
     backend: str | None = None,
+    runtime_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> DuplicateIndex | None:
     """
     The index saved in `index_dir` (its `INDEX_CONFIG_NAME` there), else one built from `corpus()` and saved to
@@ -42,7 +43,8 @@ def open_index(
 
     Args:
         model_name_or_path: the model's folder: loaded (unless `model` is given) and its tokenizer beside it;
-            `backend` the runtime it is loaded with (`"auto"`: the fastest export it carries, see `load_model`).
+            `backend` the runtime it is loaded with (`"auto"`: the fastest export it carries, see `load_model`),
+            `runtime_options` that runtime's options (as for `load_model`).
         index_dir: a folder holding a saved index, or where to save the one built (None: not saved).
         corpus: reads the corpus file (None: no `--corpus` was given).
         options: `DuplicateIndex` options for loading and building alike (a database's place is taken from a
@@ -59,7 +61,7 @@ def open_index(
                 f"{index_dir} already holds an index: drop --corpus to search it, or pass {overwrite_flag} "
                 "to rebuild it from the corpus"
             )
-        model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend)
+        model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend, runtime_options)
         for name in _WHERE_THE_ROWS_ARE:  # the saved index says where its database is
             options.pop(name, None)
         return DuplicateIndex.load(index_dir, model, tokenizer, **options)
@@ -73,7 +75,7 @@ def open_index(
             rebuild = f", or pass {overwrite_flag}" if overwrite_flag else ""
             raise FileExistsError(f"{index_flag} {target} exists and holds no index: choose an empty folder{rebuild}")
     texts, ids, metadata = corpus()
-    model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend)
+    model, tokenizer = _model_and_tokenizer(model_name_or_path, model, backend, runtime_options)
     build_options = build_options or {}
     index = DuplicateIndex.build(
         texts, model, tokenizer, ids=ids, metadata=metadata, show_progress_bar=True, **options, **build_options
@@ -85,11 +87,16 @@ def open_index(
     return index
 
 
-def _model_and_tokenizer(model_name_or_path: str, model: Any | None, backend: str | None) -> tuple[Any, Any]:
+def _model_and_tokenizer(
+    model_name_or_path: str,
+    model: Any | None,
+    backend: str | None,
+    runtime_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[Any, Any]:
     """The model (loaded unless given: a PyTorch checkpoint, an ONNX or OpenVINO export, or with `backend="auto"` the
     fastest of them the folder carries) and the tokenizer saved beside it."""
     if model is None:
-        model = load_siamese_model(model_name_or_path, backend=backend)
+        model = load_siamese_model(model_name_or_path, backend=backend, runtime_options=runtime_options)
     return model, AutoTokenizer.from_pretrained(model_name_or_path)
 
 

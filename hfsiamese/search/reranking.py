@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -55,12 +55,14 @@ def check_rerank_k(rerank_k: int | None, k: int) -> int:
     return rerank_k
 
 
-def resolve_cross_encoder(cross_encoder: Any) -> Any:
-    """A reranker: a `CrossEncoder` folder (or Hub id) is loaded; anything else must have `score_pairs`."""
+def resolve_cross_encoder(cross_encoder: Any, *, runtime_options: Mapping[str, Mapping[str, Any]] | None = None) -> Any:
+    """A reranker: a `CrossEncoder` folder (or Hub id) is loaded (`runtime_options`: as for `hfsiamese.load_model`);
+    anything else must have `score_pairs`."""
     if isinstance(cross_encoder, (str, os.PathLike)):
         from hfsiamese.cross_encoder.model import CrossEncoder
+        from hfsiamese.loading import runtime_kwargs
 
-        return CrossEncoder.from_pretrained(cross_encoder)
+        return CrossEncoder.from_pretrained(cross_encoder, **runtime_kwargs(cross_encoder, runtime_options))
     if not callable(getattr(cross_encoder, "score_pairs", None)):
         raise TypeError(
             f"cross_encoder must be a CrossEncoder (or its folder), an object with score_pairs(texts_a, texts_b); "

@@ -108,8 +108,16 @@ class DuplicateService:
     def open(cls, settings: ServeSettings) -> DuplicateService:
         """Load the index saved in `settings.index_dir` with its model (and group it when asked and not yet); a
         replica's index must keep its rows in a database, which the writer's commits reach."""
+        runtime_options = settings.model_runtime_options()
         index = cast(
-            DuplicateIndex, open_index(settings.model_name_or_path, settings.index_dir, None, backend=settings.backend)
+            DuplicateIndex,
+            open_index(
+                settings.model_name_or_path,
+                settings.index_dir,
+                None,
+                backend=settings.backend,
+                runtime_options=runtime_options,
+            ),
         )
         if settings.replica and index.database_store is None:
             index.close()
@@ -125,9 +133,10 @@ class DuplicateService:
             index.find_groups()
             if index.database_store is None:
                 index.save(settings.index_dir, overwrite=True)
-        return cls(
-            index, settings.index_dir, cross_encoder=settings.cross_encoder, rerank_k=settings.rerank_k, groups_lag=lag
-        )
+        cross_encoder = settings.cross_encoder
+        if cross_encoder is not None:
+            cross_encoder = resolve_cross_encoder(cross_encoder, runtime_options=runtime_options)
+        return cls(index, settings.index_dir, cross_encoder=cross_encoder, rerank_k=settings.rerank_k, groups_lag=lag)
 
     def reopened(self) -> DuplicateService:
         """The same index opened anew from its database, over the same model and cross-encoder: what the writer has

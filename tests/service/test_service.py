@@ -77,3 +77,39 @@ def test_a_cross_encoder_reranks_searches_and_decides_pairs(folder_service, tiny
     checked = service.check([CheckItem([pairs[0][0]], [pairs[0][1]]), CheckItem([pairs[1][0]], [pairs[1][1]])])
     expected = tiny_cross_encoder.predict([a for a, _ in pairs], [b for _, b in pairs], threshold=0.0)["scores"]
     assert [answer[0]["score"] for answer in checked] == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def _spinning(session) -> str:
+    """What an onnxruntime session says of its intra-op threads' spinning ("default": left to onnxruntime, on)."""
+    try:
+        return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
+        return "default"
+
+
+def test_an_onnx_model_and_cross_encoder_are_served_without_thread_spinning(
+    tmp_path, model_dir, word_tokenizer, tiny_cross_encoder
+):
+    from transformers import HfArgumentParser
+
+    from hfsiamese.bi_encoder.onnx_export import export_onnx
+    from hfsiamese.cli.serve import ServeArguments, settings_of
+    from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
+    from hfsiamese.service.settings import ServeSettings
+
+    model = SiameseModel.from_pretrained(model_dir)
+    export_onnx(model, word_tokenizer, tmp_path / "onnx")
+    export_cross_encoder_onnx(tiny_cross_encoder, tmp_path / "cross_onnx")
+    DuplicateIndex.build(TEXTS, model, word_tokenizer).save(tmp_path / "index")
+    where = {"index_dir": str(tmp_path / "index"), "model_name_or_path": str(tmp_path / "onnx")}
+    service = DuplicateService.open(ServeSettings(**where, cross_encoder=str(tmp_path / "cross_onnx")))
+    assert _spinning(service.index.model.session) == "0" and _spinning(service.cross_encoder.model.session) == "0"
+    assert len(service.search([SearchItem([TEXTS[0]], 1)])[0][0]["matches"]) == 1  # reranked by the cross-encoder
+    spinning = DuplicateService.open(ServeSettings(**where, onnx_thread_spinning=True))
+    assert _spinning(spinning.index.model.session) == "default"
+    assert spinning.search([SearchItem([TEXTS[0]], 1)])[0][0]["matches"][0]["text"] == TEXTS[0]
+    flags = ["--index_dir", where["index_dir"], "--model_name_or_path", where["model_name_or_path"]]
+    parser = HfArgumentParser(ServeArguments)
+    assert not settings_of(parser.parse_args_into_dataclasses(flags)[0]).onnx_thread_spinning
+    on = parser.parse_args_into_dataclasses([*flags, "--onnx_thread_spinning"])[0]
+    assert settings_of(on).onnx_thread_spinning
