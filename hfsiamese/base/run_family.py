@@ -50,6 +50,11 @@ class RunFamily(Protocol):
         against the checkpoint `resume_from` when resuming."""
         ...
 
+    def derive_from_pairs(self, model_args: ModelArguments, train_pairs: Dataset) -> None:
+        """What `build_model` derives from the training pairs and keeps in their prepared folder (a word vocabulary),
+        derived now: `hfsiamese prepare` calls it, so that the first `train` from the folder reads it."""
+        ...
+
     def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
         """`pairs` as the trainer takes them for training (`training`) or evaluation, all rows at once
         (`--max_length`, `--preprocessing_num_workers`)."""

@@ -44,10 +44,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "build_model_and_tokenizer",
+    "builds_word_vocabulary",
     "check_same_vocabulary",
     "is_base_encoder",
     "on_main_process_then_shared",
     "sentence_transformers_model",
+    "word_vocabulary",
 ]
 
 # What an LSTM (or static encoder) uses when the arguments leave them unset.
@@ -248,20 +250,21 @@ def vocabulary_sample(train_pairs: datasets.Dataset, limit: int) -> datasets.Dat
     if not limit or len(train_pairs) <= limit:
         return train_pairs
     rows = np.sort(np.random.default_rng(0).choice(len(train_pairs), size=limit, replace=False))
-    logger.info(
-        "word vocabulary: trained on a sample of %d of %d training pairs (--vocabulary_sample_pairs)",
-        limit,
-        len(train_pairs),
-    )
     return train_pairs.select(rows)
 
 
-def _word_vocabulary_model(
-    model_args: ModelArguments, train_pairs: datasets.Dataset, classifier_head: bool
-) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
-    """An LSTM or static encoder whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
+def builds_word_vocabulary(model_args: ModelArguments) -> bool:
+    """Does a run with `model_args` start a fresh encoder whose word vocabulary is trained on its data (LSTM, static)?"""
+    return model_args.model_name_or_path is None and model_args.encoder_type in WORD_VOCABULARY_ENCODERS
+
+
+def word_vocabulary(model_args: ModelArguments, train_pairs: datasets.Dataset) -> PreTrainedTokenizerBase:
+    """
+    The word tokenizer a fresh LSTM or static encoder trains with: its vocabulary trained on (a sample of)
+    `train_pairs`' texts with `model_args`' tokenizer options, kept in the prepared folder the pairs come from (read
+    from there when a run, or `hfsiamese prepare`, saved it: `hfsiamese.preparation.vocabulary_cache`).
+    """
     sample = vocabulary_sample(train_pairs, model_args.vocabulary_sample_pairs)
-    texts = (batch["question1"] + batch["question2"] for batch in sample.iter(batch_size=1000))
     options = dict(
         vocab_size=model_args.vocab_size,
         min_frequency=model_args.min_frequency,
@@ -269,15 +272,30 @@ def _word_vocabulary_model(
         lowercase=model_args.lowercase,
         model_max_length=model_args.max_length or WORD_ENCODER_DEFAULTS["max_length"],
     )
-    # Trained from a prepared folder, the vocabulary is kept there for the later runs (`hfsiamese.preparation`).
-    tokenizer = on_main_process_then_shared(
-        lambda: cached_word_tokenizer(
-            train_pairs,
-            # (a sample's size joins the key; without one the key is the earlier releases', so their folders serve)
-            options if sample is train_pairs else {**options, "sample_pairs": len(sample)},
-            lambda: train_word_tokenizer(texts, **options),
-        )
+
+    def train() -> PreTrainedTokenizerBase:
+        if sample is not train_pairs:
+            logger.info(
+                "word vocabulary: trained on a sample of %d of %d training pairs (--vocabulary_sample_pairs)",
+                len(sample),
+                len(train_pairs),
+            )
+        texts = (batch["question1"] + batch["question2"] for batch in sample.iter(batch_size=1000))
+        return train_word_tokenizer(texts, **options)
+
+    return cached_word_tokenizer(
+        train_pairs,
+        # (a sample's size joins the key; without one the key is the earlier releases', so their folders serve)
+        options if sample is train_pairs else {**options, "sample_pairs": len(sample)},
+        train,
     )
+
+
+def _word_vocabulary_model(
+    model_args: ModelArguments, train_pairs: datasets.Dataset, classifier_head: bool
+) -> tuple[SiameseModel, PreTrainedTokenizerBase]:
+    """An LSTM or static encoder whose vocabulary is trained on the training texts, its embeddings random or from GloVe."""
+    tokenizer = on_main_process_then_shared(lambda: word_vocabulary(model_args, train_pairs))
     config = SiameseConfig(
         encoder_type=model_args.encoder_type,
         vocab_size=len(tokenizer),

@@ -11,7 +11,12 @@ from transformers import PreTrainedTokenizerBase
 
 from hfsiamese.base.model_arguments import ModelArguments
 from hfsiamese.base.run_family import BuiltRun
-from hfsiamese.bi_encoder.model_building import build_model_and_tokenizer, check_same_vocabulary
+from hfsiamese.bi_encoder.model_building import (
+    build_model_and_tokenizer,
+    builds_word_vocabulary,
+    check_same_vocabulary,
+    word_vocabulary,
+)
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.data.arrow_columns import distinct_count
@@ -44,6 +49,12 @@ class BiEncoderRun:
             check_same_vocabulary(tokenizer, resume_from)
         model.check_tokenizer(tokenizer)
         return model, tokenizer
+
+    def derive_from_pairs(self, model_args: ModelArguments, train_pairs: Dataset) -> None:
+        """A fresh LSTM's or static encoder's word vocabulary, kept in the pairs' prepared folder (`word_vocabulary`);
+        nothing for a pretrained encoder or a checkpoint, whose tokenizer comes with it."""
+        if builds_word_vocabulary(model_args):
+            word_vocabulary(model_args, train_pairs)
 
     def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
         """Both questions tokenised side by side, with the model's default prompt (training and evaluation alike)."""

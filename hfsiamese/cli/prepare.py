@@ -8,7 +8,9 @@ shards that `hfsiamese train --train_file <folder>` trains from without doing an
 
 The data settings come as `hfsiamese train` reads them (a config first, then data flags: `--validation_fraction`,
 `--test_fraction`, `--split_seed`, the column flags), so the folder holds that run's very split, duplicate groups and
-rows. A run killed while preparing is resumed by the same command (finished shards are kept); an `--output_dir` that
+rows; what that run would derive from its rows is derived too and kept there (the split report, the training
+questions' fingerprint, and for a config whose encoder learns its word vocabulary from the data, LSTM or static, that
+vocabulary), so that the first `train` starts as the second. A run killed while preparing is resumed by the same command (finished shards are kept); an `--output_dir` that
 holds anything else needs `--overwrite_output_dir`. Prints one JSON line: the folder and its counts.
 
 `--engine ray` (the `ray` extra) hashes the questions and writes the shards as Ray tasks, on a local Ray (started for
@@ -19,17 +21,23 @@ the command, `--preprocessing_num_workers` CPUs) or on the cluster at `--ray_add
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.config_and_flags import config_file_of, read_config_file
 from hfsiamese.cli.configs import (
     DEFAULT_CONFIG,
     require_training_data,
+    resolve_config_argument,
 )
 from hfsiamese.cli.data_command import data_command_arguments
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.preparation.prepare import ENGINES
+
+if TYPE_CHECKING:
+    from hfsiamese.base.model_arguments import ModelArguments
 
 DESCRIPTION = "Prepare a pair file once (read, de-duplicate, split, group) into Arrow shards that train reads."
 
@@ -92,11 +100,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ray_address=args.ray_address,
     )
     from hfsiamese.training.preparation import derive_first_run_values
+    from hfsiamese.training.run_start import run_family
 
-    derive_first_run_values(data_args, args.output_dir)  # so that the first `train` starts as the second
+    # What the first `train` from the folder would derive from its rows, derived now: it starts as the second.
+    train_pairs = derive_first_run_values(data_args, args.output_dir)
+    model_args = config_model_arguments(argv)
+    run_family(model_args.architecture).derive_from_pairs(model_args, train_pairs)
     summary = {"output_dir": args.output_dir, **manifest["counts"]}
     print(json.dumps(summary))
     return summary
+
+
+def config_model_arguments(argv: list[str] | None) -> ModelArguments:
+    """The model settings of the config the command line names (or the default recipe's): the run `train` starts
+    with that config, whose word vocabulary (LSTM, static encoder) `prepare` builds too. Model flags are `train`'s,
+    refused here, so the config is all there is."""
+    from transformers import HfArgumentParser
+
+    from hfsiamese.base.model_arguments import ModelArguments
+
+    config = config_file_of(resolve_config_argument(sys.argv[1:] if argv is None else argv), DEFAULT_CONFIG)
+    values = read_config_file(config) if config is not None else {}
+    (model_args,) = HfArgumentParser(ModelArguments).parse_dict(values, allow_extra_keys=True)
+    return model_args
 
 
 def preparation_processes(asked: int | None) -> int:

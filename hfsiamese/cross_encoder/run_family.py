@@ -44,6 +44,9 @@ class CrossEncoderRun:
         cross_encoder = build_cross_encoder(model_args)
         return cross_encoder.model, cross_encoder.tokenizer
 
+    def derive_from_pairs(self, model_args: ModelArguments, train_pairs: Dataset) -> None:
+        """Nothing: a cross-encoder learns no vocabulary from its pairs."""
+
     def tokenize(self, pairs: Dataset, run: BuiltRun, *, training: bool = False) -> Dataset:
         """
         `pairs` as this cross-encoder trains (`training`: both orders as rows when it scores both) or evaluates

@@ -134,15 +134,17 @@ def _pair_file_splits(
     return splits, train_file
 
 
-def derive_first_run_values(data_args: DataArguments, folder: str | Path) -> None:
+def derive_first_run_values(data_args: DataArguments, folder: str | Path) -> datasets.Dataset:
     """
     What a `train` from the prepared `folder` with these data options derives from its rows (the split report, the
     training questions' fingerprint: a hash per question, tens of seconds per million pairs), computed now by the
     code `train` runs and kept in the folder (`hfsiamese.preparation.question_cache`), so that the first run after
-    `hfsiamese prepare` starts as fast as the second.
+    `hfsiamese prepare` starts as fast as the second. Returns the training pairs, as that run loads them (for what a
+    model family derives from them: a word vocabulary).
     """
     splits, _ = load_splits_and_validation_size(dataclasses.replace(data_args, train_file=str(folder)))
     cached_pair_question_hashes(splits["train"])
+    return splits["train"]
 
 
 def _finish_splits(

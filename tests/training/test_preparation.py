@@ -217,3 +217,61 @@ def test_a_prepared_folder_holds_what_the_first_run_derives_from_it(tmp_path, mo
     assert calls == []
     np.testing.assert_array_equal(hashes, pair_question_hashes(splits["train"]))
     assert question_cache.cached_split_report(splits) == split_report(splits)
+
+
+def _run_start(config: str | None, folder, tmp_path):
+    """The model arguments and training pairs a `train` from `folder` starts with (`config`: a shipped one or the
+    default), parsed as `hfsiamese train` parses them."""
+    from transformers import HfArgumentParser
+
+    from hfsiamese.base.model_arguments import ModelArguments
+    from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.config_and_flags import parse_config_and_flags
+    from hfsiamese.cli.configs import DEFAULT_CONFIG, resolve_config_argument
+    from hfsiamese.training.preparation import load_splits_and_validation_size
+
+    argv = [*([config] if config else []), "--train_file", str(folder), "--output_dir", str(tmp_path / "run")]
+    parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
+    model_args, data_args, _ = parse_config_and_flags(
+        parser, [*resolve_config_argument(argv), "--max_eval_pairs", "200"], default_config=DEFAULT_CONFIG
+    )
+    splits, _ = load_splits_and_validation_size(data_args)
+    return model_args, splits["train"]
+
+
+def test_a_prepared_folder_holds_the_word_vocabulary_the_first_run_trains_with(tmp_path, monkeypatch):
+    """`hfsiamese prepare` with an LSTM recipe's config trains that run's word vocabulary and keeps it in the folder:
+    the first `train` reads it (trains none) and gets the very vocabulary it would have trained; with a pretrained
+    encoder's config nothing is built."""
+    from hfsiamese.bi_encoder import model_building
+    from hfsiamese.cli import main as cli_main
+    from hfsiamese.preparation.vocabulary_cache import VOCABULARIES
+
+    folders = {config: tmp_path / f"prepared_{config}" for config in ("lstm_qqp", "minilm_qqp")}
+    for config, folder in folders.items():
+        with pytest.raises(SystemExit) as exited:
+            cli_main.main(
+                [
+                    "prepare",
+                    config,
+                    "--train_file",
+                    str(QQP_FILE),
+                    "--output_dir",
+                    str(folder),
+                    "--max_eval_pairs",
+                    "200",
+                ]
+            )
+        assert exited.value.code == 0
+    assert len(list((folders["lstm_qqp"] / VOCABULARIES).iterdir())) == 1
+    assert not (folders["minilm_qqp"] / VOCABULARIES).exists()
+
+    model_args, train_pairs = _run_start("lstm_qqp", folders["lstm_qqp"], tmp_path)
+    trained = []
+    train_word_tokenizer = model_building.train_word_tokenizer
+    monkeypatch.setattr(model_building, "train_word_tokenizer", lambda *a, **k: trained.append(1))
+    _, tokenizer = model_building.build_model_and_tokenizer(model_args, train_pairs)
+    assert trained == []  # read from the folder
+    monkeypatch.setattr(model_building, "train_word_tokenizer", train_word_tokenizer)
+    fresh = model_building.word_vocabulary(model_args, train_pairs.flatten_indices(keep_in_memory=True))
+    assert tokenizer.get_vocab() == fresh.get_vocab() and len(tokenizer) > 1_000
