@@ -10,8 +10,9 @@ The data settings come as `hfsiamese train` reads them (a config first, then dat
 `--test_fraction`, `--split_seed`, the column flags), so the folder holds that run's very split, duplicate groups and
 rows; what that run would derive from its rows is derived too and kept there (the split report, the training
 questions' fingerprint, and for a config whose encoder learns its word vocabulary from the data, LSTM or static, that
-vocabulary), so that the first `train` starts as the second. A run killed while preparing is resumed by the same command (finished shards are kept); an `--output_dir` that
-holds anything else needs `--overwrite_output_dir`. Prints one JSON line: the folder and its counts.
+vocabulary), so that the first `train` starts as the second. A run killed while preparing is resumed by the same
+command (finished shards are kept); an `--output_dir` that holds anything else needs `--overwrite_output_dir`. Prints
+one JSON line: the folder and its counts.
 
 `--engine ray` (the `ray` extra) hashes the questions and writes the shards as Ray tasks, on a local Ray (started for
 the command, `--preprocessing_num_workers` CPUs) or on the cluster at `--ray_address`, whose nodes must all see
