@@ -2,7 +2,9 @@
 The `"cross_encoder"` guard: the links the `"mean"` guard would refuse (a question whose mean cosine to a group falls
 below the threshold although one of its members is its duplicate: a chain, or a true duplicate the bi-encoder
 places badly), and every link into a group of `check_size` members or more, are decided by a cross-encoder reading
-the question and the group's canonical together; the other links are the mean guard's. A cross-encoder decides
+the question and the duplicate that links it to the group together (its most similar member among its duplicates:
+the pair the link stands on; judging the group's canonical instead cost recall, docs/benchmarks.md); the other links
+are the mean guard's. A cross-encoder decides
 pairs better than the cosine (it reads both questions at once), but costs a forward per pair, so it is asked only
 about those borderline links, in batches, at most `cross_encoder_budget` pairs per 1,000 questions grouped; once the
 budget is spent the mean guard decides alone.
@@ -41,7 +43,7 @@ def call_budget(calls_per_1000: float, num_questions: int) -> int:
 
 class LinkJudge:
     """
-    Scores (question, canonical) pairs with a cross-encoder, batched and within a budget, and remembers each score.
+    Scores (question, linked duplicate) pairs with a cross-encoder, batched and within a budget, and remembers each score.
     `deferring=True` makes `accepts` note the pairs it has no score for (and answer None, the mean guard's turn) so
     that a dry pass can collect a whole pass's borderline links for `score_deferred` to score in batches.
     """
@@ -59,10 +61,10 @@ class LinkJudge:
         self._scores: dict[tuple[Any, Any], float] = {}
         self._deferred: dict[tuple[Any, Any], None] = {}
 
-    def accepts(self, member: Any, canonical: Any) -> bool | None:
-        """Whether the cross-encoder accepts `member` as a duplicate of `canonical`; None without a score (the
+    def accepts(self, member: Any, linked: Any) -> bool | None:
+        """Whether the cross-encoder accepts `member` as a duplicate of `linked`; None without a score (the
         budget spent, or deferred)."""
-        pair = (member, canonical)
+        pair = (member, linked)
         if pair not in self._scores:
             if self.deferring:
                 self._deferred[pair] = None
@@ -100,15 +102,16 @@ def admits(
     settings: GroupSettings,
     judge: LinkJudge | None,
     member: Any,
-    canonical: Any,
+    linked: Any,
     to_canonical: float,
     cosines: np.ndarray,
 ) -> bool:
-    """Whether `member` (with these cosines to a group's members, `to_canonical` its canonical's) may join it."""
+    """Whether `member` (with these cosines to a group's members, `to_canonical` its canonical's; `linked` the
+    duplicate that links it to the group) may join it."""
     by_mean = passes(settings.guard, to_canonical, cosines, settings.bar)
     if judge is None or not is_borderline(settings, by_mean, len(cosines)):
         return by_mean
-    decision = judge.accepts(member, canonical)
+    decision = judge.accepts(member, linked)
     return by_mean if decision is None else decision
 
 

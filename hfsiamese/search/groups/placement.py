@@ -31,11 +31,12 @@ def place(
     judge: LinkJudge | None = None,
 ) -> int:
     """Put `member` in a group; its group. `duplicates`: its duplicates already grouped, most similar first; `judge`:
-    the cross-encoder guard's (without one that guard is the mean guard)."""
+    the cross-encoder guard's (without one that guard is the mean guard), asked about `member` and the duplicate that
+    links it to the group."""
     settings = groups.settings
-    for candidate, members, cosines, canonical in _candidate_groups(groups, vector, duplicates, vectors):
+    for candidate, members, cosines, canonical, linked in _candidate_groups(groups, vector, duplicates, vectors):
         to_canonical = float(cosines[members.index(canonical)])
-        if admits(settings, judge, member, canonical, to_canonical, cosines):
+        if admits(settings, judge, member, linked, to_canonical, cosines):
             groups.join(member, candidate, to_canonical)
             if settings.canonical == "most_central":
                 recentre(groups, candidate, vectors)
@@ -69,12 +70,13 @@ def link_components(groups: DuplicateGroups, member: Any, duplicates: Iterable[A
 def first_borderline_link(
     groups: DuplicateGroups, member: Any, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
 ) -> tuple[Any, Any] | None:
-    """The first `(member, canonical)` link `place` would ask the cross-encoder guard's judge about, read without
-    placing anything; None where a sure link (or none) comes first. What a batch of new questions scores at once."""
+    """The first `(member, linked duplicate)` link `place` would ask the cross-encoder guard's judge about, read
+    without placing anything; None where a sure link (or none) comes first. What a batch of new questions scores at
+    once (a link to another question of the same batch is not known before that one is placed: scored then)."""
     settings = groups.settings
-    for _, members, cosines, canonical in _candidate_groups(groups, vector, duplicates, vectors):
+    for _, members, cosines, canonical, linked in _candidate_groups(groups, vector, duplicates, vectors):
         by_mean = passes(settings.guard, float(cosines[members.index(canonical)]), cosines, settings.bar)
-        return (member, canonical) if is_borderline(settings, by_mean, len(members)) else None
+        return (member, linked) if is_borderline(settings, by_mean, len(members)) else None
     return None
 
 
@@ -89,14 +91,18 @@ def recentre(groups: DuplicateGroups, group: int, vectors: MemberVectors) -> Non
 
 def _candidate_groups(
     groups: DuplicateGroups, vector: np.ndarray, duplicates: Iterable[Any], vectors: MemberVectors
-) -> Iterator[tuple[int, list[Any], np.ndarray, Any]]:
+) -> Iterator[tuple[int, list[Any], np.ndarray, Any, Any]]:
     """The groups `place` tries, in its order (each duplicate's group, most similar first, once): each one's number,
-    members, their cosines to `vector` and canonical, read when the group's turn comes."""
-    for candidate in dict.fromkeys(groups.group_of(other) for other in duplicates):
-        if candidate is None:
+    members, their cosines to `vector`, canonical, and the duplicate that links the question to it (its most similar
+    member among the duplicates), read when the group's turn comes."""
+    tried: set[int] = set()
+    for linked in duplicates:
+        candidate = groups.group_of(linked)
+        if candidate is None or candidate in tried:
             continue
+        tried.add(candidate)
         members = groups.members(candidate)
-        yield candidate, members, vectors(members) @ vector, groups.canonical_of(candidate)
+        yield candidate, members, vectors(members) @ vector, groups.canonical_of(candidate), linked
 
 
 __all__ = ["MemberVectors", "first_borderline_link", "link_components", "place", "recentre"]
