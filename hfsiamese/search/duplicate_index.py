@@ -326,7 +326,7 @@ class DuplicateIndex(IndexWrites, IndexFolder):
 
         `guard="cross_encoder"`: the mean guard, with the links it would refuse (and every link into a group of
         `check_size` members or more) decided by `cross_encoder` (default the index's own) reading the text and the
-        group's canonical together, at `cross_encoder_threshold` (default its calibrated `config.threshold`), at most
+        duplicate that links it to the group together, at `cross_encoder_threshold` (default its calibrated `config.threshold`), at most
         `cross_encoder_budget` pairs per 1,000 texts (`hfsiamese.search.groups.cross_encoder_guard`). Incremental
         assignment then needs the index's `cross_encoder` too. `group_threshold`: the guard's bar where it should differ
         from the pair threshold (the pairs stay those at `threshold`), as `fit_group_threshold` calibrates it on
