@@ -184,3 +184,11 @@ def folder_state(folder: Path) -> dict[str, str]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+def onnx_thread_spinning(session: Any) -> str:
+    """What an onnxruntime session says of its intra-op threads' spinning ("default": left to onnxruntime, on)."""
+    try:
+        return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+    except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
+        return "default"

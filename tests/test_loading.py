@@ -15,6 +15,7 @@ from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
 from hfsiamese.cross_encoder.onnx_model import OnnxSequenceClassifier
 from hfsiamese.loading import is_onnx_folder, load_pair_model
 from tests.conftest import TEXTS
+from tests.helpers import onnx_thread_spinning
 
 
 @pytest.fixture(scope="module")
@@ -77,25 +78,17 @@ def test_a_folder_of_neither_family_is_one_line(tiny_bert_dir, tmp_path):
         load_siamese_model(tiny_bert_dir)
 
 
-def _spinning(session) -> str:
-    """What an onnxruntime session says of its intra-op threads' spinning ("default" when left to onnxruntime: on)."""
-    try:
-        return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
-    except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
-        return "default"
-
-
 def test_runtime_options_reach_the_runtime_that_loads_and_no_other(folders):
     from hfsiamese.loading import runtime_kwargs
     from hfsiamese.utils.onnx_runtime import session_options
 
     options = {"onnx": {"session_options": session_options(thread_spinning=False)}, "openvino": {"ov_config": {}}}
     bi_onnx = load_model(folders["bi_onnx"], runtime_options=options)
-    assert _spinning(bi_onnx.session) == "0"
-    assert _spinning(load_siamese_model(folders["bi_onnx"], runtime_options=options).session) == "0"
-    assert _spinning(load_model(folders["bi_onnx"]).session) == "default"  # onnxruntime's own: spinning
+    assert onnx_thread_spinning(bi_onnx.session) == "0"
+    assert onnx_thread_spinning(load_siamese_model(folders["bi_onnx"], runtime_options=options).session) == "0"
+    assert onnx_thread_spinning(load_model(folders["bi_onnx"]).session) == "default"  # onnxruntime's own: spinning
     cross_onnx = load_pair_model(folders["cross_onnx"], runtime_options=options)
-    assert _spinning(cross_onnx.model.session) == "0"
+    assert onnx_thread_spinning(cross_onnx.model.session) == "0"
     # A PyTorch folder gets only the "pytorch" entry: the ONNX session options would be refused by transformers.
     assert type(load_model(folders["bi"], runtime_options=options)) is SiameseModel
     assert isinstance(load_model(folders["cross"], runtime_options=options), CrossEncoder)

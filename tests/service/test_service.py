@@ -8,6 +8,7 @@ from hfsiamese import SiameseModel
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.service.service import CheckItem, DuplicateService, IdConflict, SearchItem, UnknownId, verdict
 from tests.conftest import TEXTS
+from tests.helpers import onnx_thread_spinning
 
 
 @pytest.fixture
@@ -79,14 +80,6 @@ def test_a_cross_encoder_reranks_searches_and_decides_pairs(folder_service, tiny
     assert [answer[0]["score"] for answer in checked] == pytest.approx(expected.tolist(), abs=1e-5)
 
 
-def _spinning(session) -> str:
-    """What an onnxruntime session says of its intra-op threads' spinning ("default": left to onnxruntime, on)."""
-    try:
-        return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
-    except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
-        return "default"
-
-
 def test_an_onnx_model_and_cross_encoder_are_served_without_thread_spinning(
     tmp_path, model_dir, word_tokenizer, tiny_cross_encoder
 ):
@@ -103,10 +96,13 @@ def test_an_onnx_model_and_cross_encoder_are_served_without_thread_spinning(
     DuplicateIndex.build(TEXTS, model, word_tokenizer).save(tmp_path / "index")
     where = {"index_dir": str(tmp_path / "index"), "model_name_or_path": str(tmp_path / "onnx")}
     service = DuplicateService.open(ServeSettings(**where, cross_encoder=str(tmp_path / "cross_onnx")))
-    assert _spinning(service.index.model.session) == "0" and _spinning(service.cross_encoder.model.session) == "0"
+    assert (
+        onnx_thread_spinning(service.index.model.session) == "0"
+        and onnx_thread_spinning(service.cross_encoder.model.session) == "0"
+    )
     assert len(service.search([SearchItem([TEXTS[0]], 1)])[0][0]["matches"]) == 1  # reranked by the cross-encoder
     spinning = DuplicateService.open(ServeSettings(**where, onnx_thread_spinning=True))
-    assert _spinning(spinning.index.model.session) == "default"
+    assert onnx_thread_spinning(spinning.index.model.session) == "default"
     assert spinning.search([SearchItem([TEXTS[0]], 1)])[0][0]["matches"][0]["text"] == TEXTS[0]
     flags = ["--index_dir", where["index_dir"], "--model_name_or_path", where["model_name_or_path"]]
     parser = HfArgumentParser(ServeArguments)
