@@ -4,7 +4,7 @@ A README that drifts from the code (a renamed flag, an output folder that an ear
 wrote, a name a snippet never defined) fails here. What the test changes, all of it visible below:
 - training commands get `TINY_TRAINING` appended (argparse keeps a flag's last value, so these win
   over the README's own `--max_steps`), so each run takes seconds; `recipes/silver_pairs.py` pairs up
-  the questions of a few hundred training pairs (`TINY_SILVER`);
+  the questions of a few hundred training pairs, with a few hundred random pairs (`TINY_SILVER`);
 - install steps (`python3 -m venv`, `pip install`) are dropped: the test runs in the installed venv,
   which is linked as `.venv` into the copy and put first on PATH (as an activated venv is);
 - nothing else: every file an example names is made by an earlier example (or shipped), and every
