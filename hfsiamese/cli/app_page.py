@@ -34,6 +34,7 @@ from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
 from hfsiamese.utils.deprecation import renamed_option
 from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.onnx_runtime import request_runtime_options
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +100,30 @@ class AppArguments:
         default=None, metadata={"help": "With --hybrid weighted: BM25's share of the fused score (default 0.3)."}
     )
 
+    onnx_thread_spinning: bool = field(
+        default=False,
+        metadata={
+            "help": "Let an ONNX model's onnxruntime threads spin between searches (onnxruntime's default, for batch "
+            "jobs); off, they leave the cores to the page's server between searches."
+        },
+    )
+
     def __post_init__(self) -> None:
         renamed_option(self, "index", "index_dir")  # one name with `hfsiamese search`, `groups` and `serve`
+
+    def runtime_options(self) -> dict[str, dict[str, Any]]:
+        """How the page's models are opened: an ONNX one without thread spinning unless `onnx_thread_spinning`, as
+        `hfsiamese serve` opens them (each search is one short run between requests)."""
+        return request_runtime_options(thread_spinning=self.onnx_thread_spinning)
 
 
 def load_or_build_index(args: AppArguments, model: Any | None = None) -> DuplicateIndex:
     """The saved index in `args.index_dir` (whatever `args.corpus`), or one built from `args.corpus` (saved to `args.index_dir`
     when given): `index_opening.open_index`."""
-    model = model if model is not None else load_siamese_model(args.model_name_or_path, backend=args.backend)
+    if model is None:
+        model = load_siamese_model(
+            args.model_name_or_path, backend=args.backend, runtime_options=args.runtime_options()
+        )
     index = open_index(
         args.model_name_or_path,
         args.index_dir,
@@ -300,8 +317,13 @@ def build_app(
 def app_from_arguments(args: AppArguments) -> Any:
     """Load the model and index (or the loading error, shown on the page) and build the page."""
     try:
-        model = load_siamese_model(args.model_name_or_path, backend=args.backend)
-        cross_encoder = resolve_cross_encoder(args.cross_encoder) if args.cross_encoder is not None else None
+        runtime_options = args.runtime_options()
+        model = load_siamese_model(args.model_name_or_path, backend=args.backend, runtime_options=runtime_options)
+        cross_encoder = (
+            resolve_cross_encoder(args.cross_encoder, runtime_options=runtime_options)
+            if args.cross_encoder is not None
+            else None
+        )
         index = load_or_build_index(args, model)
         app = DuplicateSearch(
             model, index, k=args.k, max_chars=args.max_chars, cross_encoder=cross_encoder, rerank_k=args.rerank_k

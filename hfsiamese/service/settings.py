@@ -3,10 +3,11 @@ batched. Plain data, checked once, so that the app, the command and the tests sh
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
+
+from hfsiamese.utils.onnx_runtime import request_runtime_options
 
 # A question is a few hundred characters; a pasted document would only be truncated to the model's token limit.
 DEFAULT_MAX_CHARS = 2000
@@ -98,11 +99,7 @@ class ServeSettings:
         2 cores, MiniLM int8 at 100k questions: 1.56x the searches per second at one client, docs/benchmarks.md).
         Without onnxruntime installed no ONNX model loads, and there is nothing to set.
         """
-        if self.onnx_thread_spinning or importlib.util.find_spec("onnxruntime") is None:
-            return {}
-        from hfsiamese.utils.onnx_runtime import session_options
-
-        return {"onnx": {"session_options": session_options(thread_spinning=False)}}
+        return request_runtime_options(thread_spinning=self.onnx_thread_spinning)
 
 
 def is_loopback(host: str) -> bool:

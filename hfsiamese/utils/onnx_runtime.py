@@ -9,6 +9,7 @@ entry is what tells an export from a PyTorch checkpoint (`onnx_entry`). `OnnxSia
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,17 @@ def session_options(*, thread_spinning: bool = True) -> Any:
     return options
 
 
+def request_runtime_options(*, thread_spinning: bool = False) -> dict[str, dict[str, Any]]:
+    """
+    `runtime_options` (as `hfsiamese.load_model` takes them) for a model that answers requests (`hfsiamese serve`,
+    `hfsiamese app`): an ONNX model's session without thread spinning (`session_options`) unless `thread_spinning`.
+    Empty where nothing is to be set: spinning kept, or onnxruntime not installed (no ONNX model loads then).
+    """
+    if thread_spinning or importlib.util.find_spec("onnxruntime") is None:
+        return {}
+    return {"onnx": {"session_options": session_options(thread_spinning=False)}}
+
+
 def open_graph_session(
     folder: str | Path, entry: dict[str, Any], *, providers: list[str] | None = None, session_options: Any | None = None
 ) -> Any:
@@ -98,6 +110,7 @@ __all__ = [
     "onnx_entry",
     "open_graph_session",
     "open_session",
+    "request_runtime_options",
     "require_onnxruntime",
     "session_options",
     "warn_if_int8_saturates",

@@ -120,3 +120,35 @@ def test_index_is_the_old_name_of_index_dir(tmp_path):
     with pytest.warns(FutureWarning, match=r"--index is renamed --index_dir; --index goes in hfsiamese 0\.3"):
         args = AppArguments(model_name_or_path="m", index=str(tmp_path))
     assert args.index_dir == str(tmp_path)
+
+
+def test_the_page_opens_an_onnx_model_and_cross_encoder_without_thread_spinning(
+    model_dir, word_tokenizer, tiny_cross_encoder, tmp_path, monkeypatch
+):
+    """As `hfsiamese serve` does: each search is one short run between requests, and spinning threads would hold the
+    cores the page's server needs; `--onnx_thread_spinning` keeps onnxruntime's default."""
+    from transformers import HfArgumentParser
+
+    from hfsiamese.bi_encoder.onnx_export import export_onnx
+    from hfsiamese.cli import app_page
+    from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_onnx
+    from tests.helpers import onnx_thread_spinning
+
+    export_onnx(SiameseModel.from_pretrained(model_dir), word_tokenizer, tmp_path / "onnx")
+    export_cross_encoder_onnx(tiny_cross_encoder, tmp_path / "cross_onnx")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS), encoding="utf-8")
+    flags = ["--model_name_or_path", str(tmp_path / "onnx"), "--corpus", str(corpus)]
+    flags += ["--cross_encoder", str(tmp_path / "cross_onnx")]
+    monkeypatch.setattr(app_page, "build_app", lambda app, error=None: app if error is None else error)
+    (args,) = HfArgumentParser(AppArguments).parse_args_into_dataclasses(flags)
+    page = app_from_arguments(args)
+    assert onnx_thread_spinning(page.model.session) == "0"
+    assert onnx_thread_spinning(page.cross_encoder.model.session) == "0"
+    assert page.index.search(TEXTS[1], k=1)[0]["text"] == TEXTS[1]
+    (spinning,) = HfArgumentParser(AppArguments).parse_args_into_dataclasses([*flags, "--onnx_thread_spinning"])
+    page = app_from_arguments(spinning)
+    assert onnx_thread_spinning(page.model.session) == "default"
+    assert onnx_thread_spinning(page.cross_encoder.model.session) == "default"
+    alone = load_or_build_index(AppArguments(model_name_or_path=str(tmp_path / "onnx"), corpus=str(corpus)))
+    assert onnx_thread_spinning(alone.model.session) == "0"
