@@ -294,3 +294,45 @@ def test_mining_a_grown_memory_mapped_index_pairs_the_new_rows_too(tmp_path, sta
     assert (7, 300) in pairs
     everything = index_of(np.concatenate([corpus, corpus[7:8]]), static_model)
     assert pairs == {(p["id_a"], p["id_b"]) for p in everything.find_duplicates(threshold=0.999, k=3)}
+
+
+@pytest.mark.parametrize("num_queries", [2, 8, 40])
+def test_a_batch_over_an_exact_index_is_one_pass_with_faiss_own_results(num_queries, monkeypatch):
+    """A batch FAISS would search query by query (faiss >= 1.15 below num_queries * dim = 128,000, which on a few
+    cores reads the rows once per query) is searched in one pass over FAISS's own rows: the rows and scores FAISS
+    returns, over blocks of rows smaller than the index so that the merge across blocks is exercised."""
+    from hfsiamese.search.stores import ann_index
+    from hfsiamese.search.stores.ann_index import FaissAnnIndex
+
+    generator = np.random.default_rng(num_queries)
+    rows = generator.standard_normal((1000, 48)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    queries = generator.standard_normal((num_queries, 48)).astype(np.float32)
+    index = FaissAnnIndex(AnnSpec(quantization="none", structure="flat"), 48)
+    index.add(rows)
+    one_pass = []
+    searched = index._exact_search_in_one_pass
+    monkeypatch.setattr(ann_index, "ROWS_PER_BLOCK", 300)
+    monkeypatch.setattr(index, "_exact_search_in_one_pass", lambda *a: one_pass.append(1) or searched(*a))
+    scores, found = index.search(queries, 7)
+    expected_scores, expected_rows = index.index.search(queries, 7)  # FAISS itself
+    assert one_pass == [1] and found.dtype == np.int64 and scores.dtype == np.float32
+    assert (found == expected_rows).all() and np.allclose(scores, expected_scores, atol=1e-5)
+    assert len(index.search(queries, 5000)[1][0]) == 1000  # n capped at the rows, as FAISS's
+
+
+def test_a_lone_query_or_another_index_kind_is_searched_by_faiss(monkeypatch):
+    from hfsiamese.search.stores.ann_index import FaissAnnIndex
+
+    rows = np.random.default_rng(0).standard_normal((600, 16)).astype(np.float32)
+    for spec in (AnnSpec(quantization="none", structure="flat"), AnnSpec(quantization="int8", structure="flat")):
+        index = FaissAnnIndex(spec, 16)
+        index.train(rows)
+        index.add(rows)
+        monkeypatch.setattr(index, "_exact_search_in_one_pass", lambda *a: pytest.fail("not FAISS's own search"))
+        index.search(rows[:1], 3)
+        if spec.quantization == "int8":
+            index.search(rows[:8], 3)
+    index = FaissAnnIndex(AnnSpec(quantization="none", structure="flat"), 16)
+    index.add(rows)
+    assert index._scans_once_per_query(8) and not index._scans_once_per_query(128_000 // 16)
