@@ -35,13 +35,13 @@ import numpy as np
 from hfsiamese.utils.extras import install_hint
 
 QUANTIZATIONS = ("none", "int8", "pq", "binary")
-# Below this many query values (queries x dimensions) faiss >= 1.15 searches an exact index query by query
-# (`FaissAnnIndex._scans_once_per_query`).
-ONE_PASS_BELOW = 128_000
-ROWS_PER_BLOCK = 65_536
 STRUCTURES = ("flat", "hnsw", "ivf")
 Quantization = Literal["none", "int8", "pq", "binary"]
 Structure = Literal["flat", "hnsw", "ivf"]
+# Below this many query values (queries x dimensions) faiss >= 1.15 searches an exact index query by query; such a
+# batch is searched in one pass, `ROWS_PER_BLOCK` rows at a time (`FaissAnnIndex._scans_once_per_query`).
+ONE_PASS_BELOW = 128_000
+ROWS_PER_BLOCK = 65_536
 # Up to this many texts, `auto` keeps exact float32 search; beyond, binary IVF (tuned to a recall target by a
 # `DuplicateIndex`). Exact search reads every embedding for every query: 116 ms p99 a query over 1.2M x 256 dims on
 # 2 cores (Xeon, 2026-11-26), so ~20 ms at 200k, leaving a query's encoding within 50 ms; above it, tuned settings
@@ -359,8 +359,8 @@ class FaissAnnIndex:
         The exact search of a batch in one pass over the rows (FAISS's own memory, no copy): each block of rows times
         the queries, rows first (`rows @ queries.T`: a product that splits over the cores by rows, where
         `queries @ rows.T` with a few queries ran on one), the best `n` of each block kept and merged. The scores are
-        FAISS's, inner products, for the rows it would return. Hand-written because FAISS's one-pass product is the
-        path it declines for these batch sizes and torch has no top-k search; memory: a block of scores at a time.
+        FAISS's, inner products, for the rows it would return. Hand-written because FAISS declines its own one-pass
+        product for these batch sizes, and `topk_cosine` multiplies queries first; memory: a block of scores at a time.
         """
         import torch
 
