@@ -325,6 +325,7 @@ def test_a_lone_query_or_another_index_kind_is_searched_by_faiss(monkeypatch):
     from hfsiamese.search.stores.ann_index import FaissAnnIndex
 
     rows = np.random.default_rng(0).standard_normal((600, 16)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     for spec in (AnnSpec(quantization="none", structure="flat"), AnnSpec(quantization="int8", structure="flat")):
         index = FaissAnnIndex(spec, 16)
         index.train(rows)
@@ -335,4 +336,11 @@ def test_a_lone_query_or_another_index_kind_is_searched_by_faiss(monkeypatch):
             index.search(rows[:8], 3)
     index = FaissAnnIndex(AnnSpec(quantization="none", structure="flat"), 16)
     index.add(rows)
-    assert index._scans_once_per_query(8) and not index._scans_once_per_query(128_000 // 16)
+    assert index._scans_once_per_query(8) and not index._scans_once_per_query(128_000 // 16)  # faiss 1.15's default
+    users = faiss.cvar.distance_compute_blas_threshold
+    faiss.cvar.distance_compute_blas_threshold = 1  # the user asks FAISS for its one-pass product at any size
+    try:
+        monkeypatch.setattr(index, "_exact_search_in_one_pass", lambda *a: pytest.fail("not FAISS's own search"))
+        assert index.search(rows[:8], 3)[1][:, 0].tolist() == list(range(8))
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = users

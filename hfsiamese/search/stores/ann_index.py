@@ -26,6 +26,7 @@ these, and it saves and loads every index kind without pickling.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -38,9 +39,7 @@ QUANTIZATIONS = ("none", "int8", "pq", "binary")
 STRUCTURES = ("flat", "hnsw", "ivf")
 Quantization = Literal["none", "int8", "pq", "binary"]
 Structure = Literal["flat", "hnsw", "ivf"]
-# Below this many query values (queries x dimensions) faiss >= 1.15 searches an exact index query by query; such a
-# batch is searched in one pass, `ROWS_PER_BLOCK` rows at a time (`FaissAnnIndex._scans_once_per_query`).
-ONE_PASS_BELOW = 128_000
+# Rows a batch that FAISS would search query by query is multiplied with at a time (`FaissAnnIndex._scans_once_per_query`).
 ROWS_PER_BLOCK = 65_536
 # Up to this many texts, `auto` keeps exact float32 search; beyond, binary IVF (tuned to a recall target by a
 # `DuplicateIndex`). Exact search reads every embedding for every query: 116 ms p99 a query over 1.2M x 256 dims on
@@ -339,12 +338,18 @@ class FaissAnnIndex:
 
     def _scans_once_per_query(self, num_queries: int) -> bool:
         """
-        Whether FAISS would search this exact float32 index by reading every row once per query: faiss >= 1.15 does
-        so below `num_queries * dim < 128,000` (its `distance_compute_blas_threshold`, tuned on machines of 80 and more
-        threads; on few cores the scan of a batch of 8 at 100k x 384 took twice a single pass, 32 queries 6.8x:
-        faiss issue #5109). One pass over the rows for the whole batch instead (`_exact_search_in_one_pass`).
+        Whether FAISS would search this exact float32 index by reading every row once per query: below its
+        `distance_compute_blas_threshold`, counted in query values (`num_queries * dim`, default 128,000) since faiss
+        1.15 and in queries before (default 20). The 1.15 default was tuned on machines of 80 and more threads; on few
+        cores a batch of 8 at 100k x 384 took twice a single pass, 32 queries 6.8x (faiss issue #5109). Such a batch is
+        searched in one pass over the rows instead (`_exact_search_in_one_pass`); a threshold the user set is read as
+        FAISS reads it.
         """
-        return num_queries > 1 and num_queries * self.dim < ONE_PASS_BELOW and self._exact_float_index() is not None
+        if num_queries < 2 or self._exact_float_index() is None:
+            return False
+        version = tuple(int(part) for part in re.findall(r"\d+", self.faiss.__version__)[:2])
+        counted = num_queries * self.dim if version >= (1, 15) else num_queries
+        return counted < int(self.faiss.cvar.distance_compute_blas_threshold)
 
     def _exact_float_index(self) -> Any | None:
         """The index as FAISS's exact float32 inner-product index, or None for any other kind."""
