@@ -236,6 +236,10 @@ class FaissAnnIndex:
         self.dim = dim
         self.index = index if index is not None else self._new_index()
         self._apply_search_settings()
+        # How FAISS counts its `distance_compute_blas_threshold`: query values since 1.15, queries before (read once,
+        # not on every search).
+        version = tuple(int(part) for part in re.findall(r"\d+", self.faiss.__version__)[:2])
+        self._threshold_counts_values = version >= (1, 15)
 
     @property
     def binary(self) -> bool:
@@ -347,8 +351,7 @@ class FaissAnnIndex:
         """
         if num_queries < 2 or self._exact_float_index() is None:
             return False
-        version = tuple(int(part) for part in re.findall(r"\d+", self.faiss.__version__)[:2])
-        counted = num_queries * self.dim if version >= (1, 15) else num_queries
+        counted = num_queries * self.dim if self._threshold_counts_values else num_queries
         return counted < int(self.faiss.cvar.distance_compute_blas_threshold)
 
     def _exact_float_index(self) -> Any | None:
