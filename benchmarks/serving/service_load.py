@@ -234,7 +234,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="instead of --requests: seconds per concurrency")
     parser.add_argument("--add_share", type=float, default=0.0, help="share of requests that add a question")
     parser.add_argument("--baseline", action="store_true", help="also the plain FastAPI endpoint")
-    parser.add_argument("--batch_wait_ms", type=float, default=2.0)
+    parser.add_argument(
+        "--batch_wait_ms", type=float, default=None, help="hfsiamese serve's flag (default: its own default)"
+    )
     parser.add_argument(
         "--client_pool",
         choices=("per_client", "shared"),
@@ -261,7 +263,7 @@ def main() -> None:
     texts = questions()
     services = [("serve", [sys.executable, "-m", "hfsiamese.cli.serve", "--index_dir", args.index_dir,
                            "--model_name_or_path", args.model_name_or_path, "--log_level", "warning",
-                           "--batch_wait_ms", str(args.batch_wait_ms),
+                           *(["--batch_wait_ms", str(args.batch_wait_ms)] if args.batch_wait_ms is not None else []),
                            *(["--onnx_thread_spinning"] if args.onnx_thread_spinning else [])])]  # fmt: skip
     if args.baseline:
         services.append(("plain", [sys.executable, __file__, "--index_dir", args.index_dir,

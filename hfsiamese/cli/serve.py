@@ -85,10 +85,10 @@ class ServeArguments:
     max_chars: int = field(default=DEFAULT_MAX_CHARS, metadata={"help": "Longest text accepted, in characters."})
     max_request_bytes: int = field(default=1_048_576, metadata={"help": "Largest request body, in bytes."})
     batch_wait_ms: float = field(
-        default=2.0,
+        default=10.0,
         metadata={
-            "help": "How long a search waits for concurrent ones to be encoded with it (only while searches come "
-            "together: a lone one never waits)."
+            "help": "How long a search may wait for concurrent ones to be encoded with it: while searches come "
+            "together, for as many as the last batch held, no longer (a lone one never waits)."
         },
     )
     batch_max_texts: int = field(default=64, metadata={"help": "Most texts encoded in one batch."})

@@ -31,11 +31,11 @@ class Limits:
 
 @dataclass(frozen=True)
 class Batching:
-    """Concurrent searches (and pair checks) are encoded together: the first waits up to `max_wait_ms` for others
-    while requests come together (the last batch held several; a lone one never waits), and at most `max_batch`
-    texts go through the model at once."""
+    """Concurrent searches (and pair checks) are encoded together: while requests come together (the last batch held
+    several; a lone one never waits) the first waits for as many as the last batch held, up to `max_wait_ms`, and at
+    most `max_batch` texts go through the model at once."""
 
-    max_wait_ms: float = 2.0
+    max_wait_ms: float = 10.0
     max_batch: int = 64
 
     def __post_init__(self) -> None:

@@ -154,3 +154,38 @@ def test_a_lone_item_never_waits_and_items_that_come_together_wait_for_company()
     lone = run(scenario)
     assert lone < 0.25 and calls[0] == [1] and calls[1] == [2, 3]
     assert calls[2] == [5, 6]  # 6 came 0.1 s after 5 and joined its batch
+
+
+def test_a_batch_waits_for_as_many_as_the_last_one_held_and_no_longer():
+    """The clients of the last batch come back about together: once as many are queued the batch runs, without
+    waiting out the rest of `max_wait_s`; fewer than that wait up to it and then run."""
+    calls: list[list[int]] = []
+
+    def record(items: list[int]) -> list[int]:
+        calls.append(items)
+        return items
+
+    async def scenario(executor):
+        loop = asyncio.get_running_loop()
+        batcher = DynamicBatcher(record, executor, max_batch=16, max_wait_s=1.0)
+        batcher.start()
+
+        async def arrives_after(delay: float, item: int) -> int:
+            await asyncio.sleep(delay)
+            return await batcher.submit(item)
+
+        try:
+            await asyncio.gather(batcher.submit(1), batcher.submit(2))  # queued together: the last batch held two
+            began = loop.time()
+            await asyncio.gather(batcher.submit(3), arrives_after(0.05, 4))  # as many as before: runs when 4 comes
+            company = loop.time() - began
+            began = loop.time()
+            await batcher.submit(5)  # one of the two comes back: it waits the whole second for the other
+            alone = loop.time() - began
+            return company, alone
+        finally:
+            await batcher.stop()
+
+    company, alone = run(scenario)
+    assert calls == [[1, 2], [3, 4], [5]]
+    assert 0.04 < company < 0.5 and alone >= 0.9
