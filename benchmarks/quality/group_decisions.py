@@ -4,7 +4,8 @@
     hfsiamese split --output_file outputs/qqp_validation.jsonl
     python benchmarks/quality/group_decisions.py --model_name_or_path outputs/lstm_qqp \\
         --test_file outputs/qqp_validation.jsonl [--k 10] [--guard mean] [--threshold COSINE | --fit_pair_threshold] \\
-        [--cross_encoder outputs/cross_minilm_qqp --cross_encoder_budget 200 --check_size 50] [--fit_group_threshold]
+        [--cross_encoder outputs/cross_minilm_qqp --cross_encoder_budget 200 --check_size 50] [--fit_group_threshold] \
+        [--link_margin 0.05]
 
 The distinct questions of `--test_file` form an exact `DuplicateIndex` with the model's calibrated threshold
 (`config.threshold`, `--threshold`, or with `--fit_pair_threshold` the accuracy-best cut of these pairs' cosines, as
@@ -13,7 +14,10 @@ them with each guard (`cross_encoder` only with `--cross_encoder`). Each labelle
 pair threshold (cosine of the two questions >= the threshold: what `SiameseModel.predict` and `hfsiamese evaluate`
 decide) and by the groups (both questions in one group). With `--fit_group_threshold` each guard is also run with a
 group threshold (`fit_group_threshold`) fitted on one half of the pairs and scored on the other, both ways (2-fold:
-no pair decides the bar it is judged by). Per decision rule: accuracy, precision, recall, F1, the largest group, the
+no pair decides the bar it is judged by). With `--link_margin DELTA` the groups link neighbours down to the pair
+threshold minus DELTA while the guard's bar stays the pair threshold (`find_groups(threshold - DELTA,
+group_threshold=threshold)`): the links just under the threshold are ones the bar refuses, so the cross-encoder
+guard decides them, and a true duplicate the bi-encoder scored just too low can still join. Per decision rule: accuracy, precision, recall, F1, the largest group, the
 cross-encoder pairs scored and the grouping's seconds (on a shared machine: indicative only). Prints a JSON line per
 rule and a markdown table.
 """
@@ -57,7 +61,12 @@ def main() -> None:
     parser.add_argument("--cross_encoder_budget", type=float, default=None, help="pairs per 1,000 questions")
     parser.add_argument("--check_size", type=int, default=None, help="group size from which every join is checked")
     parser.add_argument("--fit_group_threshold", action="store_true", help="also each guard with a fitted bar")
+    parser.add_argument(
+        "--link_margin", type=float, default=0.0, help="link down to the threshold minus this; the bar stays at it"
+    )
     args = parser.parse_args()
+    if not 0 <= args.link_margin < 2:
+        parser.error(f"--link_margin is a cosine difference in [0, 2), got {args.link_margin}")
 
     from benchmarks.search.search_scale import load_model
     from hfsiamese.data import load_pairs
@@ -99,28 +108,31 @@ def main() -> None:
         check_size=DEFAULT_CHECK_SIZE if args.check_size is None else args.check_size,
     )  # fmt: skip
     folds = np.random.default_rng(FOLD_SEED).permutation(len(labels)) % 2
+    link = threshold - args.link_margin  # the cosine a neighbour needs to be linked at all
+    bar = threshold if args.link_margin else None  # the guard's bar stays the pair threshold
+    links = f", links down to {link:.4f}" if args.link_margin else ""
     for guard in guards:
         options = ce_options if guard == "cross_encoder" else {}
         started = time.perf_counter()
-        groups = index.find_groups(threshold, args.k, guard=guard, **options)
+        groups = index.find_groups(link, args.k, guard=guard, group_threshold=bar, **options)
         seconds = time.perf_counter() - started
-        rows.append(group_row(f"same group (guard {guard}, k {args.k})", groups, first, second, labels, seconds))
+        rows.append(group_row(f"same group (guard {guard}, k {args.k}{links})", groups, first, second, labels, seconds))
         if not args.fit_group_threshold or guard == "none":  # "none" has no bar
             continue
         same, bars, calls, largest, started = np.zeros(len(labels), dtype=bool), [], 0, 0, time.perf_counter()
         for fold in (0, 1):
             fit = fit_group_threshold(
                 index, first[folds == fold].tolist(), second[folds == fold].tolist(), labels[folds == fold].astype(int),
-                guard=guard, k=args.k, threshold=threshold, **options,
+                guard=guard, k=args.k, threshold=link, **options,
             )  # fmt: skip
             bars.append(fit.group_threshold)
-            groups = index.find_groups(threshold, args.k, guard=guard, group_threshold=fit.group_threshold, **options)
+            groups = index.find_groups(link, args.k, guard=guard, group_threshold=fit.group_threshold, **options)
             held_out = folds != fold
             same[held_out] = np.array([groups.group_of(a) == groups.group_of(b) for a, b in
                                        zip(first[held_out], second[held_out])])  # fmt: skip
             calls += groups.cross_encoder_calls
             largest = max(largest, groups.largest(1, min_size=1)[0][2])
-        name = f"same group (guard {guard}, k {args.k}, group threshold fitted on the other half: {bars[0]:.3f} / {bars[1]:.3f})"
+        name = f"same group (guard {guard}, k {args.k}{links}, group threshold fitted on the other half: {bars[0]:.3f} / {bars[1]:.3f})"
         rows.append(
             {
                 "decision": name, **decision_scores(same, labels), "largest group": largest,

@@ -10,7 +10,7 @@ import torch
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.groups import GroupSettings
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
-from tests.search.group_vectors import THRESHOLD, at_angle, corpus, model
+from tests.search.group_vectors import THRESHOLD, VectorModel, at_angle, corpus, model
 from tests.search.test_groups import assert_same_groups, texts_of
 
 CHAIN = ["chain a", "chain b", "chain c", "chain d"]
@@ -148,3 +148,46 @@ def test_the_questions_of_one_add_have_their_borderline_links_scored_in_one_batc
     # e2's link to chain e, its nearest duplicate, once chain e is placed: it could not be known before.
     assert batches == [2, 1] and index.groups.cross_encoder_calls == 2 + 3
     assert {row["group"] for row in joined} == {index.groups.group_of(1)}  # both kept with the chain
+
+
+# Two questions 40° apart (cosine 0.77): below the pair threshold, within 0.1 of it.
+NEAR = {"near 1": at_angle(0, axes=(2, 7)), "near 2": at_angle(40, axes=(2, 7))}
+
+
+def near_model() -> VectorModel:
+    return VectorModel({**model().vectors, **NEAR})
+
+
+def build_with_near_pair(cross_encoder) -> DuplicateIndex:
+    return DuplicateIndex.build(corpus() + list(NEAR), near_model(), threshold=THRESHOLD, cross_encoder=cross_encoder)
+
+
+@pytest.mark.parametrize(("decision", "joined"), [(ACCEPTS, True), (REJECTS, False)])
+def test_links_below_the_bar_are_the_cross_encoders_to_decide(cross_encoder, decision, joined):
+    """Links found down to a threshold under the guard's bar (`threshold` < `group_threshold`) are ones the bar
+    refuses: the cross-encoder decides each (what lifted the LSTM's groups to its pairs on validation); the mean guard
+    with the same settings refuses them, and the links above the bar group as before."""
+    index = build_with_near_pair(cross_encoder)
+    options = dict(threshold=THRESHOLD - 0.1, group_threshold=THRESHOLD, cross_encoder_threshold=decision)
+    groups = index.find_groups(guard="cross_encoder", **options)
+    assert (["near 1", "near 2"] in texts_of(index, groups)) is joined
+    # The near pair and chain c into {a, b}; chain d into {a, b, c} where c joined (else into {c}, which it passes).
+    assert groups.cross_encoder_calls == (3 if joined else 2)
+    by_mean = index.find_groups(guard="mean", threshold=THRESHOLD - 0.1, group_threshold=THRESHOLD)
+    assert ["near 1"] in texts_of(index, by_mean) and ["near 2"] in texts_of(index, by_mean)
+    above = index.find_groups(guard="cross_encoder", cross_encoder_threshold=decision)
+    assert [g for g in texts_of(index, groups) if "near 1" not in g and "near 2" not in g] == [
+        g for g in texts_of(index, above) if "near 1" not in g and "near 2" not in g
+    ]
+
+
+def test_links_below_the_bar_are_assigned_as_a_rebuild_decides_them(cross_encoder):
+    options = dict(threshold=THRESHOLD - 0.1, group_threshold=THRESHOLD, cross_encoder_threshold=ACCEPTS)
+    rebuilt = build_with_near_pair(cross_encoder).find_groups(guard="cross_encoder", **options)
+    index = DuplicateIndex(near_model(), threshold=THRESHOLD, cross_encoder=cross_encoder)
+    texts = corpus() + list(NEAR)
+    index.add(texts[:1], assign_groups=True)
+    index.groups.settings = rebuilt.settings
+    for text in texts[1:]:
+        index.add([text], assign_groups=True)
+    assert_same_groups(index.groups, rebuilt)
