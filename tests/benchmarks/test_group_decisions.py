@@ -16,14 +16,21 @@ from tests.helpers import run_offline
 SCRIPT = harness.REPO / "benchmarks" / "quality" / "group_decisions.py"
 
 
-def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_path, tiny_cross_encoder_dir):
+def script_on_tiny_models(tmp_path, cross_encoder_dir) -> tuple[list[str], list[str]]:
+    """The script's command over 120 embedded pairs, a tiny LSTM fitted to their questions and a tiny cross-encoder
+    (threshold 0.9, every question a neighbour); the questions."""
     pairs = load_pairs(str(harness.EMBEDDED_PAIRS)).select(range(120))
     pairs.to_json(tmp_path / "pairs.jsonl")
     questions, _ = question_corpus(pairs)
     save_tiny_lstm(questions, tmp_path / "model")
     args = [sys.executable, str(SCRIPT), "--model_name_or_path", str(tmp_path / "model")]
     args += ["--test_file", str(tmp_path / "pairs.jsonl"), "--threshold", "0.9", "--k", str(len(questions))]
-    args += ["--cross_encoder", str(tiny_cross_encoder_dir), "--cross_encoder_threshold", "0.5"]
+    args += ["--cross_encoder", str(cross_encoder_dir), "--cross_encoder_threshold", "0.5"]
+    return args, questions
+
+
+def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_path, tiny_cross_encoder_dir):
+    args, questions = script_on_tiny_models(tmp_path, tiny_cross_encoder_dir)
     args += ["--cross_encoder_budget", "20"]
     result = run_offline(args, cwd=tmp_path, OMP_NUM_THREADS="1")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -39,13 +46,7 @@ def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_pa
 
 
 def test_links_under_the_threshold_are_offered_to_the_guard_with_its_bar_kept(tmp_path, tiny_cross_encoder_dir):
-    pairs = load_pairs(str(harness.EMBEDDED_PAIRS)).select(range(120))
-    pairs.to_json(tmp_path / "pairs.jsonl")
-    questions, _ = question_corpus(pairs)
-    save_tiny_lstm(questions, tmp_path / "model")
-    args = [sys.executable, str(SCRIPT), "--model_name_or_path", str(tmp_path / "model")]
-    args += ["--test_file", str(tmp_path / "pairs.jsonl"), "--threshold", "0.9", "--k", str(len(questions))]
-    args += ["--cross_encoder", str(tiny_cross_encoder_dir), "--cross_encoder_threshold", "0.5"]
+    args, _ = script_on_tiny_models(tmp_path, tiny_cross_encoder_dir)
     refused = run_offline([*args, "--link_margin", "-0.1"], cwd=tmp_path, OMP_NUM_THREADS="1")
     assert refused.returncode == 2 and "--link_margin is a cosine difference in [0, 2), got -0.1" in refused.stderr
     args += ["--guard", "none", "--guard", "cross_encoder", "--link_margin", "0.2", "--cross_encoder_budget", "5000"]

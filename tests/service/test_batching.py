@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -124,12 +125,19 @@ def test_the_old_serving_names_still_import_beside_the_service():
     assert OnnxSiameseModel is moved and any(issubclass(w.category, FutureWarning) for w in caught)
 
 
-def test_a_lone_item_never_waits_and_items_that_come_together_wait_for_company():
+def recorder() -> tuple[list[list[int]], Callable[[list[int]], list[int]]]:
+    """The batches a batch function is called with, and that function (each item its own result)."""
     calls: list[list[int]] = []
 
     def record(items: list[int]) -> list[int]:
         calls.append(items)
         return items
+
+    return calls, record
+
+
+def test_a_lone_item_never_waits_and_items_that_come_together_wait_for_company():
+    calls, record = recorder()
 
     async def scenario(executor):
         loop = asyncio.get_running_loop()
@@ -159,11 +167,7 @@ def test_a_lone_item_never_waits_and_items_that_come_together_wait_for_company()
 def test_a_batch_waits_for_as_many_as_the_last_one_held_and_no_longer():
     """The clients of the last batch come back about together: once as many are queued the batch runs, without
     waiting out the rest of `max_wait_s`; fewer than that wait up to it and then run."""
-    calls: list[list[int]] = []
-
-    def record(items: list[int]) -> list[int]:
-        calls.append(items)
-        return items
+    calls, record = recorder()
 
     async def scenario(executor):
         loop = asyncio.get_running_loop()
