@@ -4,7 +4,7 @@
     hfsiamese split --output_file outputs/qqp_validation.jsonl
     python benchmarks/quality/group_decisions.py --model_name_or_path outputs/lstm_qqp \\
         --test_file outputs/qqp_validation.jsonl [--k 10] [--guard mean] [--threshold COSINE | --fit_pair_threshold] \\
-        [--cross_encoder outputs/cross_minilm_qqp --cross_encoder_budget 200 --check_size 50] [--fit_group_threshold] \
+        [--cross_encoder outputs/cross_minilm_qqp --cross_encoder_budget 200 --check_size 50] [--fit_group_threshold] \\
         [--link_margin 0.05]
 
 The distinct questions of `--test_file` form an exact `DuplicateIndex` with the model's calibrated threshold
@@ -17,9 +17,9 @@ group threshold (`fit_group_threshold`) fitted on one half of the pairs and scor
 no pair decides the bar it is judged by). With `--link_margin DELTA` the groups link neighbours down to the pair
 threshold minus DELTA while the guard's bar stays the pair threshold (`find_groups(threshold - DELTA,
 group_threshold=threshold)`): the links just under the threshold are ones the bar refuses, so the cross-encoder
-guard decides them, and a true duplicate the bi-encoder scored just too low can still join. Per decision rule: accuracy, precision, recall, F1, the largest group, the
-cross-encoder pairs scored and the grouping's seconds (on a shared machine: indicative only). Prints a JSON line per
-rule and a markdown table.
+guard decides them, and a true duplicate the bi-encoder scored just too low can still join. Per decision rule:
+accuracy, precision, recall, F1, the largest group, the cross-encoder pairs scored and the grouping's seconds (on a
+shared machine: indicative only). Prints a JSON line per rule and a markdown table.
 """
 
 from __future__ import annotations

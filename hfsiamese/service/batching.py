@@ -7,8 +7,9 @@ kept waiting for company that does not come), waits for as many as the last batc
 `max_batch` texts, and runs them through the model in one call, so that throughput grows with concurrency rather
 than queueing one model call per request. Waiting for the last batch's count, not a fixed time, is what lets the
 wait be long enough for clients to come back (a batch costs nearly as much for one text as for eight: the model's
-call and an exact index's pass over its rows) without keeping a full batch waiting out the rest of it. `SerialWriter`: adds and deletes run one at a time,
-in the order they came, so that two concurrent adds never both pass the check for an id or lose a group update.
+call and an exact index's pass over its rows) without keeping a full batch waiting out the rest of it.
+`SerialWriter`: adds and deletes run one at a time, in the order they came, so that two concurrent adds never both
+pass the check for an id or lose a group update.
 
 Both run their work on the executor given (the service gives them one thread for both): the index is never used by
 two threads at once.
