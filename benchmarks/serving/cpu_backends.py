@@ -168,6 +168,7 @@ def peer_rows(args, model, tokenizer, texts, texts_a, texts_b, labels, variants,
             "texts_per_s": len(texts) / row["encode_seconds"],
             "pairs_per_s": len(labels) / row["score_seconds"],
             "average_precision": float(average_precision_score(labels, np.asarray(row["scores"]))),
+            **({"onnx_config": row["onnx_config"]} if "onnx_config" in row else {}),
         }
     if finished.returncode != 0:
         tail = finished.stderr.strip().splitlines()[-1:] or ["no output"]
