@@ -4,6 +4,8 @@
     python benchmarks/search/groups_scale.py --num_texts 1000000 [--model_name_or_path outputs/static_distilled_qqp] \\
         [--threshold 0.7] [--k 10] [--community_timeout 900] [--output_dir DIR]
     python benchmarks/search/groups_scale.py --num_texts 20000 --num_sources 2000      # a quick check
+    python benchmarks/search/groups_scale.py --num_texts 1000000 --store faiss --guard mean --guard cross_encoder \
+        --cross_encoder outputs/cross_minilm_qqp --community_timeout 0       # the cross-encoder guard beside the default
 
 The issue-39 targets: groups over 1M questions in at most 15 minutes once the index exists, peak RSS at most 6 GB;
 assigning one new question to its group in at most 50 ms p99 at 1M, search included.
@@ -26,11 +28,15 @@ Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports includ
   `--structure`: at 1M an exact scan of every pair is 10^12 dot products, so the target is for
   `--store faiss --structure hnsw` or another approximate index) saved to the work folder (not timed in the target);
 * `groups GUARD`: `DuplicateIndex.load` (memory-mapped) then `find_groups(threshold, k, guard=GUARD)`: seconds,
-  peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups;
-* `assign`: the index with the default guard's groups (saved by `groups mean`) loaded, then `--num_assign` questions
-  held out of the index (the corpus's last ones, after the shuffle) added one call each,
-  `index.add([text], [id], assign_groups=True)` (embedding, FAISS add, search and placement): milliseconds p50/p99,
-  the share that joined an existing group, and the share whose group's canonical question has the same known group;
+  peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups; for
+  `--guard cross_encoder`, the index loaded with `--cross_encoder` (a trained cross-encoder folder: its calibrated
+  threshold decides, or `--cross_encoder_threshold`), `--cross_encoder_budget` pairs per 1,000 questions and `--check_size` as `find_groups` takes
+  them, and the cross-encoder pairs scored;
+* `assign GUARD` (for the default guard and the cross-encoder guard): the index with that guard's groups (saved by
+  `groups GUARD`) loaded, then `--num_assign` questions held out of the index (the corpus's last ones, after the
+  shuffle) added one call each, `index.add([text], [id], assign_groups=True)` (embedding, FAISS add, search and
+  placement, and the cross-encoder's calls where the guard asks it): milliseconds p50/p99, the share that joined an
+  existing group, and the share whose group's canonical question has the same known group;
 * `community`: `sentence_transformers.util.community_detection` over the same embeddings at the same threshold
   (`min_community_size=2`, the rest singletons), killed after `--community_timeout` seconds (it compares every pair).
 """
@@ -52,9 +58,11 @@ from benchmarks.search.make_pairs_file import real_questions
 from benchmarks.search.scale_corpora import near_copy
 from benchmarks.search.search_latency import SOURCE
 from benchmarks.search.stage_processes import emit, run_stage
+from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
 
-GUARDS = ("none", "canonical", "mean")
+GUARDS = ("none", "canonical", "mean", "cross_encoder")
+ASSIGNED_GUARDS = (DEFAULT_GUARD, "cross_encoder")  # whose groups the `assign` stage keeps current
 TFIDF_DIM = 256
 
 
@@ -167,16 +175,28 @@ def _scores(predicted: list[int], workdir: Path) -> dict:
 def stage_groups(args, workdir: Path, guard: str) -> None:
     from hfsiamese.search import DuplicateIndex
 
-    index = DuplicateIndex.load(workdir / "index", mmap=True)
+    index = DuplicateIndex.load(workdir / "index", mmap=True, **cross_encoder_option(args, guard))
+    options = {}
+    if guard == "cross_encoder":
+        options.update(cross_encoder_budget=args.cross_encoder_budget, check_size=args.check_size)
+        options.update(cross_encoder_threshold=args.cross_encoder_threshold)
     start = time.perf_counter()
-    groups = index.find_groups(args.threshold, args.k, guard=guard, show_progress_bar=args.progress)
+    groups = index.find_groups(args.threshold, args.k, guard=guard, show_progress_bar=args.progress, **options)
     seconds = time.perf_counter() - start
     predicted = [groups.group_of(i) for i in range(len(index))]
-    if guard == DEFAULT_GUARD:  # what the `assign` stage keeps current
+    if guard in ASSIGNED_GUARDS:  # what the `assign GUARD` stage keeps current
         from hfsiamese.search.groups.group_storage import save_groups_file
 
-        save_groups_file(groups, workdir / "index")
-    emit("stage", f"groups {guard}", seconds=round(seconds, 1), **_scores(predicted, workdir))
+        (workdir / f"groups-{guard}").mkdir(exist_ok=True)
+        save_groups_file(groups, workdir / f"groups-{guard}")
+    calls = {"cross_encoder_calls": groups.cross_encoder_calls} if guard == "cross_encoder" else {}
+    emit("stage", f"groups {guard}", seconds=round(seconds, 1), **calls, **_scores(predicted, workdir))
+
+
+def cross_encoder_option(args, guard: str) -> dict:
+    """The index's cross-encoder for the cross-encoder guard's stages (loading one costs memory the others do not
+    spend)."""
+    return {"cross_encoder": args.cross_encoder} if guard == "cross_encoder" else {}
 
 
 def encoder(args, workdir: Path):
@@ -191,13 +211,18 @@ def encoder(args, workdir: Path):
     return load_model(args.model_name_or_path)
 
 
-def stage_assign(args, workdir: Path) -> None:
-    from hfsiamese.search import DuplicateIndex
+def stage_assign(args, workdir: Path, guard: str) -> None:
+    import shutil
 
+    from hfsiamese.search import DuplicateIndex
+    from hfsiamese.search.groups.group_storage import GROUPS_NAME
+
+    saved = workdir / f"groups-{guard}" / GROUPS_NAME
+    if not saved.is_file():
+        sys.exit(f"no groups in {saved.parent}: run the `groups {guard}` stage first")
+    shutil.copyfile(saved, workdir / "index" / GROUPS_NAME)  # the groups this stage keeps current
     model, tokenizer = encoder(args, workdir)
-    index = DuplicateIndex.load(workdir / "index", model, tokenizer, mmap=True)
-    if index.groups is None:
-        sys.exit(f"no groups in {workdir / 'index'}: run the `groups {DEFAULT_GUARD}` stage first")
+    index = DuplicateIndex.load(workdir / "index", model, tokenizer, mmap=True, **cross_encoder_option(args, guard))
     held_out = json.loads((workdir / "assign.json").read_text())
     known = np.load(workdir / "known.npy")
     size = len(index)
@@ -211,7 +236,7 @@ def stage_assign(args, workdir: Path) -> None:
         canonical = placed["canonical_id"]
         right += (known[canonical] if canonical < size else -1) == source
     milliseconds = np.asarray(seconds) * 1000
-    emit("stage", "assign", index_size=size, questions=len(seconds),
+    emit("stage", f"assign {guard}", index_size=size, questions=len(seconds),
          p50_ms=round(float(np.percentile(milliseconds, 50)), 2),
          p99_ms=round(float(np.percentile(milliseconds, 99)), 2),
          joined_a_group=round(joined / len(seconds), 4), canonical_of_its_known_group=round(right / len(seconds), 4))  # fmt: skip
@@ -249,7 +274,18 @@ def main() -> None:
     parser.add_argument("--store", default="exact", choices=("exact", "faiss"), help="the index's (mining's) search")
     parser.add_argument("--quantization", default="auto", help="with --store faiss")
     parser.add_argument("--structure", default="auto", help="with --store faiss (hnsw: no N x N scan at 1M)")
-    parser.add_argument("--guard", action="append", choices=GUARDS, help="guards to run (default: all)")
+    parser.add_argument(
+        "--guard",
+        action="append",
+        choices=GUARDS,
+        help="guards to run (default: all; cross_encoder with --cross_encoder)",
+    )
+    parser.add_argument(
+        "--cross_encoder", default=None, help="a trained cross-encoder folder, for --guard cross_encoder"
+    )
+    parser.add_argument("--cross_encoder_budget", type=float, default=DEFAULT_BUDGET, help="pairs per 1,000 questions")
+    parser.add_argument("--check_size", type=int, default=DEFAULT_CHECK_SIZE, help="of the cross-encoder guard")
+    parser.add_argument("--cross_encoder_threshold", type=float, default=None, help="default: its calibrated one")
     parser.add_argument("--reuse_index", action="store_true", help="keep the work folder's index (same flags)")
     parser.add_argument("--num_assign", type=int, default=1000, help="questions held out, then assigned one by one")
     parser.add_argument("--community_timeout", type=float, default=900, help="seconds (0: skip community_detection)")
@@ -263,6 +299,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.num_assign < 2:
         parser.error("--num_assign must be at least 2 (the first call is set-up, not timed)")
+    guards = args.guard or [guard for guard in GUARDS if guard != "cross_encoder" or args.cross_encoder]
+    if "cross_encoder" in guards and not args.cross_encoder:
+        parser.error("--guard cross_encoder needs --cross_encoder (a trained cross-encoder folder)")
     size = args.num_texts if args.known_groups == "near_copies" else "labelled"
     name = f"{size}-{Path(args.model_name_or_path).name}-{args.store}"
     workdir = Path(args.workdir or f"/tmp/hfsiamese-groups-scale-{name}")
@@ -272,7 +311,7 @@ def main() -> None:
     if args.stage == "groups":
         return stage_groups(args, workdir, args.stage_arguments[0])
     if args.stage == "assign":
-        return stage_assign(args, workdir)
+        return stage_assign(args, workdir, args.stage_arguments[0])
     if args.stage == "community":
         return stage_community(args, workdir)
     flags = [f"--num_texts={args.num_texts}", f"--model_name_or_path={args.model_name_or_path}",
@@ -281,14 +320,18 @@ def main() -> None:
              f"--known_groups={args.known_groups}", f"--num_assign={args.num_assign}"]  # fmt: skip
     if args.num_sources:
         flags.append(f"--num_sources={args.num_sources}")
+    if args.cross_encoder:
+        flags += [f"--cross_encoder={args.cross_encoder}", f"--cross_encoder_budget={args.cross_encoder_budget}",
+                  f"--check_size={args.check_size}"]  # fmt: skip
+        if args.cross_encoder_threshold is not None:
+            flags.append(f"--cross_encoder_threshold={args.cross_encoder_threshold}")
     if args.reuse_index and (workdir / "index_row.json").is_file():  # built by an earlier run with these flags
         rows = [json.loads((workdir / "index_row.json").read_text())]
     else:
         rows = [run_stage(__file__, "index", workdir, flags)]
         (workdir / "index_row.json").write_text(json.dumps(rows[0]))
-    guards = args.guard or GUARDS
     rows += [run_stage(__file__, "groups", workdir, flags, guard) for guard in guards]
-    assign_row = run_stage(__file__, "assign", workdir, flags) if DEFAULT_GUARD in guards else None
+    assign_rows = [run_stage(__file__, "assign", workdir, flags, guard) for guard in guards if guard in ASSIGNED_GUARDS]
     if args.community_timeout > 0:
         rows.append(run_community(workdir, flags, args.community_timeout))
     columns = [
@@ -300,15 +343,17 @@ def main() -> None:
         "f1",
         "groups_with_duplicates",
         "largest_group",
+        "cross_encoder_calls",
     ]
     table = markdown_table(columns, ([row.get(c) for c in columns] for row in rows))
-    if assign_row is not None:
+    if assign_rows:
         table += [""] + markdown_table(
-            ["index size", "questions", "p50 ms", "p99 ms", "joined a group", "canonical of its known group"],
-            [[assign_row[c] for c in ("index_size", "questions", "p50_ms", "p99_ms", "joined_a_group",
-                                      "canonical_of_its_known_group")]],
+            ["stage", "index size", "questions", "p50 ms", "p99 ms", "joined a group", "canonical of its known group",
+             "peak_rss_mib"],
+            [[row[c] for c in ("stage", "index_size", "questions", "p50_ms", "p99_ms", "joined_a_group",
+                               "canonical_of_its_known_group", "peak_rss_mib")] for row in assign_rows],
         )  # fmt: skip
-        rows.append(assign_row)
+        rows += assign_rows
     result = {"command": command_line(__file__), "machine": machine(), "rows": rows}
     note = f"{rows[0]['num_texts']:,} texts of {rows[0]['num_known_groups']:,} known groups, {args.model_name_or_path}, cosine {args.threshold}, k={args.k}; {machine()}"
     output_dir = Path(args.output_dir or workdir)
