@@ -25,7 +25,9 @@ chunk's rows are searched among the rows BEFORE the chunk only (`stores.prefix_s
 compared among themselves exactly, so a row's list is complete after one search however many later near-copies it
 has (searched among all rows, a row with thousands of later duplicates had to be searched past all of them: the
 grouping of a dense million-question corpus did not finish). Only where a row left unseen could tie with the
-`k`-th is it searched twice as deep. Mining is exact with an exact store; through a quantised FAISS index, the
+`k`-th is it searched twice as deep. Both paths decide on each candidate's cosine computed again from the two rows
+alone (`pair_cosines.exact_cosines`): a float32 search's rounding depends on how its rows were batched, which once
+made a rebuild and an add link a repost to different identical earlier questions. Mining is exact with an exact store; through a quantised FAISS index, the
 prefix is searched through an empty copy of the index filled in row order, its candidates rescored exactly, and a
 list is as complete as that search finds rows (a database's rows are mined from an exact in-memory copy, in the
 order it reads them back).
@@ -38,10 +40,10 @@ import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import torch
 from scipy.sparse import csr_matrix
 
 from hfsiamese.search.groups.clustering import pair_graph
+from hfsiamese.search.groups.pair_cosines import exact_cosine_matrix, exact_cosines, search_margin
 from hfsiamese.search.stores.prefix_search import ExactPrefixSearch, PrefixSearch
 
 if TYPE_CHECKING:  # for the annotations only
@@ -118,14 +120,13 @@ def earlier_links(
 
 
 class _Chunk:
-    """Rows `start:stop`: their embeddings and their cosines among themselves."""
+    """Rows `start:stop`: their embeddings and their exact cosines among themselves."""
 
     def __init__(self, search: PrefixSearch, start: int, stop: int) -> None:
         self.start, self.stop = start, stop
         self.rows = np.arange(start, stop)
-        vectors = torch.from_numpy(np.ascontiguousarray(search.vectors(start, stop), dtype=np.float32))
-        self.vectors = vectors.numpy()
-        self.cosines = (vectors @ vectors.T).numpy()
+        self.vectors = np.ascontiguousarray(search.vectors(start, stop), dtype=np.float32)
+        self.cosines = exact_cosine_matrix(self.vectors)
 
 
 def _nearest_earlier(
@@ -134,20 +135,24 @@ def _nearest_earlier(
     """One search of `depth` rows before the chunk for `rows` (rows of the chunk), with the chunk's earlier rows:
     the links of the rows whose list it completes, which rows those are, and how many of them kept `k` links."""
     local = rows - chunk.start
+    margin = search_margin(chunk.vectors.shape[1])
     before_scores, before_rows = search.before(chunk.vectors[local], chunk.start, depth)
     returned = (before_rows >= 0).sum(axis=1)
     # Compared with the threshold as an add compares its scores (Python floats).
     before_wide = np.where(before_rows >= 0, before_scores, -np.inf).astype(np.float64)
     last = np.where(returned > 0, before_wide.min(axis=1, initial=np.inf), -np.inf)
+    # The rows the search found near enough to be duplicates, scored again exactly; those that are.
+    at_b, col_b = np.nonzero(before_wide >= threshold - margin)
+    other_b = before_rows[at_b, col_b]
+    exact_b = exact_cosines(chunk.vectors[local[at_b]], search.vectors_of(other_b))
+    duplicate = exact_b.astype(np.float64) >= threshold
+    at_b, other_b, exact_b = at_b[duplicate], other_b[duplicate], exact_b[duplicate]
     within = chunk.cosines[local]
-    within_wide = within.astype(np.float64)
     earlier_in_chunk = np.arange(len(chunk.rows))[None, :] < local[:, None]
-    # The candidates that can be kept (duplicates), from before the chunk and from the chunk's earlier rows.
-    at_b, col_b = np.nonzero(before_wide >= threshold)
-    at_w, col_w = np.nonzero(earlier_in_chunk & (within_wide >= threshold))
+    at_w, col_w = np.nonzero(earlier_in_chunk & (within.astype(np.float64) >= threshold))
     at = np.concatenate([at_b, at_w])
-    other = np.concatenate([before_rows[at_b, col_b], chunk.rows[col_w]])
-    scores = np.concatenate([before_scores[at_b, col_b], within[at_w, col_w]]).astype(np.float32)
+    other = np.concatenate([other_b, chunk.rows[col_w]])
+    scores = np.concatenate([exact_b, within[at_w, col_w]]).astype(np.float32)
     order = np.lexsort((other, -scores, at))  # per row: most similar first, ties by row (the order an add sees)
     at, other, scores = at[order], other[order], scores[order]
     rank = np.arange(len(at)) - np.searchsorted(at, at, side="left") + 1
@@ -155,11 +160,12 @@ def _nearest_earlier(
     kth = np.full(len(rows), -np.inf)
     at_k = rank == k
     kth[at[at_k]] = scores[at_k].astype(np.float64)
+    # A row left unseen scored at most `last` in the search, so at most `last + margin` exactly.
     complete = (
         (depth >= chunk.start)  # every row before the chunk was searched
         | (returned < depth)  # the search has no more rows before the chunk to give
-        | (last < threshold)  # no row left unseen is a duplicate
-        | (kth > last)  # k kept, and no row left unseen ties with the k-th
+        | (last + margin < threshold)  # no row left unseen is a duplicate
+        | (kth > last + margin)  # k kept, and no row left unseen ties with the k-th
     )
     take = (rank <= k) & complete[at]
     links = (rows[at[take]], other[take], scores[take])
@@ -196,6 +202,7 @@ def new_questions_links(
     """
     settings = groups.settings
     position = {member: place for place, member in enumerate(ids)}
+    margin = search_margin(vectors.shape[1])
 
     def arrival(member: Any) -> tuple[int, int]:  # grouped questions first, in the order they came; then this call's
         return (0, groups.arrival_order([member])[0]) if member in groups else (1, position[member])
@@ -205,20 +212,41 @@ def new_questions_links(
     pending, depth = list(range(len(ids))), settings.k + 1
     while pending:
         asked = min(depth + 1, len(index))  # its own row comes back too
+        found = index.store.search(vectors[pending], asked)
+        # The earlier questions the search found near enough to be duplicates, scored again exactly from the rows
+        # as stored (what a rebuild reads), read in one call.
+        near = [
+            [match for match in matches if match["score"] >= settings.threshold - margin
+             and (match["id"] in groups or position.get(match["id"], place) < place)]
+            for place, matches in zip(pending, found)
+        ]  # fmt: skip
+        stored = stored_vectors(index, [ids[place] for place in pending], near)
         unfinished = []
-        for place, matches in zip(pending, index.store.search(vectors[pending], asked)):
-            before = [match for match in matches if match["id"] in groups or position.get(match["id"], place) < place]
-            before.sort(key=lambda match: (-match["score"], arrival(match["id"])))
-            kept = [match for match in before if match["score"] >= settings.threshold][: settings.k]
-            last = matches[-1]["score"] if matches else -math.inf
-            complete = asked >= len(index) or len(matches) < asked or last < settings.threshold
-            if complete or (len(kept) == settings.k and kept[-1]["score"] > last):
-                links[place] = [match["id"] for match in kept]
-                capped += len(kept) == settings.k
+        for place, matches, candidates in zip(pending, found, near):
+            others = [stored[match["id"]] for match in candidates]
+            # Compared as Python floats, as the rebuild compares its scores widened to float64.
+            scores = (
+                exact_cosines(np.stack([stored[ids[place]]] * len(others)), np.stack(others)).tolist() if others else []
+            )
+            duplicates = sorted(
+                ((score, match["id"]) for score, match in zip(scores, candidates) if score >= settings.threshold),
+                key=lambda pair: (-pair[0], arrival(pair[1])),
+            )[: settings.k]
+            last = matches[-1]["score"] if matches else -math.inf  # a question left unseen: at most this + margin
+            complete = asked >= len(index) or len(matches) < asked or last + margin < settings.threshold
+            if complete or (len(duplicates) == settings.k and duplicates[-1][0] > last + margin):
+                links[place] = [member for _, member in duplicates]
+                capped += len(duplicates) == settings.k
             else:
                 unfinished.append(place)
         pending, depth = unfinished, depth * 2
     return links, capped
+
+
+def stored_vectors(index: SearchIndex, asking: list[Any], near: list[list[dict[str, Any]]]) -> dict[Any, np.ndarray]:
+    """The stored embeddings of the questions `asking` and of their candidates `near`, by id, read in one call."""
+    wanted = list(dict.fromkeys([*asking, *(match["id"] for matches in near for match in matches)]))
+    return dict(zip(wanted, index.rows_by_id(wanted)[1]))
 
 
 __all__ = [

@@ -39,6 +39,10 @@ class PrefixSearch(Protocol):
         """Rows `start:stop`'s embeddings, `(stop - start, dim)` float32."""
         ...
 
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """These rows' embeddings, in their order, `(len(rows), dim)` float32."""
+        ...
+
     def before(self, queries: np.ndarray, start: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
         """`(scores, rows)`, `(len(queries), <= depth)`: each query's `depth` nearest rows among rows `0:start`, best
         first, rows of -1 (scores -inf) where the search found no more. `start` never decreases from one call to the
@@ -61,6 +65,9 @@ class ExactPrefixSearch:
 
     def vectors(self, start: int, stop: int) -> np.ndarray:
         return self.table.gather(np.arange(start, stop))
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.table.gather(np.asarray(rows, dtype=np.int64))
 
     def before(self, queries: np.ndarray, start: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
         best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
@@ -96,6 +103,9 @@ class AnnPrefixSearch:
 
     def vectors(self, start: int, stop: int) -> np.ndarray:
         return self.table.gather(np.arange(start, stop))
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        return self.table.gather(np.asarray(rows, dtype=np.int64))
 
     def before(self, queries: np.ndarray, start: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
         if start < self.filled:

@@ -139,3 +139,43 @@ def test_groups_kept_on_add_equal_a_rebuild_with_the_cross_encoder_guard_when_k_
         )
         assert 0 < calls < call_budget(budget, NEAR_COPIES["clusters"] * NEAR_COPIES["size"])
         assert kept == rebuilt, f"seed {seed}"
+
+
+def test_an_add_links_a_repost_to_the_earliest_identical_questions_however_the_search_rounds(monkeypatch):
+    """Five posts of one question (identical embeddings) and a sixth added: its k = 2 links go to the two earliest,
+    as a rebuild's do, even where the search's float32 rounding puts the later copies a hair higher (as a matrix
+    product of another shape can on some CPUs)."""
+    from hfsiamese.search.groups import assignment
+    from tests.search.group_vectors import at_angle, unit
+
+    repost = unit((0, 1.0), (1, 0.3))
+    vectors = {f"post {i}": repost for i in range(6)} | {"other": at_angle(10), "far": unit((7, 1.0))}
+    index = DuplicateIndex.build(
+        ["other", *(f"post {i}" for i in range(5)), "far"], VectorModel(vectors), threshold=0.9
+    )
+    index.find_groups(k=2, guard="none")
+    searched = index.store.search
+
+    def rounding_up_later_rows(queries, k):  # later rows a few float32 steps higher
+        return [
+            [dict(match, score=match["score"] + 1e-7 * int(match["id"])) for match in matches]
+            for matches in searched(queries, k)
+        ]
+
+    monkeypatch.setattr(index.store, "search", rounding_up_later_rows)
+    links = []
+    linking = assignment.new_questions_links
+    monkeypatch.setattr(assignment, "new_questions_links", lambda *a: links.append(linking(*a)) or links[-1])
+    index.add(["post 5"], assign_groups=True)
+    assert links[0][0] == [[1, 2]]  # posts 0 and 1 (rows 1 and 2), the earliest of five ties
+    assert links[0][0] == [earlier_links_of_last_row(index, k=2)]  # what a rebuild's mining links it to
+
+
+def earlier_links_of_last_row(index: DuplicateIndex, k: int) -> list[int]:
+    """The last row's links by a rebuild's mining (`earlier_links` over the index's rows)."""
+    from hfsiamese.search.groups.earlier_links import earlier_links, vectors_search
+
+    vectors = index.rows_by_id(index.ids)[1]
+    found = earlier_links(vectors_search(vectors), len(vectors), 0.9, k)
+    last = found.later == len(vectors) - 1
+    return [index.ids[row] for row in found.earlier[last]]
