@@ -5,7 +5,7 @@
         [--threshold 0.7] [--k 10] [--community_timeout 900] [--output_dir DIR]
     python benchmarks/search/groups_scale.py --num_texts 20000 --num_sources 2000      # a quick check
     python benchmarks/search/groups_scale.py --num_texts 1000000 --store faiss --guard mean --guard cross_encoder \
-        --cross_encoder outputs/cross_minilm_qqp --community_timeout 0       # the cross-encoder guard beside the default
+        --cross_encoder outputs/cross_minilm_qqp --community_timeout 0   # the cross-encoder guard beside the default
 
 The issue-39 targets: groups over 1M questions in at most 15 minutes once the index exists, peak RSS at most 6 GB;
 assigning one new question to its group in at most 50 ms p99 at 1M, search included.
@@ -30,8 +30,8 @@ Each stage runs in its own process, so its peak RSS (`ru_maxrss`, imports includ
 * `groups GUARD`: `DuplicateIndex.load` (memory-mapped) then `find_groups(threshold, k, guard=GUARD)`: seconds,
   peak RSS, groups found, the largest, B-cubed precision / recall / F1 against the known groups; for
   `--guard cross_encoder`, the index loaded with `--cross_encoder` (a trained cross-encoder folder: its calibrated
-  threshold decides, or `--cross_encoder_threshold`), `--cross_encoder_budget` pairs per 1,000 questions and `--check_size` as `find_groups` takes
-  them, and the cross-encoder pairs scored;
+  threshold decides, or `--cross_encoder_threshold`), `--cross_encoder_budget` pairs per 1,000 questions and
+  `--check_size` as `find_groups` takes them, and the cross-encoder pairs scored;
 * `assign GUARD` (for the default guard and the cross-encoder guard): the index with that guard's groups (saved by
   `groups GUARD`) loaded, then `--num_assign` questions held out of the index (the corpus's last ones, after the
   shuffle) added one call each, `index.add([text], [id], assign_groups=True)` (embedding, FAISS add, search and

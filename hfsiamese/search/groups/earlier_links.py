@@ -27,10 +27,10 @@ has (searched among all rows, a row with thousands of later duplicates had to be
 grouping of a dense million-question corpus did not finish). Only where a row left unseen could tie with the
 `k`-th is it searched twice as deep. Both paths decide on each candidate's cosine computed again from the two rows
 alone (`pair_cosines.exact_cosines`): a float32 search's rounding depends on how its rows were batched, which once
-made a rebuild and an add link a repost to different identical earlier questions. Mining is exact with an exact store; through a quantised FAISS index, the
-prefix is searched through an empty copy of the index filled in row order, its candidates rescored exactly, and a
-list is as complete as that search finds rows (a database's rows are mined from an exact in-memory copy, in the
-order it reads them back).
+made a rebuild and an add link a repost to different identical earlier questions. Mining is exact with an exact
+store; through a quantised FAISS index, the prefix is searched through an empty copy of the index filled in row
+order, its candidates rescored exactly, and a list is as complete as that search finds rows (a database's rows are
+mined from an exact in-memory copy, in the order it reads them back).
 """
 
 from __future__ import annotations
