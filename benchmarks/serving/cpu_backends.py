@@ -40,6 +40,7 @@ from benchmarks.common.harness import argument_parser, machine, write_json
 from hfsiamese import SiameseModel, load_model
 from hfsiamese.base.calibration_sample import split_calibration_sample
 from hfsiamese.data import load_pairs
+from hfsiamese.utils.cpu_features import CpuFeatures, detected_features
 from hfsiamese.utils.encode_precision import native_cpu_bf16
 
 VARIANTS = (
@@ -93,8 +94,9 @@ def sentence_transformers_scorer(model: SiameseModel, tokenizer: Any, backend: s
     export_sentence_transformers(model, folder, tokenizer)
     model = SentenceTransformer(str(folder), backend=backend, device="cpu")
     if backend == "onnx":
-        export_dynamic_quantized_onnx_model(model, "avx2", str(folder))
-        file = "onnx/model_qint8_avx2.onnx"
+        config = st_onnx_config()
+        export_dynamic_quantized_onnx_model(model, config, str(folder))
+        file = f"onnx/model_qint8_{config}.onnx"
     else:
         from optimum.intel import OVQuantizationConfig
 
@@ -107,6 +109,15 @@ def sentence_transformers_scorer(model: SiameseModel, tokenizer: Any, backend: s
         return (first * second).sum(-1)
 
     return Scorer(lambda texts: model.encode(texts), score)
+
+
+def st_onnx_config(features: CpuFeatures | None = None) -> str:
+    """The dynamic int8 configuration sentence-transformers' docs advise for this CPU (its peer is quantised as a
+    user of it would be): "avx512_vnni" with AVX-512 and VNNI, "avx512" with AVX-512, else "avx2"."""
+    features = features or detected_features()
+    if features.avx512:
+        return "avx512_vnni" if features.vnni else "avx512"
+    return "avx2"
 
 
 def make_variant(name: str, model: SiameseModel, tokenizer: Any, pairs, scratch: Path, args) -> Scorer:
@@ -154,7 +165,8 @@ def peer_rows(args, model, tokenizer, texts, texts_a, texts_b, labels, variants,
     pairs_json.write_text(json.dumps(content), encoding="utf-8")
     worker = Path(__file__).with_name("st_backends_worker.py")
     command = [args.st_python, str(worker), "--folder", str(folder), "--pairs_json", str(pairs_json),
-               "--repeats", str(args.repeats), "--variants", "st_torch_fp32", *variants]  # fmt: skip
+               "--repeats", str(args.repeats), "--onnx_config", st_onnx_config(),
+               "--variants", "st_torch_fp32", *variants]  # fmt: skip
     finished = subprocess.run(command, capture_output=True, text=True, check=False)
     rows: dict[str, Any] = {}
     for line in finished.stdout.splitlines():

@@ -9,7 +9,7 @@ ONNX and OpenVINO backends come from optimum, which requires transformers<5, and
 `--folder` is a sentence-transformers folder (`hfsiamese export --format sentence-transformers` writes one);
 `PAIRS.json` holds `{"texts": [...], "texts_a": [...], "texts_b": [...], "calibration": [...]}` (static int8
 calibrates on "calibration"). For each variant (st_torch_fp32; st_onnx_int8, ST's dynamic int8 in the
-configuration its docs advise for this CPU, `onnx_quantization_config`; st_openvino_int8, ST's static int8 through
+configuration `--onnx_config`, which the caller chooses for the CPU; st_openvino_int8, ST's static int8 through
 NNCF), it prints one JSON object: the best of `--repeats` timed runs after a warm-up, the pair scores (cosine) for
 the caller's AP, and for st_onnx_int8 the configuration used.
 """
@@ -55,7 +55,7 @@ def readable_copy(source: Path, scratch: Path) -> Path:
     return folder
 
 
-def load(name: str, source: Path, scratch: Path, calibration: list[str]) -> Any:
+def load(name: str, source: Path, scratch: Path, calibration: list[str], onnx_config: str) -> Any:
     """sentence-transformers' model for `name`, its int8 export written into a copy of `source` under `scratch`."""
     from sentence_transformers import SentenceTransformer
 
@@ -69,9 +69,8 @@ def load(name: str, source: Path, scratch: Path, calibration: list[str]) -> Any:
     if backend == "onnx":
         from sentence_transformers import export_dynamic_quantized_onnx_model
 
-        config = onnx_quantization_config()
-        export_dynamic_quantized_onnx_model(model, config, str(folder))
-        pattern = f"onnx/*int8_{config}.onnx"  # "qint8" or "quint8" by version
+        export_dynamic_quantized_onnx_model(model, onnx_config, str(folder))
+        pattern = f"onnx/*int8_{onnx_config}.onnx"  # "qint8" or "quint8" by version
     else:
         from optimum.intel import OVQuantizationConfig
         from sentence_transformers import export_static_quantized_openvino_model
@@ -88,23 +87,6 @@ def load(name: str, source: Path, scratch: Path, calibration: list[str]) -> Any:
         pattern = "openvino/*int8_quantized.xml"
     file_name = sorted(path.relative_to(folder).as_posix() for path in folder.glob(pattern))[0]
     return SentenceTransformer(str(folder), backend=backend, device="cpu", model_kwargs={"file_name": file_name})
-
-
-def onnx_quantization_config(flags: set[str] | None = None) -> str:
-    """The dynamic int8 configuration sentence-transformers' docs advise for this CPU: "avx512_vnni" where the CPU
-    has VNNI, "avx512" where it has AVX-512, else "avx2" (its ARM config is not measured here)."""
-    if flags is None:
-        flags = set()
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    if "avx512_vnni" in flags:
-        return "avx512_vnni"
-    if {"avx512f", "avx512bw"} <= flags:
-        return "avx512"
-    return "avx2"
 
 
 def cosines(model: Any, texts_a: list[str], texts_b: list[str]) -> Any:
@@ -128,20 +110,21 @@ def main() -> None:
     parser.add_argument("--pairs_json", required=True, type=Path)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--onnx_config", default="avx2", choices=("avx2", "avx512", "avx512_vnni"))
     args = parser.parse_args()
     data = json.loads(args.pairs_json.read_text(encoding="utf-8"))
     texts, texts_a, texts_b = data["texts"], data["texts_a"], data["texts_b"]
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.variants:
             try:
-                model = load(name, args.folder, Path(scratch), data.get("calibration", texts[:300]))
+                model = load(name, args.folder, Path(scratch), data.get("calibration", texts[:300]), args.onnx_config)
             except Exception as err:  # noqa: BLE001 - any failure to build a peer variant is reported, not fatal
                 print(json.dumps({"variant": name, "skipped": f"{type(err).__name__}: {err}"}), flush=True)
                 continue
             model.encode(texts[:64])  # warm-up
             row = {
                 "variant": name,
-                **({"onnx_config": onnx_quantization_config()} if name == "st_onnx_int8" else {}),
+                **({"onnx_config": args.onnx_config} if name == "st_onnx_int8" else {}),
                 "encode_seconds": best_seconds(lambda model=model: model.encode(texts), args.repeats),
                 "score_seconds": best_seconds(lambda model=model: cosines(model, texts_a, texts_b), args.repeats),
                 "scores": [float(value) for value in cosines(model, texts_a, texts_b)],

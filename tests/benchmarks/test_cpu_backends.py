@@ -58,3 +58,21 @@ def test_help_names_every_variant(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     assert "st_openvino_int8" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "config"),
+    [
+        ({"avx2", "fma"}, "avx2"),
+        ({"avx2", "avx512f", "avx512bw", "avx512vl"}, "avx512"),
+        ({"avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"}, "avx512_vnni"),
+        ({"avx2", "avx512f"}, "avx2"),  # AVX-512 without its byte/word instructions: onnxruntime's AVX2 kernels
+    ],
+)
+def test_the_peer_quantises_for_the_cpu_it_runs_on(flags, config):
+    """sentence-transformers' ONNX int8 peer in the configuration its docs advise for the CPU (hfsiamese's own
+    reading of the CPU's flags decides), not "avx2" everywhere."""
+    from benchmarks.serving.cpu_backends import st_onnx_config
+    from hfsiamese.utils.cpu_features import features_from_flags
+
+    assert st_onnx_config(features_from_flags(frozenset(flags))) == config

@@ -223,11 +223,10 @@ def new_questions_links(
         stored = stored_vectors(index, [ids[place] for place in pending], near)
         unfinished = []
         for place, matches, candidates in zip(pending, found, near):
-            others = [stored[match["id"]] for match in candidates]
+            asking = stored[ids[place]]
+            others = np.array([stored[match["id"]] for match in candidates]).reshape(len(candidates), len(asking))
             # Compared as Python floats, as the rebuild compares its scores widened to float64.
-            scores = (
-                exact_cosines(np.stack([stored[ids[place]]] * len(others)), np.stack(others)).tolist() if others else []
-            )
+            scores = exact_cosines(asking[None, :], others).tolist()
             duplicates = sorted(
                 ((score, match["id"]) for score, match in zip(scores, candidates) if score >= settings.threshold),
                 key=lambda pair: (-pair[0], arrival(pair[1])),

@@ -20,13 +20,15 @@ _FLOAT32_ROUNDOFF = 2.0**-24
 
 
 def exact_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row i of `a` with row i of `b` (L2-normalised float32 rows), in float64, rounded to float32."""
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return np.einsum("ij,ij->i", a64, b64).astype(np.float32)
+    """Row i of `a` with row i of `b` (L2-normalised float32 rows; one row of either is paired with every row of
+    the other), in float64, rounded to float32."""
+    return np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64), axis=-1).astype(np.float32)
 
 
 def exact_cosine_matrix(vectors: np.ndarray) -> np.ndarray:
-    """Every pair of `vectors`' rows as `exact_cosines` scores them (a chunk's rows among themselves)."""
+    """Every pair of `vectors`' rows (a chunk's rows among themselves) as `exact_cosines` scores them: one float64
+    product, whose summation order moves a cosine by float64's rounding, far below the float32 step it is rounded
+    to."""
     wide = np.asarray(vectors, dtype=np.float64)
     return (wide @ wide.T).astype(np.float32)
 
