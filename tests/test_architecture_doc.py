@@ -127,3 +127,11 @@ def test_an_import_from_a_higher_floor_is_found():
         "utils/console.py (floor 0) -> hfsiamese.data.views (floor 1)"
     ]
     assert "on no floor" in floor_breaks({"data/views.py": ["hfsiamese.search.app"]}, floors)[0]
+
+
+MAX_MODULE_LINES = 450  # issue 49: small modules with one job; a module past this is split by what it does
+
+
+def test_no_module_of_the_package_is_over_the_line_limit():
+    lines = {str(path.relative_to(PACKAGE)): len(path.read_text().splitlines()) for path in PACKAGE.rglob("*.py")}
+    assert {name: count for name, count in lines.items() if count > MAX_MODULE_LINES} == {}

@@ -42,6 +42,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from hfsiamese.data.first_appearance import first_appearance_codes
+from hfsiamese.data.row_filtering import keep_rows
 
 __all__ = [
     "ID_COLUMNS",
@@ -337,7 +338,7 @@ def deduplicate_pairs(
     if collapsed:
         labels = column_numpy(dataset, "label")
         conflicting = int((repeat & (labels != labels[first_row[pair_codes]])).sum())
-        dataset = _keep_rows(dataset, ~repeat)
+        dataset = keep_rows(dataset, ~repeat, desc="Collapsing repeated pairs")
     report = DeduplicationReport(rows=n, collapsed=collapsed, conflicting=conflicting, identity=identity)
     if warn and collapsed:
         warnings.warn(report.message(source), UserWarning, stacklevel=stacklevel + 1)
@@ -367,33 +368,6 @@ def repeated_pairs(codes: QuestionCodes) -> tuple[np.ndarray, np.ndarray, np.nda
     first_row = np.flatnonzero(np.diff(np.maximum.accumulate(pair_codes), prepend=-1) > 0)
     repeat[first_row] = False
     return repeat, first_row, pair_codes
-
-
-def _keep_rows(dataset: datasets.Dataset, keep: np.ndarray) -> datasets.Dataset:
-    """
-    The rows where `keep` is true, as a flat Arrow data set in `dataset`'s format.
-
-    `select` + `flatten_indices` would do, but flattening gathers row by row (minutes for millions
-    of rows); a batched Arrow `map` that returns fewer rows filters whole batches, and writes a
-    cache file next to `dataset`'s when it has some (memory-mapped, like the input).
-    """
-    fmt = dataset.format
-    kept = dataset.with_format("arrow").map(
-        _filter_batch,
-        batched=True,
-        batch_size=10_000,
-        with_indices=True,
-        features=dataset.features,
-        fn_kwargs={"keep": keep},
-        desc="Collapsing repeated pairs",
-    )
-    return kept.with_format(
-        fmt["type"], columns=fmt["columns"], output_all_columns=fmt["output_all_columns"], **fmt["format_kwargs"]
-    )
-
-
-def _filter_batch(batch: pa.Table, indices: list[int], *, keep: np.ndarray) -> pa.Table:
-    return batch.filter(pa.array(keep[np.asarray(indices, dtype=np.int64)]))
 
 
 def split_report(splits: datasets.DatasetDict) -> dict[str, dict[str, float]]:
