@@ -54,7 +54,8 @@ A saved index is searched as it was saved unless --hybrid is given (`--hybrid no
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import sys
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
@@ -72,7 +73,7 @@ from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
 from hfsiamese.search.stores.ann_index import QUANTIZATIONS, STRUCTURES
-from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET
+from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.deprecation import renamed_option
 
@@ -147,6 +148,14 @@ class SearchArguments:
     )
     database: str | None = field(
         default=None, metadata={"help": "With --store lancedb/qdrant: a folder (embedded) or the URI of a server."}
+    )
+    vector_index: bool = field(
+        default=False,
+        metadata={
+            "help": "With --store lancedb: build (or rebuild) the database's approximate vector index (IVF_PQ, "
+            "tuned to --recall_target) once the index is built or loaded; searches without --filter, in every "
+            "process (hfsiamese serve too), go through it from then on."
+        },
     )
     collection: str = field(default="duplicate_index", metadata={"help": "The table / collection in --database."})
     metadata_column: list[str] = field(
@@ -237,13 +246,17 @@ def index_options(args: SearchArguments) -> dict[str, Any]:
         )
         if args.recall_target != DEFAULT_RECALL_TARGET:  # else a loaded index keeps the target it was measured at
             options["recall_target"] = args.recall_target
-    elif (args.quantization, args.structure, args.rescore_multiplier, args.recall_target) != (
-        "auto",
-        "auto",
-        8,
-        DEFAULT_RECALL_TARGET,
-    ):
-        raise UsageError("--quantization, --structure, --rescore_multiplier and --recall_target apply to --store faiss")
+    elif (args.quantization, args.structure, args.rescore_multiplier) != ("auto", "auto", 8):
+        raise UsageError("--quantization, --structure and --rescore_multiplier apply to --store faiss")
+    elif args.recall_target != DEFAULT_RECALL_TARGET and not args.vector_index:
+        raise UsageError("--recall_target applies to --store faiss, or to --store lancedb with --vector_index")
+    if args.vector_index and args.store != "lancedb":
+        raise UsageError("--vector_index applies to --store lancedb (a FAISS index is tuned to --recall_target anyway)")
+    if args.vector_index:
+        try:
+            check_recall_target(args.recall_target)
+        except ValueError as err:
+            raise UsageError(f"--{err}") from None
     if args.store in DATABASE_BACKENDS:
         if args.database is None:
             raise UsageError(f"--store {args.store} needs --database (a folder, or the URI of a server)")
@@ -334,6 +347,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if index is None:
         return {}
     output = {"model_name_or_path": args.model_name_or_path, "num_texts": len(index), "k": args.k}
+    if args.vector_index:
+        output["vector_index"] = asdict(index.build_vector_index(recall_target=args.recall_target))
+        print(f"vector index: {output['vector_index']}", file=sys.stderr)
     if index.hybrid is not None:
         output["hybrid"] = index.hybrid
     if cross_encoder is None:

@@ -258,6 +258,20 @@ class IndexWrites(IndexFaiss):
             self._store.add(*piece)
         self._id_type = kind
 
+    def build_vector_index(self, **options: Any) -> Any:
+        """
+        An approximate vector index inside a LanceDB database, tuned to `recall_target` (the options and what comes
+        back: `hfsiamese.search.stores.lancedb_vector_index.build_vector_index`): unfiltered searches, in every process
+        that opens the database (`hfsiamese serve` too), go through it from then on. Any other store is refused: a
+        FAISS index is tuned to `recall_target` when it is built, and Qdrant indexes its collections itself.
+        """
+        build = getattr(self._store, "build_vector_index", None)
+        if build is None:
+            raise ValueError(
+                f'a vector index is built inside a LanceDB database (store="lancedb"), not store={self.store_name!r}'
+            )
+        return build(**options)
+
     def delete(self, ids: Sequence[int | str]) -> int:
         """Remove the texts with these ids (ids not in the index are ignored; ids of the other kind than the index's, a
         string where its ids are integers or the reverse, are refused); returns how many were removed. A database

@@ -176,6 +176,17 @@ def table_rows(found: pa.Table, fields: list[str]) -> list[tuple[int | str, str,
     return rows
 
 
+def by_query(found: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The query number of each row of a (multi-vector) search's result, and the order of its rows by query, best
+    first (stable for ties)."""
+    numbers = (
+        found.column("query_index").to_numpy()
+        if "query_index" in found.column_names
+        else np.zeros(found.num_rows, dtype=np.int64)
+    )
+    return numbers, np.lexsort((found.column("_distance").to_numpy(), numbers))
+
+
 def check_key(key: str, position: int) -> None:
     """LanceDB's rule on metadata keys: each becomes a column, named in SQL filters, so it must be an identifier."""
     if not IDENTIFIER.match(key):
@@ -235,7 +246,7 @@ def write_table_metadata(table: Any, plain: dict[str, Any]) -> None:
 
 
 __all__ = [
-    "BASE_COLUMNS", "ID_INT", "ID_STR", "INT64_NOTE", "KEY", "RESERVED_FIELDS", "TEXT", "VECTOR", "base_schema",
+    "BASE_COLUMNS", "ID_INT", "ID_STR", "INT64_NOTE", "KEY", "RESERVED_FIELDS", "TEXT", "VECTOR", "base_schema", "by_query",
     "METADATA_KEY", "check_base_columns", "check_key", "column_kind", "fits", "id_key", "metadata_fields", "new_fields",
     "read_table_metadata", "record_batch", "row_batch", "table_rows", "value_kind", "write_table_metadata",
 ]  # fmt: skip

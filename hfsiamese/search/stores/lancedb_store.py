@@ -27,10 +27,10 @@ The index's duplicate groups are in a second table, `<collection>__groups` (`lan
 
 How it behaves (lancedb 0.40; figures at the end):
 
-* search is exact: brute force over every row (`bypass_vector_index`, so an ANN index that someone
-  built on the table is never used, and a filter is applied before the search, so it never cuts the k
-  results short), "dot" distance on the normalised vectors, so a score (1 - distance) is the cosine
-  similarity. A batch of queries is one multi-vector request per `_QUERY_BATCH` queries.
+* search is exact (brute force over every row, "dot" distance on the normalised vectors, so a score,
+  1 - distance, is the cosine) until `build_vector_index` builds an IVF_PQ index tuned to a recall target
+  (`lancedb_vector_index`); then searches without a filter go through it, and a filtered one stays exact (the
+  filter applied before the search, so it never cuts the k results short). `_QUERY_BATCH` queries a request.
 * metadata: field names must be identifiers (letters, digits, `_`, not starting with a digit or `_`) and
   not one of `RESERVED_FIELDS`; values are str, int, float, bool or None, or lists of them, as in
   `QdrantStore`. A field first seen in a later `add` becomes a new column (schema evolution: its own
@@ -84,11 +84,8 @@ their order is worth anything:
     iter_rows, all of them        0.5 s           3.4 s
     top-10 = numpy exact top-10   100/100         100/100 queries (scores within 3e-7)
 
-Exact search reads every vector on each request, so a single query costs about as much as scanning the
-table once, and grows with the table; batching queries shares that scan (~60 ms a query at 1M). More
-cores (LANCE_CPU_THREADS) help it; beyond a few million rows, or for many single queries a second, an
-ANN index (IVF_PQ/HNSW on `vector`, searched with a refine step) is the way, which this store does not
-build.
+Exact search reads every vector on each request (batching queries shares that scan, ~60 ms a query at 1M);
+`build_vector_index` is the way past a few hundred thousand rows (`lancedb_vector_index`).
 """
 
 from __future__ import annotations
@@ -97,7 +94,6 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +109,6 @@ from hfsiamese.search.stores.base import (
     check_creatable,
     check_stored_dim,
     gathered_rows,
-    import_engine,
-    local_folder,
 )
 from hfsiamese.search.stores.lancedb_columns import (
     ID_INT,
@@ -125,6 +119,7 @@ from hfsiamese.search.stores.lancedb_columns import (
     TEXT,
     VECTOR,
     base_schema,
+    by_query,
     check_base_columns,
     check_key,
     id_key,
@@ -136,8 +131,15 @@ from hfsiamese.search.stores.lancedb_columns import (
     table_rows,
     write_table_metadata,
 )  # fmt: skip
+from hfsiamese.search.stores.lancedb_connection import connect, import_lancedb, is_uri
 from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
 from hfsiamese.search.stores.lancedb_maintenance import maintain_table
+from hfsiamese.search.stores.lancedb_vector_index import (
+    VectorIndexSettings,
+    build_vector_index,
+    read_settings,
+    searched_by_index,
+)
 from hfsiamese.search.stores.matches import match
 from hfsiamese.search.stores.store_checks import (
     Rows,
@@ -156,15 +158,6 @@ DEFAULT_COLLECTION = "duplicate_index"
 # Queries per multi-vector request, and keys per `id_key IN (...)` filter.
 _QUERY_BATCH = 256
 _ID_BATCH = 10_000
-
-
-def import_lancedb() -> Any:
-    """The `lancedb` module, or an ImportError saying which extra installs it."""
-    return import_engine("lancedb", "lancedb", "lancedb")
-
-
-def _is_uri(location: str) -> bool:
-    return "://" in location
 
 
 class LanceDBStore(DatabaseStore):
@@ -192,7 +185,7 @@ class LanceDBStore(DatabaseStore):
         self._remote = remote
         # One writer at a time in a folder (see the module's "several processes"); none on object storage or a server.
         self._write_lock: AbstractContextManager[Any] = (
-            nullcontext() if remote or _is_uri(where) else FileLock(Path(where) / f".{collection}.write.lock")
+            nullcontext() if remote or is_uri(where) else FileLock(Path(where) / f".{collection}.write.lock")
         )
 
     # --- opening -----------------------------------------------------------------------------
@@ -214,30 +207,8 @@ class LanceDBStore(DatabaseStore):
         and the table is created; an existing one must have `embedding_dim` dimensions when that is given.
         `create=False` refuses a missing one.
         """
-        lancedb = import_lancedb()
         check_embedding_dim(embedding_dim)
-        location = os.fspath(location)
-        remote = location.startswith("db://")
-        if remote:
-            where = location
-            db = lancedb.connect(location, api_key=api_key)
-        elif _is_uri(location):
-            if api_key is not None:
-                raise ValueError(
-                    "api_key is for LanceDB Cloud or Enterprise (a db:// URI), not object storage: drop it, and "
-                    "give the storage credentials in the environment"
-                )
-            where = location
-            db = lancedb.connect(location, read_consistency_interval=timedelta(0))
-        else:
-            if api_key is not None:
-                raise ValueError(
-                    "api_key is for a LanceDB Cloud URI (db://...), not a local folder: drop it, or pass the URI"
-                )
-            path = local_folder(location, create, "LanceDB")
-            where = str(path)
-            # Every read looks for the latest version first, so this store sees what other processes commit.
-            db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
+        db, where, remote = connect(location, api_key=api_key, create=create)
         table = cls._open_table(db, collection, embedding_dim, create, where)
         dim = table.schema.field(VECTOR).type.list_size
         return cls(db, table, collection, dim, where, remote)
@@ -365,30 +336,19 @@ class LanceDBStore(DatabaseStore):
         if where is MATCHES_NOTHING or len(vectors) == 0:
             return [[] for _ in range(len(vectors))]
         vectors = normalise(vectors)
-        fields = metadata_fields(schema)
+        fields, vector_index = metadata_fields(schema), read_settings(schema)
         columns = [ID_INT, ID_STR, TEXT, *fields, "_distance"]
         results: list[list[dict[str, Any]]] = []
         for start in range(0, len(vectors), _QUERY_BATCH):
             chunk = vectors[start : start + _QUERY_BATCH]
-            query = (
-                table.search(chunk if len(chunk) > 1 else chunk[0], vector_column_name=VECTOR)
-                .distance_type("dot")
-                .bypass_vector_index()
-                .limit(k)
-                .select(columns)
-            )
+            query = table.search(chunk if len(chunk) > 1 else chunk[0], vector_column_name=VECTOR).distance_type("dot")
+            query = searched_by_index(query, vector_index, where is not None).limit(k).select(columns)
             if where is not None:
                 query = query.where(where, prefilter=True)
             found = query.to_arrow()
-            numbers = (
-                found.column("query_index").to_numpy()
-                if "query_index" in found.column_names
-                else np.zeros(found.num_rows, dtype=np.int64)
-            )
-            distances = found.column("_distance").to_numpy()
-            order = np.lexsort((distances, numbers))  # by query, then best first; stable for ties
+            numbers, order = by_query(found)
             rows = table_rows(found.take(order), fields)
-            scores = 1.0 - distances[order].astype(np.float64)
+            scores = 1.0 - found.column("_distance").to_numpy()[order].astype(np.float64)
             chunk_results: list[list[dict[str, Any]]] = [[] for _ in range(len(chunk))]
             for number, (user_id, text, values), score in zip(numbers[order], rows, scores):
                 chunk_results[number].append(match(user_id, text, float(score), values))
@@ -422,6 +382,19 @@ class LanceDBStore(DatabaseStore):
                 pending, pending_rows = rest.to_batches(), rest.num_rows
         if pending_rows:
             yield row_batch(pa.Table.from_batches(pending), fields, self.embedding_dim if with_vectors else None)
+
+    # --- the approximate vector index (`lancedb_vector_index`) ----------------------------------
+
+    def build_vector_index(self, **options: Any) -> VectorIndexSettings:
+        """An IVF_PQ index on the vectors, tuned to `recall_target`, that every process's unfiltered searches go
+        through from then on (the options: `lancedb_vector_index.build_vector_index`)."""
+        with self._write_lock:
+            return build_vector_index(self._table, where=self.where, **options)
+
+    @property
+    def vector_index(self) -> VectorIndexSettings | None:
+        """The settings of the vector index searches go through, None when they are exact."""
+        return read_settings(self._table.schema)
 
     # --- table metadata ------------------------------------------------------------------------
 
