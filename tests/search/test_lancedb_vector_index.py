@@ -61,9 +61,12 @@ def test_the_index_is_tuned_to_its_target_and_new_questions_find_what_exact_sear
     assert recall(reopened.search(queries, k=10), exact_ids(corpus, queries, 10)) >= settings.recall - 0.06
 
 
-def test_unfiltered_searches_go_through_the_index_and_filtered_ones_stay_exact(filled):
+@pytest.mark.parametrize("codes", lancedb_vector_index.CODES)
+def test_unfiltered_searches_go_through_the_index_and_filtered_ones_stay_exact(filled, codes):
     store, corpus = filled
-    store.build_vector_index(num_partitions=32, nprobes=1, refine_factor=1)  # as coarse as it gets: it shows
+    settings = store.build_vector_index(codes=codes, num_partitions=32, nprobes=1)  # as coarse as it gets: it shows
+    assert (settings.codes, settings.num_sub_vectors is None) == (codes, codes != "pq")
+    assert settings.refine_factor == (None if codes == "flat" else lancedb_vector_index.DEFAULT_REFINE_FACTOR)
     queries = clustered(60, seed=6)
     assert recall(store.search(queries, k=10), exact_ids(corpus, queries, 10)) < 0.95
     odd = np.flatnonzero(np.arange(len(corpus)) % 2 == 1)
@@ -90,7 +93,9 @@ def test_rows_added_after_the_build_are_found_at_once_and_deleted_ones_never(fil
         (999, {}, "holds 999 rows: a vector index needs at least 1000"),
         (1_000, {"num_sub_vectors": 5}, "num_sub_vectors must divide the embedding dimension 16, got 5"),
         (1_000, {"num_partitions": 0}, "num_partitions must be an int from 1 to 1000, got 0"),
-        (1_000, {"refine_factor": 0}, "refine_factor must be a positive int, got 0"),
+        (1_000, {"refine_factor": 0}, "refine_factor must be a positive int .or None: no refine step., got 0"),
+        (1_000, {"nprobes": 0}, "nprobes must be an int from 1 to 1048576, got 0"),
+        (1_000, {"codes": "binary"}, r"codes must be one of \('flat', 'sq', 'pq'\), got 'binary'"),
         (1_000, {"recall_target": 1.5}, r"recall_target must be a number in \(0, 1\]"),
     ],
 )

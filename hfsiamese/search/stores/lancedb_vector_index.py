@@ -1,20 +1,28 @@
 """
-An approximate vector index on a `LanceDBStore` table (LanceDB's IVF_PQ, searched with a refine step), tuned to a
-recall target the way a FAISS store's index is (`recall_tuning`).
+An approximate vector index on a `LanceDBStore` table (LanceDB's IVF indexes), tuned to a recall target the way a
+FAISS store's index is (`recall_tuning`).
 
 Why: the store's exact search reads every vector for each query, 0.08 s at 100k rows and 0.7 s at 1M on 2 cores, so a
-writable service over a site's whole history cannot answer in time. LanceDB's IVF_PQ index (partitions of the vectors,
-product-quantised codes, the best `refine_factor * k` candidates re-scored on their stored float vectors) answers in
-a few ms; rows added after it was built are searched exactly beside it (LanceDB scans the unindexed rows), and the
-compaction after many writes (`lancedb_maintenance`) folds them into it, so an add is searchable at once either way.
+writable service over a site's whole history cannot answer in time. An IVF index (the vectors split into partitions
+around k-means centres; a query searches the `nprobes` nearest partitions) answers in milliseconds; rows added after
+it was built are searched exactly beside it (LanceDB scans the unindexed rows), and the compaction after many writes
+(`lancedb_maintenance`) folds them into it, so an add is searchable at once either way.
 
-Built on request (`LanceDBStore.build_vector_index`, `DuplicateIndex.build_vector_index`): the IVF/PQ training reads
-the table and takes about a minute per 100k rows of 384 dimensions on 2 cores, which no write should wait for. The
-search side is chosen by measurement: `nprobes` (partitions searched) climbs `NPROBES_LADDER` until the recall
-measured on the table's own sample (`recall_tuning.RecallProbe`: rows of the table and between-row queries, the
-lower kind's one-sided 95% bound) reaches `recall_target`; the settings and the figures are kept in the table's
-schema (`SETTINGS_KEY` of the vector field's metadata), so every process that opens the table searches alike. A
-filtered search stays exact: LanceDB filters before the search there, which keeps the `k` results whole.
+What a partition keeps (`CODES`): float32 copies of the vectors (`"flat"`, the default), int8 scalar codes (`"sq"`)
+or product-quantised codes (`"pq"`), the last two re-scored on the stored vectors (`refine_factor` candidates per
+match asked for). Measured on 100k questions embedded by the LSTM recipe (256 dimensions, near-copy clusters), to the
+default target: flat reached it searching 128 of 316 partitions, built in 15 s, 9.9 ms a query; int8 codes the same
+partitions, 20 s, 14.2 ms (the refine step reads vectors row by row); product codes (32 sub-vectors) only with every
+partition and 32x refining, 86 s, 28 ms, and 0.84 with 8x. So flat is the default: its copy of the vectors is the
+price (the table's size again on disk).
+
+Built on request (`LanceDBStore.build_vector_index`, `DuplicateIndex.build_vector_index`, `hfsiamese search
+--vector_index`), since the k-means training reads the whole table, which no write should wait for. The search side
+is chosen by measurement: `nprobes` climbs `NPROBES_LADDER` until the recall measured on the table's own sample
+(`recall_tuning.RecallProbe`: rows of the table and between-row queries, the lower kind's one-sided 95% bound)
+reaches `recall_target`; the settings and the figures are kept in the table's schema (`SETTINGS_KEY` of the vector
+field's metadata), so every process that opens the table searches alike. A filtered search stays exact: LanceDB
+filters before the search there, which keeps the `k` results whole.
 """
 
 from __future__ import annotations
@@ -45,7 +53,11 @@ logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")
 
 SETTINGS_KEY = "hfsiamese_vector_index"  # beside `lancedb_columns.METADATA_KEY` in the vector field's metadata
 NPROBES_LADDER = (8, 16, 32, 64, 128, 256, 512)
-DEFAULT_REFINE_FACTOR = 8  # candidates re-scored on their float vectors per match asked for (FAISS: 8x rescoring)
+DEFAULT_REFINE_FACTOR = 8  # codes: candidates re-scored on their float vectors per match asked for (FAISS: 8x)
+# What the index keeps of each vector in its partitions: "flat" (float32 copies), "sq" (int8 scalar codes) or "pq"
+# (product-quantised codes); the refine step re-scores the best candidates on the stored vectors for the last two.
+CODES = ("flat", "sq", "pq")
+DEFAULT_CODES = "flat"
 MIN_ROWS = 1_000  # product quantisation learns 256 codes per sub-vector: below this, exact search is cheap anyway
 _QUERY_BATCH = 256
 
@@ -54,10 +66,11 @@ _QUERY_BATCH = 256
 class VectorIndexSettings:
     """How the table's IVF_PQ index was built and is searched, and what it measured when it was built."""
 
+    codes: str
     num_partitions: int
-    num_sub_vectors: int
+    num_sub_vectors: int | None  # product quantisation's only
     nprobes: int
-    refine_factor: int
+    refine_factor: int | None  # None: no refine step (flat copies score exactly)
     rows: int  # rows in the table when the index was built
     recall_target: float | None
     recall: float | None  # the one-sided 95% lower bound the target is compared with (None: not measured)
@@ -76,7 +89,7 @@ def searched_by_index(query: Any, settings: VectorIndexSettings | None, filtered
     """A LanceDB vector query set to search through the index (`settings`), or exactly without one or with a filter."""
     if settings is None or filtered:
         return query.bypass_vector_index()
-    return query.nprobes(settings.nprobes).refine_factor(settings.refine_factor)
+    return _through_index(settings.nprobes, settings.refine_factor)(query)
 
 
 def default_num_partitions(num_rows: int) -> int:
@@ -96,54 +109,68 @@ def build_vector_index(
     recall_target: float | None = DEFAULT_RECALL_TARGET,
     num_partitions: int | None = None,
     num_sub_vectors: int | None = None,
-    refine_factor: int = DEFAULT_REFINE_FACTOR,
+    codes: str = DEFAULT_CODES,
+    refine_factor: int | None = None,
     nprobes: int | None = None,
 ) -> VectorIndexSettings:
     """
-    Build (or replace) the table's IVF_PQ index on its vectors, choose `nprobes` by measurement unless given, and keep
-    the settings in the table's schema. Refused in one line, before anything is written, below `MIN_ROWS` rows or
-    with settings that cannot be built.
+    Build (or replace) the table's IVF index on its vectors (`codes`: what its partitions keep), choose `nprobes` by
+    measurement unless given, and keep the settings in the table's schema. Refused in one line, before anything is
+    written, below `MIN_ROWS` rows or with settings that cannot be built.
     """
     recall_target = check_recall_target(recall_target)
     num_rows, dim = table.count_rows(), table.schema.field(VECTOR).type.list_size
-    if num_rows < MIN_ROWS:
-        raise ValueError(
-            f"the LanceDB table at {where} holds {num_rows} rows: a vector index needs at least {MIN_ROWS} "
-            "(below that, exact search is already fast)"
-        )
     partitions = default_num_partitions(num_rows) if num_partitions is None else num_partitions
     sub_vectors = default_num_sub_vectors(dim) if num_sub_vectors is None else num_sub_vectors
-    for name, value, bound in (
-        ("num_partitions", partitions, num_rows),
-        ("nprobes", 1 if nprobes is None else nprobes, 1 << 20),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= bound:
-            raise ValueError(f"{name} must be an int from 1 to {bound}, got {value!r}")
-    if isinstance(sub_vectors, bool) or not isinstance(sub_vectors, int) or sub_vectors < 1 or dim % sub_vectors:
-        raise ValueError(f"num_sub_vectors must divide the embedding dimension {dim}, got {sub_vectors!r}")
-    if isinstance(refine_factor, bool) or not isinstance(refine_factor, int) or refine_factor < 1:
-        raise ValueError(f"refine_factor must be a positive int, got {refine_factor!r}")
+    if refine_factor is None and codes != "flat":
+        refine_factor = DEFAULT_REFINE_FACTOR
+    _check_options(where, num_rows, dim, partitions, sub_vectors, codes, refine_factor, nprobes)
     started = time.perf_counter()
-    config = import_lancedb().index.IvfPq(distance_type="dot", num_partitions=partitions, num_sub_vectors=sub_vectors)
+    index = import_lancedb().index
+    if codes == "pq":
+        config = index.IvfPq(distance_type="dot", num_partitions=partitions, num_sub_vectors=sub_vectors)
+    else:
+        config = (index.IvfSq if codes == "sq" else index.IvfFlat)(distance_type="dot", num_partitions=partitions)
     table.create_index(VECTOR, config=config, replace=True)
     ladder = [nprobes] if nprobes is not None else [n for n in NPROBES_LADDER if n < partitions] + [partitions]
     chosen, measured = _tuned_nprobes(table, ladder, refine_factor, recall_target)
     settings = VectorIndexSettings(
-        num_partitions=partitions, num_sub_vectors=sub_vectors, nprobes=chosen, refine_factor=refine_factor,
-        rows=num_rows, recall_target=recall_target, build_seconds=round(time.perf_counter() - started, 1), **measured,
+        codes=codes, num_partitions=partitions, num_sub_vectors=sub_vectors if codes == "pq" else None,
+        nprobes=chosen, refine_factor=refine_factor, rows=num_rows, recall_target=recall_target, build_seconds=round(time.perf_counter() - started, 1), **measured,
     )  # fmt: skip
     table.update_field_metadata({"path": VECTOR, "metadata": {SETTINGS_KEY: json.dumps(asdict(settings))}})
     if recall_target is not None and (settings.recall or 0.0) < recall_target:
         logger.warning(
             "the vector index of %s reaches recall %.3f (95%% lower bound) at the most partitions searched, under the "
-            "target %.3f: more partitions, a larger refine_factor, or a lower recall_target", where, settings.recall,
+            "target %.3f: more partitions, other codes or a larger refine_factor, or a lower recall_target", where, settings.recall,
             recall_target,
         )  # fmt: skip
     return settings
 
 
+def _check_options(
+    where: str, num_rows: int, dim: int, partitions: Any, sub_vectors: Any, codes: Any, refine_factor: Any, nprobes: Any
+) -> None:
+    if num_rows < MIN_ROWS:
+        raise ValueError(
+            f"the LanceDB table at {where} holds {num_rows} rows: a vector index needs at least {MIN_ROWS} "
+            "(below that, exact search is already fast)"
+        )
+    for name, value, bound in (("num_partitions", partitions, num_rows), ("nprobes", 1 if nprobes is None else nprobes, 1 << 20)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= bound:
+            raise ValueError(f"{name} must be an int from 1 to {bound}, got {value!r}")
+    if codes not in CODES:
+        raise ValueError(f"codes must be one of {CODES}, got {codes!r}")
+    if isinstance(sub_vectors, bool) or not isinstance(sub_vectors, int) or sub_vectors < 1 or dim % sub_vectors:
+        raise ValueError(f"num_sub_vectors must divide the embedding dimension {dim}, got {sub_vectors!r}")
+    if refine_factor is not None and (
+        isinstance(refine_factor, bool) or not isinstance(refine_factor, int) or refine_factor < 1
+    ):
+        raise ValueError(f"refine_factor must be a positive int (or None: no refine step), got {refine_factor!r}")
+
+
 def _tuned_nprobes(
-    table: Any, ladder: list[int], refine_factor: int, recall_target: float | None
+    table: Any, ladder: list[int], refine_factor: int | None, recall_target: float | None
 ) -> tuple[int, dict[str, float | None]]:
     """The first `nprobes` of the ladder whose measured recall reaches the target (else the last), with its figures."""
     if recall_target is None:
@@ -161,7 +188,9 @@ def _tuned_nprobes(
     raise AssertionError("unreachable: the ladder's last step returns")  # pragma: no cover
 
 
-def _through_index(nprobes: int, refine_factor: int) -> Callable[[Any], Any]:
+def _through_index(nprobes: int, refine_factor: int | None) -> Callable[[Any], Any]:
+    if refine_factor is None:
+        return lambda query: query.nprobes(nprobes)
     return lambda query: query.nprobes(nprobes).refine_factor(refine_factor)
 
 
@@ -266,6 +295,8 @@ def _vectors(column: Any) -> np.ndarray:
 
 
 __all__ = [
+    "CODES",
+    "DEFAULT_CODES",
     "DEFAULT_REFINE_FACTOR",
     "MIN_ROWS",
     "NPROBES_LADDER",
