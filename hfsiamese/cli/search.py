@@ -152,7 +152,7 @@ class SearchArguments:
     vector_index: bool = field(
         default=False,
         metadata={
-            "help": "With --store lancedb: build (or rebuild) the database's approximate vector index (IVF_PQ, "
+            "help": "With --store lancedb: build (or rebuild) the database's approximate vector index (IVF, "
             "tuned to --recall_target) once the index is built or loaded; searches without --filter, in every "
             "process (hfsiamese serve too), go through it from then on."
         },

@@ -28,7 +28,7 @@ The index's duplicate groups are in a second table, `<collection>__groups` (`lan
 How it behaves (lancedb 0.40; figures at the end):
 
 * search is exact (brute force over every row, "dot" distance on the normalised vectors, so a score,
-  1 - distance, is the cosine) until `build_vector_index` builds an IVF_PQ index tuned to a recall target
+  1 - distance, is the cosine) until `build_vector_index` builds an IVF index tuned to a recall target
   (`lancedb_vector_index`); then searches without a filter go through it, and a filtered one stays exact (the
   filter applied before the search, so it never cuts the k results short). `_QUERY_BATCH` queries a request.
 * metadata: field names must be identifiers (letters, digits, `_`, not starting with a digit or `_`) and
@@ -325,8 +325,9 @@ class LanceDBStore(DatabaseStore):
     ) -> list[list[dict[str, Any]]]:
         """
         The `k` most similar texts to each query embedding, best first, as {"id", "text", "score" (cosine),
-        **metadata}, by exact (brute-force) search. `filter` keeps only texts whose metadata match:
-        {field: value} equality, {field: [v1, v2]} any of them, several fields all at once.
+        **metadata}, by exact (brute-force) search, or through the vector index once one is built (unfiltered only).
+        `filter` keeps only texts whose metadata match: {field: value} equality, {field: [v1, v2]} any of them, several
+        fields all at once.
         """
         check_k(k)
         vectors = check_vectors(queries, self.embedding_dim, "queries")
@@ -386,7 +387,7 @@ class LanceDBStore(DatabaseStore):
     # --- the approximate vector index (`lancedb_vector_index`) ----------------------------------
 
     def build_vector_index(self, **options: Any) -> VectorIndexSettings:
-        """An IVF_PQ index on the vectors, tuned to `recall_target`, that every process's unfiltered searches go
+        """An IVF index on the vectors, tuned to `recall_target`, that every process's unfiltered searches go
         through from then on (the options: `lancedb_vector_index.build_vector_index`)."""
         with self._write_lock:
             return build_vector_index(self._table, where=self.where, **options)

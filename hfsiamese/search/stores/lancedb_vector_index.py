@@ -69,7 +69,7 @@ _QUERY_BATCH = 256
 
 @dataclass(frozen=True)
 class VectorIndexSettings:
-    """How the table's IVF_PQ index was built and is searched, and what it measured when it was built."""
+    """How the table's IVF index was built and is searched, and what it measured when it was built."""
 
     codes: str
     num_partitions: int
@@ -120,8 +120,9 @@ def build_vector_index(
 ) -> VectorIndexSettings:
     """
     Build (or replace) the table's IVF index on its vectors (`codes`: what its partitions keep), choose `nprobes` by
-    measurement unless given, and keep the settings in the table's schema. Refused in one line, before anything is
-    written, below `MIN_ROWS` rows or with settings that cannot be built.
+    measurement unless given (with `recall_target=None` nothing is measured: `nprobes`, else the ladder's first), and
+    keep the settings in the table's schema. Refused in one line, before anything is written, below `MIN_ROWS` rows
+    or with settings that cannot be built.
     """
     recall_target = check_recall_target(recall_target)
     num_rows, dim = table.count_rows(), table.schema.field(VECTOR).type.list_size
@@ -140,16 +141,27 @@ def build_vector_index(
     ladder = [nprobes] if nprobes is not None else [n for n in NPROBES_LADDER if n < partitions] + [partitions]
     chosen, measured = _tuned_nprobes(table, ladder, refine_factor, recall_target)
     settings = VectorIndexSettings(
-        codes=codes, num_partitions=partitions, num_sub_vectors=sub_vectors if codes == "pq" else None,
-        nprobes=chosen, refine_factor=refine_factor, rows=num_rows, recall_target=recall_target, build_seconds=round(time.perf_counter() - started, 1), **measured,
-    )  # fmt: skip
+        codes=codes,
+        num_partitions=partitions,
+        num_sub_vectors=sub_vectors if codes == "pq" else None,
+        nprobes=chosen,
+        refine_factor=refine_factor,
+        rows=num_rows,
+        recall_target=recall_target,
+        build_seconds=round(time.perf_counter() - started, 1),
+        **measured,
+    )
     table.update_field_metadata({"path": VECTOR, "metadata": {SETTINGS_KEY: json.dumps(asdict(settings))}})
     if recall_target is not None and (settings.recall or 0.0) < recall_target:
         logger.warning(
-            "the vector index of %s reaches recall %.3f (95%% lower bound) at the most partitions searched, under the "
-            "target %.3f: more partitions, other codes or a larger refine_factor, or a lower recall_target", where, settings.recall,
+            "the vector index of %s reaches recall %.3f (95%% lower bound) probing %d of %d partitions, under the "
+            "target %.3f: more partitions, other codes or a larger refine_factor, or a lower recall_target",
+            where,
+            settings.recall,
+            settings.nprobes,
+            partitions,
             recall_target,
-        )  # fmt: skip
+        )
     return settings
 
 
