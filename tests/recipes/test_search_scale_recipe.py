@@ -103,7 +103,9 @@ def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir
     ]
     with pytest.raises(UsageError, match="apply to --store faiss"):
         search_recipe.main([*flags, "--quantization", "int8"])
-    with pytest.raises(UsageError, match="apply to --store faiss"):
+    with pytest.raises(
+        UsageError, match="--recall_target applies to --store faiss, or to --store lancedb with --vector"
+    ):
         search_recipe.main([*flags, "--recall_target", "0.9"])
     with pytest.raises(UsageError, match="needs --database"):
         search_recipe.main([*flags, "--store", "lancedb"])
