@@ -15,9 +15,7 @@ single searches each way (the store's own exact search for the second).
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -32,21 +30,24 @@ K = 10
 HELD_OUT = Path(__file__).resolve().parents[3] / "shared" / "data" / "msrp" / "msr-para-val.tsv"
 
 
-def held_out_questions(pairs_file: str, stored: set[str], limit: int) -> list[str]:
-    """Up to `limit` distinct texts of a pair file whose folded text is not a stored text's."""
+def held_out_questions(pairs_file: str, stored: list[str], limit: int) -> list[str]:
+    """Up to `limit` distinct texts of a pair file that are no stored text (the library's question identity: folded
+    text compared)."""
+    import pyarrow as pa
+
     from hfsiamese.data import distinct_questions, load_pairs
+    from hfsiamese.data.question_identity import fold_text
 
     texts, _ = distinct_questions(load_pairs(pairs_file))
-    return [text for text in texts if " ".join(text.lower().split()) not in stored][:limit]
+    kept = set(fold_text(pa.array(stored)).to_pylist())
+    return [text for text, key in zip(texts, fold_text(pa.array(texts)).to_pylist()) if key not in kept][:limit]
 
 
-def timed_ms(search, vectors: np.ndarray) -> tuple[float, float]:
-    times = []
-    for vector in vectors:
-        start = time.perf_counter()
-        search(vector[None])
-        times.append((time.perf_counter() - start) * 1000)
-    return round(float(np.median(times)), 2), round(float(np.percentile(times, 99)), 2)
+def timed_ms(search_one, vectors: np.ndarray) -> list[float]:
+    """Median and p99 ms of each vector searched alone, every one of them (`recall_tuning.latencies_ms`)."""
+    from hfsiamese.search.stores.recall_tuning import latencies_ms
+
+    return list(latencies_ms(search_one, vectors, budget_s=float("inf"))[:2])
 
 
 def main() -> None:
@@ -67,10 +68,9 @@ def main() -> None:
     from hfsiamese.search.stores.lancedb_store import LanceDBStore
 
     index = DuplicateIndex.load(args.index_dir, args.model_name_or_path)  # the model, to embed queries as it does
-    database = json.loads((Path(args.index_dir) / "index_config.json").read_text()).get("database") or {}
-    if "location" not in database:
-        parser.error(f"{args.index_dir} is not an index over a LanceDB database")
-    store = LanceDBStore.open(database["location"], collection=database["collection"], create=False)
+    if index.store_name != "lancedb":
+        parser.error(f"{args.index_dir} is not an index over a LanceDB database (its store: {index.store_name})")
+    store = LanceDBStore.open(index.database, collection=index.collection, create=False)
     settings = store.vector_index
     if settings is None:
         parser.error(f"{args.index_dir}'s database has no vector index: build it (hfsiamese search --vector_index)")
@@ -80,7 +80,7 @@ def main() -> None:
         texts += batch_texts
         vectors.append(batch_vectors)
     corpus = np.concatenate(vectors)
-    queries_text = held_out_questions(args.held_out, {" ".join(t.lower().split()) for t in texts}, args.queries)
+    queries_text = held_out_questions(args.held_out, texts, args.queries)
     queries = index.encode(queries_text).float().numpy()
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     exact = queries.astype(np.float64) @ corpus.T.astype(np.float64)
@@ -90,7 +90,7 @@ def main() -> None:
     hits = [
         sum(exact[q, position[match["id"]]] >= floor[q] - 1e-6 for match in matches) for q, matches in enumerate(found)
     ]
-    table = lancedb.connect(database["location"]).open_table(database["collection"])
+    table = lancedb.connect(index.database).open_table(index.collection)
 
     def exact_search(vector: np.ndarray) -> None:  # the store's exact search, as it searched before the vector index
         query = table.search(vector[0], vector_column_name="vector").distance_type("dot").bypass_vector_index()
@@ -103,7 +103,7 @@ def main() -> None:
             "held_out_queries": len(queries_text),
             **asdict(settings),
             "held_out_recall": round(float(np.mean(hits)) / K, 4),
-            "through_index_ms_p50_p99": timed_ms(lambda v: store.search(v, K), timed),
+            "through_index_ms_p50_p99": timed_ms(lambda vector: store.search(vector, K), timed),
             "exact_ms_p50_p99": timed_ms(exact_search, timed),
             "machine": machine(),
             "date": today(),

@@ -225,28 +225,38 @@ def row_batch(
         ids.append(user_id)
         texts.append(text)
         metadata.append(values)
-    embeddings = None
-    if embedding_dim is not None:
-        flat = rows.column(VECTOR).combine_chunks().flatten()
-        embeddings = np.ascontiguousarray(flat.to_numpy(zero_copy_only=False), dtype=np.float32)
-        embeddings = embeddings.reshape(len(ids), embedding_dim)
+    embeddings = None if embedding_dim is None else vector_array(rows.column(VECTOR), embedding_dim)
     return ids, texts, embeddings, metadata
+
+
+def vector_array(column: pa.ChunkedArray | pa.Array, embedding_dim: int) -> np.ndarray:
+    """A `vector` column as float32 `(rows, embedding_dim)`."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    flat = np.ascontiguousarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+    return flat.reshape(len(column), embedding_dim)
 
 
 def read_table_metadata(table: Any) -> dict[str, Any]:
     """The JSON dict kept in the `vector` field's metadata, {} if none."""
-    stored = table.schema.field(VECTOR).metadata or {}
-    raw = stored.get(METADATA_KEY.encode())
-    return dict(json.loads(raw)) if raw else {}
+    return schema_json(table.schema, METADATA_KEY) or {}
 
 
-def write_table_metadata(table: Any, plain: dict[str, Any]) -> None:
-    """Replace that dict (one commit of the table)."""
-    table.update_field_metadata({"path": VECTOR, "metadata": {METADATA_KEY: json.dumps(plain)}})
+def schema_json(schema: pa.Schema, key: str) -> dict[str, Any] | None:
+    """The JSON dict kept under `key` in the `vector` field's metadata, None if none (the index config's key,
+    `METADATA_KEY`, and the vector index's settings each keep one there, written apart)."""
+    raw = (schema.field(VECTOR).metadata or {}).get(key.encode())
+    return dict(json.loads(raw)) if raw else None
+
+
+def write_table_metadata(table: Any, plain: dict[str, Any], key: str = METADATA_KEY) -> None:
+    """Replace the dict under `key` (one commit of the table; the other keys of the field's metadata are kept)."""
+    table.update_field_metadata({"path": VECTOR, "metadata": {key: json.dumps(plain)}})
 
 
 __all__ = [
     "BASE_COLUMNS", "ID_INT", "ID_STR", "INT64_NOTE", "KEY", "RESERVED_FIELDS", "TEXT", "VECTOR", "base_schema", "by_query",
     "METADATA_KEY", "check_base_columns", "check_key", "column_kind", "fits", "id_key", "metadata_fields", "new_fields",
-    "read_table_metadata", "record_batch", "row_batch", "table_rows", "value_kind", "write_table_metadata",
+    "read_table_metadata", "record_batch", "row_batch", "schema_json", "table_rows", "value_kind", "vector_array",
+    "write_table_metadata",
 ]  # fmt: skip

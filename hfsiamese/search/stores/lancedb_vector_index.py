@@ -29,7 +29,6 @@ filters before the search there, which keeps the `k` results whole.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -38,7 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from hfsiamese.search.stores.lancedb_columns import KEY, VECTOR, by_query
+from hfsiamese.search.stores.lancedb_columns import (
+    KEY,
+    VECTOR,
+    by_query,
+    schema_json,
+    vector_array,
+    write_table_metadata,
+)
 from hfsiamese.search.stores.lancedb_connection import import_lancedb
 from hfsiamese.search.stores.lancedb_filters import in_list
 from hfsiamese.search.stores.recall_tuning import (
@@ -48,6 +54,7 @@ from hfsiamese.search.stores.recall_tuning import (
     between_queries,
     between_rows,
     check_recall_target,
+    latencies_ms,
     sample_rows,
 )
 
@@ -86,8 +93,8 @@ class VectorIndexSettings:
 
 def read_settings(schema: Any) -> VectorIndexSettings | None:
     """The settings kept in a table's schema, or None (no vector index built by this store)."""
-    raw = (schema.field(VECTOR).metadata or {}).get(SETTINGS_KEY.encode())
-    return VectorIndexSettings(**json.loads(raw)) if raw else None
+    stored = schema_json(schema, SETTINGS_KEY)
+    return VectorIndexSettings(**stored) if stored is not None else None
 
 
 def searched_by_index(query: Any, settings: VectorIndexSettings | None, filtered: bool) -> Any:
@@ -151,7 +158,7 @@ def build_vector_index(
         build_seconds=round(time.perf_counter() - started, 1),
         **measured,
     )
-    table.update_field_metadata({"path": VECTOR, "metadata": {SETTINGS_KEY: json.dumps(asdict(settings))}})
+    write_table_metadata(table, asdict(settings), SETTINGS_KEY)
     if recall_target is not None and (settings.recall or 0.0) < recall_target:
         logger.warning(
             "the vector index of %s reaches recall %.3f (95%% lower bound) probing %d of %d partitions, under the "
@@ -272,15 +279,15 @@ class _Sample:
         table = np.stack(self.vectors)
         return RecallProbe(self.own_rows, self.queries, exact_rows, lambda rows: table[rows])
 
-    def latency_ms(self, configure: Callable[[Any], Any], queries: int = 20) -> float:
-        """Median ms of single searches (after one warm-up), results read as the store's search reads them."""
-        times = []
-        for vector in self.queries[: queries + 1]:
-            start = time.perf_counter()
-            query = self.table.search(vector, vector_column_name=VECTOR).distance_type("dot")
+    def latency_ms(self, configure: Callable[[Any], Any]) -> float:
+        """Median ms of the sample's queries searched one at a time (`recall_tuning.latencies_ms`: after a warm-up,
+        as many as its time budget allows), results read as the store's search reads them."""
+
+        def search_one(vector: np.ndarray) -> None:
+            query = self.table.search(vector[0], vector_column_name=VECTOR).distance_type("dot")
             configure(query).limit(RECALL_K).select([KEY, "_distance"]).to_arrow()
-            times.append((time.perf_counter() - start) * 1000)
-        return round(float(np.median(times[1:])), 3)
+
+        return latencies_ms(search_one, self.queries)[0]
 
     def _remember(self, keys: list[str], vectors: np.ndarray) -> None:
         for key, vector in zip(keys, vectors):
@@ -299,19 +306,14 @@ def _rows_at(table: Any, positions: np.ndarray) -> tuple[list[str], np.ndarray]:
         if len(inside):
             picked = batch.take(inside)
             keys += picked.column(KEY).to_pylist()
-            vectors.append(_vectors(picked.column(VECTOR)))
+            vectors.append(vector_array(picked.column(VECTOR), picked.schema.field(VECTOR).type.list_size))
         offset += batch.num_rows
     return keys, np.concatenate(vectors)
 
 
 def _rows_by_key(table: Any, keys: list[str]) -> tuple[list[str], np.ndarray]:
     found = table.search().where(in_list(KEY, keys)).select([KEY, VECTOR]).to_arrow()
-    return found.column(KEY).to_pylist(), _vectors(found.column(VECTOR))
-
-
-def _vectors(column: Any) -> np.ndarray:
-    flat = column.combine_chunks() if hasattr(column, "combine_chunks") else column
-    return flat.flatten().to_numpy().reshape(len(flat), -1).astype(np.float32)
+    return found.column(KEY).to_pylist(), vector_array(found.column(VECTOR), found.schema.field(VECTOR).type.list_size)
 
 
 __all__ = [
