@@ -221,10 +221,14 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
             raise ValueError("OnnxSiameseModel.forward needs both input_ids_a and input_ids_b")
         embeddings_a = self.embed(input_ids_a, attention_mask_a)
         embeddings_b = self.embed(input_ids_b, attention_mask_b)
-        with torch.inference_mode():
-            logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
-        output = SiameseModelOutput.of_pairs(embeddings_a, embeddings_b, logits=logits)
-        return output if return_dict is not False else output.to_tuple()
+        head = self._head_logits if self.classifier is not None else None
+        return SiameseModelOutput.returned(embeddings_a, embeddings_b, classifier=head, return_dict=return_dict)
+
+    @torch.inference_mode()
+    def _head_logits(self, embeddings_a: torch.Tensor, embeddings_b: torch.Tensor) -> torch.Tensor:
+        """The classification head's logits (its PyTorch weights beside the graph), with no autograd record."""
+        assert self.classifier is not None  # called only when the folder has a head
+        return self.classifier(embeddings_a, embeddings_b)
 
 
 __all__ = [

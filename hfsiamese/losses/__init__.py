@@ -3,8 +3,8 @@ Losses for Siamese training, one per module, selected by name in `SiameseTrainin
 
 The contract (`base.SiameseLoss`), which the trainer and the recipes read and nothing else guesses:
 
-- Call: ``loss.compute(embeddings_a, embeddings_b, *, labels=None, group_ids=None, negatives=None,
-  logits=None, teacher_a=None, teacher_b=None, teacher_scores=None)`` returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
+- Call: ``loss.compute(embeddings_a, embeddings_b, **inputs)`` with the optional inputs `LossInputs` declares
+  (``labels``, ``group_ids``, ``negatives``, ``logits``, ``teacher_a``, ``teacher_b``, ``teacher_scores``) returns a `SiameseLossOutput` with ``loss`` (a scalar tensor) and ``stats`` (0-d
   device tensors, e.g. how many negatives were hard; the trainer averages them between logs).
   ``loss(embeddings_a, embeddings_b, ...)`` returns the scalar alone.
 - Declarations: ``requires_labels`` (trains on labelled pairs, 0/1; otherwise on duplicate pairs
@@ -30,7 +30,7 @@ needs). Those sit beside or below the family, so the losses sit below it too, an
 """
 
 from hfsiamese.losses import registry
-from hfsiamese.losses.base import SiameseLoss, SiameseLossOutput
+from hfsiamese.losses.base import LossInputs, SiameseLoss, SiameseLossOutput
 from hfsiamese.losses.contrastive import ContrastiveLoss, OnlineContrastiveLoss
 from hfsiamese.losses.contrastive_ranking import ContrastiveRankingLoss
 from hfsiamese.losses.embedding_distillation import EmbeddingDistillationLoss
@@ -50,6 +50,7 @@ __all__ = [
     "EmbeddingDistillationLoss",
     "HardNegativeTripletLoss",
     "ListwiseKLLoss",
+    "LossInputs",
     "MarginMSELoss",
     "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",

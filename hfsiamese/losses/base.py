@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import torch
 from torch import nn
@@ -32,6 +32,27 @@ class SiameseLossOutput:
     def stats_as_floats(self) -> dict[str, float]:
         """The statistics as Python floats (one host synchronisation per value)."""
         return {name: float(value) for name, value in self.stats.items()}
+
+
+class LossInputs(TypedDict, total=False):
+    """
+    What a loss may be given beside the two sides' embeddings (`SiameseLoss.compute`), each optional: a loss takes
+    those its declarations name, and the base class checks them.
+    """
+
+    #: 0/1 per pair, ``(batch,)``: for a loss that ``requires_labels`` (otherwise all 1 if given).
+    labels: torch.Tensor | None
+    #: Duplicate-group id per row, ``(batch,)``: in-batch negatives of the row's own group are masked.
+    group_ids: torch.Tensor | None
+    #: Explicit negatives' embeddings: one per row ``(batch, dim)``, or ``k`` per row for a teacher-score loss.
+    negatives: torch.Tensor | None
+    #: The model's classification-head logits, for a loss that ``uses_logits``.
+    logits: torch.Tensor | None
+    #: The teacher's embeddings of the first and second sides, ``(batch, teacher dim)`` (``requires_teacher``).
+    teacher_a: torch.Tensor | None
+    teacher_b: torch.Tensor | None
+    #: The teacher's scores of each row's positive and its ``k`` negatives, ``(batch, 1 + k)``.
+    teacher_scores: torch.Tensor | None
 
 
 class SiameseLoss(nn.Module):
@@ -77,45 +98,31 @@ class SiameseLoss(nn.Module):
         return False
 
     def compute(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-        logits: torch.Tensor | None = None,
-        teacher_a: torch.Tensor | None = None,
-        teacher_b: torch.Tensor | None = None,
-        teacher_scores: torch.Tensor | None = None,
+        self, embeddings_a: torch.Tensor, embeddings_b: torch.Tensor, **inputs: Unpack[LossInputs]
     ) -> SiameseLossOutput:
-        """Check the inputs against the declarations, then compute the loss and its statistics."""
+        """Check the inputs (`LossInputs`, each optional) against the declarations, then compute the loss and its
+        statistics."""
+        unknown = sorted(set(inputs) - set(LossInputs.__annotations__))
+        if unknown:  # a keyword signature would refuse it: so does this one (a misspelt input is not ignored)
+            raise TypeError(f"{type(self).__name__}.compute() got unexpected keyword arguments {unknown}")
+        labels, negatives, logits = inputs.get("labels"), inputs.get("negatives"), inputs.get("logits")
         self.check_inputs(embeddings_a, embeddings_b, labels=labels, negatives=negatives, logits=logits)
-        inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
+        given = {"labels": labels, "group_ids": inputs.get("group_ids"), "negatives": negatives, "logits": logits}
         if self.requires_teacher:  # only a loss that declares it takes the teacher's embeddings
+            teacher_a, teacher_b = inputs.get("teacher_a"), inputs.get("teacher_b")
             self.check_teacher(embeddings_a, teacher_a, teacher_b)
-            inputs.update(teacher_a=teacher_a.to(embeddings_a.dtype), teacher_b=teacher_b.to(embeddings_b.dtype))
+            assert teacher_a is not None and teacher_b is not None  # checked just above
+            given.update(teacher_a=teacher_a.to(embeddings_a.dtype), teacher_b=teacher_b.to(embeddings_b.dtype))
         if self.requires_teacher_scores:  # only a loss that declares it takes the teacher's scores
-            inputs.update(teacher_scores_inputs(type(self).__name__, embeddings_a, negatives, teacher_scores))
-        return self._compute(embeddings_a, embeddings_b, **inputs)
+            scores = inputs.get("teacher_scores")
+            given.update(teacher_scores_inputs(type(self).__name__, embeddings_a, negatives, scores))
+        return self._compute(embeddings_a, embeddings_b, **given)
 
     def forward(
-        self,
-        embeddings_a: torch.Tensor,
-        embeddings_b: torch.Tensor,
-        *,
-        labels: torch.Tensor | None = None,
-        group_ids: torch.Tensor | None = None,
-        negatives: torch.Tensor | None = None,
-        logits: torch.Tensor | None = None,
-        teacher_a: torch.Tensor | None = None,
-        teacher_b: torch.Tensor | None = None,
-        teacher_scores: torch.Tensor | None = None,
+        self, embeddings_a: torch.Tensor, embeddings_b: torch.Tensor, **inputs: Unpack[LossInputs]
     ) -> torch.Tensor:
         """The scalar loss (`compute` without the statistics)."""
-        inputs = {"labels": labels, "group_ids": group_ids, "negatives": negatives, "logits": logits}
-        teacher = {"teacher_a": teacher_a, "teacher_b": teacher_b, "teacher_scores": teacher_scores}
-        return self.compute(embeddings_a, embeddings_b, **teacher, **inputs).loss
+        return self.compute(embeddings_a, embeddings_b, **inputs).loss
 
     def _compute(
         self,
@@ -221,4 +228,4 @@ def require_one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
-__all__ = ["SiameseLoss", "SiameseLossOutput", "require_non_negative", "require_one_of"]
+__all__ = ["LossInputs", "SiameseLoss", "SiameseLossOutput", "require_non_negative", "require_one_of"]

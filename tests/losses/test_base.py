@@ -60,3 +60,17 @@ def test_statistics_stay_tensors_until_read():
     assert set(output.stats) == {"classification_loss", "verification_loss"}
     assert all(isinstance(value, torch.Tensor) and not value.requires_grad for value in output.stats.values())
     assert output.loss.item() == pytest.approx(sum(output.stats_as_floats().values()))
+
+
+def test_a_misspelt_input_is_refused_not_ignored():
+    """`LossInputs` names the inputs once for `compute` and `forward`; a keyword it does not name is a TypeError, as a
+    keyword signature would make it."""
+    a = torch.eye(3)
+    loss_fn = NeedsNegatives()
+    with pytest.raises(
+        TypeError, match=r"^NeedsNegatives\.compute\(\) got unexpected keyword arguments \['negative'\]$"
+    ):
+        loss_fn(a, a, negative=-a)
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        loss_fn.compute(a, a, negatives=-a, label=torch.ones(3))
+    assert loss_fn(a, a, negatives=-a).item() == pytest.approx(-4.0)

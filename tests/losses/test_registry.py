@@ -6,7 +6,7 @@ import inspect
 import pytest
 import torch
 
-from hfsiamese.losses import LOSS_OPTIONS, LOSSES, SiameseLoss, get_loss, loss_kwargs_for, loss_name
+from hfsiamese.losses import LOSS_OPTIONS, LOSSES, LossInputs, SiameseLoss, get_loss, loss_kwargs_for, loss_name
 
 ALL_OPTIONS = {
     "margin": 0.3,
@@ -86,9 +86,11 @@ def test_common_interface(name):
     assert loss_name(loss) == name
     for method in (loss_class.forward, loss_class.compute):
         parameters = inspect.signature(method).parameters
-        assert list(parameters)[:3] == ["self", "embeddings_a", "embeddings_b"]
-        for keyword in ("labels", "group_ids", "negatives", "logits", "teacher_scores"):
-            assert parameters[keyword].kind is inspect.Parameter.KEYWORD_ONLY and parameters[keyword].default is None
+        assert list(parameters) == ["self", "embeddings_a", "embeddings_b", "inputs"]
+        assert parameters["inputs"].kind is inspect.Parameter.VAR_KEYWORD  # typed Unpack[LossInputs]
+    # every input is optional, and LossInputs names each one the trainers pass
+    assert not LossInputs.__required_keys__
+    assert {"labels", "group_ids", "negatives", "logits", "teacher_scores"} <= LossInputs.__optional_keys__
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))

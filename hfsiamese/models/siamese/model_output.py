@@ -8,6 +8,7 @@ only torch and transformers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -56,3 +57,19 @@ class SiameseModelOutput(ModelOutput):
             embeddings_n=embeddings_n,
             logits=logits,
         )
+
+    @classmethod
+    def returned(
+        cls,
+        embeddings_a: torch.Tensor,
+        embeddings_b: torch.Tensor,
+        embeddings_n: torch.Tensor | None = None,
+        *,
+        classifier: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+        return_dict: bool | None = None,
+    ) -> SiameseModelOutput | tuple:
+        """What a Siamese forward returns for a batch of pairs: `of_pairs`, with the classification head's logits when
+        the model has one (`classifier`), as a tuple when `return_dict=False` (transformers' convention)."""
+        logits = classifier(embeddings_a, embeddings_b) if classifier is not None else None
+        output = cls.of_pairs(embeddings_a, embeddings_b, embeddings_n, logits)
+        return output if return_dict is not False else output.to_tuple()

@@ -389,9 +389,9 @@ class SiameseModel(
             sides.append((input_ids_n, attention_mask_n, token_type_ids_n))
         embeddings_a, embeddings_b, *rest = self.embed_sides(sides)
         embeddings_n = rest[0] if rest else None
-        logits = self.classifier(embeddings_a, embeddings_b) if self.classifier is not None else None
-        output = SiameseModelOutput.of_pairs(embeddings_a, embeddings_b, embeddings_n, logits)
-        return output if return_dict is not False else output.to_tuple()
+        return SiameseModelOutput.returned(
+            embeddings_a, embeddings_b, embeddings_n, classifier=self.classifier, return_dict=return_dict
+        )
 
 
 # Also here, where they were defined before the modules had files of their own: the names other code imports from here.
