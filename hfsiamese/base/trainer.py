@@ -9,7 +9,8 @@ sharing, the run's precision for evaluation's encoding, and resuming from "auto"
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import datasets
@@ -31,6 +32,9 @@ from hfsiamese.base.threshold_calibration import ThresholdCalibration
 from hfsiamese.base.training_args import PairTrainingArguments
 from hfsiamese.utils.console import use_single_progress_bar
 from hfsiamese.utils.process_group import check_process_group
+
+# What the Trainer builds a sampler with: a function of the data set.
+SamplerFn = Callable[[Any], torch.utils.data.Sampler]
 
 
 class PairTrainer(StagedSavingMixin, Trainer):
@@ -136,17 +140,28 @@ class PairTrainer(StagedSavingMixin, Trainer):
         dataset: Any,
         description: str,
         batch_size: int,
-        sampler_fn: Callable[[Any], torch.utils.data.Sampler] | None = None,
+        sampler_fn: SamplerFn | None = None,
         is_training: bool = False,
         dataloader_key: str | None = None,
     ) -> torch.utils.data.DataLoader:
-        """The Trainer's loader; pinned host memory only speeds copies to an accelerator (torch warns per loader on a CPU)."""
+        """
+        The Trainer's loader, from the data as the family shapes it (`loader_data`: this is the one override of the
+        Trainer's private loader method); pinned host memory only speeds copies to an accelerator (torch warns per
+        loader on a CPU).
+        """
         pin_memory = self.args.dataloader_pin_memory
         self.args.dataloader_pin_memory = pin_memory and self.args.device.type != "cpu"
         try:
-            return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
+            with self.loader_data(dataset, sampler_fn) as (data, sampler):
+                return super()._get_dataloader(data, description, batch_size, sampler, is_training, dataloader_key)
         finally:
             self.args.dataloader_pin_memory = pin_memory
+
+    @contextmanager
+    def loader_data(self, dataset: Any, sampler_fn: SamplerFn | None) -> Iterator[tuple[Any, SamplerFn | None]]:
+        """What a loader is made from (the data set and its sampler function) while it is made: both as given here; a
+        family may reshape them, or set the trainer up for the making (its collator) and restore it after."""
+        yield dataset, sampler_fn
 
     def train(
         self,

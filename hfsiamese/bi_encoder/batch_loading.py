@@ -5,7 +5,8 @@ loader hooks, as a mixin of the trainer (the sampling rules themselves are `batc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from hfsiamese.data.sampler import NoDuplicateGroupSampler
 from hfsiamese.data.tokenizing_collator import TEXT_SIDES, TokenizingPairCollator
 
 if TYPE_CHECKING:
-    from hfsiamese.base.trainer import PairTrainer
+    from hfsiamese.base.trainer import PairTrainer, SamplerFn
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
     from hfsiamese.losses import SiameseLoss
 
@@ -75,15 +76,8 @@ class PairBatchesMixin(_TrainerBase):
         )
         return self._group_sampler
 
-    def _get_dataloader(
-        self,
-        dataset: Any,
-        description: str,
-        batch_size: int,
-        sampler_fn: Callable[[Any], torch.utils.data.Sampler] | None = None,
-        is_training: bool = False,
-        dataloader_key: str | None = None,
-    ) -> torch.utils.data.DataLoader:
+    @contextmanager
+    def loader_data(self, dataset: Any, sampler_fn: SamplerFn | None) -> Iterator[tuple[Any, SamplerFn | None]]:
         """
         Pairs reach the collator as one Arrow table per batch (`arrow_batch_dataset`), padded by array
         operations: no Python int per token between the Arrow columns and the batch tensors. The samplers
@@ -96,17 +90,17 @@ class PairBatchesMixin(_TrainerBase):
             collator = self.data_collator
             self.data_collator = MultiDatasetCollator(collator)
             try:
-                view = dataset.with_arrow_batches() if arrow else dataset
-                return super()._get_dataloader(view, description, batch_size, sampler_fn, is_training, dataloader_key)
+                yield (dataset.with_arrow_batches() if arrow else dataset), sampler_fn
             finally:
                 self.data_collator = collator
+            return
         if isinstance(dataset, datasets.Dataset) and arrow:
             if sampler_fn is not None:
                 sampler_fn = partial(_sampler_of_view, sampler_fn)
             texts = tuple(column for _, column in TEXT_SIDES)  # a collator that tokenises reads the texts too
             tokenising = isinstance(self.data_collator, TokenizingPairCollator)
             dataset = arrow_batch_dataset(dataset, PAIR_BATCH_COLUMNS + texts if tokenising else PAIR_BATCH_COLUMNS)
-        return super()._get_dataloader(dataset, description, batch_size, sampler_fn, is_training, dataloader_key)
+        yield dataset, sampler_fn
 
     def _run_epoch(self, model: nn.Module, epoch: int, *args: Any, **kwargs: Any) -> Any:
         """
@@ -131,6 +125,6 @@ class PairBatchesMixin(_TrainerBase):
         return super()._get_eval_sampler(eval_dataset)
 
 
-def _sampler_of_view(sampler_fn: Callable[[Any], torch.utils.data.Sampler], view: Any) -> torch.utils.data.Sampler:
+def _sampler_of_view(sampler_fn: SamplerFn, view: Any) -> torch.utils.data.Sampler:
     """The Trainer's sampler built on the `datasets.Dataset` behind an Arrow batch view."""
     return sampler_fn(view.dataset)

@@ -15,7 +15,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
 
 import datasets
 import numpy as np
@@ -28,6 +28,7 @@ from hfsiamese.search.stores.store_checks import (
     RESERVED_FIELDS,
     Rows,
     check_batch_size,
+    check_embedding_dim,
     check_id,
     check_metadata_row,
     check_rows,
@@ -42,6 +43,10 @@ GROUPS_SUFFIX = "__groups"
 # The key under which the groups' settings (`GroupSettings.to_dict()`) are kept: in the groups table's or collection's
 # metadata, and in the schema metadata of an index folder's `groups.parquet`.
 GROUP_SETTINGS_KEY = "hfsiamese_groups"
+
+
+# The collection (table) an index's rows go to in a database unless told otherwise.
+DEFAULT_COLLECTION = "duplicate_index"
 
 
 @runtime_checkable
@@ -134,6 +139,32 @@ class DatabaseStore(ABC):
     collection: str
     embedding_dim: int
     where: str
+
+    @classmethod
+    def open(
+        cls,
+        location: str | os.PathLike,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        embedding_dim: int | None = None,
+        api_key: str | None = None,
+        create: bool = True,
+    ) -> Self:
+        """
+        The store of `collection` at `location` (what a location may be, and what `api_key` is for, is the engine's:
+        see its class). With `create` and no such collection yet, `embedding_dim` is required and the collection is
+        created; an existing one must have `embedding_dim` dimensions when that is given. `create=False` refuses a
+        missing one.
+        """
+        check_embedding_dim(embedding_dim)
+        return cls._open(os.fspath(location), collection, embedding_dim, api_key, create)
+
+    @classmethod
+    @abstractmethod
+    def _open(
+        cls, location: str, collection: str, embedding_dim: int | None, api_key: str | None, create: bool
+    ) -> Self:
+        """The engine's part of `open` (its arguments checked): connect, open or create the collection, check it."""
 
     def add(
         self,

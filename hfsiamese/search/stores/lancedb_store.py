@@ -91,7 +91,6 @@ Exact search reads every vector on each request (batching queries shares that sc
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -105,6 +104,7 @@ from filelock import FileLock
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.stores import lancedb_groups
 from hfsiamese.search.stores.base import (
+    DEFAULT_COLLECTION,
     DatabaseStore,
     check_creatable,
     check_stored_dim,
@@ -144,7 +144,6 @@ from hfsiamese.search.stores.matches import match
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,
-    check_embedding_dim,
     check_json_dict,
     check_not_present,
     check_vectors,
@@ -154,7 +153,6 @@ from hfsiamese.search.stores.store_checks import (
 
 logger = logging.getLogger("hfsiamese.search.stores.lancedb_store")  # the logger its lines have always come from
 
-DEFAULT_COLLECTION = "duplicate_index"
 # Queries per multi-vector request, and keys per `id_key IN (...)` filter.
 _QUERY_BATCH = 256
 _ID_BATCH = 10_000
@@ -163,8 +161,10 @@ _ID_BATCH = 10_000
 class LanceDBStore(DatabaseStore):
     """
     Texts, their embeddings and metadata in one LanceDB table (see the module docstring for the layout).
-    Open one with `LanceDBStore.open`; `close` (or a `with` block) drops the handle. Several stores and
-    processes may have the same table open at once.
+    Open one with `LanceDBStore.open(location, ...)`, `location` a folder (LanceDB embedded; created if missing), an
+    object-storage URI (`s3://bucket/path`, `gs://`, `az://`: credentials from the environment) or a `db://name` URI
+    (LanceDB Cloud / Enterprise, with `api_key` or LANCEDB_API_KEY); `close` (or a `with` block) drops the handle.
+    Several stores and processes may have the same table open at once.
     """
 
     INT64_NOTE = INT64_NOTE
@@ -191,23 +191,10 @@ class LanceDBStore(DatabaseStore):
     # --- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        location: str | os.PathLike,
-        *,
-        collection: str = DEFAULT_COLLECTION,
-        embedding_dim: int | None = None,
-        api_key: str | None = None,
-        create: bool = True,
+    def _open(
+        cls, location: str, collection: str, embedding_dim: int | None, api_key: str | None, create: bool
     ) -> LanceDBStore:
-        """
-        `location`: a folder (LanceDB embedded; created if missing), an object-storage URI (`s3://bucket/path`,
-        `gs://`, `az://`: credentials from the environment) or a `db://name` URI (LanceDB Cloud / Enterprise,
-        with `api_key` or LANCEDB_API_KEY). With `create` and no such table yet, `embedding_dim` is required
-        and the table is created; an existing one must have `embedding_dim` dimensions when that is given.
-        `create=False` refuses a missing one.
-        """
-        check_embedding_dim(embedding_dim)
+        """The table in the database at `location` (see the class), created or checked."""
         db, where, remote = connect(location, api_key=api_key, create=create)
         table = cls._open_table(db, collection, embedding_dim, create, where)
         dim = table.schema.field(VECTOR).type.list_size

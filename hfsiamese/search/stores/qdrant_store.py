@@ -54,7 +54,6 @@ How local mode behaves (qdrant-client 1.20, measured on a shared 2-core machine)
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
@@ -66,6 +65,7 @@ import torch
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.stores import qdrant_groups
 from hfsiamese.search.stores.base import (
+    DEFAULT_COLLECTION,
     DatabaseStore,
     check_creatable,
     check_stored_dim,
@@ -78,7 +78,6 @@ from hfsiamese.search.stores.qdrant_filters import MATCHES_NOTHING, qdrant_filte
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,
-    check_embedding_dim,
     check_id,
     check_json_dict,
     check_not_present,
@@ -89,7 +88,6 @@ from hfsiamese.search.stores.store_checks import (
 
 logger = logging.getLogger("hfsiamese.search.stores.qdrant_store")  # the logger its lines have always come from
 
-DEFAULT_COLLECTION = "duplicate_index"
 # Fixed forever: the point id of a str (or negative int) id is derived from it.
 ID_NAMESPACE = uuid.UUID("6f0c2f7e-5a43-5d1e-9b7a-3e2f0d9c4a11")
 # Key of the collection metadata under which `set_metadata` keeps its dict (other tools may keep theirs beside).
@@ -127,8 +125,9 @@ def _is_url(location: str) -> bool:
 class QdrantStore(DatabaseStore):
     """
     Texts, their embeddings and metadata in one Qdrant collection (see the module docstring for the
-    layout). Open one with `QdrantStore.open`; close it (or use it as a context manager) to release a
-    local folder's lock.
+    layout). Open one with `QdrantStore.open(location, ...)`, `location` a folder (Qdrant's embedded local mode;
+    created if missing) or an http(s):// URL (a server or cluster, `api_key` if it asks for one); close it (or use it
+    as a context manager) to release a local folder's lock. A new collection measures cosine distance.
     """
 
     INT64_NOTE = "Qdrant payloads hold int64"
@@ -157,24 +156,11 @@ class QdrantStore(DatabaseStore):
     # --- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls,
-        location: str | os.PathLike,
-        *,
-        collection: str = DEFAULT_COLLECTION,
-        embedding_dim: int | None = None,
-        api_key: str | None = None,
-        create: bool = True,
+    def _open(
+        cls, location: str, collection: str, embedding_dim: int | None, api_key: str | None, create: bool
     ) -> QdrantStore:
-        """
-        `location`: a folder (Qdrant's embedded local mode; created if missing) or an http(s):// URL (a
-        server or cluster, `api_key` if it asks for one). With `create` and no such collection yet,
-        `embedding_dim` is required and the collection is created (cosine distance); an existing one
-        must have `embedding_dim` dimensions when that is given. `create=False` refuses a missing one.
-        """
+        """The collection in Qdrant at `location` (see the class), created (cosine distance) or checked."""
         qdrant_client = import_qdrant()
-        check_embedding_dim(embedding_dim)
-        location = os.fspath(location)
         if _is_url(location):
             where = location
             # The version check warns from a background thread, late, when the server is unreachable:
