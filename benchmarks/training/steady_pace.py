@@ -1,16 +1,20 @@
 """
-Does training keep its pace on a large prepared folder? Steady pairs/s of the LSTM recipe on several training sets,
-the runs alternated round by round so that a slow spell of the machine falls on every set alike.
+Does training keep its pace on a large prepared folder? Steady pairs/s of a recipe (`--recipe`, the LSTM one by
+default) on several training sets, the runs alternated round by round so that a slow spell of the machine falls on
+every set alike.
 
     python benchmarks/training/steady_pace.py --runs large=/data/prepared_40m small=/data/prepared_first10k \\
         bundled=bundled --rounds 5 --max_steps 200
 
-Each run is a fresh process of the documented command, `hfsiamese train lstm_qqp --train_file FOLDER --max_steps N`
+Each run is a fresh process of the documented command, `hfsiamese train RECIPE --train_file FOLDER --max_steps N`
 (`bundled`: the recipe's own 10,000 QQP pairs, no `--train_file`), measured as `scale_training.py` measures it: steady
 pairs/s from the Trainer's progress bar between step 5 and the last. Round r runs the sets in an order rotated by r,
 so each set comes first, second, ... equally often. The first set named is compared with each other one: per round
 the ratio of its pairs/s to the other's (same round, adjacent runs), their median, and the geometric mean with its 95%
 t-interval over the rounds (on the logs of the ratios). "Within 5%" holds when that interval lies above 0.95.
+
+Nothing reads the runs while they go (`measured(..., sample_memory=False)`): reading the memory of a process that maps a
+40M-pair folder costs the kernel tens of milliseconds each time, which slowed the large runs only.
 
 Why alternated rounds and not one long run each: runs of one kind spread by ±10-20% on a shared 2-core machine, more
 than the 5% asked; the spread falls on both sides of a pair of adjacent runs alike, so ratios within a round are
@@ -52,9 +56,9 @@ def parse_runs(specs: list[str]) -> dict[str, str]:
     return runs
 
 
-def train_argv(folder: str, output_dir: Path, max_steps: int, batch_size: int) -> list[str]:
-    """The documented training command, for `max_steps` steps, logging every step and saving nothing."""
-    argv = [HFSIAMESE, "train", "lstm_qqp", "--output_dir", str(output_dir)]
+def train_argv(folder: str, output_dir: Path, max_steps: int, batch_size: int, recipe: str = "lstm_qqp") -> list[str]:
+    """The documented training command of `recipe`, for `max_steps` steps, logging every step and saving nothing."""
+    argv = [HFSIAMESE, "train", recipe, "--output_dir", str(output_dir)]
     if folder != BUNDLED:
         argv += ["--train_file", folder]
     steps = ["--max_steps", str(max_steps), "--per_device_train_batch_size", str(batch_size), "--logging_steps", "1"]
@@ -76,6 +80,7 @@ def ratio_summary(ratios: list[float]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argument_parser(__doc__)
     parser.add_argument("--runs", nargs="+", required=True, help="NAME=FOLDER (a prepared folder, or `bundled`)")
+    parser.add_argument("--recipe", default="lstm_qqp", help="the shipped config to train (minilm_qqp: the MiniLM one)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--max_steps", type=int, default=200)
     parser.add_argument("--batch_size", type=int, default=64)
@@ -93,8 +98,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
             output_dir = work / f"run_{name}"
-            row = measured(train_argv(runs[name], output_dir, args.max_steps, args.batch_size), env, args.max_steps,
-                           args.batch_size)  # fmt: skip
+            command = train_argv(runs[name], output_dir, args.max_steps, args.batch_size, args.recipe)
+            row = measured(command, env, args.max_steps, args.batch_size, sample_memory=False)
             rows.append({"round": round_index + 1, "run": name, **row})
             print(rows[-1], flush=True)
     pace = {name: [r["pairs_per_s"] for r in rows if r["run"] == name] for name in names}
@@ -104,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     table = markdown_table(
         ["run", "rounds", "pairs/s (median)", "pairs/s per round", f"{first} / run: median, geometric mean, 95%"],
-        [[name, len(pace[name]), statistics.median(pace[name]), ", ".join(f"{p:.1f}" for p in pace[name]),
+        [[name, len(pace[name]), round(statistics.median(pace[name]), 1), ", ".join(f"{p:.1f}" for p in pace[name]),
           "" if name == first else (f"{comparisons[name]['median']}, {comparisons[name]['geometric_mean']}, "
                                     f"{comparisons[name].get('interval_95', '-')}")]
          for name in names],
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine(),
         "date": today(),
         "command": command_line(__file__, argv),
+        "recipe": args.recipe,
         "runs": runs,
         "rows": rows,
         "comparisons": comparisons,

@@ -15,10 +15,10 @@ def test_rounds_rotate_the_order_and_the_first_set_is_compared_with_each_other(t
     pace = {"large": [400.0, 380.0, 420.0], "small": [400.0, 400.0, 400.0], "bundled": [500.0, 475.0, 525.0]}
     calls: list[list[str]] = []
 
-    def recorded(argv, env, max_steps, batch_size):
+    def recorded(argv, env, max_steps, batch_size, *, sample_memory):
         calls.append(argv)
         name = argv[argv.index("--output_dir") + 1].rpartition("run_")[2]
-        assert max_steps == 20 and batch_size == 64 and env["HF_HUB_OFFLINE"] == "1"
+        assert max_steps == 20 and batch_size == 64 and env["HF_HUB_OFFLINE"] == "1" and not sample_memory
         return {
             "wall_s": 1.0,
             "first_step_s": 0.5,
@@ -30,6 +30,7 @@ def test_rounds_rotate_the_order_and_the_first_set_is_compared_with_each_other(t
     (tmp_path / "small").mkdir()
     runs = [f"large={tmp_path / 'large'}", f"small={tmp_path / 'small'}", "bundled=bundled"]
     result = steady_pace.main(["--runs", *runs, "--rounds", "3", "--max_steps", "20", "--work_dir", str(tmp_path)])
+    assert result["command"].startswith("python benchmarks/training/steady_pace.py --runs large=")
     order = [row["run"] for row in result["rows"]]
     assert order == ["large", "small", "bundled", "small", "bundled", "large", "bundled", "large", "small"]
     # the documented command: a prepared folder as --train_file, the recipe's own pairs without one
