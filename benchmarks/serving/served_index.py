@@ -27,6 +27,11 @@ def script_parser(doc: str | None, *, corpus_size: int, concurrency: int) -> arg
     parser.add_argument("--corpus_size", type=int, default=corpus_size)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work_dir", default=None, help="where the index is built (default: a temporary folder)")
+    parser.add_argument(
+        "--index_dir",
+        default=None,
+        help="a saved database index to check instead of building one (copied to --work_dir first: never written)",
+    )
     return parser
 
 
@@ -52,6 +57,30 @@ def build_index(
     index.find_groups()
     index.save(root / "index")
     index.close()
+    return root / "index"
+
+
+def copied_index(index_dir: str, model_name_or_path: str, root: Path) -> Path:
+    """A copy of the saved database index `index_dir` to serve and write to: its database copied to `root / "db"` and
+    the folder saved again to `root / "index"`, pointing there, so that a check's adds never reach the user's index
+    (its vector index and groups, if any, come along)."""
+    import shutil
+
+    from hfsiamese.search import DuplicateIndex
+
+    index = DuplicateIndex.load(index_dir, model_name_or_path)
+    try:
+        if not index.store.database:
+            raise SystemExit(f"--index_dir {index_dir} keeps its rows in its folder: give an index in a database")
+        source, collection = Path(index.database), index.collection
+    finally:
+        index.close()
+    shutil.copytree(source, root / "db")
+    index = DuplicateIndex.load(index_dir, model_name_or_path, database=str(root / "db"), collection=collection)
+    try:
+        index.save(root / "index")
+    finally:
+        index.close()
     return root / "index"
 
 
@@ -117,6 +146,7 @@ def rebuilt_groups(model_name_or_path: str, ids: list[Any], texts: list[str], da
 __all__ = [
     "ServiceProcess",
     "build_index",
+    "copied_index",
     "rebuilt_groups",
     "reindex",
     "rows_and_groups",
