@@ -76,7 +76,7 @@ class PairTrainer(StagedSavingMixin, Trainer):
         As `transformers.Trainer`, plus `training_questions`: the hashes of the training questions
         (`hfsiamese.data.question_fingerprints.pair_question_hashes`), saved beside the weights at every save; the
         recipes pass them. `eval_pairs_total`: the size of the validation set `eval_dataset` was sampled from
-        (`hfsiamese.training.validation_sample`), reported beside the pairs evaluated (`eval_num_pairs`) as
+        (`hfsiamese.data.validation_sample`), reported beside the pairs evaluated (`eval_num_pairs`) as
         `eval_pairs_total`, so a figure on a sample says so.
         """
         args = self.checked_arguments(args)

@@ -13,7 +13,7 @@ from typing import Any
 
 from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.model_card import local_card_license
-from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS
+from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS
 from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
 from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
 

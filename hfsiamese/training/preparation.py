@@ -35,6 +35,7 @@ from hfsiamese.data.question_identity import (
 )
 from hfsiamese.data.splits import split_by_group
 from hfsiamese.data.teacher_score_rows import load_teacher_score_rows, refuse_held_out_questions
+from hfsiamese.data.validation_sample import sample_validation_pairs
 from hfsiamese.data.views import duplicate_pairs, group_pairs, labelled_pairs, triplets
 from hfsiamese.preparation import (
     PreparationOptions,
@@ -44,7 +45,6 @@ from hfsiamese.preparation import (
     prepared_cache_folder,
 )
 from hfsiamese.preparation.question_cache import cached_pair_question_hashes, cached_split_report
-from hfsiamese.training.validation_sample import sample_validation_pairs
 
 if TYPE_CHECKING:
     from hfsiamese.losses.base import SiameseLoss
@@ -91,7 +91,7 @@ def load_splits_and_validation_size(
     With `data_args.teacher_scores_file`, its rows are checked to hold no validation or test question (they are read
     again, as the training rows, by `training_view`).
     `data_args.max_eval_pairs` bounds the validation pairs: a larger set is sampled, stratified by label, with
-    `split_seed` (`hfsiamese.training.validation_sample`); the validation set's size before that comes second.
+    `split_seed` (`hfsiamese.data.validation_sample`); the validation set's size before that comes second.
     """
     if data_args.train_datasets:
         raise ValueError(

@@ -197,6 +197,8 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("module", "hfsiamese.search.duplicate_mining", "hfsiamese.search.duplicate_finding", _ROUND_THREE),
     # `load_pairs`, beside `hfsiamese.loading` (which loads models).
     Deprecated("module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE),
+    # The validation sample is a data operation (beside the split it samples), not a training run's step.
+    Deprecated("module", "hfsiamese.training.validation_sample", "hfsiamese.data.validation_sample", _ROUND_THREE),
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
     # The two families as siblings with one run: MiniLM is both families' default, one start and one train for either.
     Deprecated("module", "hfsiamese.bi_encoder.minilm", "hfsiamese.utils.minilm", _ROUND_THREE),

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from hfsiamese.base.model_arguments import ModelArguments
+from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS, validation_sample_indices
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits, load_splits_and_validation_size
 from hfsiamese.training.run_start import start_run
 from hfsiamese.training.run_summary import run_summary
-from hfsiamese.training.validation_sample import DEFAULT_MAX_EVAL_PAIRS, validation_sample_indices
 from hfsiamese.utils.console import EVALUATION_BAR_MIN_BATCHES, TrainingProgressCallback
 from tests.conftest import QQP_FILE
 from tests.fixtures import tiny_training_args

@@ -18,7 +18,7 @@ from hfsiamese.data.question_identity import column_numpy
 
 __all__ = ["DEFAULT_MAX_EVAL_PAIRS", "ValidationSample", "sample_validation_pairs", "validation_sample_indices"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("hfsiamese.training.validation_sample")  # the logger its lines have always come from
 
 # Above the bundled recipes' validation sets (about 1,000 pairs of the embedded 10,000; QQP's own dev set has
 # 40,430, which this bounds), so that those are evaluated whole.
