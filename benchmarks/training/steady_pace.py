@@ -68,11 +68,11 @@ def train_argv(folder: str, output_dir: Path, max_steps: int, batch_size: int, r
 def ratio_summary(ratios: list[float]) -> dict[str, Any]:
     """Median, geometric mean and its two-sided 95% t-interval (on log ratios; none from a single round)."""
     logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
     summary: dict[str, Any] = {"ratios": [round(r, 4) for r in ratios], "median": round(statistics.median(ratios), 4)}
-    summary["geometric_mean"] = round(math.exp(statistics.fmean(logs)), 4)
+    summary["geometric_mean"] = round(math.exp(mean), 4)
     if len(logs) > 1:
         half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-        mean = statistics.fmean(logs)
         summary["interval_95"] = [round(math.exp(mean - half), 4), round(math.exp(mean + half), 4)]
     return summary
 
