@@ -32,7 +32,7 @@ from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from hfsiamese.models.siamese.configuration_siamese import ENCODER_TYPES, WORD_VOCABULARY_ENCODERS, SiameseConfig
 from hfsiamese.models.siamese.modeling_siamese import SiameseModel
 from hfsiamese.models.siamese.sub_batching import AUTO, TokenBudget, check_sub_batching
-from hfsiamese.preparation.vocabulary_cache import cached_word_tokenizer
+from hfsiamese.preparation.derived_cache import cached_word_tokenizer
 from hfsiamese.utils.hub_access import require_local_or_cached
 from hfsiamese.utils.minilm import resolve_minilm_path
 
@@ -262,7 +262,7 @@ def word_vocabulary(model_args: ModelArguments, train_pairs: datasets.Dataset) -
     """
     The word tokenizer a fresh LSTM or static encoder trains with: its vocabulary trained on (a sample of)
     `train_pairs`' texts with `model_args`' tokenizer options, kept in the prepared folder the pairs come from (read
-    from there when a run, or `hfsiamese prepare`, saved it: `hfsiamese.preparation.vocabulary_cache`).
+    from there when a run, or `hfsiamese prepare`, saved it: `hfsiamese.preparation.derived_cache`).
     """
     sample = vocabulary_sample(train_pairs, model_args.vocabulary_sample_pairs)
     options = dict(

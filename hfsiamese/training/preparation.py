@@ -44,7 +44,7 @@ from hfsiamese.preparation import (
     prepare_pairs,
     prepared_cache_folder,
 )
-from hfsiamese.preparation.question_cache import cached_pair_question_hashes, cached_split_report
+from hfsiamese.preparation.derived_cache import cached_pair_question_hashes, cached_split_report
 
 if TYPE_CHECKING:
     from hfsiamese.losses.base import SiameseLoss
@@ -138,7 +138,7 @@ def derive_first_run_values(data_args: DataArguments, folder: str | Path) -> dat
     """
     What a `train` from the prepared `folder` with these data options derives from its rows (the split report, the
     training questions' fingerprint: a hash per question, tens of seconds per million pairs), computed now by the
-    code `train` runs and kept in the folder (`hfsiamese.preparation.question_cache`), so that the first run after
+    code `train` runs and kept in the folder (`hfsiamese.preparation.derived_cache`), so that the first run after
     `hfsiamese prepare` starts as fast as the second. Returns the training pairs, as that run loads them (for what a
     model family derives from them: a word vocabulary).
     """
@@ -379,4 +379,5 @@ def _load_with_identity(source: str, **options: Any) -> datasets.Dataset:
     itself returns only the pair columns, so it would fold the texts for de-duplication and drop them).
     """
     pairs = load_pairs(source, **options, deduplicate=False)
-    return deduplicate_pairs(with_question_keys(pairs), source=source, stacklevel=3)[0]
+    keyed = with_question_keys(pairs)
+    return deduplicate_pairs(keyed, source=source, stacklevel=3)[0]

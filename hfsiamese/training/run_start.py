@@ -27,8 +27,7 @@ from hfsiamese.cross_encoder.model import CrossEncoder
 from hfsiamese.cross_encoder.run_family import CROSS_ENCODER_RUN
 from hfsiamese.data.question_fingerprints import read_fingerprint
 from hfsiamese.losses import SiameseLoss
-from hfsiamese.preparation.derived_cache import prepared_folder_of
-from hfsiamese.preparation.question_cache import cached_pair_question_hashes
+from hfsiamese.preparation.derived_cache import cached_pair_question_hashes, prepared_folder_of
 from hfsiamese.training.arguments import DataArguments, ModelArguments
 from hfsiamese.training.preparation import load_splits_and_validation_size, training_view
 from hfsiamese.training.several_datasets import (

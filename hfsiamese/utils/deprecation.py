@@ -199,6 +199,11 @@ DEPRECATIONS: tuple[Deprecated, ...] = (
     Deprecated("module", "hfsiamese.data.loading", "hfsiamese.data.pair_loading", _ROUND_THREE),
     # The validation sample is a data operation (beside the split it samples), not a training run's step.
     Deprecated("module", "hfsiamese.training.validation_sample", "hfsiamese.data.validation_sample", _ROUND_THREE),
+    # What a run derives from a prepared folder and keeps there: the mechanism and its three values, one module.
+    *(
+        Deprecated("module", f"hfsiamese.preparation.{old}", "hfsiamese.preparation.derived_cache", _ROUND_THREE)
+        for old in ("question_cache", "vocabulary_cache")
+    ),
     Deprecated("option", "--index", "--index_dir", _ROUND_THREE),  # hfsiamese app, as search, groups and serve
     # The two families as siblings with one run: MiniLM is both families' default, one start and one train for either.
     Deprecated("module", "hfsiamese.bi_encoder.minilm", "hfsiamese.utils.minilm", _ROUND_THREE),

@@ -198,8 +198,8 @@ def test_a_prepared_folder_holds_what_the_first_run_derives_from_it(tmp_path, mo
     first run after it computes neither (and reads the values it would have computed)."""
     from hfsiamese.cli import main as cli_main
     from hfsiamese.data.question_fingerprints import pair_question_hashes
-    from hfsiamese.preparation import question_cache
-    from hfsiamese.preparation.question_cache import cached_pair_question_hashes
+    from hfsiamese.preparation import derived_cache
+    from hfsiamese.preparation.derived_cache import cached_pair_question_hashes
     from hfsiamese.training.preparation import load_splits_and_validation_size
 
     folder = tmp_path / "prepared"
@@ -211,12 +211,12 @@ def test_a_prepared_folder_holds_what_the_first_run_derives_from_it(tmp_path, mo
     data_args = DataArguments(train_file=str(folder), max_eval_pairs=200)
     calls = []
     for name in ("pair_question_hashes", "split_report"):
-        monkeypatch.setattr(question_cache, name, lambda *args, name=name: calls.append(name))
+        monkeypatch.setattr(derived_cache, name, lambda *args, name=name: calls.append(name))
     splits, _ = load_splits_and_validation_size(data_args)  # what `train` runs first
     hashes = cached_pair_question_hashes(splits["train"])
     assert calls == []
     np.testing.assert_array_equal(hashes, pair_question_hashes(splits["train"]))
-    assert question_cache.cached_split_report(splits) == split_report(splits)
+    assert derived_cache.cached_split_report(splits) == split_report(splits)
 
 
 def _run_start(config: str | None, folder, tmp_path):
@@ -245,7 +245,7 @@ def test_a_prepared_folder_holds_the_word_vocabulary_the_first_run_trains_with(t
     encoder's config nothing is built."""
     from hfsiamese.bi_encoder import model_building
     from hfsiamese.cli import main as cli_main
-    from hfsiamese.preparation.vocabulary_cache import VOCABULARIES
+    from hfsiamese.preparation.derived_cache import VOCABULARIES
 
     folders = {config: tmp_path / f"prepared_{config}" for config in ("lstm_qqp", "minilm_qqp")}
     for config, folder in folders.items():
