@@ -36,7 +36,12 @@ def _init_as_on_gpus(self, *args, deepspeed_plugin=None, fsdp_plugin=None, **kwa
         self.fsdp_plugin = fsdp_plugin
     elif deepspeed_plugin is not None:
         import deepspeed
+        import deepspeed.ops
 
+        # DeepSpeed's CPU backend would first build its shared-memory all-reduce with the C++ compiler (about 50 s
+        # on 2 cores, once per environment). It serves inference's all-reduce only: training reduces through
+        # torch.distributed (gloo here), the path these runs compare, with or without it.
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)  # joins the gloo group formed
         self.distributed_type = DistributedType.DEEPSPEED
         deepspeed_plugin.set_mixed_precision(self._mixed_precision)

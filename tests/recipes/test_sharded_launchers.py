@@ -10,7 +10,7 @@ shows) with the in-batch `multiple_negatives_ranking` loss, the saved weights of
 of the DDP run (tests/losses/test_gather_two_processes.py shows DDP equal to one process on the whole batch).
 The control run without gathering differs, so the comparison can fail. The saves are full checkpoints that
 load with `from_pretrained`. DeepSpeed comes with the test extra (for users it is the `deepspeed` extra); its
-CPU accelerator talks over gloo, and its first run builds its shared-memory module with the C++ compiler.
+CPU accelerator talks over gloo (the shim leaves out its shared-memory all-reduce, which inference alone uses).
 """
 
 from __future__ import annotations
