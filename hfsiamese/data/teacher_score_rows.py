@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hfsiamese.data.formats import check_json_file, check_parquet_file
-from hfsiamese.data.question_identity import column_arrow
+from hfsiamese.data.question_identity import column_arrow, fold_text
 from hfsiamese.data.source_columns import check_required_columns
 
 TEACHER_SCORE_ROW_COLUMNS = ("question1", "question2", "negative", "teacher_scores")
@@ -63,25 +63,29 @@ def load_teacher_score_rows(path: str | Path) -> datasets.Dataset:
 
 def refuse_held_out_questions(rows: datasets.Dataset, held_out: Sequence[datasets.Dataset], source: str) -> None:
     """
-    A row whose query, positive or a negative is a question of a `held_out` split (validation, test; by text) is a
-    ValueError naming their count: training on it would let the validation figures see training data.
+    A row whose query, positive or a negative is a question of a `held_out` split (validation, test) is a ValueError
+    naming their count: training on it would let the validation figures see training data. Texts are compared by
+    their folded text (`fold_text`), as the question identity and `hfsiamese mine --held_out_file` compare them: a
+    copy that differs only in case or spaces is the same question.
     """
     texts = [column_arrow(split, name) for split in held_out if len(split) for name in ("question1", "question2")]
     if not texts:
         return
-    held = pa.chunked_array([chunk for column in texts for chunk in column.chunks], type=pa.string()).unique()
+    held_texts = pa.chunked_array([chunk for column in texts for chunk in column.chunks], type=pa.string())
+    held = fold_text(held_texts).unique()
     leaking = np.zeros(len(rows), dtype=bool)
     for name in ("question1", "question2"):
-        leaking |= pc.is_in(column_arrow(rows, name), value_set=held).to_numpy(zero_copy_only=False)
+        leaking |= pc.is_in(fold_text(column_arrow(rows, name)), value_set=held).to_numpy(zero_copy_only=False)
     negatives = column_arrow(rows, "negative")
     if pa.types.is_list(negatives.type):
         owners = pc.list_parent_indices(negatives).to_numpy()
-        found = pc.is_in(pc.list_flatten(negatives), value_set=held).to_numpy(zero_copy_only=False)
+        found = pc.is_in(fold_text(pc.list_flatten(negatives)), value_set=held).to_numpy(zero_copy_only=False)
         leaking[owners[found]] = True
     else:
-        leaking |= pc.is_in(negatives, value_set=held).to_numpy(zero_copy_only=False)
+        leaking |= pc.is_in(fold_text(negatives), value_set=held).to_numpy(zero_copy_only=False)
     if leaking.any():
         raise ValueError(
-            f"{int(leaking.sum())} of {len(rows)} teacher-score rows in {source} hold a validation or test question: "
-            "score rows of this configuration's training split only (its queries, positives and negatives)"
+            f"{int(leaking.sum())} of {len(rows)} teacher-score rows in {source} hold a validation or test question "
+            "(by folded text): score rows of this configuration's training split only (its queries, positives and "
+            "negatives)"
         )

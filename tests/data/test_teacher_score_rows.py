@@ -46,3 +46,15 @@ def test_a_held_out_question_anywhere_in_a_row_is_refused(held_text, tmp_path):
         refuse_held_out_questions(rows, [held_out], "scored.jsonl")
     clean = datasets.Dataset.from_dict({"question1": [TEXTS[6]], "question2": [TEXTS[7]], "label": [0]})
     refuse_held_out_questions(rows, [clean], "scored.jsonl")  # nothing held out in them: no error
+
+
+@pytest.mark.parametrize("held_text", [TEXTS[0], TEXTS[3], TEXTS[5]])  # a query, a positive, a negative
+def test_a_held_out_question_differing_only_in_case_or_spaces_is_refused(held_text, tmp_path):
+    """The library's one question identity (folded text), as `hfsiamese mine --held_out_file` excludes questions: a
+    raw-text comparison let these through."""
+    rows = load_teacher_score_rows(write(tmp_path / "scored.jsonl", ROWS))
+    variant = "  " + " ".join(held_text.upper().split()).replace(" ", "   ") + " "
+    assert variant != held_text
+    held_out = datasets.Dataset.from_dict({"question1": [variant], "question2": [TEXTS[7]], "label": [0]})
+    with pytest.raises(ValueError, match=r"hold a validation or test question \(by folded text\)"):
+        refuse_held_out_questions(rows, [held_out], "scored.jsonl")
