@@ -14,8 +14,6 @@ from dataclasses import dataclass
 import datasets
 import numpy as np
 
-from hfsiamese.data.question_identity import column_numpy
-
 __all__ = ["DEFAULT_MAX_EVAL_PAIRS", "ValidationSample", "sample_validation_pairs", "validation_sample_indices"]
 
 logger = logging.getLogger("hfsiamese.training.validation_sample")  # the logger its lines have always come from
@@ -63,11 +61,16 @@ def validation_sample_indices(labels: np.ndarray, max_pairs: int | None, seed: i
     return np.sort(np.concatenate(chosen))
 
 
-def sample_validation_pairs(pairs: datasets.Dataset, max_pairs: int | None, seed: int) -> ValidationSample:
+def sample_validation_pairs(
+    pairs: datasets.Dataset, labels: np.ndarray, max_pairs: int | None, seed: int
+) -> ValidationSample:
     """`pairs` whole when they are at most `max_pairs` (or `max_pairs` is None or 0), else a sample of `max_pairs`
-    (`validation_sample_indices`, by the `label` column); the sample is logged with the set's size."""
+    (`validation_sample_indices` of `labels`, the pairs' `label` column as the run read it with the question
+    identity's column reader); the sample is logged with the set's size."""
     total = len(pairs)
-    rows = validation_sample_indices(column_numpy(pairs, "label"), max_pairs, seed)
+    if len(labels) != total:
+        raise ValueError(f"{len(labels)} labels for {total} validation pairs: pass the pairs' own label column")
+    rows = validation_sample_indices(labels, max_pairs, seed)
     if len(rows) == total:
         return ValidationSample(pairs, total)
     logger.info(

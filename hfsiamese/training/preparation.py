@@ -169,7 +169,10 @@ def _finish_splits(
         kept, total = min(data_args.max_train_pairs, gold_pairs), len(splits["train"])
         rows = range(kept) if total == gold_pairs else np.concatenate([np.arange(kept), np.arange(gold_pairs, total)])
         splits["train"] = splits["train"].select(rows)
-    validation = sample_validation_pairs(splits["validation"], data_args.max_eval_pairs, data_args.split_seed)
+    validation_labels = column_numpy(splits["validation"], "label")
+    validation = sample_validation_pairs(
+        splits["validation"], validation_labels, data_args.max_eval_pairs, data_args.split_seed
+    )
     splits["validation"] = validation.pairs
     logger.info("splits: %s", json.dumps(cached_split_report(splits)))
     return splits, validation.total

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hfsiamese.base.model_arguments import ModelArguments
-from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS, validation_sample_indices
+from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS, sample_validation_pairs, validation_sample_indices
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.training.arguments import DataArguments
 from hfsiamese.training.preparation import load_splits, load_splits_and_validation_size
@@ -37,6 +37,16 @@ def test_the_whole_set_when_it_is_small_or_the_bound_is_off():
         assert np.array_equal(validation_sample_indices(LABELS, bound, seed=42), np.arange(1000))
     with pytest.raises(ValueError, match="max_eval_pairs must be 0 .all pairs. or more, got -1"):
         validation_sample_indices(LABELS, -1, seed=42)
+
+
+def test_the_pairs_are_sampled_by_the_labels_given_and_refused_with_labels_of_another_size():
+    pairs = datasets.Dataset.from_dict({"question1": [f"q{i}" for i in range(1000)], "label": LABELS.tolist()})
+    sample = sample_validation_pairs(pairs, LABELS, 100, seed=42)
+    assert (len(sample.pairs), sample.total, sample.sampled) == (100, 1000, True)
+    assert sample.pairs["question1"] == [f"q{i}" for i in validation_sample_indices(LABELS, 100, seed=42)]
+    assert sample_validation_pairs(pairs, LABELS, None, seed=42).pairs is pairs
+    with pytest.raises(ValueError, match="^999 labels for 1000 validation pairs: pass the pairs' own label column$"):
+        sample_validation_pairs(pairs, LABELS[:-1], 100, seed=42)
 
 
 def test_the_bundled_validation_set_is_used_whole_by_default():
