@@ -129,6 +129,20 @@ def start(command: list[str], port: int, **popen: Any) -> subprocess.Popen:
     raise RuntimeError(f"{command[:4]} was not ready within {START_SECONDS} s")
 
 
+def folder_runtime(model_name_or_path: str) -> str:
+    """The runtime a model folder runs on as it is (no `--backend`): an export's (OpenVINO, ONNX), else PyTorch."""
+    import json
+
+    from hfsiamese.utils.onnx_runtime import onnx_entry
+    from hfsiamese.utils.openvino_runtime import openvino_entry
+
+    config_file = Path(model_name_or_path) / "config.json"
+    if not config_file.is_file():
+        return "pytorch"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    return "openvino" if openvino_entry(config) else "onnx" if onnx_entry(config) else "pytorch"
+
+
 def plain_app(index_dir: str, model_name_or_path: str, backend: str | None = None) -> Any:
     """The baseline: the model (on `backend`'s runtime, as `hfsiamese serve --backend`) and index behind one FastAPI
     endpoint calling `index.search` per request."""
@@ -201,7 +215,7 @@ async def measure(
             rows.append(
                 {
                     "service": name,
-                    "backend": args.backend or "pytorch",
+                    "backend": args.backend or folder_runtime(args.model_name_or_path),
                     "client_pool": args.client_pool,
                     "client_loop": args.client_loop,
                     "onnx_thread_spinning": args.onnx_thread_spinning if name == "serve" else None,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 
 import httpx
 import psutil
 from fastapi import FastAPI
 
-from benchmarks.serving.service_load import cpu_seconds, load, percentile, questions, run_client
+from benchmarks.serving.service_load import cpu_seconds, folder_runtime, load, percentile, questions, run_client
 
 
 def tiny_app() -> FastAPI:
@@ -98,3 +99,14 @@ def test_several_clients_share_the_workers_in_turn():
     row = asyncio.run(run())
     assert row["requests"] == 40 and row["errors"] == 0
     assert sorted(set(seen)) == [0, 1, 2, 3]  # every client carried requests
+
+
+def test_a_row_names_the_runtime_of_the_folder_as_it_is(tmp_path):
+    """Without --backend a row says what the folder runs on: an OpenVINO or ONNX export's runtime, else PyTorch."""
+    for name, entry, runtime in (("ov", "openvino", "openvino"), ("onnx", "onnx", "onnx"), ("pt", None, "pytorch")):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = {"model_type": "siamese", **({entry: {"file": "model"}} if entry else {})}
+        (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        assert folder_runtime(str(folder)) == runtime
+    assert folder_runtime("minilm") == "pytorch"  # a name, not a folder: the PyTorch model it names
