@@ -46,14 +46,18 @@ DECIDE = (
 
 
 def lay_out(source: str, exports: list[str], pairs: Any, scratch: Path) -> Path:
-    """`source` copied to `scratch/model` with each export in a subfolder of its name."""
+    """`source`'s own files copied to `scratch/model` (not its subfolders: exports it already carries would join the
+    candidates, or collide with the ones asked for) with each export in a subfolder of its name."""
     from transformers import AutoTokenizer
 
     from hfsiamese.bi_encoder.onnx_export import export_onnx
     from hfsiamese.bi_encoder.openvino_export import export_openvino
 
     folder = scratch / "model"
-    shutil.copytree(source, folder)
+    folder.mkdir()
+    for path in Path(source).iterdir():
+        if path.is_file():
+            shutil.copy2(path, folder / path.name)
     model = SiameseModel.from_pretrained(source).eval()
     tokenizer = AutoTokenizer.from_pretrained(source)
     for name in exports:

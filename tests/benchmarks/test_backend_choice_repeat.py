@@ -13,6 +13,9 @@ def test_fresh_processes_decide_and_a_shared_cache_keeps_the_decision(tmp_path):
     model = tiny_model("static", len(tokenizer)).eval()
     model.save_pretrained(tmp_path / "model")
     tokenizer.save_pretrained(tmp_path / "model")
+    # An export the folder already carries, under the name of one asked for: left out of the copy, not collided with.
+    (tmp_path / "model" / "onnx_fp32").mkdir()
+    (tmp_path / "model" / "onnx_fp32" / "model.onnx").write_bytes(b"an earlier export")
     rows = [f"{a}\t{b}\t{int(i % 2 == 0)}" for i, (a, b) in enumerate(zip(TEXTS[0::2], TEXTS[1::2], strict=True))]
     (tmp_path / "pairs.tsv").write_text("question1\tquestion2\tlabel\n" + "\n".join(rows) + "\n", encoding="utf-8")
     result = main(
