@@ -130,17 +130,16 @@ def start(command: list[str], port: int, **popen: Any) -> subprocess.Popen:
 
 
 def folder_runtime(model_name_or_path: str) -> str:
-    """The runtime a model folder runs on as it is (no `--backend`): an export's (OpenVINO, ONNX), else PyTorch."""
+    """The runtime a model folder runs on as it is (no `--backend`), as `--backend` names it: the runtime word of
+    what `backend="auto"` says the folder is (`backend_choice.describe`: "OpenVINO int8 (static)" -> "openvino")."""
     import json
 
-    from hfsiamese.utils.onnx_runtime import onnx_entry
-    from hfsiamese.utils.openvino_runtime import openvino_entry
+    from hfsiamese.backend_choice import describe
 
     config_file = Path(model_name_or_path) / "config.json"
     if not config_file.is_file():
         return "pytorch"
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    return "openvino" if openvino_entry(config) else "onnx" if onnx_entry(config) else "pytorch"
+    return describe(json.loads(config_file.read_text(encoding="utf-8"))).split()[0].lower()
 
 
 def plain_app(index_dir: str, model_name_or_path: str, backend: str | None = None) -> Any:
