@@ -140,6 +140,20 @@ def test_refuses_a_graph_that_differs_from_pytorch(word_tokenizer, tmp_path, mon
     assert not (tmp_path / "onnx").exists()  # nothing half-written
 
 
+def test_a_graph_that_differs_is_made_again_by_the_other_exporter(word_tokenizer, tmp_path, monkeypatch):
+    from hfsiamese.base import onnx_export_steps
+    from hfsiamese.bi_encoder.onnx_export import EmbeddingGraph
+
+    model = tiny_model("transformer", len(word_tokenizer))
+    other = EmbeddingGraph(tiny_model("transformer", len(word_tokenizer), pooling="max")).eval()
+    torchscript = onnx_export_steps._EXPORT["torchscript"]
+    monkeypatch.setitem(  # the exporter tried first for a transformer writes another function's graph
+        onnx_export_steps._EXPORT, "torchscript", lambda _graph, *args: torchscript(other, *args)
+    )
+    config = export_onnx(model, word_tokenizer, tmp_path / "onnx")
+    assert config.onnx["exporter"] == "dynamo" and config.onnx["fp32_max_abs_diff"] < 1e-5
+
+
 def test_refuses_a_non_empty_output_dir(word_tokenizer, tmp_path):
     (tmp_path / "onnx").mkdir()
     (tmp_path / "onnx" / "keep.txt").write_text("mine")
