@@ -64,7 +64,7 @@ def export_cross_encoder_openvino(
     cross_encoder.model.eval()
     with tempfile.TemporaryDirectory() as scratch:
         onnx_path = Path(scratch) / ONNX_FILE_NAME
-        onnx_difference = checked_fp32_cross_graph(cross_encoder, onnx_path, opset=opset)
+        _, onnx_difference = checked_fp32_cross_graph(cross_encoder, onnx_path, opset=opset)
         ov_model = convert_onnx_graph(onnx_path)
     static_shapes = needs_static_shapes(ov_model)
     padding_id = int(getattr(cross_encoder.config, "pad_token_id", None) or 0)
