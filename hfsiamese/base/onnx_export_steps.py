@@ -123,6 +123,19 @@ EXPORTERS = ("torchscript", "dynamo")
 SHAPE_INFERENCE_ADVICE = "may result in wrong shape inference"
 
 
+def refuse_if_unlike_pytorch(difference: float, *, graph: str, measure: str) -> None:
+    """
+    Refuse (ValueError, before anything is written) a graph whose outputs differ from PyTorch's by more than
+    `FP32_TOLERANCE`: `graph` names it ("the dynamo export of this model"), `measure` what `difference` is ("max abs").
+    One sentence for every export and conversion, so a user meets the same refusal whichever path made the graph.
+    """
+    if difference > FP32_TOLERANCE:
+        raise ValueError(
+            f"{graph} differs from PyTorch by {difference:.2e} ({measure}, tolerance {FP32_TOLERANCE}) on batches of "
+            "other shapes than the traced one; not writing it"
+        )
+
+
 def trace_onnx_graph(
     graph: nn.Module,
     example: tuple[torch.Tensor, ...],

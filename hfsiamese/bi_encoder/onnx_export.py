@@ -39,12 +39,12 @@ from hfsiamese.base.int8_accuracy import DEFAULT_MAX_SCORE_DIFF, DEFAULT_MIN_COS
 from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     EXPORTERS,
-    FP32_TOLERANCE,
     QUANTIZATIONS,
     check_export_request,
     copy_side_files,
     export_entry,
     quantize_int8,
+    refuse_if_unlike_pytorch,
     trace_onnx_graph,
     write_export_card,
     write_graph,
@@ -282,11 +282,9 @@ def checked_fp32_graph(model: nn.Module, path: Path, *, opset: int) -> tuple[str
 
     def matches_pytorch(exporter: str) -> None:
         measured = compare_with_pytorch(model, open_session(path))
-        if measured["max_abs_diff"] > FP32_TOLERANCE:
-            raise ValueError(
-                f"the {exporter} export of this model differs from PyTorch by {measured['max_abs_diff']:.2e} (max abs, "
-                f"tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
-            )
+        refuse_if_unlike_pytorch(
+            measured["max_abs_diff"], graph=f"the {exporter} export of this model", measure="max abs"
+        )
         fp32.update(measured)
 
     exporter = export_graph(model, path, opset=opset, check=matches_pytorch)

@@ -27,10 +27,10 @@ from hfsiamese.base.int8_accuracy import Int8AccuracyCheck
 from hfsiamese.base.onnx_export_steps import (
     DEFAULT_OPSET,
     EXPORTERS,
-    FP32_TOLERANCE,
     check_export_request,
     copy_side_files,
     export_entry,
+    refuse_if_unlike_pytorch,
     trace_onnx_graph,
     write_graph,
 )
@@ -178,11 +178,9 @@ def checked_fp32_cross_graph(cross_encoder: Any, path: Path, *, opset: int) -> t
 
     def matches_pytorch(exporter: str, names: tuple[str, ...]) -> None:
         difference = compare_logits(cross_encoder, open_session(path), names)
-        if difference > FP32_TOLERANCE:
-            raise ValueError(
-                f"the {exporter} export of this cross-encoder differs from PyTorch by {difference:.2e} (max abs "
-                f"logit, tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
-            )
+        refuse_if_unlike_pytorch(
+            difference, graph=f"the {exporter} export of this cross-encoder", measure="max abs logit"
+        )
         differences.append(difference)
 
     exporter, _ = export_cross_encoder_graph(cross_encoder, path, opset=opset, check=matches_pytorch)

@@ -17,7 +17,11 @@ from typing import Any
 
 from hfsiamese.base.calibration_sample import CalibrationSample, check_calibration_request
 from hfsiamese.base.int8_accuracy import Int8AccuracyCheck
-from hfsiamese.base.onnx_export_steps import DEFAULT_OPSET, FP32_TOLERANCE, check_export_request
+from hfsiamese.base.onnx_export_steps import (
+    DEFAULT_OPSET,
+    check_export_request,
+    refuse_if_unlike_pytorch,
+)
 from hfsiamese.base.openvino_export_steps import (
     convert_onnx_graph,
     needs_static_shapes,
@@ -70,11 +74,7 @@ def export_cross_encoder_openvino(
     padding_id = int(getattr(cross_encoder.config, "pad_token_id", None) or 0)
     fp32_session = OpenVinoSession(ov_model, static_shapes=static_shapes, padding_id=padding_id)
     difference = compare_logits(cross_encoder, fp32_session, input_names(cross_encoder))
-    if difference > FP32_TOLERANCE:
-        raise ValueError(
-            f"the OpenVINO conversion of this cross-encoder differs from PyTorch by {difference:.2e} (max abs logit, "
-            f"tolerance {FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
-        )
+    refuse_if_unlike_pytorch(difference, graph="the OpenVINO conversion of this cross-encoder", measure="max abs logit")
     measured: dict[str, Any] = {"opset": opset, "fp32_max_abs_logit_diff": max(difference, onnx_difference)}
     if calibration is not None:
         feeds = cross_calibration_feeds(cross_encoder, fp32_session, calibration.calibration_pairs)

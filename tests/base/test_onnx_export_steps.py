@@ -6,7 +6,13 @@ import onnx
 import pytest
 
 from hfsiamese.base import onnx_export_steps
-from hfsiamese.base.onnx_export_steps import TRACED_ATTENTION, trace_onnx_graph, traced_attention
+from hfsiamese.base.onnx_export_steps import (
+    FP32_TOLERANCE,
+    TRACED_ATTENTION,
+    refuse_if_unlike_pytorch,
+    trace_onnx_graph,
+    traced_attention,
+)
 from hfsiamese.bi_encoder.onnx_export import EmbeddingGraph, _right_padded_batch, export_graph
 from hfsiamese.cross_encoder.onnx_export import export_cross_encoder_graph, export_cross_encoder_onnx
 from tests.bi_encoder.test_onnx_export import tiny_model
@@ -91,3 +97,13 @@ def test_a_model_that_keeps_its_own_attention_is_traced_without_a_warning(tmp_pa
         source.removeHandler(handler)
     assert not [message for message in heard if "attention implementation" in message]
     assert not source.filters  # the quiet filter is gone again
+
+
+def test_a_graph_unlike_pytorch_is_refused_in_one_sentence_and_one_within_tolerance_passes():
+    refuse_if_unlike_pytorch(FP32_TOLERANCE, graph="the dynamo export of this model", measure="max abs")
+    with pytest.raises(ValueError) as refused:
+        refuse_if_unlike_pytorch(2e-3, graph="the OpenVINO conversion of this cross-encoder", measure="max abs logit")
+    assert str(refused.value) == (
+        "the OpenVINO conversion of this cross-encoder differs from PyTorch by 2.00e-03 (max abs logit, tolerance "
+        f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
+    )
