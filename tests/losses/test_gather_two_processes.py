@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from hfsiamese.losses import get_loss
 from hfsiamese.losses.distributed import gather, gather_with_grad, global_mean, rank_offset, world_size
-from tests.helpers import accelerate_launch
+from tests.helpers import accelerate_launch, retry_teardown_abort
 
 WORKER = Path(__file__).with_name("gather_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,13 @@ def two_process_run(tmp_path_factory) -> dict:
     output = tmp_path_factory.mktemp("gather") / "gather.json"
     command = [*accelerate_launch(2), str(WORKER), str(output)]
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
+    # Rank 0 rewrites the whole file, so a run made again after a teardown abort starts from a clean slate.
+    result = retry_teardown_abort(
+        lambda: subprocess.run(
+            command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180, check=False
+        ),
+        "two-process gathering",
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     return json.loads(output.read_text())
 
