@@ -60,3 +60,14 @@ def test_the_cross_encoder_guard_without_a_cross_encoder_is_refused_before_anyth
     assert result.returncode == 2
     assert "--guard cross_encoder needs --cross_encoder" in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "work").exists()
+
+
+def test_the_assigned_guards_are_the_default_one_and_the_cross_encoders():
+    """The script names `find_groups`' default guard without importing hfsiamese: its starting process stays light."""
+    from benchmarks.search import groups_scale
+    from hfsiamese.search.groups.guards import DEFAULT_GUARD
+
+    assert groups_scale.ASSIGNED_GUARDS == (DEFAULT_GUARD, "cross_encoder")
+    code = f"import sys; sys.path.insert(0, {str(harness.REPO)!r}); import benchmarks.search.groups_scale; print(sorted(m for m in sys.modules if m.startswith(('hfsiamese', 'torch'))))"
+    result = run_offline([sys.executable, "-c", code], cwd=harness.REPO)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr[-2000:] or result.stdout
