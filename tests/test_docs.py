@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,7 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
     )
     monkeypatch.chdir(repo_copy)
     ran, skipped, met, unchecked = [], [], set(), []  # met: the DOCS_EXPECTATIONS entries checked
+    took: list[tuple[float, str]] = []  # seconds a block took, printed for the slowest: where the suite's time goes
     for page in page_order():
         text = page.read_text(encoding="utf-8")
         namespace: dict[str, object] = {}  # each page defines the names its snippets use
@@ -283,10 +285,12 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
             if block.skip:
                 skipped.append(f"{where} ({block.language}): {block.skip}")
                 continue
+            started = time.perf_counter()
             if block.language == "python":
                 if not run_python_block(block, where, namespace, repo_copy, met, DOCS_EXPECTATIONS):
                     unchecked.append(f"{where} (python): runs without error, nothing more promised")
                 ran.append(where)
+                took.append((time.perf_counter() - started, where))
                 continue
             keep = as_written(text, block.line)
             for written in shell_commands(block.code):
@@ -300,12 +304,16 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                 if not run_shell_command(written, command, where, repo_copy, env, met, DOCS_EXPECTATIONS, timeout=900):
                     unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
                 ran.append(where)
+            took.append((time.perf_counter() - started, where))
     with capsys.disabled():
         print(f"\ndocs test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
         for line in skipped:
             print(f"  skipped {line}")
         for line in unchecked:
             print(f"  no expectation: {line}")
+        print(
+            "  slowest blocks: " + ", ".join(f"{where} {seconds:.0f} s" for seconds, where in sorted(took)[::-1][:12])
+        )
     assert ran
     missed = sorted(set(DOCS_EXPECTATIONS) - met)
     assert not missed, f"docs expectations that met no block (edit DOCS_EXPECTATIONS in tests/test_readme.py): {missed}"
