@@ -182,10 +182,21 @@ def trace_onnx_graph(
     raise AssertionError("unreachable: the last exporter returns or raises")
 
 
+# torch.onnx's dynamo exporter warns, once per torchvision operator it registers, that torchvision is not installed:
+# four lines on every export of a model that uses no torchvision operator (none of ours does).
+TORCHVISION_NOTICE = "torchvision is not installed"
+REGISTRATION_LOGGER = "torch.onnx._internal.exporter._registration"
+
+
 def _export_dynamo(graph: nn.Module, example: tuple, path: str | Path, common: dict[str, Any]) -> None:
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
     shapes = {name: {0: batch, 1: length} for name in common["input_names"]}
-    torch.onnx.export(graph, example, str(path), dynamo=True, dynamic_shapes=shapes, verbose=False, **common)
+    registration, notice = logging.getLogger(REGISTRATION_LOGGER), DropMessage(TORCHVISION_NOTICE)
+    registration.addFilter(notice)  # for this export only: the caller's logging is left as it was
+    try:
+        torch.onnx.export(graph, example, str(path), dynamo=True, dynamic_shapes=shapes, verbose=False, **common)
+    finally:
+        registration.removeFilter(notice)
 
 
 def _export_torchscript(graph: nn.Module, example: tuple, path: str | Path, common: dict[str, Any]) -> None:

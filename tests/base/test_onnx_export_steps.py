@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+
 import onnx
 import pytest
+import torch
 
 from hfsiamese.base import onnx_export_steps
 from hfsiamese.base.onnx_export_steps import (
@@ -107,3 +110,24 @@ def test_a_graph_unlike_pytorch_is_refused_in_one_sentence_and_one_within_tolera
         "the OpenVINO conversion of this cross-encoder differs from PyTorch by 2.00e-03 (max abs logit, tolerance "
         f"{FP32_TOLERANCE}) on batches of other shapes than the traced one; not writing it"
     )
+
+
+def test_the_dynamo_exporters_torchvision_notice_is_held_back_during_an_export_only(monkeypatch, caplog, tmp_path):
+    registration = logging.getLogger(onnx_export_steps.REGISTRATION_LOGGER)
+
+    def export_that_registers(*args, **kwargs):
+        registration.warning("torchvision is not installed. Skipping %s", "torchvision::nms")
+        registration.warning("another notice")
+
+    monkeypatch.setattr(torch.onnx, "export", export_that_registers)
+    model = tiny_model("lstm", 50).eval()
+    with caplog.at_level(logging.WARNING, logger=onnx_export_steps.REGISTRATION_LOGGER):
+        onnx_export_steps._export_dynamo(
+            model, (torch.ones(1, 3, dtype=torch.long),), tmp_path / "m.onnx", {"input_names": ["input_ids"]}
+        )
+        registration.warning("torchvision is not installed. Skipping %s", "torchvision::roi_pool")  # after: as it was
+    assert [record.getMessage() for record in caplog.records] == [
+        "another notice",
+        "torchvision is not installed. Skipping torchvision::roi_pool",
+    ]
+    assert registration.filters == []
