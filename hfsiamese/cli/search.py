@@ -69,6 +69,7 @@ from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.backends import DATABASE_BACKENDS, STORES, store_and_runtime
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, read_corpus
 from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
@@ -336,6 +337,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = HfArgumentParser(SearchArguments, prog="hfsiamese search", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
+    check_k(args.k)  # likewise (the index would refuse it only after the embedding)
     configure_quiet_console()
     cross_encoder = load_cross_encoder(args)
     search_filter = parse_filter(args.filter)

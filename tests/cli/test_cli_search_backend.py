@@ -113,3 +113,10 @@ def test_backend_faiss_still_means_the_store_with_a_warning(kept_int8, corpus, c
         search_main([*flags, "--backend", "lancedb"])
     with pytest.raises(ValueError, match="--backend faiss .deprecated. and --store exact name different stores"):
         search_main([*flags, "--backend", "faiss", "--store", "exact"])
+
+
+@pytest.mark.parametrize("k", ["0", "-3"])
+def test_a_bad_k_is_refused_before_the_corpus_is_read(k, tmp_path):
+    missing = tmp_path / "no-such-corpus.tsv"  # read first, it would be the error
+    with pytest.raises(ValueError, match=f"k must be an integer of at least 1, got {k}"):
+        search_main(["--model_name_or_path", str(tmp_path), "--corpus", str(missing), "--query", TEXTS[0], "--k", k])
