@@ -29,10 +29,14 @@ from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.models.siamese.score_calibrator import check_probability_threshold
+from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import DATABASE_BACKENDS, STORES, store_and_runtime
 from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
+from hfsiamese.search.groups.duplicate_groups import check_group_threshold
+from hfsiamese.search.groups.group_finding import group_settings
 from hfsiamese.search.groups.group_storage import save_groups_file
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.utils.console import configure_quiet_console
@@ -134,6 +138,10 @@ def check_arguments(args: GroupsArguments) -> None:
         raise UsageError("--cross_encoder goes with --guard cross_encoder, and it needs one")
     if args.k < 1 or args.largest < 0:
         raise UsageError("--k must be at least 1 and --largest at least 0")
+    check_threshold(args.threshold)  # the bars too: find_groups would refuse them only after the embedding
+    if args.probability_threshold is not None:
+        check_probability_threshold(args.probability_threshold)
+    check_group_threshold(args.group_threshold)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -155,6 +163,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from hfsiamese.cross_encoder.model import CrossEncoder
 
         cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
+        # Its threshold (given, or the one it was calibrated with), budget and check size, checked as find_groups
+        # will check them; the pair cosine in between (0.0 here) is the index's, known once it is built.
+        group_settings(
+            0.0, args.guard, args.canonical, args.k, cross_encoder, args.cross_encoder_threshold,
+            args.cross_encoder_budget, args.check_size, args.group_threshold,
+        )  # fmt: skip
     index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options, backend=args.backend)
     groups = index.find_groups(
         args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,

@@ -77,3 +77,36 @@ def test_the_cross_encoder_guard_is_saved_with_its_options(model_dir, tiny_cross
         "cross_encoder_budget": 100.0, "check_size": 50,
     }  # fmt: skip
     assert DuplicateIndex.load(tmp_path / "index").groups.settings.cross_encoder_budget == 100.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--threshold", "1.5"], r"threshold is a cosine similarity and must lie in \[-1, 1\], got 1.5"),
+        (["--probability_threshold", "2"], r"probability_threshold is a P\(duplicate\) and must lie in \[0, 1\]"),
+        (["--group_threshold", "-2"], r"group_threshold is a cosine in \[-1, 1\], got -2.0"),
+    ],
+)
+def test_a_bar_out_of_range_is_refused_before_the_corpus_is_read(flags, message, model_dir, tmp_path):
+    missing = tmp_path / "no-such-corpus.txt"  # read first, it would be the error
+    with pytest.raises(ValueError, match=message):
+        main(["--model_name_or_path", str(model_dir), "--corpus", str(missing), *flags])
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--cross_encoder_threshold", "0.5", "--cross_encoder_budget", "-1"], "must be 0 or more, got -1.0"),
+        (["--cross_encoder_threshold", "0.5", "--check_size", "1"], "check_size must be an integer of at least 2"),
+        (["--cross_encoder_threshold", "3"], r"threshold is a cross-encoder score in \[0, 1\], got 3.0"),
+        ([], "no threshold to decide pairs with the cross-encoder"),  # this one was never calibrated
+    ],
+)
+def test_the_cross_encoder_guards_settings_are_refused_before_the_corpus_is_read(
+    flags, message, model_dir, tiny_cross_encoder_dir, tmp_path
+):
+    missing = tmp_path / "no-such-corpus.txt"
+    with pytest.raises(ValueError, match=message):
+        main(["--model_name_or_path", str(model_dir), "--corpus", str(missing), "--guard", "cross_encoder",
+              "--cross_encoder", str(tiny_cross_encoder_dir), *flags])  # fmt: skip

@@ -42,8 +42,7 @@ class GroupSettings:
     def __post_init__(self) -> None:
         check_guard(self.guard)
         check_canonical_rule(self.canonical)
-        if self.group_threshold is not None and not -1.0 <= self.group_threshold <= 1.0:
-            raise ValueError(f"group_threshold is a cosine in [-1, 1], got {self.group_threshold!r}")
+        check_group_threshold(self.group_threshold)
         if uses_cross_encoder(self.guard):
             check_cross_encoder_options(self.cross_encoder_threshold, self.cross_encoder_budget, self.check_size)
 
@@ -68,6 +67,12 @@ class GroupSettings:
 
 
 _REQUIRED = ("threshold", "guard", "canonical", "k")
+
+
+def check_group_threshold(group_threshold: float | None) -> None:
+    """Refuse a guard's bar that is no cosine (None: the pair threshold is the bar)."""
+    if group_threshold is not None and not -1.0 <= group_threshold <= 1.0:
+        raise ValueError(f"group_threshold is a cosine in [-1, 1], got {group_threshold!r}")
 
 
 def check_cross_encoder_options(threshold: float | None, budget: float | None, check_size: int | None) -> None:
