@@ -79,6 +79,12 @@ class ServeSettings:
     onnx_thread_spinning: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
+            raise ValueError(f"port must be an integer from 1 to 65535, got {self.port!r}")  # else uvicorn says it runs
+        if self.rerank_k is not None and self.cross_encoder is None:
+            raise ValueError(
+                "rerank_k applies only with a cross_encoder (--cross_encoder), which reranks its candidates"
+            )
         if self.replica_refresh_s <= 0:
             raise ValueError(f"the replica refresh interval must be above 0 s, got {self.replica_refresh_s}")
         if self.replica and self.find_groups:

@@ -75,6 +75,19 @@ def test_settings_refuse_impossible_limits():
         ServeSettings(index_dir="i", model_name_or_path="m", default_k=50, limits=Limits(max_k=10))
 
 
+@pytest.mark.parametrize("port", [0, 65536, 99999, -1])
+def test_a_port_no_socket_can_have_is_refused(port):
+    with pytest.raises(ValueError, match=f"port must be an integer from 1 to 65535, got {port}"):
+        ServeSettings(index_dir="i", model_name_or_path="m", port=port)
+    assert ServeSettings(index_dir="i", model_name_or_path="m", port=65535).port == 65535
+
+
+def test_rerank_k_without_a_cross_encoder_is_refused_not_ignored():
+    with pytest.raises(ValueError, match="rerank_k applies only with a cross_encoder"):
+        ServeSettings(index_dir="i", model_name_or_path="m", rerank_k=20)
+    assert ServeSettings(index_dir="i", model_name_or_path="m", cross_encoder="ce", rerank_k=20).rerank_k == 20
+
+
 def test_serve_logs_the_first_truncation_and_counts_every_one_in_its_metrics(tmp_path, monkeypatch, recwarn):
     import warnings
 
