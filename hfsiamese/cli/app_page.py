@@ -29,9 +29,11 @@ from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CORPUS_FORMATS, CorpusFile, read_corpus
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.index_opening import open_index
+from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
 from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.service.settings import check_port
 from hfsiamese.utils.deprecation import renamed_option
 from hfsiamese.utils.extras import install_hint
 from hfsiamese.utils.onnx_runtime import request_runtime_options
@@ -110,6 +112,13 @@ class AppArguments:
 
     def __post_init__(self) -> None:
         renamed_option(self, "index", "index_dir")  # one name with `hfsiamese search`, `groups` and `serve`
+        # Said before the index is built (the page would take them, and fail at the first search or at launch).
+        check_port(self.port)
+        check_k(self.k)
+        if self.rerank_k is not None and self.cross_encoder is None:
+            raise ValueError(
+                "rerank_k applies only with a cross_encoder (--cross_encoder), which reranks its candidates"
+            )
 
     def runtime_options(self) -> dict[str, dict[str, Any]]:
         """How the page's models are opened: an ONNX one without thread spinning unless `onnx_thread_spinning`, as

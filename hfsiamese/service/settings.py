@@ -79,8 +79,7 @@ class ServeSettings:
     onnx_thread_spinning: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
-            raise ValueError(f"port must be an integer from 1 to 65535, got {self.port!r}")  # else uvicorn says it runs
+        check_port(self.port)
         if self.rerank_k is not None and self.cross_encoder is None:
             raise ValueError(
                 "rerank_k applies only with a cross_encoder (--cross_encoder), which reranks its candidates"
@@ -106,6 +105,13 @@ class ServeSettings:
         Without onnxruntime installed no ONNX model loads, and there is nothing to set.
         """
         return request_runtime_options(thread_spinning=self.onnx_thread_spinning)
+
+
+def check_port(port: int) -> int:
+    """A TCP port a server can listen on (uvicorn reports itself running on 99999 rather than refusing it)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port must be an integer from 1 to 65535, got {port!r}")
+    return port
 
 
 def is_loopback(host: str) -> bool:

@@ -152,3 +152,16 @@ def test_the_page_opens_an_onnx_model_and_cross_encoder_without_thread_spinning(
     assert onnx_thread_spinning(page.cross_encoder.model.session) == "default"
     alone = load_or_build_index(AppArguments(model_name_or_path=str(tmp_path / "onnx"), corpus=str(corpus)))
     assert onnx_thread_spinning(alone.model.session) == "0"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"port": 99999}, "port must be an integer from 1 to 65535, got 99999"),
+        ({"k": 0}, "k must be an integer of at least 1, got 0"),
+        ({"rerank_k": 20}, "rerank_k applies only with a cross_encoder"),
+    ],
+)
+def test_the_pages_flag_mistakes_are_said_before_any_index_is_built(flags, message):
+    with pytest.raises(ValueError, match=message):
+        AppArguments(model_name_or_path="m", corpus="c", **flags)
