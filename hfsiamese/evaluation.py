@@ -22,7 +22,7 @@ from hfsiamese.data.question_identity import question_groups, question_texts
 from hfsiamese.metrics import pair_classification_metrics, retrieval_metrics
 from hfsiamese.metrics.ranking import check_ks
 from hfsiamese.metrics.reliability import calibration_metrics
-from hfsiamese.models.siamese.scoring import pair_probability
+from hfsiamese.models.siamese.scoring import check_decision_threshold, pair_probability
 from hfsiamese.search import topk_cosine
 
 __all__ = [
@@ -159,7 +159,7 @@ def decision_threshold(model: Any, threshold: float | None = None) -> float | No
     optimistic and must not be reported as a test result.
     """
     if threshold is not None:
-        return threshold
+        return check_decision_threshold(model.config, threshold)
     threshold = model.config.threshold
     if threshold is None:
         warnings.warn(

@@ -1,13 +1,20 @@
 """Pair evaluation and duplicate retrieval with a tiny model, checked against brute-force loops."""
 
 import math
+from types import SimpleNamespace
 
 import datasets
 import numpy as np
 import pytest
 import torch
 
-from hfsiamese.evaluation import evaluate_pairs, evaluate_retrieval, question_corpus, retrieval_of_embeddings
+from hfsiamese.evaluation import (
+    decision_threshold,
+    evaluate_pairs,
+    evaluate_retrieval,
+    question_corpus,
+    retrieval_of_embeddings,
+)
 from hfsiamese.metrics import pair_classification_metrics
 from tests.conftest import TEXTS
 
@@ -115,3 +122,14 @@ def test_evaluate_pairs_uses_the_models_threshold(tiny_lstm, word_tokenizer):
         evaluate_pairs(tiny_lstm, pairs, word_tokenizer)
     with pytest.raises(ValueError, match="lack columns"):
         evaluate_pairs(tiny_lstm, pairs.remove_columns("label"), word_tokenizer)
+
+
+def test_a_threshold_outside_the_unit_of_the_models_scores_is_refused(tiny_lstm, word_tokenizer):
+    pairs = datasets.Dataset.from_dict({"question1": TEXTS[0::2], "question2": TEXTS[1::2], "label": [1, 1, 0, 0]})
+    with pytest.raises(ValueError, match=r"threshold is a cosine similarity and must lie in \[-1, 1\], got 5.0"):
+        evaluate_pairs(tiny_lstm, pairs, word_tokenizer, threshold=5.0)
+    assert evaluate_pairs(tiny_lstm, pairs, word_tokenizer, threshold=-0.5)["threshold"] == -0.5  # a cosine may be < 0
+    head = SimpleNamespace(config=SimpleNamespace(classifier_head=True, threshold=None))  # its scores: P(duplicate)
+    with pytest.raises(ValueError, match=r"P\(duplicate\) for this model .* must lie in \[0, 1\], got -0.5"):
+        decision_threshold(head, -0.5)
+    assert decision_threshold(head, 0.7) == 0.7

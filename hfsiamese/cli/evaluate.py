@@ -44,6 +44,7 @@ from hfsiamese.evaluation import (
 from hfsiamese.loading import load_pair_model
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
+from hfsiamese.models.siamese.scoring import check_decision_threshold
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.hub_access import require_local_or_cached
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         raise ValueError(
             "--retrieval searches with embeddings: a cross-encoder has none (rerank a bi-encoder's candidates with it)"
         )
+    check_decision_threshold(model.config, args.threshold)  # before the pairs are read, calibrated on and scored
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     columns = dict(
         format=args.data_format,

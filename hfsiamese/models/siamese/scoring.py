@@ -101,6 +101,20 @@ def check_threshold(threshold: float | None) -> float | None:
     return None if threshold is None else float(threshold)
 
 
+def check_decision_threshold(config: Any, threshold: float | None) -> float | None:
+    """
+    A decision threshold in the unit of the model's pair scores (`score_unit`): a cosine in [-1, 1], a P(duplicate)
+    in [0, 1]; `None` stays `None`. One outside its unit's range would call every pair one class.
+    """
+    if threshold is None or score_unit(config) == "cosine":
+        return check_threshold(threshold)
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise ValueError(
+            f"threshold is a P(duplicate) for this model (its scores are probabilities) and must lie in [0, 1], got {threshold}"
+        )
+    return float(threshold)
+
+
 def resolve_threshold(threshold: float | None, calibrated: float | None, *, purpose: str = "", hint: str = "") -> float:
     """
     `threshold` if given, else the `calibrated` one (`config.threshold`, set by `SiameseTrainer.evaluate`),
