@@ -153,6 +153,10 @@ class DataArguments:
 
     def __post_init__(self) -> None:
         renamed_option(self, "mining_top_k", "mining_max_rank")
+        if self.preprocessing_num_workers is not None and self.preprocessing_num_workers < 1:  # datasets' num_proc
+            raise ValueError(
+                f"preprocessing_num_workers must be at least 1 (or unset), got {self.preprocessing_num_workers}"
+            )
         if isinstance(self.train_datasets, str):  # from the command line
             try:
                 self.train_datasets = json.loads(self.train_datasets)

@@ -101,3 +101,10 @@ def test_mining_top_k_is_the_old_name_of_mining_max_rank():
     assert DataArguments(mining_max_rank=9).mining_top_k == 9
     with pytest.raises(ValueError, match="--mining_top_k \\(deprecated\\) and --mining_max_rank give different values"):
         DataArguments(mining_top_k=7, mining_max_rank=9)
+
+
+@pytest.mark.parametrize("workers", [0, -2])
+def test_preprocessing_workers_below_one_are_refused(workers):
+    with pytest.raises(ValueError, match=f"preprocessing_num_workers must be at least 1 \\(or unset\\), got {workers}"):
+        DataArguments(train_file="pairs.tsv", preprocessing_num_workers=workers)
+    assert DataArguments(train_file="pairs.tsv", preprocessing_num_workers=1).preprocessing_num_workers == 1
