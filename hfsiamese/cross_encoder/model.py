@@ -231,6 +231,8 @@ class CrossEncoder(PairDecisionMixin, CalibrationMixin):
         texts_a, texts_b = _checked_pairs(texts_a, texts_b)
         if batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        if max_length is not None and max_length < 1:  # 0 was taken as "the default", -1 failed in the tokenizer
+            raise ValueError(f"max_length must be a positive integer or None, got {max_length}")
         max_length = max_length or self.default_max_length()
         fields, cut = encode_pairs(self.tokenizer, texts_a, texts_b, max_length)
         warn_truncated(cut, len(texts_a), max_length, stacklevel=3, what="pairs")

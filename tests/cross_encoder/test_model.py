@@ -70,6 +70,7 @@ def test_predict_uses_the_stored_threshold_and_rank_scores_candidates(spread_cro
         pytest.param((A[0], B[0]), TypeError, "not single strings", id="strings"),
         pytest.param((A, B, {"truncate_dim": 8}), ValueError, "truncate_dim applies to bi-encoder", id="truncate_dim"),
         pytest.param((A, B, {"batch_size": 0}), ValueError, "batch_size", id="batch_size"),
+        pytest.param((A, B, {"max_length": 0}), ValueError, "max_length must be a positive integer", id="max_length"),
     ],
 )
 def test_bad_inputs_are_refused_in_one_line(tiny_cross_encoder, arguments, error, match):

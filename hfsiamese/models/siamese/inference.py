@@ -231,6 +231,8 @@ class SiameseInferenceMixin(PairDecisionMixin, EncodingPolicyMixin, Classificati
                 raise TypeError("encode expects a list of texts, not a single string")
             if batch_size < 1:
                 raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+            if max_length is not None and max_length < 1:  # 0 would embed every text as the empty text
+                raise ValueError(f"max_length must be a positive integer or None, got {max_length}")
             if _is_dataset(texts):
                 # No tokenizer needed: the ids are there; it only says how to pad, when given.
                 tokenizer = tokenizer if tokenizer is not None else self._tokenizer

@@ -79,6 +79,14 @@ def test_pretokenised_dataset_is_cut_at_max_length(tiny_bert, word_tokenizer):
     torch.testing.assert_close(cut, tiny_bert.encode(TEXTS, word_tokenizer, max_length=3), atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("max_length", [0, -4])
+def test_a_max_length_below_one_is_refused_not_embedded_as_empty_texts(tiny_lstm, word_tokenizer, max_length):
+    with pytest.raises(ValueError, match=f"max_length must be a positive integer or None, got {max_length}"):
+        tiny_lstm.encode(TEXTS, word_tokenizer, max_length=max_length)
+    with pytest.raises(ValueError, match="max_length must be a positive integer"):
+        tiny_lstm.score_pairs(TEXTS[:2], TEXTS[2:4], word_tokenizer, max_length=max_length)
+
+
 def test_dataset_without_token_ids_is_refused(tiny_bert):
     with pytest.raises(ValueError, match="needs an `input_ids` column"):
         tiny_bert.encode(datasets.Dataset.from_dict({"text": TEXTS}))
