@@ -157,5 +157,10 @@ class ModelArguments:
         },
     )
 
+    def __post_init__(self) -> None:
+        # Refused here, before any data is read: 0 trained (and saved) a model on empty texts.
+        if self.max_length is not None and self.max_length < 1:
+            raise ValueError(f"max_length must be a positive integer (or unset), got {self.max_length}")
+
 
 __all__ = ["ARCHITECTURES", "ModelArguments"]

@@ -153,6 +153,10 @@ class DataArguments:
 
     def __post_init__(self) -> None:
         renamed_option(self, "mining_top_k", "mining_max_rank")
+        if self.max_train_pairs is not None and self.max_train_pairs < 1:  # else "the data set has no pairs"
+            raise ValueError(f"max_train_pairs must be at least 1 (or unset), got {self.max_train_pairs}")
+        if self.split_seed < 0:  # numpy's own words: "expected non-negative integer"
+            raise ValueError(f"split_seed must be a non-negative integer, got {self.split_seed}")
         if self.preprocessing_num_workers is not None and self.preprocessing_num_workers < 1:  # datasets' num_proc
             raise ValueError(
                 f"preprocessing_num_workers must be at least 1 (or unset), got {self.preprocessing_num_workers}"

@@ -108,3 +108,23 @@ def test_preprocessing_workers_below_one_are_refused(workers):
     with pytest.raises(ValueError, match=f"preprocessing_num_workers must be at least 1 \\(or unset\\), got {workers}"):
         DataArguments(train_file="pairs.tsv", preprocessing_num_workers=workers)
     assert DataArguments(train_file="pairs.tsv", preprocessing_num_workers=1).preprocessing_num_workers == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"max_train_pairs": 0}, r"max_train_pairs must be at least 1 \(or unset\), got 0"),
+        ({"max_train_pairs": -5}, r"max_train_pairs must be at least 1 \(or unset\), got -5"),
+        ({"split_seed": -1}, "split_seed must be a non-negative integer, got -1"),
+    ],
+)
+def test_data_settings_no_run_can_use_are_refused_by_name(values, message):
+    with pytest.raises(ValueError, match=message):
+        DataArguments(train_file="pairs.tsv", **values)
+
+
+@pytest.mark.parametrize("max_length", [0, -1])
+def test_a_max_length_below_one_is_refused_before_any_data_is_read(max_length):
+    with pytest.raises(ValueError, match=f"max_length must be a positive integer \\(or unset\\), got {max_length}"):
+        ModelArguments(max_length=max_length)
+    assert ModelArguments(max_length=8).max_length == 8 and ModelArguments().max_length is None
