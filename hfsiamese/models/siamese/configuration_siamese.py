@@ -147,6 +147,9 @@ class SiameseConfig(PretrainedConfig):
                 "use SiameseModel.from_encoder_pretrained(name_or_path) to build one from a checkpoint"
             )
         check_threshold(threshold)
+        check_sizes(encoder_type, embedding_dim=embedding_dim, hidden_size=hidden_size, num_layers=num_layers)
+        if projection_dim is not None:
+            check_sizes(encoder_type, projection_dim=projection_dim)
         self.encoder_type = encoder_type
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
@@ -241,6 +244,19 @@ def encoder_width(encoder_config: dict[str, Any]) -> int:
     raise ValueError(
         f"the encoder config (model_type {encoder_config.get('model_type')!r}) names none of {_WIDTH_KEYS}"
     )
+
+
+# The sizes each encoder type builds its layers from (a transformer's come from its encoder_config).
+_SIZED = {"lstm": ("embedding_dim", "hidden_size", "num_layers"), "static": ("embedding_dim",)}
+
+
+def check_sizes(encoder_type: str, **sizes: Any) -> None:
+    """Refuse a size of the model below 1 by its own name (torch would name its layer's argument, e.g. input_size)."""
+    for name, value in sizes.items():
+        if name != "projection_dim" and name not in _SIZED.get(encoder_type, ()):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def check_pooling(encoder_type: str, pooling: str) -> None:
