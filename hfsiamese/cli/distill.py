@@ -194,6 +194,10 @@ def distill(
     teacher = teacher_tokenizer = None
     if distill_args.learns_embeddings or distill_args.evaluate_teacher:
         teacher, teacher_tokenizer = load_teacher(distill_args.teacher_model_name_or_path, device=training_args.device)
+    if distill_args.learns_embeddings:  # sizes the embedding term cannot compare: said before the teacher encodes
+        stage1_loss = distillation_training_args(training_args, distill_args).build_loss()
+        if hasattr(stage1_loss, "check_sizes"):
+            stage1_loss.check_sizes(model.config.sentence_embedding_dim, teacher.config.sentence_embedding_dim)
     if distill_args.evaluate_teacher:
         teacher_metrics = evaluate_pairs(
             teacher, splits["validation"], teacher_tokenizer, batch_size=distill_args.teacher_batch_size

@@ -53,16 +53,21 @@ class EmbeddingDistillationLoss(SiameseLoss):
         self.embedding_weight = embedding_weight
         self.score_weight = score_weight
 
+    def check_sizes(self, student_dim: int, teacher_dim: int) -> None:
+        """Refuse embeddings of different sizes where the embedding term compares them (`hfsiamese distill` asks before
+        the teacher encodes anything; each batch asks again)."""
+        if self.embedding_weight and teacher_dim != student_dim:
+            raise ValueError(
+                f"the embedding term compares the student's {student_dim}-d embeddings with the teacher's "
+                f"{teacher_dim}-d ones: give the student projection_dim={teacher_dim}, or set "
+                "embedding_weight=0 (the score term works across sizes)"
+            )
+
     def _compute(
         self, embeddings_a, embeddings_b, *, labels, group_ids, negatives, logits, teacher_a, teacher_b
     ) -> SiameseLossOutput:
         # The base class checked both teacher sides (`check_teacher`); the embedding term also needs the sizes to agree.
-        if self.embedding_weight and teacher_a.shape[1] != embeddings_a.shape[1]:
-            raise ValueError(
-                f"the embedding term compares the student's {embeddings_a.shape[1]}-d embeddings with the teacher's "
-                f"{teacher_a.shape[1]}-d ones: give the student projection_dim={teacher_a.shape[1]}, or set "
-                "embedding_weight=0 (the score term works across sizes)"
-            )
+        self.check_sizes(embeddings_a.shape[1], teacher_a.shape[1])
         zero = embeddings_a.new_zeros(())
         embedding_term = score_term = zero
         if self.embedding_weight:

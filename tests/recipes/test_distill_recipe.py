@@ -60,3 +60,5 @@ def test_a_student_of_another_size_is_told_to_project(tmp_path, tiny_bert_dir):
     ]
     result = run_offline([*args, *recipe_flags({**TINY, "embedding_dim": 12}, tmp_path / "o")], cwd=tmp_path)
     assert result.returncode != 0 and "projection_dim=16" in result.stderr
+    assert "stage 1:" not in result.stderr  # said before the teacher encoded the training questions
+    assert not (tmp_path / "o").exists()
