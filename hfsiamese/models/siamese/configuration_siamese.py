@@ -147,9 +147,9 @@ class SiameseConfig(PretrainedConfig):
                 "use SiameseModel.from_encoder_pretrained(name_or_path) to build one from a checkpoint"
             )
         check_threshold(threshold)
-        check_sizes(encoder_type, embedding_dim=embedding_dim, hidden_size=hidden_size, num_layers=num_layers)
+        check_layer_sizes(encoder_type, embedding_dim=embedding_dim, hidden_size=hidden_size, num_layers=num_layers)
         if projection_dim is not None:
-            check_sizes(encoder_type, projection_dim=projection_dim)
+            check_layer_sizes(encoder_type, projection_dim=projection_dim)
         self.encoder_type = encoder_type
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
@@ -250,7 +250,7 @@ def encoder_width(encoder_config: dict[str, Any]) -> int:
 _SIZED = {"lstm": ("embedding_dim", "hidden_size", "num_layers"), "static": ("embedding_dim",)}
 
 
-def check_sizes(encoder_type: str, **sizes: Any) -> None:
+def check_layer_sizes(encoder_type: str, **sizes: Any) -> None:
     """Refuse a size of the model below 1 by its own name (torch would name its layer's argument, e.g. input_size)."""
     for name, value in sizes.items():
         if name != "projection_dim" and name not in _SIZED.get(encoder_type, ()):
