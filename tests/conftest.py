@@ -43,8 +43,9 @@ from hfsiamese import SiameseConfig, SiameseModel  # noqa: E402
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer  # noqa: E402
 
 # Skips are counted (a reason off its allow-list fails the session); the `runs_first` tests are collected first
-# (tests/plugins/run_order.py); pytester runs the suite's own guards (tests/test_suite_guards.py) in inner sessions.
-pytest_plugins = ["tests.plugins.skip_allowlist", "tests.plugins.run_order", "pytester"]
+# (tests/plugins/run_order.py); what the docs and README runs ran is a section of the summary (tests/plugins/run_notes.py);
+# pytester runs the suite's own guards (tests/test_suite_guards.py) in inner sessions.
+pytest_plugins = ["tests.plugins.skip_allowlist", "tests.plugins.run_order", "tests.plugins.run_notes", "pytester"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QQP_FILE = REPO_ROOT / "recipes" / "data" / "qqp_dev.tsv"

@@ -31,6 +31,7 @@ import yaml
 
 from tests.conftest import REPO_ROOT
 from tests.helpers import offline_env
+from tests.plugins.run_notes import RUN_NOTE
 from tests.test_readme import (  # noqa: F401  (repo_copy: a fixture)
     DOCS_EXPECTATIONS,
     readme_blocks,
@@ -266,7 +267,7 @@ def test_metric_examples_run(path):
 # Its own deadline: every page's blocks in order took 26 minutes on a 2-core machine at load 6 (the default is 600 s).
 @pytest.mark.timeout(2700)
 @pytest.mark.runs_first
-def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_copy: the imported fixture)
+def test_docs_run_in_order(repo_copy, monkeypatch, record_property):  # noqa: F811 (repo_copy: the imported fixture)
     env = offline_env(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"
     )
@@ -305,15 +306,10 @@ def test_docs_run_in_order(repo_copy, monkeypatch, capsys):  # noqa: F811 (repo_
                     unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
                 ran.append(where)
             took.append((time.perf_counter() - started, where))
-    with capsys.disabled():
-        print(f"\ndocs test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
-        for line in skipped:
-            print(f"  skipped {line}")
-        for line in unchecked:
-            print(f"  no expectation: {line}")
-        print(
-            "  slowest blocks: " + ", ".join(f"{where} {seconds:.0f} s" for seconds, where in sorted(took)[::-1][:12])
-        )
+    slowest = ", ".join(f"{where} {seconds:.0f} s" for seconds, where in sorted(took)[::-1][:12])
+    note = [f"docs test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped"]
+    note += [f"skipped {line}" for line in skipped] + [f"no expectation: {line}" for line in unchecked]
+    record_property(RUN_NOTE, "\n".join([*note, f"slowest blocks: {slowest}"]))  # in the session's summary
     assert ran
     missed = sorted(set(DOCS_EXPECTATIONS) - met)
     assert not missed, f"docs expectations that met no block (edit DOCS_EXPECTATIONS in tests/test_readme.py): {missed}"

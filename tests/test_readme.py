@@ -34,6 +34,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.deprecation_hook.sitecustomize import MARKER as DEPRECATION_MARKER, python_block_deprecations
 from tests.helpers import offline_env
+from tests.plugins.run_notes import RUN_NOTE
 
 README = REPO_ROOT / "README.md"
 # On the commands' PYTHONPATH: an hfsiamese FutureWarning or DeprecationWarning fails the command's block.
@@ -153,7 +154,7 @@ def repo_copy(tmp_path):
 # minutes on a 2-core machine at load 6; the front page trains once.
 @pytest.mark.timeout(1200)
 @pytest.mark.runs_first
-def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
+def test_readme_runs_in_order(repo_copy, monkeypatch, record_property):
     blocks = readme_blocks(README.read_text(encoding="utf-8"))
     namespace: dict[str, object] = {}  # the README's own Python blocks define every name they use
     env = offline_env(
@@ -179,12 +180,9 @@ def test_readme_runs_in_order(repo_copy, monkeypatch, capsys):
             if not run_shell_command(written, command, where, repo_copy, env, met, README_EXPECTATIONS, timeout=600):
                 unchecked.append(f"{where}: `{written[:100]}` exits 0, nothing more checked")
             ran.append(where)
-    with capsys.disabled():
-        print(f"\nREADME test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped")
-        for line in skipped:
-            print(f"  skipped {line}")
-        for line in unchecked:
-            print(f"  no expectation: {line}")
+    note = [f"README test: {len(ran)} commands/blocks run, {len(skipped)} blocks skipped"]
+    note += [f"skipped {line}" for line in skipped] + [f"no expectation: {line}" for line in unchecked]
+    record_property(RUN_NOTE, "\n".join(note))  # in the session's summary
     assert ran
     missed = sorted(set(README_EXPECTATIONS) - met)
     assert not missed, f"README expectations that met no block (edit README_EXPECTATIONS): {missed}"

@@ -181,3 +181,24 @@ def test_a_runs_first_test_is_collected_ahead_of_the_others(inner):
     assert result.ret == pytest.ExitCode.OK
     collected = [line for line in result.stdout.lines if "::" in line]
     assert collected == ["test_b.py::test_of_many_minutes", "test_a.py::test_quick", "test_b.py::test_before_it"]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "two xdist workers"])
+def test_a_run_note_reaches_the_sessions_summary_from_any_worker(inner, workers, monkeypatch):
+    """The docs and README runs' own counts (blocks run, skipped, slowest): printed by the test, they stayed in its
+    xdist worker; recorded as a run note, the summary of the session shows them."""
+    inner.makepyfile(
+        test_noted="""
+        from tests.plugins.run_notes import RUN_NOTE
+
+        def test_long_run(record_property):
+            record_property(RUN_NOTE, "docs test: 3 commands/blocks run, 1 blocks skipped\\nslowest blocks: a.md:1 9 s")
+        """
+    )
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))  # the inner processes import this suite's plugin
+    result = inner.runpytest_subprocess("-p", "tests.plugins.run_notes", "-p", "no:cacheprovider", *workers)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        ["*what the docs and README runs ran*", "test_noted.py::test_long_run:", "  docs test: 3 commands/blocks run*",
+         "  slowest blocks: a.md:1 9 s"]
+    )  # fmt: skip
