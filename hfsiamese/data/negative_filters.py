@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # the rule is checked where flags are parsed, before torch loads (`hfsiamese train`'s arguments)
+    import torch
 
 __all__ = ["NegativeFilters", "allowed_candidates"]
 
@@ -32,9 +34,10 @@ class NegativeFilters:
         num_negatives: negatives kept per query, best (highest bi-encoder score) first.
         skip_top: the `skip_top` best candidates are never negatives (likely unlabelled duplicates).
         max_rank: candidates ranked beyond it are not looked at (ranks start at 1); also bounds the search.
-        margin: a candidate must score at most `s(query, positive) - margin`.
+        margin: a candidate must score at most `s(query, positive) - margin`; below 2 (negative: looser than the
+            positive itself).
         relative_margin: a candidate must score at most `s(query, positive) * (1 - relative_margin)`; in [0, 1).
-        max_score: a candidate must score at most this (a cosine ceiling).
+        max_score: a candidate must score at most this (a cosine ceiling, in (-1, 1]).
     """
 
     num_negatives: int = 1
@@ -62,6 +65,14 @@ class NegativeFilters:
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number, got {value}")
+        # Bi-encoder scores are cosines in [-1, 1]: past these bounds a filter keeps no candidate at all (mining
+        # would write queries without negatives) or, for max_score, is meant in another unit (a logit, a percent).
+        if self.margin is not None and self.margin >= 2.0:
+            raise ValueError(
+                f"margin must be below 2 (cosines differ by at most 2; it would keep no candidate), got {self.margin}"
+            )
+        if self.max_score is not None and not -1.0 < self.max_score <= 1.0:
+            raise ValueError(f"max_score is a cosine ceiling in (-1, 1], got {self.max_score}")
 
 
 def allowed_candidates(

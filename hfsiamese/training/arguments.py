@@ -13,6 +13,7 @@ from typing import Any
 
 from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.model_card import local_card_license
+from hfsiamese.data.negative_filters import NegativeFilters
 from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS
 from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
 from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
@@ -153,6 +154,15 @@ class DataArguments:
 
     def __post_init__(self) -> None:
         renamed_option(self, "mining_top_k", "mining_max_rank")
+        try:  # the rule mining applies, checked here rather than after the model and the data are loaded
+            NegativeFilters(
+                skip_top=self.mining_skip_top,
+                max_rank=self.mining_max_rank,
+                margin=self.mining_margin,
+                relative_margin=self.mining_relative_margin,
+            )
+        except ValueError as err:
+            raise ValueError(f"--mining_* options: {err}") from None
         if self.max_train_pairs is not None and self.max_train_pairs < 1:  # else "the data set has no pairs"
             raise ValueError(f"max_train_pairs must be at least 1 (or unset), got {self.max_train_pairs}")
         if self.split_seed < 0:  # numpy's own words: "expected non-negative integer"

@@ -102,6 +102,10 @@ def test_mine_refuses_bad_options_in_one_line(files, capsys):
     assert code == 2 and err.strip().startswith("error: the rank window holds max_rank - skip_top = 2 candidates")
     code, _, err = run(mine_argv(files, files / "m.parquet", "--shard_size", "0"), capsys)
     assert code == 2 and err.strip() == "error: --shard_size must be a positive integer, got 0"
+    code, _, err = run(mine_argv(files, files / "m.parquet", "--max_score", "7"), capsys)
+    assert code == 2 and err.strip() == "error: max_score is a cosine ceiling in (-1, 1], got 7.0"
+    code, _, err = run(mine_argv(files, files / "m.parquet", "--margin", "5"), capsys)
+    assert code == 2 and err.strip().startswith("error: margin must be below 2") and len(err.strip().splitlines()) == 1
     code, _, err = run(mine_argv(files, files / "m.parquet", "--bf16"), capsys)
     assert code == 2 and err.strip() == "error: --bf16 runs the cross-encoder in bfloat16: pass --cross_encoder too"
     code, _, err = run(mine_argv(files, files / "m.csv"), capsys)

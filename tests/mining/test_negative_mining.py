@@ -101,6 +101,27 @@ def test_margins_and_ceiling():
         NegativeFilters(num_negatives=0)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(margin=2.0), "margin must be below 2"),
+        (dict(max_score=7.0), r"max_score is a cosine ceiling in \(-1, 1\], got 7.0"),
+        (dict(max_score=-1.0), "max_score is a cosine ceiling"),
+    ],
+)
+def test_a_filter_past_the_cosines_range_is_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        NegativeFilters(**options)
+
+
+def test_the_filters_at_the_edges_of_the_cosines_range_still_mine():
+    data = pairs([("a", "b", 1), ("c", "d", 0), ("e", "f", 0)])
+    # max_score 1 and a negative margin filter nothing (a margin of -2 is how a caller turns the training default off)
+    assert negatives_of(mine(data, max_score=1.0), "a") == negatives_of(mine(data), "a") == [["c"]]
+    assert negatives_of(mine(data, margin=-2.0), "a") == [["c"]]
+    assert negatives_of(mine(data, margin=1.99), "a") == [[]]
+
+
 def test_the_cross_encoder_drops_a_candidate_it_calls_duplicate():
     data = pairs([("a", "b", 1), ("c", "d", 0), ("e", "f", 0)])
     cross = TableCrossEncoder({("a", "c"): 0.9, ("a", "b"): 0.8})  # c: a false negative by its reading

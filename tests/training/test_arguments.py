@@ -128,3 +128,18 @@ def test_a_max_length_below_one_is_refused_before_any_data_is_read(max_length):
     with pytest.raises(ValueError, match=f"max_length must be a positive integer \\(or unset\\), got {max_length}"):
         ModelArguments(max_length=max_length)
     assert ModelArguments(max_length=8).max_length == 8 and ModelArguments().max_length is None
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(mining_margin=5.0), "margin must be below 2"),
+        (dict(mining_relative_margin=1.5), "relative_margin must be in"),
+        (dict(mining_skip_top=50), "the rank window holds max_rank - skip_top = 0"),
+    ],
+)
+def test_mining_options_are_checked_with_the_other_flags(options, message):
+    # they were checked by the miner, after the model and the data were loaded
+    with pytest.raises(ValueError, match=f"^--mining_\\* options: {message}"):
+        DataArguments(train_file="pairs.tsv", train_view="mined_triplets", **options)
+    assert DataArguments(train_file="pairs.tsv", mining_margin=-2.0, mining_relative_margin=None).mining_margin == -2.0
