@@ -32,7 +32,8 @@ from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
-from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.search.rerank_options import check_rerank_k, refuse_rerank_k_without_cross_encoder
+from hfsiamese.search.reranking import resolve_cross_encoder
 from hfsiamese.service.settings import check_port
 from hfsiamese.utils.deprecation import renamed_option
 from hfsiamese.utils.extras import install_hint
@@ -115,10 +116,9 @@ class AppArguments:
         # Said before the index is built (the page would take them, and fail at the first search or at launch).
         check_port(self.port)
         check_k(self.k)
-        if self.rerank_k is not None and self.cross_encoder is None:
-            raise ValueError(
-                "rerank_k applies only with a cross_encoder (--cross_encoder), which reranks its candidates"
-            )
+        refuse_rerank_k_without_cross_encoder(self.rerank_k, self.cross_encoder)
+        if self.rerank_k is not None:
+            check_rerank_k(self.rerank_k, self.k)
 
     def runtime_options(self) -> dict[str, dict[str, Any]]:
         """How the page's models are opened: an ONNX one without thread spinning unless `onnx_thread_spinning`, as
@@ -172,8 +172,7 @@ class DuplicateSearch:
     ) -> None:
         self.model, self.index, self.k, self.max_chars = model, index, k, max_chars
         self.cross_encoder = resolve_cross_encoder(cross_encoder) if cross_encoder is not None else None
-        if self.cross_encoder is None and rerank_k is not None:
-            raise ValueError("rerank_k applies only with a cross_encoder")
+        refuse_rerank_k_without_cross_encoder(rerank_k, self.cross_encoder)
         self.rerank_k = check_rerank_k(rerank_k, k) if self.cross_encoder is not None else None
         self.group_cells = GroupCells(index)  # each match's duplicate group, where the index has groups
 

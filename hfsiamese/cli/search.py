@@ -72,7 +72,8 @@ from hfsiamese.search.index_opening import open_index
 from hfsiamese.search.input_checks import check_k
 from hfsiamese.search.lexical.fusion import HYBRID_METHODS
 from hfsiamese.search.lexical.hybrid_settings import hybrid_flags
-from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold
+from hfsiamese.search.rerank_options import RERANK_K_WITHOUT_CROSS_ENCODER, check_rerank_k
+from hfsiamese.search.reranking import cross_encoder_threshold
 from hfsiamese.search.stores.ann_index import QUANTIZATIONS, STRUCTURES
 from hfsiamese.search.stores.recall_tuning import DEFAULT_RECALL_TARGET, check_recall_target
 from hfsiamese.utils.console import configure_quiet_console
@@ -319,7 +320,7 @@ def load_cross_encoder(args: SearchArguments) -> Any | None:
     """The --cross_encoder reranker (None without one), its flags checked; loaded before the corpus is embedded."""
     if args.cross_encoder is None:
         if args.rerank_k is not None:
-            raise UsageError("--rerank_k applies only with --cross_encoder")
+            raise UsageError(RERANK_K_WITHOUT_CROSS_ENCODER)
         return None
     if args.rerank_k is not None and args.rerank_k < args.k:
         raise UsageError(

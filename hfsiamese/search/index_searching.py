@@ -14,7 +14,8 @@ import torch
 from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import IN_PROCESS_BACKENDS, Store, check_backend
 from hfsiamese.search.input_checks import check_k
-from hfsiamese.search.reranking import check_rerank_k, cross_encoder_threshold, rerank_matches, resolve_cross_encoder
+from hfsiamese.search.rerank_options import check_rerank_k, refuse_rerank_k_without_cross_encoder
+from hfsiamese.search.reranking import cross_encoder_threshold, rerank_matches, resolve_cross_encoder
 from hfsiamese.search.stores.matches import decide
 
 if TYPE_CHECKING:  # for the annotations only
@@ -52,11 +53,8 @@ def plan_search(
     if filter is not None and not database:
         raise ValueError('filter= needs a database store ("lancedb" or "qdrant"): the texts there carry metadata')
     reranker = call_reranker(index, cross_encoder)
+    refuse_rerank_k_without_cross_encoder(rerank_k, reranker)
     if reranker is None:
-        if rerank_k is not None:
-            raise ValueError(
-                "rerank_k applies only with a cross_encoder: without one the search returns the bi-encoder's top k"
-            )
         threshold = check_threshold(threshold) if threshold is not None else index.threshold
     else:
         rerank_k = check_rerank_k(rerank_k, k)

@@ -26,33 +26,12 @@ from typing import Any
 import torch
 
 from hfsiamese.models.siamese.scoring import pair_probability
+from hfsiamese.search.rerank_options import DEFAULT_RERANK_K, check_rerank_k, default_rerank_k
 
-# Candidates the bi-encoder retrieves per query for the cross-encoder to rerank, when not told: at least
-# this many, and twice the matches asked for, so that reranking can bring in candidates beyond the
-# bi-encoder's own top k (with rerank_k == k it only reorders them).
-DEFAULT_RERANK_K = 20
 NO_CROSS_ENCODER_THRESHOLD = (
     "no threshold to decide pairs with the cross-encoder: pass threshold=... (a cross-encoder score in [0, 1]), "
     "or calibrate the cross-encoder (CrossEncoder.calibrate)"
 )
-
-
-def default_rerank_k(k: int) -> int:
-    """How many candidates a search returning `k` matches reranks by default: `max(2 * k, DEFAULT_RERANK_K)`."""
-    return max(2 * k, DEFAULT_RERANK_K)
-
-
-def check_rerank_k(rerank_k: int | None, k: int) -> int:
-    """`rerank_k` (default `default_rerank_k(k)`), refusing one below `k`: reranking cannot return more than it scored."""
-    if rerank_k is None:
-        return default_rerank_k(k)
-    if isinstance(rerank_k, bool) or not isinstance(rerank_k, int) or rerank_k < 1:
-        raise ValueError(f"rerank_k must be an integer of at least 1, got {rerank_k!r}")
-    if rerank_k < k:
-        raise ValueError(
-            f"rerank_k ({rerank_k}) must be at least k ({k}): the cross-encoder reranks rerank_k candidates and keeps k"
-        )
-    return rerank_k
 
 
 def resolve_cross_encoder(cross_encoder: Any, *, runtime_options: Mapping[str, Mapping[str, Any]] | None = None) -> Any:

@@ -17,7 +17,8 @@ import torch
 
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.index_opening import open_index
-from hfsiamese.search.reranking import check_rerank_k, resolve_cross_encoder
+from hfsiamese.search.rerank_options import check_rerank_k
+from hfsiamese.search.reranking import resolve_cross_encoder
 from hfsiamese.service.settings import ServeSettings
 
 logger = logging.getLogger(__name__)

@@ -7,6 +7,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+from hfsiamese.search.rerank_options import check_rerank_k, refuse_rerank_k_without_cross_encoder
 from hfsiamese.utils.onnx_runtime import request_runtime_options
 
 # A question is a few hundred characters; a pasted document would only be truncated to the model's token limit.
@@ -80,10 +81,9 @@ class ServeSettings:
 
     def __post_init__(self) -> None:
         check_port(self.port)
-        if self.rerank_k is not None and self.cross_encoder is None:
-            raise ValueError(
-                "rerank_k applies only with a cross_encoder (--cross_encoder), which reranks its candidates"
-            )
+        refuse_rerank_k_without_cross_encoder(self.rerank_k, self.cross_encoder)
+        if self.rerank_k is not None:  # else the service starts and every search of the default k fails
+            check_rerank_k(self.rerank_k, self.default_k)
         if self.replica_refresh_s <= 0:
             raise ValueError(f"the replica refresh interval must be above 0 s, got {self.replica_refresh_s}")
         if self.replica and self.find_groups:

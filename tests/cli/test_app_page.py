@@ -160,6 +160,8 @@ def test_the_page_opens_an_onnx_model_and_cross_encoder_without_thread_spinning(
         ({"port": 99999}, "port must be an integer from 1 to 65535, got 99999"),
         ({"k": 0}, "k must be an integer of at least 1, got 0"),
         ({"rerank_k": 20}, "rerank_k applies only with a cross_encoder"),
+        ({"cross_encoder": "ce", "rerank_k": 0}, "rerank_k must be an integer of at least 1, got 0"),
+        ({"cross_encoder": "ce", "k": 8, "rerank_k": 5}, r"rerank_k \(5\) must be at least k \(8\)"),
     ],
 )
 def test_the_pages_flag_mistakes_are_said_before_any_index_is_built(flags, message):

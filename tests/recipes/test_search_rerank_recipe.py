@@ -119,7 +119,7 @@ def test_flags_and_folders_are_checked(search_recipe, model_dir, cross_dir, corp
         search_recipe.main(
             ["--model_name_or_path", str(model_dir), *base, "--cross_encoder", str(cross_dir), "--rerank_k", "2"]
         )
-    with pytest.raises(UsageError, match="--rerank_k applies only with --cross_encoder"):
+    with pytest.raises(UsageError, match=r"rerank_k applies only with a cross_encoder \(--cross_encoder\)"):
         search_recipe.main(["--model_name_or_path", str(model_dir), *base, "--rerank_k", "5"])
     with pytest.raises(ValueError, match="is a cross-encoder: it scores pairs but cannot embed texts"):
         search_recipe.main(["--model_name_or_path", str(cross_dir), *base])

@@ -261,4 +261,6 @@ def test_the_app_from_its_flags(tmp_path, tiny_lstm, word_tokenizer, tiny_cross_
     assert f"reranked by `{tiny_cross_encoder_dir}`" in page(cross_encoder=str(tiny_cross_encoder_dir))
     refused = page(cross_encoder=str(tmp_path / "model"))  # a bi-encoder given as the cross-encoder
     assert "Could not load" in refused and "no cross-encoder" in refused
-    assert "at least k (3)" in page(cross_encoder=str(tiny_cross_encoder_dir), rerank_k=2)
+    # a rerank_k below k is refused with the flags, before the index is built (the page once showed it as its error)
+    with pytest.raises(ValueError, match=r"rerank_k \(2\) must be at least k \(3\)"):
+        page(cross_encoder=str(tiny_cross_encoder_dir), rerank_k=2)

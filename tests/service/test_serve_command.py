@@ -88,6 +88,17 @@ def test_rerank_k_without_a_cross_encoder_is_refused_not_ignored():
     assert ServeSettings(index_dir="i", model_name_or_path="m", cross_encoder="ce", rerank_k=20).rerank_k == 20
 
 
+@pytest.mark.parametrize(
+    ("rerank_k", "message"),
+    [(0, "rerank_k must be an integer of at least 1, got 0"), (3, r"rerank_k \(3\) must be at least k \(5\)")],
+)
+def test_a_rerank_k_that_fails_every_default_search_is_refused_at_start(rerank_k, message):
+    # the service started with it and answered every search of the default k with a 422
+    with pytest.raises(ValueError, match=message):
+        ServeSettings(index_dir="i", model_name_or_path="m", cross_encoder="ce", rerank_k=rerank_k)
+    assert ServeSettings(index_dir="i", model_name_or_path="m", cross_encoder="ce", rerank_k=5).rerank_k == 5
+
+
 def test_serve_logs_the_first_truncation_and_counts_every_one_in_its_metrics(tmp_path, monkeypatch, recwarn):
     import warnings
 
