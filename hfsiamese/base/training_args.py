@@ -107,6 +107,14 @@ class PairTrainingArguments(TrainingArguments):
         if choice.bf16 and on_cpu and not torch.cuda.is_available():
             self.use_cpu = True
         super().__post_init__()
+        # The Trainer takes both and then trains nothing (a model saved as if trained) or fails at its first step,
+        # after the data and the model are loaded.
+        if self.max_steps <= 0 and self.num_train_epochs <= 0:
+            raise ValueError(
+                f"num_train_epochs must be above 0 (or set max_steps), got {self.num_train_epochs}: nothing would be trained"
+            )
+        if self.learning_rate < 0:
+            raise ValueError(f"learning_rate must be at least 0, got {self.learning_rate}")
         if self.nan_policy not in NAN_POLICIES:
             raise ValueError(f"nan_policy must be 'raise' or 'skip', got {self.nan_policy!r}")
         check_calibration_options(self.calibrate_for, self.target_precision)

@@ -14,6 +14,7 @@ from typing import Any
 from hfsiamese.base.model_arguments import ARCHITECTURES, ModelArguments
 from hfsiamese.bi_encoder.model_card import local_card_license
 from hfsiamese.data.negative_filters import NegativeFilters
+from hfsiamese.data.splits import check_split_fractions
 from hfsiamese.data.validation_sample import DEFAULT_MAX_EVAL_PAIRS
 from hfsiamese.utils.deprecation import renamed_option, warn_deprecated
 from hfsiamese.utils.minilm import MINILM_HUB_ID, resolve_minilm_path
@@ -165,6 +166,10 @@ class DataArguments:
             raise ValueError(f"--mining_* options: {err}") from None
         if self.max_train_pairs is not None and self.max_train_pairs < 1:  # else "the data set has no pairs"
             raise ValueError(f"max_train_pairs must be at least 1 (or unset), got {self.max_train_pairs}")
+        if self.max_eval_pairs is not None and self.max_eval_pairs < 0:  # else said once the pairs are split
+            raise ValueError(f"max_eval_pairs must be 0 (all pairs) or more, got {self.max_eval_pairs}")
+        if not self.validation_file:  # the fractions split off the validation (and test) side; else unused
+            check_split_fractions(self.validation_fraction, self.test_fraction)
         if self.split_seed < 0:  # numpy's own words: "expected non-negative integer"
             raise ValueError(f"split_seed must be a non-negative integer, got {self.split_seed}")
         if self.preprocessing_num_workers is not None and self.preprocessing_num_workers < 1:  # datasets' num_proc

@@ -39,6 +39,25 @@ def test_cross_encoder_arguments_have_the_shared_fields_and_no_bi_encoder_one(tm
         tiny_training_args(tmp_path, CrossEncoderTrainingArguments, nan_policy="ignore")
 
 
+@pytest.mark.parametrize("arguments_class", [SiameseTrainingArguments, CrossEncoderTrainingArguments])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_train_epochs": 0, "max_steps": -1}, r"num_train_epochs must be above 0 \(or set max_steps\), got 0"),
+        ({"num_train_epochs": -1, "max_steps": 0}, "num_train_epochs must be above 0"),
+        ({"learning_rate": -1.0}, "learning_rate must be at least 0, got -1.0"),
+    ],
+)
+def test_a_run_that_would_train_nothing_or_fail_at_its_first_step_is_refused(
+    tmp_path, arguments_class, options, message
+):
+    # `hfsiamese train --num_train_epochs 0` trained no step and saved the model as trained; a negative learning rate
+    # failed in the optimizer, after the data and the model were loaded
+    with pytest.raises(ValueError, match=message):
+        tiny_training_args(tmp_path, arguments_class, **options)
+    assert tiny_training_args(tmp_path, arguments_class, num_train_epochs=0, max_steps=3).max_steps == 3
+
+
 def test_a_trainer_refuses_the_other_familys_arguments(tiny_lstm, tmp_path):
     with pytest.raises(
         TypeError, match="SiameseTrainer needs SiameseTrainingArguments, got CrossEncoderTrainingArguments"

@@ -143,3 +143,19 @@ def test_mining_options_are_checked_with_the_other_flags(options, message):
     with pytest.raises(ValueError, match=f"^--mining_\\* options: {message}"):
         DataArguments(train_file="pairs.tsv", train_view="mined_triplets", **options)
     assert DataArguments(train_file="pairs.tsv", mining_margin=-2.0, mining_relative_margin=None).mining_margin == -2.0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"validation_fraction": 0.0}, "validation_fraction must be strictly between 0 and 1, got 0.0"),
+        ({"validation_fraction": 0.5, "test_fraction": 0.5}, "test_fraction must be in"),
+        ({"max_eval_pairs": -4}, r"max_eval_pairs must be 0 \(all pairs\) or more, got -4"),
+    ],
+)
+def test_split_and_evaluation_sizes_are_checked_with_the_other_flags(options, message):
+    # they were refused once the pairs were read and split, after the run had started
+    with pytest.raises(ValueError, match=message):
+        DataArguments(train_file="pairs.tsv", **options)
+    # with a validation file nothing is split off: the fractions are not used
+    assert DataArguments(train_file="pairs.tsv", validation_file="v.tsv", validation_fraction=0.0).validation_file
