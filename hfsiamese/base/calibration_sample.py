@@ -40,6 +40,12 @@ class CalibrationSample:
         return self.texts(self.check_pairs)
 
 
+def check_sample_sizes(calibration_size: int, check_size: int) -> None:
+    """Both sizes of a calibration sample at least 1: static int8 needs pairs to calibrate on and pairs to check."""
+    if calibration_size < 1 or check_size < 1:
+        raise ValueError(f"calibration_size and check_size must be at least 1, got {calibration_size} and {check_size}")
+
+
 def split_calibration_sample(
     pairs: list[tuple[str, str]],
     *,
@@ -49,8 +55,7 @@ def split_calibration_sample(
     source: str = "the calibration pairs",
 ) -> CalibrationSample:
     """`pairs` shuffled with `seed`, the first `calibration_size` to calibrate on, the next `check_size` held out."""
-    if calibration_size < 1 or check_size < 1:
-        raise ValueError(f"calibration_size and check_size must be at least 1, got {calibration_size} and {check_size}")
+    check_sample_sizes(calibration_size, check_size)
     if len(pairs) < 2:
         raise ValueError(
             f"{source}: {len(pairs)} pair(s); static int8 needs at least 2 (one to calibrate, one to check)"
@@ -105,6 +110,7 @@ __all__ = [
     "CalibrationSample",
     "RecordingSession",
     "check_calibration_request",
+    "check_sample_sizes",
     "read_calibration_sample",
     "split_calibration_sample",
 ]

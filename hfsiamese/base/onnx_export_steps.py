@@ -31,6 +31,10 @@ logger = logging.getLogger(__name__)
 
 QUANTIZATIONS = ("int8",)
 DEFAULT_OPSET = 18
+# The lowest opset asked for: int8 weights are quantised per channel (`quantize_dynamic(per_channel=True)`), which
+# needs DequantizeLinear's `axis` (opset 13). Below it PyTorch's exporters fail each in its own way (one printed
+# the whole traced graph).
+MIN_OPSET = 13
 # fp32 graphs must match PyTorch to float rounding; the issue's target is 1e-5 on real models.
 FP32_TOLERANCE = 1e-4
 # The operators int8 pays off on. The token embedding lookup (Gather) stays float: quantising it saves
@@ -51,13 +55,27 @@ _NOT_COPIED_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".onnx", ".py", "
 _NOT_COPIED_NAMES = ("README.md", "config.json", "training_args.bin")
 
 
+def check_opset(opset: int) -> int:
+    """`opset` if the export can be made at it: an integer of at least `MIN_OPSET`."""
+    if isinstance(opset, bool) or not isinstance(opset, int) or opset < MIN_OPSET:
+        raise ValueError(f"opset must be an integer of at least {MIN_OPSET} (default {DEFAULT_OPSET}), got {opset!r}")
+    return opset
+
+
 def check_export_request(
-    output_dir: str | Path, *, quantize: str | None, overwrite: bool, source_dir: str | Path | None = None
+    output_dir: str | Path,
+    *,
+    quantize: str | None,
+    overwrite: bool,
+    source_dir: str | Path | None = None,
+    opset: int = DEFAULT_OPSET,
 ) -> Path:
-    """Checks before any work: the quantisation asked for, onnxruntime installed, an output folder that may be written
-    and is not the model folder `source_dir` itself (overwriting it would replace the model's own config.json)."""
+    """Checks before any work: the quantisation and opset asked for, onnxruntime installed, an output folder that may
+    be written and is not the model folder `source_dir` itself (overwriting it would replace the model's own
+    config.json)."""
     if quantize not in (None, *QUANTIZATIONS):
         raise ValueError(f"quantize must be one of {QUANTIZATIONS} or None, got {quantize!r}")
+    check_opset(opset)
     require_onnxruntime()
     output_dir = Path(output_dir)
     if is_same_folder(output_dir, source_dir):
@@ -345,10 +363,12 @@ __all__ = [
     "EXPORTERS",
     "FP32_TOLERANCE",
     "INT8_WEIGHTS",
+    "MIN_OPSET",
     "QUANTIZATIONS",
     "QUANTIZED_OPERATORS",
     "TRACED_ATTENTION",
     "check_export_request",
+    "check_opset",
     "copy_side_files",
     "export_entry",
     "quantize_int8",

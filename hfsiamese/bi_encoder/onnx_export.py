@@ -33,6 +33,7 @@ from hfsiamese.base.calibration_sample import (
     CalibrationSample,
     RecordingSession,
     check_calibration_request,
+    check_sample_sizes,
     read_calibration_sample,
 )
 from hfsiamese.base.int8_accuracy import DEFAULT_MAX_SCORE_DIFF, DEFAULT_MIN_COSINE, ON_FAILURE, Int8AccuracyCheck
@@ -41,6 +42,7 @@ from hfsiamese.base.onnx_export_steps import (
     EXPORTERS,
     QUANTIZATIONS,
     check_export_request,
+    check_opset,
     copy_side_files,
     export_entry,
     quantize_int8,
@@ -129,6 +131,8 @@ class ExportArguments:
                 "OpenVINO int8 is static: give --calibration_file (pairs of your own questions) to calibrate it on"
             )
         self.int8_check()  # the bars and the failure mode checked before any work
+        check_opset(self.opset)
+        check_sample_sizes(self.calibration_size, self.check_size)
 
     def int8_check(self) -> Int8AccuracyCheck:
         """The bars static int8 is held to, and what a failure does."""
@@ -240,7 +244,9 @@ def export_onnx(
     (onnxruntime's `quantize_static` on the graph's inputs for the calibration texts), checked on the held-out texts
     against `int8_check`'s bar (default `Int8AccuracyCheck()`) before anything is written.
     """
-    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir)
+    output_dir = check_export_request(
+        output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir, opset=opset
+    )
     check_calibration_request(quantize, calibration)
     model = merged_copy(model).eval()  # a LoRA-trained model in memory: its adapters merged, into a copy
     with tempfile.TemporaryDirectory() as scratch:

@@ -68,7 +68,9 @@ def export_openvino(
     from PyTorch by more than `FP32_TOLERANCE`, or when int8 falls past `int8_check`'s bar (unless it says warn).
     """
     require_openvino()
-    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir)
+    output_dir = check_export_request(
+        output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir, opset=opset
+    )
     check_calibration_request(quantize, calibration)
     if quantize == "int8" and calibration is None:
         raise ValueError("OpenVINO int8 is static: give a calibration sample of your own pairs (--calibration_file)")

@@ -136,7 +136,9 @@ def export_cross_encoder_onnx(
     when its held-out scores fall past `int8_check`'s bar.
     """
     check_not_exported(cross_encoder)
-    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir)
+    output_dir = check_export_request(
+        output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir, opset=opset
+    )
     check_calibration_request(quantize, calibration)
     cross_encoder.model.eval()
     steps = None

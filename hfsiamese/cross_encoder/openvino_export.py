@@ -61,7 +61,9 @@ def export_cross_encoder_openvino(
     """
     require_openvino()
     check_not_exported(cross_encoder)
-    output_dir = check_export_request(output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir)
+    output_dir = check_export_request(
+        output_dir, quantize=quantize, overwrite=overwrite, source_dir=source_dir, opset=opset
+    )
     check_calibration_request(quantize, calibration)
     if quantize == "int8" and calibration is None:
         raise ValueError("OpenVINO int8 is static: give a calibration sample of your own pairs (--calibration_file)")

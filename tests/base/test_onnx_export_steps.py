@@ -12,6 +12,7 @@ from hfsiamese.base import onnx_export_steps
 from hfsiamese.base.onnx_export_steps import (
     FP32_TOLERANCE,
     TRACED_ATTENTION,
+    check_export_request,
     refuse_if_unlike_pytorch,
     trace_onnx_graph,
     traced_attention,
@@ -131,3 +132,11 @@ def test_the_dynamo_exporters_torchvision_notice_is_held_back_during_an_export_o
         "torchvision is not installed. Skipping torchvision::roi_pool",
     ]
     assert registration.filters == []
+
+
+@pytest.mark.parametrize("opset", [12, 3.5, True])
+def test_an_opset_below_what_int8_needs_is_refused_before_the_folder_is_made(tmp_path, opset):
+    with pytest.raises(ValueError, match="opset must be an integer of at least 13"):
+        check_export_request(tmp_path / "out", quantize=None, overwrite=False, opset=opset)
+    assert not (tmp_path / "out").exists()
+    assert check_export_request(tmp_path / "out", quantize=None, overwrite=False, opset=13) == tmp_path / "out"

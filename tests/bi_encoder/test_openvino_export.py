@@ -127,3 +127,9 @@ def test_command_line_refuses_contradictory_flags_before_any_work(tmp_path):
         ExportArguments(**common, calibration_file="dev.tsv")
     with pytest.raises(ValueError, match="int8_on_failure must be one of"):
         ExportArguments(**common, quantize="int8", calibration_file="dev.tsv", int8_on_failure="ignore")
+    # an opset below 13 printed PyTorch's whole traced graph; a check size of 0 was taken with no calibration file
+    with pytest.raises(ValueError, match=r"^opset must be an integer of at least 13 \(default 18\), got 3$"):
+        ExportArguments(**common, opset=3)
+    with pytest.raises(ValueError, match="calibration_size and check_size must be at least 1, got 300 and 0"):
+        ExportArguments(**common, quantize="int8", check_size=0)
+    assert ExportArguments(**common, opset=13).opset == 13
