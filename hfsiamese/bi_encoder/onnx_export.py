@@ -118,7 +118,7 @@ class ExportArguments:
             "choices": ON_FAILURE,
         },
     )
-    opset: int = field(default=DEFAULT_OPSET, metadata={"help": "ONNX opset version."})
+    opset: int = field(default=DEFAULT_OPSET, metadata={"help": "ONNX opset version, 13 or above."})
     overwrite_output_dir: bool = field(default=False, metadata={"help": "Write into a non-empty --output_dir."})
 
     def __post_init__(self) -> None:
