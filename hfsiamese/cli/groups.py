@@ -100,10 +100,14 @@ class GroupsArguments:
         metadata={"help": "With --guard cross_encoder: the cross-encoder folder that decides borderline links."},
     )
     cross_encoder_threshold: float | None = field(
-        default=None, metadata={"help": "The cross-encoder score that accepts a link (default: its calibrated one)."}
+        default=None,
+        metadata={
+            "help": "With --guard cross_encoder: the score that accepts a link (default: the cross-encoder's calibrated one)."
+        },
     )
     cross_encoder_budget: float = field(
-        default=DEFAULT_BUDGET, metadata={"help": "Cross-encoder pairs scored at most per 1,000 questions."}
+        default=DEFAULT_BUDGET,
+        metadata={"help": "With --guard cross_encoder: cross-encoder pairs scored at most per 1,000 questions."},
     )
     check_size: int | None = field(
         default=DEFAULT_CHECK_SIZE,
@@ -136,6 +140,15 @@ def check_arguments(args: GroupsArguments) -> None:
             raise UsageError(f"--output_file {args.output_file} exists: pass --overwrite_output_file to replace it")
     if (args.guard == "cross_encoder") != (args.cross_encoder is not None):
         raise UsageError("--cross_encoder goes with --guard cross_encoder, and it needs one")
+    guard_only = {
+        "--cross_encoder_threshold": args.cross_encoder_threshold is not None,
+        "--cross_encoder_budget": args.cross_encoder_budget != DEFAULT_BUDGET,
+        "--check_size": args.check_size != DEFAULT_CHECK_SIZE,
+    }
+    given = [flag for flag, changed in guard_only.items() if changed]
+    if given and args.guard != "cross_encoder":  # another guard would ignore them
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{', '.join(given)} {verb} only with --guard cross_encoder (the guard is {args.guard})")
     if args.k < 1 or args.largest < 0:
         raise UsageError("--k must be at least 1 and --largest at least 0")
     check_threshold(args.threshold)  # the bars too: find_groups would refuse them only after the embedding

@@ -59,6 +59,15 @@ def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path,
         (["--index_dir", "x", "--store", "lancedb"], "--database goes with"),
         (["--index_dir", "x", "--guard", "cross_encoder"], "--cross_encoder goes with --guard cross_encoder"),
         (["--index_dir", "x", "--cross_encoder", "ce"], "--cross_encoder goes with --guard cross_encoder"),
+        # the cross-encoder guard's own options, given with another guard, were ignored
+        (
+            ["--index_dir", "x", "--check_size", "0"],
+            r"^--check_size applies only with --guard cross_encoder \(the guard is mean\)$",
+        ),
+        (
+            ["--index_dir", "x", "--guard", "none", "--cross_encoder_budget", "5", "--cross_encoder_threshold", "0.5"],
+            "--cross_encoder_threshold, --cross_encoder_budget apply only with --guard cross_encoder",
+        ),
     ],
 )
 def test_flag_mistakes_are_one_line(flags, message):
