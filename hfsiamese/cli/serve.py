@@ -27,6 +27,8 @@ writes (403) and reopens its index every --replica_refresh_s seconds. Needs the 
 
 from __future__ import annotations
 
+import errno
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,12 +173,39 @@ def import_server() -> tuple[Any, Any]:
     return uvicorn, create_app
 
 
+def bind_socket(host: str, port: int) -> socket.socket:
+    """
+    The service's socket, bound before the model and the index load: uvicorn binds only once the app has started, so a
+    port in use (or a host that is no address) was said after the whole load, as a log line. uvicorn listens on it.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as err:  # socket.gaierror, or the IDNA codec's error for a malformed name
+        raise UsageError(f"--host {host} is no address to listen on: {err}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it: a restart reuses the port
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} on {host} is in use (another service?): stop it or pass another --port"
+            ) from None
+        raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
 def main(argv: list[str] | None = None) -> None:
     """`hfsiamese serve --index_dir FOLDER --model_name_or_path MODEL`: serves until stopped."""
     parser = HfArgumentParser(ServeArguments, prog="hfsiamese serve", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     settings = settings_of(args)
     uvicorn, create_app = import_server()
+    listening = bind_socket(args.host, args.port)
     configure_quiet_console()
     if args.mount_app is None:
         app = create_app(settings)
@@ -192,7 +221,11 @@ def main(argv: list[str] | None = None) -> None:
     # all are counted in /metrics (this command's process only; the app itself leaves warnings alone).
     truncation_log.install(app.state.runtime.metrics.count_truncated)
     print(f"Serving on http://{args.host}:{args.port} (ready once /health/ready answers 200)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    server = uvicorn.Server(config)
+    server.run(sockets=[listening])
+    if not server.started:  # the app's startup failed (its error is logged): as `uvicorn.run` exits
+        raise SystemExit(3)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import pytest
 from hfsiamese.cli import main as cli_main
 from hfsiamese.service.auth import ENV_VARIABLE, ApiKeys, AuthError, request_key
 from hfsiamese.service.settings import Limits, ServeSettings, is_loopback
+from tests.service.running_service import free_port
 
 GOOD = "k" * 20
 
@@ -111,17 +112,54 @@ def test_serve_logs_the_first_truncation_and_counts_every_one_in_its_metrics(tmp
     served = {}
 
     class Uvicorn:  # what the command runs the app with: here, two batches of long questions, then it stops
-        @staticmethod
-        def run(app, **options):
-            served["app"] = app
-            warn_truncated(2, 10, 48)
-            warn_truncated(2, 10, 48)
+        class Config:
+            def __init__(self, app, **options):
+                self.app = app
+
+        class Server:
+            def __init__(self, config):
+                self.config, self.started = config, False
+
+            def run(self, sockets):
+                served["app"], served["sockets"] = self.config.app, sockets
+                warn_truncated(2, 10, 48)
+                warn_truncated(2, 10, 48)
+                self.started = True
 
     monkeypatch.setattr(serve, "import_server", lambda: (Uvicorn, create_app))
+    port = free_port()
     with warnings.catch_warnings():  # the command's hook stays inside this block
-        serve.main(["--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path)])
+        serve.main(["--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path), "--port", str(port)])
         assert isinstance(warnings.showwarning, TruncationLog)
+    assert served["sockets"][0].getsockname()[1] == port  # bound by the command before the app was made
+    served["sockets"][0].close()
     metrics = served["app"].state.runtime.metrics.render()[0].decode()
     assert "hfsiamese_truncated_texts_total 4.0" in metrics
     (shown,) = [str(warning.message) for warning in recwarn if "were truncated" in str(warning.message)]
     assert shown.startswith("2 of 10 texts") and "hfsiamese_truncated_texts_total" in shown
+
+
+def test_a_port_in_use_is_said_in_one_line_before_the_model_or_the_index_loads(tmp_path, capsys):
+    import socket
+
+    (tmp_path / "index_config.json").write_text("{}")  # passes the command's check; nothing here could load
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exit_info:
+            cli_main.main(["serve", "--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path / "none"),
+                           "--port", str(port)])  # fmt: skip
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: port {port} on 127.0.0.1 is in use (another service?): stop it or pass another --port"
+
+
+def test_a_host_that_is_no_address_is_said_in_one_line(tmp_path, capsys):
+    (tmp_path / "index_config.json").write_text("{}")
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main.main(["serve", "--index_dir", str(tmp_path), "--model_name_or_path", str(tmp_path),
+                       "--host", "bad..host", "--allow_no_keys"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and err.startswith("error: --host bad..host is no address to listen on")
+    assert len(err.splitlines()) == 1
