@@ -22,6 +22,7 @@ from transformers import HfArgumentParser
 from hfsiamese.cli.app_page import AppArguments, app_from_arguments
 from hfsiamese.cli.command_line import run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.listening import check_port_free
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.utils.console import configure_quiet_console
 
@@ -32,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     """`hfsiamese app --model_name_or_path MODEL --corpus QUESTIONS [--index_dir FOLDER]`: serves until stopped."""
     parser = HfArgumentParser(AppArguments, prog="hfsiamese app", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
+    check_port_free(args.host, args.port)  # Gradio said "Cannot find empty port" only after the corpus was embedded
     configure_quiet_console()
     app = app_from_arguments(args)
     print(f"Serving on http://{args.host}:{args.port}", flush=True)

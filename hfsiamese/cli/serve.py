@@ -27,8 +27,6 @@ writes (403) and reopens its index every --replica_refresh_s seconds. Needs the 
 
 from __future__ import annotations
 
-import errno
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from transformers import HfArgumentParser
 from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
+from hfsiamese.cli.listening import bind_socket
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
 from hfsiamese.service import truncation_log
@@ -171,32 +170,6 @@ def import_server() -> tuple[Any, Any]:
             f"hfsiamese serve needs fastapi, uvicorn and prometheus-client: {install_hint('serve')}"
         ) from err
     return uvicorn, create_app
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """
-    The service's socket, bound before the model and the index load: uvicorn binds only once the app has started, so a
-    port in use (or a host that is no address) was said after the whole load, as a log line. uvicorn listens on it.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except (OSError, UnicodeError) as err:  # socket.gaierror, or the IDNA codec's error for a malformed name
-        raise UsageError(f"--host {host} is no address to listen on: {err}") from None
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn sets it: a restart reuses the port
-    try:
-        sock.bind(address)
-    except OSError as err:
-        sock.close()
-        if err.errno == errno.EADDRINUSE:
-            raise UsageError(
-                f"port {port} on {host} is in use (another service?): stop it or pass another --port"
-            ) from None
-        raise UsageError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 def main(argv: list[str] | None = None) -> None:
