@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import datasets
@@ -29,6 +29,8 @@ def check_texts(texts: Sequence[str], what: str = "texts") -> list[str]:
     """`texts` as a list, refusing a single string, non-strings and empty texts (naming the position)."""
     if isinstance(texts, str):
         raise TypeError(f"{what} must be a list of strings, not a single string: wrap it in a list")
+    if not isinstance(texts, Iterable):  # None, a number: list() would say "'NoneType' object is not iterable"
+        raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
     texts = list(texts)
     for position, text in enumerate(texts):
         if not isinstance(text, str):

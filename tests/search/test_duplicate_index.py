@@ -266,6 +266,11 @@ def test_classifier_threshold_is_not_used_as_a_cosine_threshold(word_tokenizer):
         (lambda m, t: DuplicateIndex.build([], m, t), ValueError, "empty corpus"),
         (lambda m, t: DuplicateIndex.build(TEXTS, m, t, ids=[1, 2]), ValueError, "got 8 texts but 2 ids"),
         (lambda m, t: DuplicateIndex.build("one text", m, t), TypeError, "not a single string"),
+        (
+            lambda m, t: DuplicateIndex.build(TEXTS, m, t).search(None),
+            TypeError,
+            "^queries must be a list of strings, got NoneType$",  # was "'NoneType' object is not iterable"
+        ),
         (lambda m, t: DuplicateIndex.build(["fine", "  "], m, t), ValueError, r"corpus\[1\] is empty"),
         (lambda m, t: DuplicateIndex.build(["a", "b"], m, t, ids=[1, "b"]), TypeError, "all integers or all strings"),
         (lambda m, t: DuplicateIndex.build(TEXTS, m, t, store="annoy"), ValueError, "store must be one of"),
