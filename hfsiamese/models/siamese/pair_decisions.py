@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .scoring import pair_probability, resolve_decision_threshold
+from .scoring import check_decision_threshold, pair_probability, resolve_decision_threshold
 
 __all__ = ["PairDecisionMixin"]
 
@@ -47,6 +47,8 @@ class PairDecisionMixin:
         method="platt" | "isotonic")`) also returns `probability`, the calibrated P(duplicate) of each pair, and takes
         the decision as `probability_threshold=p` (duplicate when P(duplicate) >= p) instead of `threshold=`.
         """
+        if threshold is not None:  # outside the scores' range it would call every pair one class (classify's ±inf are
+            check_decision_threshold(self.config, threshold)  # its own sentinels, so the resolver does not check)
         threshold = resolve_decision_threshold(self.config, threshold, probability_threshold)
         scores, beside = self._decision_scores(texts_a, texts_b, tokenizer, **score_kwargs)
         result = {"scores": scores, "is_duplicate": scores >= threshold, **beside}

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from transformers import Pipeline
 
 from .inference import check_truncate_dim, check_truncated_scoring
-from .scoring import pair_probability, pair_scores, resolve_decision_threshold
+from .scoring import check_decision_threshold, pair_probability, pair_scores, resolve_decision_threshold
 from .token_fields import token_fields
 
 PIPELINE_TASK = "question-duplicates"
@@ -170,6 +170,8 @@ class QuestionDuplicatesPipeline(Pipeline):
         if cross_encoder is not None:
             _check_cross_encoder(cross_encoder)
         config = self.model.config if cross_encoder is None else getattr(cross_encoder, "config", None)
+        if threshold is not None:  # as `predict`: one outside the scores' range would decide every pair alike
+            check_decision_threshold(config, threshold)
         return resolve_decision_threshold(config, threshold, probability_threshold)
 
     def preprocess(

@@ -36,6 +36,17 @@ def test_predict_decides_at_the_stored_or_given_threshold_and_passes_the_scoring
     assert model.predict(["a"] * 3, ["b"] * 3, threshold=0.95)["is_duplicate"].tolist() == [False, False, False]
 
 
+def test_a_threshold_outside_the_scores_range_is_refused_before_scoring():
+    model = FixedScores([0.2])
+    with pytest.raises(ValueError, match=r"threshold is a cosine similarity and must lie in \[-1, 1\], got 5"):
+        model.predict(["a"], ["b"], threshold=5)
+    probabilities = FixedScores([0.2])
+    probabilities.config.score_unit = "probability"  # a cross-encoder's (or a classification head's) scores
+    with pytest.raises(ValueError, match=r"threshold is a P\(duplicate\) for this model .* \[0, 1\], got -0.5"):
+        probabilities.predict(["a"], ["b"], threshold=-0.5)
+    assert model.calls == probabilities.calls == []  # refused before any scoring
+
+
 def test_a_probability_calibration_adds_the_probability_and_takes_probability_thresholds():
     platt = {"method": "platt", "coef": 10.0, "intercept": -5.0}  # P = sigmoid(10 s - 5): 0.5 at s = 0.5
     model = FixedScores([0.2, 0.6], calibration=platt)

@@ -115,6 +115,8 @@ def test_missing_threshold_and_unknown_parameters(tiny_lstm, word_tokenizer):
     assert pipe(PAIRS[0], threshold=-1.0)["is_duplicate"] is True
     with pytest.raises(TypeError, match="top_k"):
         pipe(PAIRS[0], threshold=0.5, top_k=2)
+    with pytest.raises(ValueError, match=r"threshold is a cosine similarity and must lie in \[-1, 1\], got 5"):
+        pipe(PAIRS[0], threshold=5)  # it called every pair a non-duplicate
 
 
 def test_pipeline_loads_without_hfsiamese(tiny_lstm, tiny_bert_dir, word_tokenizer, tmp_path):
