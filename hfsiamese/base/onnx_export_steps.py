@@ -25,7 +25,7 @@ from torch import nn
 
 from hfsiamese.data.question_fingerprints import FINGERPRINT_FILE
 from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, require_onnxruntime
-from hfsiamese.utils.output_dirs import ensure_writable_folder
+from hfsiamese.utils.output_dirs import ensure_writable_folder, is_same_folder
 
 logger = logging.getLogger(__name__)
 
@@ -250,11 +250,6 @@ def _without_cpp_lines(fragment: str) -> Iterator[None]:
             if kept:
                 sys.stderr.write("".join(kept))
                 sys.stderr.flush()
-
-
-def is_same_folder(folder: Path, other: str | Path | None) -> bool:
-    """Whether `other` (None, a Hub id or a folder) is the existing folder `folder`, under any name (a link too)."""
-    return other is not None and folder.is_dir() and Path(other).is_dir() and os.path.samefile(folder, other)
 
 
 def quantize_int8(source: str | Path, target: str | Path) -> None:

@@ -17,6 +17,7 @@ from hfsiamese.loading import load_siamese_model
 from hfsiamese.search.corpus_files import CorpusFile
 from hfsiamese.search.duplicate_index import DuplicateIndex
 from hfsiamese.search.stores.index_files import INDEX_CONFIG_NAME
+from hfsiamese.utils.output_dirs import is_same_folder
 
 # Where the saved index says where its rows are, these options of a new one do not apply to it.
 _WHERE_THE_ROWS_ARE = ("database", "collection")
@@ -68,6 +69,9 @@ def open_index(
     if corpus is None:
         where = f" ({index_dir} holds no index yet)" if index_dir else ""
         raise ValueError(f"pass --corpus to build an index{where}")
+    # An index saved in the model's folder would mix its files with the model's (or, rebuilt, replace them).
+    if index_dir is not None and is_same_folder(index_dir, model_name_or_path):
+        raise ValueError(f"{index_flag} {index_dir} is the model's own folder: choose another folder for the index")
     if index_dir is not None and not overwrite:
         target = Path(index_dir)
         # Checked before the corpus is embedded, which may take minutes, rather than when saving.

@@ -36,6 +36,11 @@ def _umask() -> int:
     return current
 
 
+def is_same_folder(folder: str | Path, other: str | Path | None) -> bool:
+    """Whether `other` (None, a Hub id or a folder) is the existing folder `folder`, under any name (a link too)."""
+    return other is not None and Path(folder).is_dir() and Path(other).is_dir() and os.path.samefile(folder, other)
+
+
 def ensure_writable_folder(path: str | Path, *, overwrite: bool = False, label: str = "", remedy: str) -> None:
     """
     Refuse a path that is a file, or a folder that already holds files unless `overwrite`.
@@ -108,6 +113,7 @@ __all__ = [
     "ensure_writable_folder",
     "ensure_writable_output_dir",
     "give_umask_mode",
+    "is_same_folder",
     "run_name",
     "run_output_dir",
 ]
