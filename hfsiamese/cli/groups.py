@@ -36,7 +36,7 @@ from hfsiamese.search.corpus_files import read_corpus
 from hfsiamese.search.groups import CANONICAL_RULES, DEFAULT_GUARD, GUARDS
 from hfsiamese.search.groups.cross_encoder_guard import DEFAULT_BUDGET, DEFAULT_CHECK_SIZE
 from hfsiamese.search.groups.duplicate_groups import check_group_threshold
-from hfsiamese.search.groups.group_finding import group_settings
+from hfsiamese.search.groups.group_finding import cross_encoder_guard_threshold
 from hfsiamese.search.groups.group_storage import save_groups_file
 from hfsiamese.search.index_opening import open_index
 from hfsiamese.utils.console import configure_quiet_console
@@ -176,12 +176,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from hfsiamese.cross_encoder.model import CrossEncoder
 
         cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder)
-        # Its threshold (given, or the one it was calibrated with), budget and check size, checked as find_groups
-        # will check them; the pair cosine in between (0.0 here) is the index's, known once it is built.
-        group_settings(
-            0.0, args.guard, args.canonical, args.k, cross_encoder, args.cross_encoder_threshold,
-            args.cross_encoder_budget, args.check_size, args.group_threshold,
-        )  # fmt: skip
+        # Its threshold (given, or the one it was calibrated with), budget and check size, as find_groups checks them.
+        cross_encoder_guard_threshold(
+            cross_encoder, args.cross_encoder_threshold, args.cross_encoder_budget, args.check_size
+        )
     index = open_index(args.model_name_or_path, args.index_dir, corpus, options=options, backend=args.backend)
     groups = index.find_groups(
         args.threshold, args.k, probability_threshold=args.probability_threshold, guard=args.guard,

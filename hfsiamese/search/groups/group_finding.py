@@ -13,7 +13,7 @@ from hfsiamese.search.duplicate_finding import cosine_threshold, mining_store
 from hfsiamese.search.groups.canonical import check_canonical_rule
 from hfsiamese.search.groups.clustering import RowVectors, guarded_groups
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
-from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings
+from hfsiamese.search.groups.duplicate_groups import DuplicateGroups, GroupSettings, check_cross_encoder_options
 from hfsiamese.search.groups.earlier_links import group_graph
 from hfsiamese.search.groups.guards import check_guard, uses_cross_encoder
 from hfsiamese.search.input_checks import check_k
@@ -83,15 +83,28 @@ def group_settings(
     """The settings of a grouping; the cross-encoder guard's refused without a cross-encoder or its threshold."""
     if not uses_cross_encoder(guard):
         return GroupSettings(threshold=cosine, guard=guard, canonical=canonical, k=k, group_threshold=group_threshold)
+    decision = cross_encoder_guard_threshold(cross_encoder, cross_encoder_threshold_, cross_encoder_budget, check_size)
+    return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size, group_threshold)
+
+
+def cross_encoder_guard_threshold(
+    cross_encoder: Any | None, threshold: float | None, budget: float | None, check_size: int | None
+) -> float:
+    """
+    The cross-encoder guard's decision threshold (`threshold`, else the cross-encoder's calibrated one), with its
+    budget and check size checked; refused without a cross-encoder or a threshold. It needs no index, so `hfsiamese
+    groups` asks it before the corpus is read.
+    """
     if cross_encoder is None:
         raise ValueError(
             "guard='cross_encoder' needs a cross-encoder: pass cross_encoder=... (a CrossEncoder or its folder) or "
             "build the index with one"
         )
-    decision = cross_encoder_threshold(cross_encoder, cross_encoder_threshold_)
+    decision = cross_encoder_threshold(cross_encoder, threshold)
     if decision is None:
         raise ValueError(NO_CROSS_ENCODER_THRESHOLD.replace("threshold=", "cross_encoder_threshold="))
-    return GroupSettings(cosine, guard, canonical, k, decision, cross_encoder_budget, check_size, group_threshold)
+    check_cross_encoder_options(decision, budget, check_size)
+    return decision
 
 
 def row_judge(
@@ -126,4 +139,4 @@ def judged_groups(
     )  # fmt: skip
 
 
-__all__ = ["find_groups", "group_settings", "judged_groups", "row_judge"]
+__all__ = ["cross_encoder_guard_threshold", "find_groups", "group_settings", "judged_groups", "row_judge"]

@@ -10,6 +10,7 @@ import torch
 from hfsiamese.search import DuplicateIndex
 from hfsiamese.search.groups import GroupSettings
 from hfsiamese.search.groups.cross_encoder_guard import LinkJudge, call_budget
+from hfsiamese.search.groups.group_finding import cross_encoder_guard_threshold
 from tests.search.group_vectors import THRESHOLD, VectorModel, at_angle, corpus, model
 from tests.search.test_groups import assert_same_groups, texts_of
 
@@ -93,6 +94,19 @@ def test_the_guard_needs_a_cross_encoder_and_its_threshold(cross_encoder):
     with pytest.raises(ValueError, match=r"cross_encoder_budget \(calls per 1,000 questions\) must be 0 or more"):
         index.find_groups(guard="cross_encoder", cross_encoder=cross_encoder, cross_encoder_threshold=0.5,
                           cross_encoder_budget=-1)  # fmt: skip
+
+
+def test_the_guards_own_settings_are_checked_without_an_index(cross_encoder):
+    # what `hfsiamese groups` asks before the corpus is read (it once passed a placeholder pair cosine of 0.0)
+    with pytest.raises(ValueError, match=r"guard='cross_encoder' needs a cross-encoder"):
+        cross_encoder_guard_threshold(None, 0.5, 10.0, None)
+    with pytest.raises(ValueError, match=r"pass cross_encoder_threshold=\.\.\."):
+        cross_encoder_guard_threshold(cross_encoder, None, 10.0, None)  # not calibrated
+    with pytest.raises(ValueError, match="check_size must be an integer of at least 2"):
+        cross_encoder_guard_threshold(cross_encoder, 0.5, 10.0, 1)
+    assert cross_encoder_guard_threshold(cross_encoder, 0.5, 10.0, None) == 0.5
+    cross_encoder.config.threshold = 0.7
+    assert cross_encoder_guard_threshold(cross_encoder, None, 0.0, 2) == 0.7  # its calibrated one
 
 
 def test_assigning_without_the_cross_encoder_is_refused_before_any_row_is_written(cross_encoder, tmp_path):
