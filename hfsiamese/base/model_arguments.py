@@ -161,6 +161,11 @@ class ModelArguments:
         # Refused here, before any data is read: 0 trained (and saved) a model on empty texts.
         if self.max_length is not None and self.max_length < 1:
             raise ValueError(f"max_length must be a positive integer (or unset), got {self.max_length}")
+        # A probability, checked with the flags: torch said it once the model was built and the data read.
+        for name in ("dropout", "encoder_dropout", "lora_dropout"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} is a probability in [0, 1), got {value}")
 
 
 __all__ = ["ARCHITECTURES", "ModelArguments"]

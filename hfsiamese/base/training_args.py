@@ -115,6 +115,10 @@ class PairTrainingArguments(TrainingArguments):
             )
         if self.learning_rate < 0:
             raise ValueError(f"learning_rate must be at least 0, got {self.learning_rate}")
+        if self.gradient_accumulation_steps < 1:  # the Trainer divided by it, once the data and the model were loaded
+            raise ValueError(f"gradient_accumulation_steps must be at least 1, got {self.gradient_accumulation_steps}")
+        if self.weight_decay < 0:  # AdamW would grow the weights instead of shrinking them
+            raise ValueError(f"weight_decay must be at least 0, got {self.weight_decay}")
         if self.nan_policy not in NAN_POLICIES:
             raise ValueError(f"nan_policy must be 'raise' or 'skip', got {self.nan_policy!r}")
         check_calibration_options(self.calibrate_for, self.target_precision)

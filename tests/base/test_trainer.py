@@ -46,6 +46,8 @@ def test_cross_encoder_arguments_have_the_shared_fields_and_no_bi_encoder_one(tm
         ({"num_train_epochs": 0, "max_steps": -1}, r"num_train_epochs must be above 0 \(or set max_steps\), got 0"),
         ({"num_train_epochs": -1, "max_steps": 0}, "num_train_epochs must be above 0"),
         ({"learning_rate": -1.0}, "learning_rate must be at least 0, got -1.0"),
+        ({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps must be at least 1, got 0"),
+        ({"weight_decay": -1.0}, "weight_decay must be at least 0, got -1.0"),
     ],
 )
 def test_a_run_that_would_train_nothing_or_fail_at_its_first_step_is_refused(

@@ -130,6 +130,15 @@ def test_a_max_length_below_one_is_refused_before_any_data_is_read(max_length):
     assert ModelArguments(max_length=8).max_length == 8 and ModelArguments().max_length is None
 
 
+@pytest.mark.parametrize("name", ["dropout", "encoder_dropout", "lora_dropout"])
+@pytest.mark.parametrize("value", [1.5, 1.0, -0.1])
+def test_a_dropout_that_is_no_probability_is_refused_with_the_flags(name, value):
+    # torch refused it once the model was built and the data read
+    with pytest.raises(ValueError, match=f"^{name} is a probability in \\[0, 1\\), got {value}$"):
+        ModelArguments(**{name: value})
+    assert getattr(ModelArguments(**{name: 0.1}), name) == 0.1
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
