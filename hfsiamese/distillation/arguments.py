@@ -83,6 +83,8 @@ class DistillationArguments:
             raise ValueError(f"teacher_batch_size must be a positive integer, got {self.teacher_batch_size}")
         if self.distillation_epochs <= 0 and self.distillation_max_steps <= 0:
             raise ValueError("stage 1 needs distillation_epochs > 0 or distillation_max_steps > 0")
+        if self.distillation_learning_rate is not None and self.distillation_learning_rate < 0:  # as --learning_rate
+            raise ValueError(f"distillation_learning_rate must be at least 0, got {self.distillation_learning_rate}")
         if self.distillation_targets not in DISTILLATION_TARGETS:
             raise ValueError(
                 f"distillation_targets must be one of {DISTILLATION_TARGETS}, got {self.distillation_targets!r}"
