@@ -101,6 +101,17 @@ class EvaluationArguments:
         default=None, metadata={"help": "With calibrate_for precision: the precision to reach (e.g. 0.9)."}
     )
 
+    def __post_init__(self) -> None:
+        # Said with the flags: the encoder refused them once the model was loaded and the pairs read.
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size}")
+        for name in ("max_length", "truncate_dim"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be a positive integer (or unset), got {value}")
+        if any(k < 1 for k in self.retrieval_k):
+            raise ValueError(f"retrieval_k cut-offs must be positive integers, got {self.retrieval_k}")
+
 
 def training_overlap_of(model_name_or_path: str | os.PathLike, pairs: datasets.Dataset) -> TrainingOverlap | None:
     """

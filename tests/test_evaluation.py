@@ -133,3 +133,21 @@ def test_a_threshold_outside_the_unit_of_the_models_scores_is_refused(tiny_lstm,
     with pytest.raises(ValueError, match=r"P\(duplicate\) for this model .* must lie in \[0, 1\], got -0.5"):
         decision_threshold(head, -0.5)
     assert decision_threshold(head, 0.7) == 0.7
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"batch_size": 0}, "batch_size must be a positive integer, got 0"),
+        ({"max_length": 0}, r"max_length must be a positive integer \(or unset\), got 0"),
+        ({"truncate_dim": 0}, r"truncate_dim must be a positive integer \(or unset\), got 0"),
+        ({"retrieval_k": [0, 5]}, r"retrieval_k cut-offs must be positive integers, got \[0, 5\]"),
+    ],
+)
+def test_evaluate_refuses_sizes_no_run_can_use_with_its_flags(options, message):
+    # they were refused by the encoder, once the model was loaded and the pairs read
+    from hfsiamese.evaluation import EvaluationArguments
+
+    with pytest.raises(ValueError, match=message):
+        EvaluationArguments(model_name_or_path="m", test_file="pairs.tsv", **options)
+    assert EvaluationArguments(model_name_or_path="m", test_file="pairs.tsv").batch_size == 256
