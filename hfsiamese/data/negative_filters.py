@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the rule is checked where flags are parsed, before torch loads (`hfsiamese train`'s arguments)
+if TYPE_CHECKING:  # annotations only: the filters themselves are plain numbers, checked with the flags
     import torch
 
 __all__ = ["NegativeFilters", "allowed_candidates"]
