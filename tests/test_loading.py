@@ -86,12 +86,16 @@ def test_runtime_options_reach_the_runtime_that_loads_and_no_other(folders):
     bi_onnx = load_model(folders["bi_onnx"], runtime_options=options)
     assert onnx_thread_spinning(bi_onnx.session) == "0"
     assert onnx_thread_spinning(load_siamese_model(folders["bi_onnx"], runtime_options=options).session) == "0"
-    # A bi-encoder's own default: threads that sleep between runs (encode's tokeniser and padding need the cores);
-    # spinning, onnxruntime's default, where asked for; a cross-encoder keeps onnxruntime's default.
+    # Without options, either family's export opens with threads that sleep between runs (the tokeniser and the
+    # padding need the cores between them); spinning, onnxruntime's default, where asked for.
     assert onnx_thread_spinning(load_model(folders["bi_onnx"]).session) == "0"
+    assert onnx_thread_spinning(load_pair_model(folders["cross_onnx"]).model.session) == "0"
     spinning = load_model(folders["bi_onnx"], session_options=session_options(thread_spinning=True))
     assert onnx_thread_spinning(spinning.session) == "default"
-    assert onnx_thread_spinning(load_pair_model(folders["cross_onnx"]).model.session) == "default"
+    spinning_cross = load_pair_model(
+        folders["cross_onnx"], runtime_options={"onnx": {"session_options": session_options(thread_spinning=True)}}
+    )
+    assert onnx_thread_spinning(spinning_cross.model.session) == "default"
     cross_onnx = load_pair_model(folders["cross_onnx"], runtime_options=options)
     assert onnx_thread_spinning(cross_onnx.model.session) == "0"
     # A PyTorch folder gets only the "pytorch" entry: the ONNX session options would be refused by transformers.

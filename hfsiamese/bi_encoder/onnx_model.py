@@ -31,12 +31,7 @@ from hfsiamese.models.siamese.encoding_policy import EncodePrecision
 from hfsiamese.models.siamese.inference import SiameseInferenceMixin
 from hfsiamese.models.siamese.modeling_siamese import PairClassificationHead, SiameseModelOutput
 from hfsiamese.models.siamese.safe_loading import check_finite
-from hfsiamese.utils.onnx_runtime import (
-    ONNX_FILE_NAME,
-    open_graph_session,
-    require_onnxruntime,
-    session_options as onnx_session_options,
-)
+from hfsiamese.utils.onnx_runtime import ONNX_FILE_NAME, open_graph_session, require_onnxruntime
 
 CLASSIFIER_FILE_NAME = "classifier.safetensors"
 # The graph's inputs and output, fixed by `hfsiamese.bi_encoder.onnx_export`.
@@ -119,11 +114,6 @@ class OnnxSiameseModel(SiameseInferenceMixin, nn.Module):
         `hfsiamese.utils.onnx_runtime.session_options(thread_spinning=True)` for onnxruntime's own default).
         """
         require_onnxruntime()
-        if session_options is None:
-            # `encode` tokenises on a thread of its own and pads each batch between runs: a spinning pool
-            # (onnxruntime's default) took those cores. LSTM recipe int8 on 2 cores: 1.04x PyTorch fp32 spinning,
-            # 1.95-2.41x not (docs/benchmarks.md).
-            session_options = onnx_session_options(thread_spinning=False)
         options = {"providers": providers, "session_options": session_options}
         return cls.from_folder(
             pretrained_model_name_or_path,

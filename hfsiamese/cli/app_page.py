@@ -106,8 +106,8 @@ class AppArguments:
     onnx_thread_spinning: bool = field(
         default=False,
         metadata={
-            "help": "Let an ONNX model's onnxruntime threads spin between searches (onnxruntime's default, for batch "
-            "jobs); off, they leave the cores to the page's server between searches."
+            "help": "Let an ONNX model's onnxruntime threads spin between searches (onnxruntime's default); "
+            "off (hfsiamese's default), they leave the cores to the page's server between searches."
         },
     )
 

@@ -96,8 +96,8 @@ class ServeArguments:
     onnx_thread_spinning: bool = field(
         default=False,
         metadata={
-            "help": "Let an ONNX model's onnxruntime threads spin between batches (onnxruntime's default, for batch "
-            "jobs); off, they leave the cores to the requests between batches."
+            "help": "Let an ONNX model's onnxruntime threads spin between batches (onnxruntime's default); "
+            "off (hfsiamese's default), they leave the cores to the requests between batches."
         },
     )
     replica: bool = field(
