@@ -74,6 +74,28 @@ def test_static_int8_is_checked_on_held_out_texts_and_refused_past_the_bar(word_
     assert not (tmp_path / "refused").exists()
 
 
+def test_static_int8_of_a_max_pooled_lstm_with_a_projection_keeps_its_embeddings(word_tokenizer, tmp_path):
+    """
+    NNCF put the projection's input quantizer on the LSTM outputs before max pooling, whose padded steps are -inf: an
+    infinite range, and every embedding lost (the distilled LSTM recipe's: mean cosine 0.005 to fp32, refused). The
+    projection of an LSTM or static encoder is left in fp32.
+    """
+    from hfsiamese import SiameseConfig, SiameseModel
+
+    torch.manual_seed(0)
+    config = SiameseConfig(
+        encoder_type="lstm", vocab_size=len(word_tokenizer), embedding_dim=8, hidden_size=6, bidirectional=True,
+        pooling="max", projection_dim=12, pad_token_id=0,
+    )  # fmt: skip
+    model = SiameseModel(config).eval()
+    sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)
+    exported = export_openvino(model, word_tokenizer, tmp_path / "int8", quantize="int8", calibration=sample)
+    assert exported.openvino["int8_check_mean_cosine"] >= 0.99
+    with torch.inference_mode():
+        expected = model.encode(QUESTIONS, word_tokenizer)
+    assert cosine(load_model(tmp_path / "int8").encode(QUESTIONS), expected).min() >= 0.99
+
+
 def test_onnx_static_int8_has_the_same_check(word_tokenizer, tmp_path):
     model = tiny_model("transformer", len(word_tokenizer)).eval()  # matrix products to quantise (a static one has none)
     sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)
