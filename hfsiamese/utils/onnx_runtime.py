@@ -51,11 +51,9 @@ def session_options(*, thread_spinning: bool = True) -> Any:
     """
     onnxruntime session options. `thread_spinning=False`: the session's threads sleep between runs instead of
     spinning on the cores for more work (onnxruntime's default), which a service needs: its requests arrive one at a
-    time, and a spinning pool takes the cores its event loop, tokenizer and index search run on; so does a bi-encoder's
-    `encode`, whose tokenising thread and batch padding run between the runs. Measured on 2 cores
-    (docs/benchmarks.md): a search service 1.56x faster at one client without spinning, the LSTM recipe's int8 export
-    encoding 1.9-2.3x as fast; an export's session opens without spinning unless given options
-    (`open_graph_session`).
+    time, and a spinning pool takes the cores its event loop, tokenizer and index search run on (2 cores,
+    docs/benchmarks.md: a search service 1.56x faster at one client without spinning). An export's session opens
+    without spinning unless given options: `open_graph_session` says why.
     """
     onnxruntime = require_onnxruntime()
     options = onnxruntime.SessionOptions()
@@ -73,12 +71,13 @@ def default_session_options() -> Any:
 def request_runtime_options(*, thread_spinning: bool = False) -> dict[str, dict[str, Any]]:
     """
     `runtime_options` (as `hfsiamese.load_model` takes them) for a model that answers requests (`hfsiamese serve`,
-    `hfsiamese app`): an ONNX model's session without thread spinning (`session_options`), or with onnxruntime's
-    spinning threads where `thread_spinning`. Empty where onnxruntime is not installed (no ONNX model loads then).
+    `hfsiamese app`): what differs from an export's default session (`default_session_options`, threads that sleep
+    between runs): onnxruntime's spinning threads where `thread_spinning`. Empty where nothing differs, or onnxruntime
+    is not installed (no ONNX model loads then).
     """
-    if importlib.util.find_spec("onnxruntime") is None:
+    if not thread_spinning or importlib.util.find_spec("onnxruntime") is None:
         return {}
-    return {"onnx": {"session_options": session_options(thread_spinning=thread_spinning)}}
+    return {"onnx": {"session_options": session_options(thread_spinning=True)}}
 
 
 def open_graph_session(
