@@ -17,6 +17,10 @@ from hfsiamese.utils.openvino_runtime import OPENVINO_FILE_NAME, require_openvin
 # Operators whose per-row sequence lengths OpenVINO 2026.4's CPU plugin gets wrong under dynamic shapes (see
 # `hfsiamese.utils.openvino_runtime.OpenVinoSession`): a graph holding one is served with static shapes.
 STATIC_SHAPE_OPERATORS = ("LSTMSequence", "LSTMCell", "RNNSequence", "GRUSequence")
+# How a static int8 export's weights are stored (NNCF's overflow fix, `hfsiamese.base.nncf_process`), recorded in its
+# `openvino` entry (`int8_weights`): an export without it (made before) may saturate on a CPU without VNNI, and
+# loading it there warns.
+OPENVINO_INT8_WEIGHTS = "s8 per-channel, 7 bits (NNCF overflow fix)"
 
 
 def convert_onnx_graph(onnx_path: str | Path) -> Any:
@@ -49,10 +53,12 @@ def openvino_export_entry(quantize: str | None, *, static_shapes: bool, **measur
     }
     if quantize == "int8":
         entry["int8_mode"] = "static"
+        entry["int8_weights"] = OPENVINO_INT8_WEIGHTS
     return {**entry, **measured}
 
 
 __all__ = [
+    "OPENVINO_INT8_WEIGHTS",
     "STATIC_SHAPE_OPERATORS",
     "convert_onnx_graph",
     "needs_static_shapes",

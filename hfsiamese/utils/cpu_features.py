@@ -10,11 +10,13 @@ Two paths depend on them, and both fail quietly or loudly on the wrong CPU:
   request for an LSTM model is refused in one line before any work (`check_bf16_runs`), decided by running a
   tiny LSTM under bf16 autocast once per process (`runs_lstm_in_bf16`): a probe, not a table of CPU models, so
   it honours the caps below and any build of torch.
-- **int8.** onnxruntime's dynamic int8 multiplies u8 activations by s8 weights. With VNNI (AVX512-VNNI or
-  AVX-VNNI) that is exact; without it (AVX2, plain AVX-512) the kernel sums pairs of products into int16 and
-  saturates, so an LSTM exported with full-range int8 weights was 5% off its model (cosine 0.953) on an AVX2
-  EPYC. hfsiamese's int8 exports therefore use reduced-range (7-bit) weights on every CPU
-  (`hfsiamese.base.onnx_export_steps`), which no CPU saturates: an export made on one CPU is served on another.
+- **int8.** onnxruntime's int8 and OpenVINO's CPU plugin multiply u8 activations by s8 weights. With VNNI
+  (AVX512-VNNI or AVX-VNNI) that is exact; without it (AVX2, plain AVX-512) the kernel sums pairs of products into
+  int16 and saturates, so an LSTM exported to ONNX with full-range int8 weights was 5% off its model (cosine 0.953)
+  on an AVX2 EPYC, and an OpenVINO graph quantised by NNCF with full-range weights up to 25% of its output.
+  hfsiamese's int8 exports therefore use reduced-range (7-bit) weights on every CPU
+  (`hfsiamese.base.onnx_export_steps`, `hfsiamese.base.nncf_process`), which no CPU saturates: an export made on
+  one CPU is served on another.
 
 The flags are read from /proc/cpuinfo on Linux (what the kernel reports; no private torch name that a release may
 rename), else from torch's public capability string. A process may cap what oneDNN and ATen use with
@@ -237,13 +239,13 @@ def bf16_path(features: CpuFeatures | None = None) -> str:
 
 
 def int8_path(features: CpuFeatures | None = None) -> str:
-    """One line: which onnxruntime int8 kernel this CPU takes, and what hfsiamese's exports do about it."""
+    """One line: which int8 kernel onnxruntime and OpenVINO take on this CPU, and what hfsiamese's exports do about it."""
     features = effective_features() if features is None else features
     if features.amx:
-        return "u8 x s8 on AMX tiles (exact); exports use reduced-range weights, right on every CPU"
+        return "u8 x s8 on AMX tiles (exact); exports use reduced-range (7-bit) weights, right on every CPU"
     if features.vnni:
-        return "u8 x s8 with VNNI (exact); exports use reduced-range weights, right on every CPU"
+        return "u8 x s8 with VNNI (exact); exports use reduced-range (7-bit) weights, right on every CPU"
     return (
-        "u8 x s8 without VNNI (int16 sums saturate full-range weights); exports use reduced-range weights, "
+        "u8 x s8 without VNNI (int16 sums saturate full-range weights); exports use reduced-range (7-bit) weights, "
         "which do not saturate"
     )

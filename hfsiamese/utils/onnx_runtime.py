@@ -10,11 +10,11 @@ entry is what tells an export from a PyTorch checkpoint (`onnx_entry`). `OnnxSia
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from pathlib import Path
 from typing import Any
 
 from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.int8_saturation import warn_if_int8_saturates
 
 ONNX_FILE_NAME = "model.onnx"
 # The config.json entry that marks an ONNX export and says how its graph was made.
@@ -94,28 +94,10 @@ def open_graph_session(
     graph = Path(folder) / entry.get("file", ONNX_FILE_NAME)
     if not graph.is_file():
         raise FileNotFoundError(f"{graph}: the ONNX graph named by {Path(folder) / 'config.json'} is missing")
-    warn_if_int8_saturates(folder, entry)
+    warn_if_int8_saturates(folder, entry, runtime="onnxruntime", export_again="hfsiamese export --quantize int8")
     if session_options is None:
         session_options = default_session_options()
     return open_session(graph, providers=providers, session_options=session_options)
-
-
-def warn_if_int8_saturates(folder: str | Path, entry: dict[str, Any]) -> None:
-    """An int8 export made before reduced-range weights (no `int8_weights` in its entry) may be off its model on a
-    CPU without VNNI, where onnxruntime's int16 sums saturate (`hfsiamese.utils.cpu_features`): say so once."""
-    if entry.get("quantization") != "int8" or "int8_weights" in entry:
-        return
-    from hfsiamese.utils.cpu_features import effective_features
-
-    features = effective_features()
-    if not (features.vnni or features.amx):
-        warnings.warn(
-            f"{folder}: this int8 export has full-range weights, which onnxruntime saturates on a CPU without VNNI "
-            "such as this one (embeddings can be several percent off the model): export it again with "
-            "`hfsiamese export --quantize int8`",
-            UserWarning,
-            stacklevel=3,
-        )
 
 
 __all__ = [
@@ -128,5 +110,4 @@ __all__ = [
     "request_runtime_options",
     "require_onnxruntime",
     "session_options",
-    "warn_if_int8_saturates",
 ]

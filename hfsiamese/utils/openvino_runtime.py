@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from hfsiamese.utils.extras import install_hint
+from hfsiamese.utils.int8_saturation import warn_if_int8_saturates
 
 OPENVINO_FILE_NAME = "openvino_model.xml"
 # The config.json entry that marks an OpenVINO export and says how its graph was made.
@@ -173,6 +174,12 @@ def open_openvino_session(
         raise FileNotFoundError(
             f"{graph}: the OpenVINO graph (.xml and .bin) named by {Path(folder) / 'config.json'} is missing"
         )
+    warn_if_int8_saturates(
+        folder,
+        entry,
+        runtime="OpenVINO",
+        export_again="hfsiamese export --format openvino --quantize int8 --calibration_file PAIRS",
+    )
     return open_openvino_graph(
         graph, ov_config=ov_config, static_shapes=bool(entry.get("static_shapes")), padding_id=padding_id
     )
