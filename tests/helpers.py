@@ -192,3 +192,37 @@ def onnx_thread_spinning(session: Any) -> str:
         return session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
     except RuntimeError:  # onnxruntime: "SessionOptions does not have configuration with key"
         return "default"
+
+
+def assert_int8_warning_only_without_vnni(
+    folder: Path, entry_name: str, load: Callable[[Path], Any], runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    An int8 export in `folder` that records its 7-bit weights (`int8_weights` in its `entry_name` entry) loads quietly
+    on a CPU without VNNI; the same export without that record (full-range weights, which `runtime` saturates there)
+    warns, and loads quietly again where VNNI sums it exactly. The CPU is faked; `folder`'s config.json is rewritten.
+    """
+    from hfsiamese.utils import cpu_features
+
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text())
+    assert config[entry_name]["int8_weights"]
+    for flags, record, warns in (
+        (("avx2",), True, False),
+        (("avx2",), False, True),
+        (("avx2", "avx_vnni"), False, False),
+    ):
+        features = cpu_features.features_from_flags(frozenset(flags))
+        monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None, features=features: features)
+        if not record:
+            config[entry_name].pop("int8_weights", None)
+            config_path.write_text(json.dumps(config))
+        if warns:
+            with pytest.warns(
+                UserWarning, match=rf"full-range weights, which {runtime} saturates on a CPU without VNNI"
+            ):
+                load(folder)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                load(folder)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import onnxruntime
@@ -15,7 +14,7 @@ from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.bi_encoder.onnx_export import export_onnx
 from hfsiamese.models.siamese.configuration_siamese import ENCODER_TYPES
 from tests.fixtures import saved_tiny_lstm
-from tests.helpers import folder_state
+from tests.helpers import assert_int8_warning_only_without_vnni, folder_state
 
 # (batch, length) pairs the issue asks for: shapes other than the one the graph was traced with (3, 9).
 SHAPES = [(1, 3), (1, 40), (7, 3), (7, 40)]
@@ -172,26 +171,13 @@ def test_int8_records_its_weights_and_an_older_export_warns_without_vnni(word_to
     warns when loaded on such a CPU, and loads quietly where VNNI sums it exactly."""
     from hfsiamese.base.onnx_export_steps import INT8_WEIGHTS
     from hfsiamese.bi_encoder.onnx_model import OnnxSiameseModel
-    from hfsiamese.utils import cpu_features
 
     export_onnx(tiny_model("lstm", len(word_tokenizer)), word_tokenizer, tmp_path / "onnx", quantize="int8")
-    config_path = tmp_path / "onnx" / "config.json"
-    config = json.loads(config_path.read_text())
+    config = json.loads((tmp_path / "onnx" / "config.json").read_text())
     assert config["onnx"]["int8_weights"] == INT8_WEIGHTS == "s8 per-channel, reduced range (7 bits)"
-    no_vnni = cpu_features.features_from_flags(frozenset({"avx2"}))
-    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: no_vnni)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")  # reduced range: nothing to say
-    del config["onnx"]["int8_weights"]
-    config_path.write_text(json.dumps(config))
-    with pytest.warns(UserWarning, match=r"full-range weights, which onnxruntime saturates on a CPU without VNNI"):
-        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")
-    with_vnni = cpu_features.features_from_flags(frozenset({"avx2", "avx_vnni"}))
-    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: with_vnni)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        OnnxSiameseModel.from_pretrained(tmp_path / "onnx")
+    assert_int8_warning_only_without_vnni(
+        tmp_path / "onnx", "onnx", OnnxSiameseModel.from_pretrained, "onnxruntime", monkeypatch
+    )
 
 
 def test_exporting_into_the_model_folder_itself_is_refused_before_a_file_is_written(word_tokenizer, tmp_path):

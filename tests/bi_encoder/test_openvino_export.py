@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import warnings
 
 import pytest
 import torch
@@ -17,6 +16,7 @@ from hfsiamese.bi_encoder.openvino_export import export_openvino
 from hfsiamese.bi_encoder.openvino_model import OpenVinoSiameseModel
 from tests.bi_encoder.test_onnx_export import tiny_model
 from tests.conftest import TEXTS
+from tests.helpers import assert_int8_warning_only_without_vnni
 
 pytest.importorskip(
     "openvino", reason="the openvino extra; tests/bi_encoder/test_onnx_export.py covers ONNX without it"
@@ -81,28 +81,13 @@ def test_static_int8_records_its_7_bit_weights_and_an_older_export_warns_without
     """NNCF's 7-bit weights are recorded; an export without that record (8-bit weights, which OpenVINO saturates
     without VNNI) warns when loaded on such a CPU, and loads quietly where VNNI sums it exactly."""
     from hfsiamese.base.openvino_export_steps import OPENVINO_INT8_WEIGHTS
-    from hfsiamese.utils import cpu_features
 
     model = tiny_model("transformer", len(word_tokenizer)).eval()
     sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)
     export_openvino(model, word_tokenizer, tmp_path / "int8", quantize="int8", calibration=sample)
-    config_path = tmp_path / "int8" / "config.json"
-    config = json.loads(config_path.read_text())
+    config = json.loads((tmp_path / "int8" / "config.json").read_text())
     assert config["openvino"]["int8_weights"] == OPENVINO_INT8_WEIGHTS == "s8 per-channel, 7 bits (NNCF overflow fix)"
-    no_vnni = cpu_features.features_from_flags(frozenset({"avx2"}))
-    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: no_vnni)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        load_model(tmp_path / "int8")  # 7-bit weights: nothing to say
-    del config["openvino"]["int8_weights"]
-    config_path.write_text(json.dumps(config))
-    with pytest.warns(UserWarning, match=r"full-range weights, which OpenVINO saturates on a CPU without VNNI"):
-        load_model(tmp_path / "int8")
-    with_vnni = cpu_features.features_from_flags(frozenset({"avx2", "avx512_vnni"}))
-    monkeypatch.setattr(cpu_features, "effective_features", lambda environ=None: with_vnni)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        load_model(tmp_path / "int8")
+    assert_int8_warning_only_without_vnni(tmp_path / "int8", "openvino", load_model, "OpenVINO", monkeypatch)
 
 
 def test_static_int8_of_a_max_pooled_lstm_with_a_projection_keeps_its_embeddings(word_tokenizer, tmp_path):
