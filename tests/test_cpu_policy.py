@@ -36,6 +36,7 @@ def _child(code: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_import_leaves_the_environment_and_threads_alone():
     # transformers' own pipelines import makes torch's inductor set TORCHINDUCTOR_CACHE_DIR: measured after it.
     seen = _child(
@@ -49,6 +50,7 @@ def test_import_leaves_the_environment_and_threads_alone():
     assert bare == {"spin": None}  # torch not loaded before: still no spin for a library import
 
 
+@pytest.mark.slow
 def test_a_command_or_an_explicit_opt_in_gets_the_spin_before_torch_loads():
     recipe = str(REPO_ROOT / "recipes" / "evaluate_pairs.py")
     as_command = _child(

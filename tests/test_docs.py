@@ -267,6 +267,7 @@ def test_metric_examples_run(path):
 # Its own deadline: every page's blocks in order took 26 minutes on a 2-core machine at load 6 (the default is 600 s).
 @pytest.mark.timeout(2700)
 @pytest.mark.runs_first
+@pytest.mark.slow
 def test_docs_run_in_order(repo_copy, monkeypatch, record_property):  # noqa: F811 (repo_copy: the imported fixture)
     env = offline_env(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1"

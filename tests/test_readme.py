@@ -36,6 +36,8 @@ from tests.deprecation_hook.sitecustomize import MARKER as DEPRECATION_MARKER, p
 from tests.helpers import offline_env
 from tests.plugins.run_notes import RUN_NOTE
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 README = REPO_ROOT / "README.md"
 # On the commands' PYTHONPATH: an hfsiamese FutureWarning or DeprecationWarning fails the command's block.
 DEPRECATION_HOOK = REPO_ROOT / "tests" / "deprecation_hook"

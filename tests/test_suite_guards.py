@@ -202,3 +202,15 @@ def test_a_run_note_reaches_the_sessions_summary_from_any_worker(inner, workers,
         ["*what the docs and README runs ran*", "test_noted.py::test_long_run:", "  docs test: 3 commands/blocks run*",
          "  slowest blocks: a.md:1 9 s"]
     )  # fmt: skip
+
+
+def test_ci_runs_both_parts_of_the_suite(request):
+    """`slow` splits the suite for the quick loop only: CI's command (README's test command, which .ci/run runs)
+    selects no marker and deselects nothing, so the slow part runs on every CI run."""
+    assert any(line.startswith("slow:") for line in request.config.getini("markers"))
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    command = readme.split("<!-- test-command -->")[1].split("<!-- /test-command -->")[0]
+    pytest_part = command[command.index("-m pytest") + len("-m pytest") :]
+    assert not re.search(r"(^|\s)(-m|-k|--deselect|--ignore)\b", pytest_part), pytest_part
+    addopts = " ".join(request.config.getini("addopts"))
+    assert not re.search(r"(^|\s)(-m|-k|--deselect|--ignore)\b", addopts), addopts

@@ -69,6 +69,7 @@ def test_training_arguments_settle_auto_before_the_trainer_checks(cpu, tmp_path)
     )  # library default
 
 
+@pytest.mark.slow
 def test_the_measurement_leaves_the_seeded_generator_alone(cpu):
     cpu(native=True)  # no pinned figure: really measured
     torch.manual_seed(3)

@@ -27,6 +27,8 @@ from safetensors.torch import load_file
 from hfsiamese.utils.run_lock import LOCK_NAME, pid_alive
 from tests.helpers import TINY_LSTM_BASE, TRAIN, accelerate_launch, offline_env, recipe_flags, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 FLAGS = dict(
     TINY_LSTM_BASE,
     max_length=32,

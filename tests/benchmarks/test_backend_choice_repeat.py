@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.serving.backend_choice_repeat import main
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from tests.bi_encoder.test_onnx_export import tiny_model
 from tests.conftest import TEXTS
 
 
+@pytest.mark.slow
 def test_fresh_processes_decide_and_a_shared_cache_keeps_the_decision(tmp_path):
     tokenizer = train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)
     model = tiny_model("static", len(tokenizer)).eval()

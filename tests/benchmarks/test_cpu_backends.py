@@ -32,6 +32,7 @@ def test_a_tiny_model_in_three_backends(tmp_path, capsys):
     assert (tmp_path / "out.json").is_file() and '"openvino_fp32"' in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_peer_runs_in_the_interpreter_given_on_a_faithful_export(tmp_path, tiny_transformer, word_tokenizer):
     """
     `--st_python` runs sentence-transformers' variants in another interpreter (here this one: sentence-transformers

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from benchmarks.common import harness
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import question_corpus
@@ -29,6 +31,7 @@ def script_on_tiny_models(tmp_path, cross_encoder_dir) -> tuple[list[str], list[
     return args, questions
 
 
+@pytest.mark.slow
 def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_path, tiny_cross_encoder_dir):
     args, questions = script_on_tiny_models(tmp_path, tiny_cross_encoder_dir)
     args += ["--cross_encoder_budget", "20"]
@@ -45,6 +48,7 @@ def test_components_over_every_neighbour_keep_each_accepted_pair_together(tmp_pa
     assert any(line.startswith("| pair threshold (cosine >= 0.9000) |") for line in lines)
 
 
+@pytest.mark.slow
 def test_links_under_the_threshold_are_offered_to_the_guard_with_its_bar_kept(tmp_path, tiny_cross_encoder_dir):
     args, _ = script_on_tiny_models(tmp_path, tiny_cross_encoder_dir)
     refused = run_offline([*args, "--link_margin", "-0.1"], cwd=tmp_path, OMP_NUM_THREADS="1")

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from benchmarks.common import harness
 from tests.helpers import run_offline
 
 SCRIPT = harness.REPO / "benchmarks" / "search" / "groups_scale.py"
 
 
+@pytest.mark.slow
 def test_groups_then_assignment_then_a_reused_index(tmp_path):
     args = [sys.executable, str(SCRIPT), "--num_texts", "600", "--num_sources", "60", "--num_assign", "20"]
     args += [
@@ -39,6 +42,7 @@ def test_groups_then_assignment_then_a_reused_index(tmp_path):
     assert stages == ["groups mean", "assign mean"]  # the index of the first run, not built again
 
 
+@pytest.mark.slow
 def test_the_cross_encoder_guard_groups_within_its_budget_and_assigns_through_it(tmp_path, tiny_cross_encoder_dir):
     args = [sys.executable, str(SCRIPT), "--num_texts", "300", "--num_sources", "30", "--num_assign", "10"]
     args += ["--guard", "cross_encoder", "--cross_encoder", str(tiny_cross_encoder_dir)]

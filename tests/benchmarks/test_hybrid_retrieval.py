@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from benchmarks.common import harness
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import question_corpus
@@ -15,6 +17,7 @@ from tests.helpers import run_offline
 SCRIPT = harness.REPO / "benchmarks" / "search" / "hybrid_retrieval.py"
 
 
+@pytest.mark.slow
 def test_a_markdown_row_and_weighted_at_zero_is_dense(tmp_path):
     questions, _ = question_corpus(load_pairs(str(harness.EMBEDDED_PAIRS)).select(range(300)))
     save_tiny_lstm(questions, tmp_path / "model")

@@ -34,6 +34,7 @@ def test_the_requests_are_seeded_and_cover_every_kind():
     assert {kind for kind, _ in requests} == set(KINDS)
 
 
+@pytest.mark.slow
 def test_every_malformed_request_gets_a_4xx_json_error_and_the_service_keeps_serving(service):
     report = run(service.url, 56, seed=0, api_key=WRITE_KEY)
     assert report["ok"], report

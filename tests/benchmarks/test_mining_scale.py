@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from benchmarks.common import harness
 from hfsiamese.data import load_pairs
 from hfsiamese.evaluation import question_corpus
@@ -15,6 +17,7 @@ from tests.helpers import run_offline
 SCRIPT = harness.REPO / "benchmarks" / "training" / "mining_scale.py"
 
 
+@pytest.mark.slow
 def test_plain_and_rescored_runs_with_their_memory(tmp_path, tiny_cross_encoder_dir):
     questions, _ = question_corpus(load_pairs(str(harness.EMBEDDED_PAIRS)))
     save_tiny_lstm(questions, tmp_path / "model")  # the synthetic questions are recombinations of these words

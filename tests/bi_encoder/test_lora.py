@@ -149,6 +149,7 @@ with torch.no_grad():
 )
 
 
+@pytest.mark.slow
 def test_the_checkpoint_loads_where_neither_hfsiamese_nor_peft_is_installed(trained, tmp_path):
     model, tokenizer, _, out = trained
     embeddings = run_without_hfsiamese(NO_PEFT_CHILD, [out, json.dumps(PROBES)], tmp_path)
@@ -319,6 +320,7 @@ def test_resuming_restores_the_adapters_and_their_optimizer_state(tiny_bert_dir,
         refused.train(resume_from_checkpoint=str(checkpoint))
 
 
+@pytest.mark.slow
 def test_recipe_trains_with_lora(tiny_bert_dir, tmp_path):
     out = tmp_path / "run"
     flags = ["--model_name_or_path", str(tiny_bert_dir), "--lora_r", str(RANK), "--lora_alpha", "8",

@@ -8,12 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import accelerate_launch, retry_teardown_abort
 
 WORKER = Path(__file__).with_name("multi_dataset_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_both_processes_draw_one_data_set_per_step(tmp_path):
     env = {**os.environ, "ACCELERATE_USE_CPU": "1", "OMP_NUM_THREADS": "1", "HF_DATASETS_OFFLINE": "1"}
 

@@ -70,6 +70,7 @@ ENCODERS = ["lstm", "transformer"] + ["static"] * ("static" in ENCODER_TYPES)
 
 @pytest.mark.parametrize("encoder", ENCODERS)
 @pytest.mark.parametrize("quantize", [None, "int8"])
+@pytest.mark.slow
 def test_graph_matches_pytorch_on_dynamic_shapes(encoder, quantize, word_tokenizer, tmp_path):
     model = tiny_model(encoder, len(word_tokenizer)).eval()
     config = export_onnx(model, word_tokenizer, tmp_path / "onnx", quantize=quantize)

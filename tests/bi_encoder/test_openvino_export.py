@@ -32,6 +32,7 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("encoder", ["lstm", "static", "transformer"])
+@pytest.mark.slow
 def test_fp32_export_loads_and_equals_pytorch(encoder, word_tokenizer, tmp_path):
     model = tiny_model(encoder, len(word_tokenizer)).eval()
     config = export_openvino(model, word_tokenizer, tmp_path / "ov")
@@ -53,6 +54,7 @@ def test_fp32_export_loads_and_equals_pytorch(encoder, word_tokenizer, tmp_path)
         loaded.encode(QUESTIONS, dtype=torch.bfloat16)
 
 
+@pytest.mark.slow
 def test_static_int8_is_checked_on_held_out_texts_and_refused_past_the_bar(word_tokenizer, tmp_path):
     model = tiny_model("transformer", len(word_tokenizer)).eval()
     sample = split_calibration_sample(PAIRS, calibration_size=6, check_size=4)

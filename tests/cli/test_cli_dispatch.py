@@ -94,6 +94,7 @@ def test_recipes_are_shims_over_the_commands(monkeypatch):
     assert load_recipe(monkeypatch, "evaluate_pairs").main is evaluate.main
 
 
+@pytest.mark.slow
 def test_the_command_and_each_module_run_with_python_m(tmp_path):
     """As an installed package runs them: `python -m hfsiamese.cli.main` (the console script) and a module alone."""
     top = run_offline([sys.executable, "-m", "hfsiamese.cli.main", "--help"], cwd=tmp_path)
@@ -103,6 +104,7 @@ def test_the_command_and_each_module_run_with_python_m(tmp_path):
     assert (REPO_ROOT / "pyproject.toml").read_text().count('hfsiamese = "hfsiamese.cli.main:main"') == 1
 
 
+@pytest.mark.slow
 def test_every_command_applies_the_command_defaults_before_torch_loads(tmp_path):
     """`python -m hfsiamese.cli.<name>` (as `accelerate launch -m` runs it) gets OpenMP's wait policy before torch loads
     (`import hfsiamese` recognises the command), and its `__main__` block applies the other defaults; importing the

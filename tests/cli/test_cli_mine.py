@@ -187,6 +187,7 @@ MINE_KILLS = {
 
 
 @pytest.mark.parametrize("stage", sorted(MINE_KILLS))
+@pytest.mark.slow
 def test_mine_killed_with_sigkill_resumes_to_the_unstopped_output(
     stage, files, tiny_cross_encoder_dir, capsys, monkeypatch
 ):
@@ -210,6 +211,7 @@ def test_mine_killed_with_sigkill_resumes_to_the_unstopped_output(
     assert json.loads(out)["rows"] == 3 and not shards.exists()
 
 
+@pytest.mark.slow
 def test_teacher_scores_killed_with_sigkill_resumes_to_the_unstopped_output(
     files, tiny_cross_encoder_dir, capsys, monkeypatch
 ):

@@ -6,6 +6,8 @@ import json
 import shlex
 import sys
 
+import pytest
+
 from tests.conftest import QQP_FILE
 from tests.helpers import TINY_LSTM_BASE, recipe_flags, run_offline
 
@@ -21,6 +23,7 @@ def printed_command(summary: str, label: str) -> list[str]:
     return words[1:]
 
 
+@pytest.mark.slow
 def test_train_a_shipped_config_then_split_evaluate_and_search_as_the_summary_says(tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(QQP_FILE.read_text(encoding="utf-8").splitlines(keepends=True)[:800]), encoding="utf-8")

@@ -23,6 +23,8 @@ from hfsiamese.cli.prepare import main as prepare_command
 from tests.conftest import QQP_FILE
 from tests.helpers import TINY_LSTM_BASE, offline_env, recipe_flags
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 # 150 pairs: 135 training pairs, 9 batches of 16 an epoch. Checkpoints at steps 6 and 12 (a third into epoch 2);
 # the killed runs are stopped at step 14, so resuming from checkpoint-12 repeats steps 13 and 14 too.
 CHECKPOINT, KILL_AT, STEPS = 12, 14, 20

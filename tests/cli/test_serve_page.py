@@ -15,6 +15,8 @@ from hfsiamese.service.page_sign_in import COOKIE, WRONG_KEY
 from tests.conftest import TEXTS
 from tests.service.running_service import READ_KEY, service_with_page
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 READ = {"Authorization": f"Bearer {READ_KEY}"}
 
 

@@ -12,6 +12,8 @@ from tests.browser import ask, chromium, text_of  # fails the module where Chrom
 from tests.conftest import TEXTS
 from tests.service.running_service import READ_KEY, service_with_page
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 
 @pytest.fixture(scope="module")
 def page_url(tmp_path_factory, word_tokenizer):

@@ -108,6 +108,7 @@ def test_save_reload_keeps_scores_threshold_and_order(spread_cross_encoder, tmp_
         load_siamese_model(tmp_path / "saved")
 
 
+@pytest.mark.slow
 def test_loads_without_hfsiamese_as_a_plain_sequence_classifier(spread_cross_encoder, tmp_path):
     cross = spread_cross_encoder
     cross.config.threshold = 0.5

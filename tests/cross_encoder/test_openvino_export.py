@@ -19,6 +19,7 @@ B = [TEXTS[1], TEXTS[3], TEXTS[7], TEXTS[6]]
 PAIRS = [(TEXTS[i], TEXTS[(i + 3) % len(TEXTS)]) for i in range(len(TEXTS))]
 
 
+@pytest.mark.slow
 def test_fp32_export_equals_pytorch_and_static_int8_is_refused_past_the_bar(tiny_cross_encoder, tmp_path):
     entry = export_cross_encoder_openvino(tiny_cross_encoder, tmp_path / "ov")
     assert entry["quantization"] is None and entry["fp32_max_abs_logit_diff"] <= 1e-4

@@ -58,6 +58,7 @@ def _encode(teacher_dir: Path, shards_dir: Path, kill_after: int = 0) -> subproc
 
 
 @pytest.mark.runs_first  # three processes, each importing the library: a minute and more on two shared cores
+@pytest.mark.slow
 def test_a_killed_encoding_resumes_from_its_finished_shards_to_the_uninterrupted_result(tiny_bert_dir, tmp_path):
     killed = _encode(tiny_bert_dir, tmp_path / "resumed", kill_after=3)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]

@@ -22,6 +22,8 @@ from hfsiamese.losses import get_loss
 from hfsiamese.losses.distributed import gather, gather_with_grad, global_mean, rank_offset, world_size
 from tests.helpers import accelerate_launch, retry_teardown_abort
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 WORKER = Path(__file__).with_name("gather_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

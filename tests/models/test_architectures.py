@@ -118,6 +118,7 @@ print(json.dumps(model.encode(texts).tolist()))
 
 
 @pytest.mark.parametrize("architecture", list(ARCHITECTURES))
+@pytest.mark.slow
 def test_trains_saves_reloads_and_exports(architecture, base_models, tmp_path):
     decoder = architecture in DECODERS
     model, tokenizer = _build(base_models[architecture], pooling="last_token" if decoder else None)
@@ -180,6 +181,7 @@ def _sentence_transformers_folder(base, tmp_path, pooling, *, dense=False, norma
 
 
 @pytest.mark.parametrize("architecture", list(ARCHITECTURES))
+@pytest.mark.slow
 def test_starts_from_a_sentence_transformers_folder_as_its_authors_configured_it(architecture, base_models, tmp_path):
     variants = [dict(pooling=mode) for mode in ST_POOLINGS] + [
         dict(pooling="mean", dense=True, normalize=True, prompt=True)

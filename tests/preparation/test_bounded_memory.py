@@ -30,6 +30,7 @@ def _peak_mib(command: list[str], env: dict[str, str]) -> int:
 
 
 @pytest.mark.runs_first  # a 200k-pair file prepared and two training processes: minutes on two shared cores
+@pytest.mark.slow
 def test_a_ten_times_larger_prepared_file_trains_within_a_small_margin_of_memory(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     peaks = {}

@@ -265,6 +265,7 @@ _PEAK_RSS = textwrap.dedent(
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB: Linux")
+@pytest.mark.slow
 def test_preparation_memory_grows_by_compact_arrays_only(tmp_path):
     # 20k and 200k pairs, each prepared in a fresh process: the peak may grow by the per-pair integer arrays (hashes,
     # codes, split, groups: measured about 490 bytes a pair at its peak, mapped file pages included), not by a

@@ -40,6 +40,7 @@ def local_ray() -> Iterator[None]:
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_engine_writes_the_local_engines_folder_byte_for_byte(tmp_path, monkeypatch):
     monkeypatch.setattr(ray_engine, "HASH_ROWS", 1_500)  # seven hashing tasks over the 10,000 pairs
     local = prepare_pairs(QQP_FILE, tmp_path / "local", shard_pairs=2_000)
@@ -70,6 +71,7 @@ def test_bad_engine_options_are_refused_before_anything_is_written(tmp_path):
     assert not (tmp_path / "prepared").exists()
 
 
+@pytest.mark.slow
 def test_the_prepare_command_on_ray_with_repeats_a_test_side_and_a_resume(tmp_path, local_ray, monkeypatch):
     monkeypatch.setattr(ray_engine, "HASH_ROWS", 1_000)
     source = synthetic_pairs(tmp_path / "pairs.tsv", 4_000)  # repeats, mirrored repeats, empty questions

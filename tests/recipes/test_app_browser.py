@@ -20,6 +20,8 @@ from tests.browser import ask, chromium, text_of  # fails the module where Chrom
 from tests.conftest import REPO_ROOT, TEXTS
 from tests.helpers import offline_env
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 APP = REPO_ROOT / "recipes" / "app.py"
 
 

@@ -122,6 +122,7 @@ def test_evaluate_calibrates_on_the_calibration_file_then_scores_the_test_file(m
     assert plain["threshold"] == pytest.approx(0.99) and "ece" not in plain
 
 
+@pytest.mark.slow
 def test_calibrate_runs_as_a_script(model_and_files, tmp_path):
     source, calibration, _ = model_and_files
     output = tmp_path / "calibrated"

@@ -11,6 +11,8 @@ from hfsiamese.cross_encoder.model import CrossEncoder
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import TRAIN, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 CONFIG = REPO_ROOT / "recipes" / "configs" / "cross_minilm_qqp.yaml"
 SMALL = ["--max_steps", "3", "--max_train_pairs", "48", "--max_eval_pairs", "40", "--per_device_train_batch_size", "8",
          "--per_device_eval_batch_size", "16", "--max_length", "48", "--disable_tqdm", "true"]  # fmt: skip

@@ -10,6 +10,8 @@ from transformers import AutoModel
 from tests.conftest import REPO_ROOT
 from tests.helpers import recipe_flags, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 DISTILL = REPO_ROOT / "recipes" / "distill.py"
 CONFIGS = REPO_ROOT / "recipes" / "configs"
 # The tiny BERT teacher of conftest embeds in 16 dimensions: the students' embeddings match it.

@@ -81,6 +81,7 @@ def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tm
     assert (report / "keep.txt").read_text() == "a user's file" and (report / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
     """As a user runs it: `python recipes/evaluate_pairs.py ...`, printing one JSON object."""
     model_dir, pairs_file, *_ = saved_model_and_pairs

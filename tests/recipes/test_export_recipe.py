@@ -13,6 +13,8 @@ from hfsiamese.data import load_pairs
 from tests.conftest import QQP_FILE
 from tests.helpers import REPO_ROOT, load_recipe, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 EXPORT = REPO_ROOT / "recipes" / "export.py"
 
 

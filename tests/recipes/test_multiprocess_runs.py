@@ -8,7 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
 
 SCRIPT = REPO_ROOT / "benchmarks" / "training" / "multiprocess_runs.py"
 

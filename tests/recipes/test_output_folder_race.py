@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from hfsiamese.utils.run_lock import LOCK_NAME
 from tests.helpers import TINY_LSTM_BASE, TRAIN, offline_env, recipe_flags
+
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
 
 # The first run holds the folder for as long as the test keeps it stopped (below), so the schedule can be short.
 FLAGS = dict(TINY_LSTM_BASE, max_train_pairs=2000, max_eval_pairs=200, max_steps=20, eval_strategy="no",

@@ -9,6 +9,8 @@ from sentence_transformers import SentenceTransformer
 
 from tests.helpers import TRAIN, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 try:  # sentence-transformers >= 6
     from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling, Transformer
 except ImportError:

@@ -63,6 +63,7 @@ def test_bad_file_is_one_line(recipe, name, model_dir, tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize("recipe", ["train", "evaluate_pairs", "search"])
+@pytest.mark.slow
 def test_bad_file_through_the_command_line(recipe, model_dir, tmp_path):
     """The same as a user types it: a subprocess per recipe, nothing on stderr but the line (and log records)."""
     bad_file = tmp_path / "unquoted_comma.csv"
@@ -81,11 +82,13 @@ def test_bad_file_through_the_command_line(recipe, model_dir, tmp_path):
         (["not_a_config.txt"], "the first argument must be a config file"),
     ],
 )
+@pytest.mark.slow
 def test_usage_error_is_one_line_with_status_2(flags, message, tmp_path):
     result = run_offline([sys.executable, str(TRAIN), *flags], cwd=tmp_path, timeout=300)
     assert_one_error_line(result, message, status=2)
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(tmp_path):
     bad_file = tmp_path / "empty.tsv"
     bad_file.write_bytes(b"")
@@ -95,6 +98,7 @@ def test_debug_shows_the_traceback(tmp_path):
         assert result.returncode == 1 and "Traceback" in result.stderr and "is empty" in result.stderr
 
 
+@pytest.mark.slow
 def test_error_under_accelerate_launch_quiet(tmp_path):
     """`accelerate launch -q`: the recipe's line and the launcher's exit status 1, no launcher traceback."""
     bad_file = tmp_path / "empty.tsv"

@@ -9,6 +9,8 @@ import yaml
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import EVALUATE, TINY_LSTM_BASE, TRAIN, accelerate_launch, recipe_flags, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 TINY_LSTM = dict(
     TINY_LSTM_BASE,
     max_train_pairs=600,

@@ -50,6 +50,7 @@ def corpus_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_builds_saves_and_prints_json(tmp_path, model_dir, corpus_file):
     index_dir = tmp_path / "index"
     args = [sys.executable, str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(corpus_file)]

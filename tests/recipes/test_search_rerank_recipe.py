@@ -66,6 +66,7 @@ def corpus_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_reranks_with_the_cross_encoder_and_prints_json(tmp_path, model_dir, cross_dir, corpus_file):
     args = [sys.executable, str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(corpus_file)]
     args += [

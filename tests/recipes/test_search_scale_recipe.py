@@ -119,6 +119,7 @@ def test_flags_of_another_backend_are_refused(tmp_path, search_recipe, model_dir
         )
 
 
+@pytest.mark.slow
 def test_accelerate_launch_encodes_the_shards_in_two_processes(tmp_path, model_dir, table_file):
     command = [*accelerate_launch(2), str(SEARCH), "--model_name_or_path", str(model_dir), "--corpus", str(table_file),
                "--text_column", "question", "--query", TEXTS[2], "--k", "1", "--json", "--index_dir", str(tmp_path / "index"),

@@ -38,6 +38,8 @@ from tests.helpers import (
     run_offline,
 )
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 SHIM = Path(__file__).with_name("sharded_on_cpu.py")
 CONFIGS = REPO_ROOT / "recipes" / "accelerate"
 

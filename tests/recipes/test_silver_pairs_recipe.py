@@ -17,6 +17,8 @@ from hfsiamese.training.preparation import load_splits
 from tests.conftest import QQP_FILE, REPO_ROOT
 from tests.helpers import TINY_LSTM_BASE, TRAIN, load_recipe, recipe_flags, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 SILVER = REPO_ROOT / "recipes" / "silver_pairs.py"
 # A training recipe's config: its model and training keys are read and left unused.
 MINILM_CONFIG = REPO_ROOT / "recipes" / "configs" / "minilm_qqp.yaml"

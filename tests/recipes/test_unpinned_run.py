@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from hfsiamese.base.cpu_precision import MIN_SPEEDUP
 from hfsiamese.utils import core_sharing
 from hfsiamese.utils.encode_precision import native_cpu_bf16
@@ -30,6 +32,7 @@ def logged_line(stderr: str, prefix: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_an_unpinned_run_logs_the_decisions_its_probes_make(tmp_path, monkeypatch):
     for name in UNPINNED_AWAY:
         monkeypatch.delenv(name, raising=False)

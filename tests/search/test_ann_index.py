@@ -68,6 +68,7 @@ def recall_at(found: torch.Tensor, exact: torch.Tensor) -> float:
         ({"ann": AnnSpec(quantization="binary", structure="hnsw", rescore_multiplier=10)}, 0.93),
     ],
 )
+@pytest.mark.slow
 def test_quantised_and_approximate_search_find_the_exact_neighbours(static_model, options, min_recall):
     corpus, queries = clustered(2000), torch.from_numpy(clustered(50, seed=1))
     index = index_of(corpus, static_model, store="faiss", **options)

@@ -143,6 +143,7 @@ else:
 
 
 @pytest.mark.parametrize("how", ["add", "delete"])
+@pytest.mark.slow
 def test_a_kill_between_the_rows_and_their_groups_leaves_groups_that_hold(how, tmp_path, caplog):
     """SIGKILL after an add's (or a delete's) rows were committed and before their group rows were, then reopened:
     a delete's groups equal those of the same delete uninterrupted (the deleted canonical's group promotes another),

@@ -283,6 +283,7 @@ def test_shards_without_a_manifest_and_damaged_shards_are_refused(tmp_path, tiny
         encode_to_shards(texts, folder, tiny_lstm, word_tokenizer, shard_size=SHARD_SIZE)
 
 
+@pytest.mark.slow
 def test_two_accelerate_processes_write_each_shard_once(tmp_path, tiny_lstm, word_tokenizer):
     texts = corpus()
     model_dir, folder, logs = tmp_path / "model", tmp_path / "shards", tmp_path / "logs"
@@ -305,6 +306,7 @@ def test_two_accelerate_processes_write_each_shard_once(tmp_path, tiny_lstm, wor
     assert max_difference(EmbeddingShards.open(folder), tiny_lstm.encode(texts, word_tokenizer)) <= 1e-6
 
 
+@pytest.mark.slow
 def test_two_ray_workers_write_the_same_shards_and_resume(tmp_path, tiny_lstm, word_tokenizer):
     import ray
 

@@ -335,6 +335,7 @@ while True:
 
 
 @pytest.mark.timeout(300)  # beyond its own 120 s deadline for the writer
+@pytest.mark.slow
 def test_a_kill_in_the_middle_of_an_add_loses_no_acknowledged_row_and_commits_none_of_that_add(tmp_path):
     folder = tmp_path / "lancedb"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", LANCE_CPU_THREADS="1", PYTHONPATH=str(REPO_ROOT))
@@ -403,6 +404,7 @@ except ValueError as err:
 """
 
 
+@pytest.mark.slow
 def test_two_processes_adding_overlapping_ids_at_once_add_each_id_once(tmp_path):
     """The write lock: of two writers whose ids overlap (0-99 and 50-149), checked at the same moment, one adds its
     rows and the other is refused whole; no id is stored twice."""

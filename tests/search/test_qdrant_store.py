@@ -241,6 +241,7 @@ while True:
 
 
 @pytest.mark.timeout(300)  # beyond its own 120 s deadline for the writer
+@pytest.mark.slow
 def test_a_kill_in_the_middle_of_an_add_loses_no_acknowledged_row(tmp_path):
     folder = tmp_path / "qdrant"
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))

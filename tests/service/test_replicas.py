@@ -14,6 +14,8 @@ from hfsiamese.service.settings import ServeSettings
 from tests.conftest import TEXTS
 from tests.service.running_service import READ_KEY, WRITE_KEY, RunningService, lancedb_index_dir
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 REFRESH_S = 0.5
 VISIBLE_WITHIN_S = 30.0  # the refresh interval plus one reopening, on two shared cores
 NEW_TEXT = "how many moons does jupiter have today ?"

@@ -80,6 +80,7 @@ def test_a_cross_encoder_reranks_searches_and_decides_pairs(folder_service, tiny
     assert [answer[0]["score"] for answer in checked] == pytest.approx(expected.tolist(), abs=1e-5)
 
 
+@pytest.mark.slow
 def test_an_onnx_model_and_cross_encoder_are_served_without_thread_spinning(
     tmp_path, model_dir, word_tokenizer, tiny_cross_encoder
 ):

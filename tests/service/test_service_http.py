@@ -12,6 +12,8 @@ from hfsiamese.service.client import ServiceCallError, ServiceClient
 from tests.conftest import TEXTS
 from tests.service.running_service import READ_KEY, WRITE_KEY, RunningService, lancedb_index_dir
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 MAX_BATCH, MAX_CHARS, MAX_K, MAX_BYTES = 8, 200, 20, 4096
 WRITE = {"Authorization": f"Bearer {WRITE_KEY}"}
 READ = {"X-API-Key": READ_KEY}

@@ -6,9 +6,12 @@ import threading
 import time
 
 import httpx
+import pytest
 
 from tests.conftest import TEXTS
 from tests.service.running_service import RunningService, lancedb_index_dir
+
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
 
 
 def text_of(question_id: int) -> str:

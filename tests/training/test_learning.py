@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from tests.helpers import recipe_flags, run_offline
 
 # Measured on the bundled validation pairs with seeds 1 and 2: +0.067 and +0.056 AP after 60 steps; half that is
@@ -16,6 +18,7 @@ from tests.helpers import recipe_flags, run_offline
 MIN_GAIN = 0.03
 
 
+@pytest.mark.slow
 def test_sixty_steps_beat_the_untrained_model_on_held_out_pairs(tmp_path):
     flags = dict(
         embedding_dim=16,

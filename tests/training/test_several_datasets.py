@@ -15,6 +15,8 @@ from hfsiamese.training.several_datasets import dataset_weights, training_datase
 from tests.conftest import QQP_FILE
 from tests.helpers import TINY_LSTM_BASE, recipe_flags, run_offline
 
+pytestmark = pytest.mark.slow  # every test here starts processes that import the library, or trains for real
+
 
 def _entries(*entries, **top):
     return training_datasets(DataArguments(train_datasets=list(entries), **top))

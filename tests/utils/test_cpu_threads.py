@@ -73,6 +73,7 @@ def test_apply_sets_torch_threads(clean_env):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="not Linux: reads /proc")
+@pytest.mark.slow
 def test_real_accelerate_launch_gets_every_core(tmp_path):
     script = tmp_path / "threads.py"
     script.write_text(

@@ -130,6 +130,7 @@ runpy.run_path(script, run_name="__main__")
         ("evaluate_pairs.py", ["--model_name_or_path", NOT_CACHED, "--test_file", str(QQP_FILE)]),
     ],
 )
+@pytest.mark.slow
 def test_recipes_with_a_hub_model_not_cached(tmp_path, script, flags):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
     argv = [str(REPO_ROOT / "recipes" / script), *flags]

@@ -11,6 +11,7 @@ import pytest
 from hfsiamese.utils.moved_modules import MOVED_MODULES, MOVED_PACKAGES
 
 
+@pytest.mark.slow
 def test_the_readme_import_of_the_last_release_still_works_and_names_the_new_path():
     code = (
         "import warnings\n"
@@ -48,6 +49,7 @@ def test_every_old_package_hands_on_its_names_and_refuses_others(package):
         face.nothing_here  # noqa: B018
 
 
+@pytest.mark.slow
 def test_a_new_path_never_warns():
     code = "import warnings\nwarnings.simplefilter('error', FutureWarning)\nimport hfsiamese.bi_encoder.trainer, hfsiamese.search.stores, hfsiamese.cli.main\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -32,6 +32,7 @@ def test_opting_out_and_too_late_leave_the_runtime_as_it_ships():
 
 
 @pytest.mark.parametrize("recipe", ["train", "distill", "evaluate_pairs", "search", "calibrate", "export", "app"])
+@pytest.mark.slow
 def test_every_recipe_sets_it_before_torch_loads(recipe):
     """Each recipe, imported as its script runs (its path as the program), in a fresh interpreter: the setting is made,
     not 'too late', and its `__main__` block applies the commands' other defaults."""

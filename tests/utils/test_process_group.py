@@ -18,6 +18,7 @@ def test_launcher_environment_against_the_joined_group():
         check_process_group(2, {"WORLD_SIZE": "4", "ACCELERATE_USE_CPU": "1"})
 
 
+@pytest.mark.slow
 def test_launch_whose_processes_do_not_join_stops_at_once(tmp_path, monkeypatch):
     """The README's multi-process command on a CPU machine without ACCELERATE_USE_CPU=1: two lone processes."""
     monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)

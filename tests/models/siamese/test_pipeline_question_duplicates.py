@@ -119,6 +119,7 @@ def test_missing_threshold_and_unknown_parameters(tiny_lstm, word_tokenizer):
         pipe(PAIRS[0], threshold=5)  # it called every pair a non-duplicate
 
 
+@pytest.mark.slow
 def test_pipeline_loads_without_hfsiamese(tiny_lstm, tiny_bert_dir, word_tokenizer, tmp_path):
     transformer = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir), pooling="cls", projection_dim=8)
     folders = {

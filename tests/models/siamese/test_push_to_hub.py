@@ -139,6 +139,7 @@ def loadable_copy(repo: Path, tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_trainer_push_uploads_a_complete_checkpoint(hub, tiny_lstm, word_tokenizer, tmp_path):
     args = _args(tmp_path, max_steps=3, push_to_hub=True, hub_model_id="someone/tiny-siamese")
     trainer = trainer_on_tiny_pairs(tiny_lstm, word_tokenizer, args)
@@ -189,6 +190,7 @@ def test_trainer_checkpoint_push_carries_the_modeling_code(hub, tiny_lstm, word_
     assert CODE_FILES | {"config.json", "model.safetensors"} <= hub.files("someone/per-save")
 
 
+@pytest.mark.slow
 def test_model_push_uploads_weights_code_tokenizer_and_card(hub, tiny_bert_dir, word_tokenizer, tmp_path):
     from hfsiamese import SiameseModel
 

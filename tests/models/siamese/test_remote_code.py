@@ -51,6 +51,7 @@ def _tiny_static(tokenizer):
 
 
 @pytest.mark.parametrize("encoder", ["lstm", "static", "transformer"])
+@pytest.mark.slow
 def test_checkpoint_loads_without_hfsiamese(encoder, tiny_lstm, tiny_bert_dir, word_tokenizer, tmp_path):
     if encoder == "transformer":
         model = SiameseModel.from_encoder_pretrained(str(tiny_bert_dir))

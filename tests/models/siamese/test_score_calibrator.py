@@ -127,6 +127,7 @@ print(json.dumps({
     ],
     ids=["platt", "isotonic"],
 )
+@pytest.mark.slow
 def test_a_calibrated_checkpoint_applies_its_map_without_hfsiamese(stored, tiny_lstm, word_tokenizer, tmp_path):
     tiny_lstm.config.threshold = 0.9
     tiny_lstm.config.calibration = stored
