@@ -61,12 +61,28 @@ def validation_message(errors: list[Any]) -> str:
     return "; ".join(parts) + more
 
 
+def not_json_body(content_type: str | None, errors: list[Any]) -> str | None:
+    """What to say where a route's JSON body came as another media type (`curl -d` sends a form) or with none, else
+    None. FastAPI reads such a body as bytes (it parses JSON only under a JSON media type, its strict default), and
+    the request model then reports "Input should be a valid dictionary", which does not say what the client got
+    wrong."""
+    if not any(tuple(error.get("loc", ())) == ("body",) for error in errors):  # the body as a whole, not a field
+        return None
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return None
+    came = f"it came as {media_type}" if media_type else "it came without one"
+    return f"send the body as JSON with the header Content-Type: application/json ({came})"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Make every error of `app` a JSON error answer."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, err: RequestValidationError) -> JSONResponse:
-        return error_response(422, validation_message(list(err.errors())))
+        errors = list(err.errors())
+        not_json = not_json_body(request.headers.get("content-type"), errors)
+        return error_response(415, not_json) if not_json else error_response(422, validation_message(errors))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, err: StarletteHTTPException) -> JSONResponse:

@@ -69,3 +69,23 @@ def test_a_read_only_service_refuses_writes_and_loopback_needs_no_key(service):
         assert refused.status_code == 403 and "read-only" in refused.json()["error"]["message"]
         assert client.get("/v1/info").json()["read_only"] is True
         assert client.get("/v1/nothing-here").json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data"]
+)
+def test_a_body_sent_as_another_media_type_is_a_415_that_says_to_send_json(service, content_type):
+    with TestClient(create_app(SETTINGS, keys=ApiKeys(), opener=lambda: service)) as client:
+        assert ready(client) == 200
+        for path in ("/v1/search", "/v1/check", "/v1/questions"):
+            response = client.post(path, content=b'{"query": "a"}', headers={"Content-Type": content_type})
+            error = response.json()["error"]
+            assert response.status_code == 415 and error["code"] == "unsupported_media_type", (path, response.text)
+            assert error["message"].startswith("send the body as JSON with the header Content-Type: application/json")
+        for json_type in ("application/json", "application/json; charset=utf-8", "application/merge-patch+json"):
+            response = client.post("/v1/search", content=b'{"query": "a", "k": 1}', headers={"Content-Type": json_type})
+            assert response.status_code == 200, (json_type, response.text)
+        wrong_field = client.post("/v1/search", content=b'{"kk": 1}', headers={"Content-Type": "application/json"})
+        assert wrong_field.status_code == 422  # a JSON body that is wrong stays a 422
+        untyped = client.post("/v1/search", content=b'{"query": "a"}')  # FastAPI parses JSON only when told it is
+        assert untyped.status_code == 415 and untyped.json()["error"]["message"].endswith("(it came without one)")
