@@ -72,7 +72,8 @@ def test_a_read_only_service_refuses_writes_and_loopback_needs_no_key(service):
 
 
 @pytest.mark.parametrize(
-    "content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data"]
+    "content_type",
+    ["application/x-www-form-urlencoded", "text/plain; charset=utf-8", "multipart/form-data", "text/vnd.a+json"],
 )
 def test_a_body_sent_as_another_media_type_is_a_415_that_says_to_send_json(service, content_type):
     with TestClient(create_app(SETTINGS, keys=ApiKeys(), opener=lambda: service)) as client:
