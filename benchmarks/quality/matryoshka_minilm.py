@@ -48,13 +48,12 @@ COLUMNS = ("run", "loss", "dims", "val AP", "MRR@10", "recall@10", "bytes per ve
 
 def recipe_arguments(config: str, flags: list[str]) -> tuple[Any, Any, Any]:
     """The model, data and training arguments `recipes/train.py CONFIG FLAGS` runs with (parsed as it parses them)."""
-    from transformers import HfArgumentParser
-
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.cli.config_and_flags import parse_config_and_flags
     from hfsiamese.training.arguments import DataArguments, ModelArguments
 
-    parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
+    parser = command_parser((ModelArguments, DataArguments, SiameseTrainingArguments), prog="matryoshka_minilm.py")
     return parse_config_and_flags(parser, [config, *flags, "--output_dir", str(REPO / "outputs" / "unused")])
 
 

@@ -79,10 +79,10 @@ def setting_flags(setting: str, args: argparse.Namespace, *, learning_rate: bool
 def training_steps(setting: str, args: argparse.Namespace) -> dict[str, Any]:
     """In this (fresh) process: build the run as the recipe does, train `max_steps` steps, report memory."""
     import torch
-    from transformers import HfArgumentParser
 
     from hfsiamese.bi_encoder.trainer import SiameseTrainer
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.cli.config_and_flags import parse_config_and_flags
     from hfsiamese.training.arguments import DataArguments, ModelArguments
     from hfsiamese.training.preparation import training_view
@@ -94,7 +94,7 @@ def training_steps(setting: str, args: argparse.Namespace) -> dict[str, Any]:
             "--max_train_pairs", str(max(64, 2 * 32 * args.max_steps)), "--max_eval_pairs", "64",
             "--eval_strategy", "no", "--save_strategy", "no", "--disable_tqdm", "true", "--output_dir", scratch,
         ]  # fmt: skip
-        parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
+        parser = command_parser((ModelArguments, DataArguments, SiameseTrainingArguments), prog="lora_memory.py")
         model_args, data_args, training_args = parse_config_and_flags(parser, [str(CONFIG), *flags])
         run = start_run(model_args, data_args, training_args, default_train_file=EMBEDDED_PAIRS)
         train_dataset = run.tokenize(training_view(run.splits["train"], data_args, run.loss, run.model, run.tokenizer))

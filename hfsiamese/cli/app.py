@@ -17,10 +17,9 @@ gradio (`pip install -e ".[app]"` from a clone).
 
 from __future__ import annotations
 
-from transformers import HfArgumentParser
-
 from hfsiamese.cli.app_page import AppArguments, app_from_arguments
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.listening import check_port_free
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -31,7 +30,7 @@ DESCRIPTION = 'A duplicate-search web app for your corpus: "has this question al
 
 def main(argv: list[str] | None = None) -> None:
     """`hfsiamese app --model_name_or_path MODEL --corpus QUESTIONS [--index_dir FOLDER]`: serves until stopped."""
-    parser = HfArgumentParser(AppArguments, prog="hfsiamese app", description=DESCRIPTION)
+    parser = command_parser(AppArguments, prog="hfsiamese app", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     check_port_free(args.host, args.port)  # Gradio said "Cannot find empty port" only after the corpus was embedded
     configure_quiet_console()

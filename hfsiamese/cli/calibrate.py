@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoTokenizer, HfArgumentParser
+from transformers import AutoTokenizer
 
 from hfsiamese.bi_encoder.calibrated_folder import (
     CalibrationArguments,
@@ -27,6 +27,7 @@ from hfsiamese.bi_encoder.calibrated_folder import (
     write_calibrated_folder,
 )
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.data import load_pairs
@@ -40,7 +41,7 @@ DESCRIPTION = (
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese calibrate --model_name_or_path MODEL --calibration_file PAIRS --output_dir NEW`: the report."""
-    parser = HfArgumentParser(CalibrationArguments, prog="hfsiamese calibrate", description=DESCRIPTION)
+    parser = command_parser(CalibrationArguments, prog="hfsiamese calibrate", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     configure_quiet_console()
     check_calibrated_folder(args.model_name_or_path, args.output_dir)  # fail before scoring anything, not after

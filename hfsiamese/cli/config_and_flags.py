@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers import HfArgumentParser
 
 from hfsiamese.cli.command_line import UsageError
+from hfsiamese.cli.command_parser import CommandParser
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -35,7 +35,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def parse_config_and_flags(
-    parser: HfArgumentParser, argv: Sequence[str] | None = None, *, default_config: str | Path | None = None
+    parser: CommandParser, argv: Sequence[str] | None = None, *, default_config: str | Path | None = None
 ) -> tuple[Any, ...]:
     """
     Parse `[config.yaml] [--flag value ...]` into the parser's dataclasses.
@@ -59,11 +59,7 @@ def parse_config_and_flags(
         if unknown:
             raise UsageError(f"unknown keys in {config_path}: {unknown}")
         # argparse applies `type` to string defaults only; YAML gives typed values already.
-        parser.set_defaults(**values)
-        # Required arguments satisfied by the config must no longer be demanded on the command line.
-        for action in parser._actions:
-            if action.dest in values:
-                action.required = False
+        parser.set_config_defaults(values, Path(config_path).name)  # its help names the config that set them
     try:
         *parsed, remaining = parser.parse_args_into_dataclasses(
             args=argv, look_for_args_file=False, return_remaining_strings=True

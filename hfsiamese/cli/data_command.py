@@ -31,14 +31,13 @@ def parse_data_command(
     `command [CONFIG] [--flag value ...]` parsed into (`DataArguments`, `own`): a training recipe's config, then the
     data flags and `own`'s flags. A training setting given as a flag is a `UsageError` naming it and `command`.
     """
-    from transformers import HfArgumentParser
-
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.distillation.arguments import DistillationArguments
     from hfsiamese.training.arguments import DataArguments, ModelArguments
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = HfArgumentParser((DataArguments, own), prog=command, description=description)
+    parser = command_parser((DataArguments, own), prog=command, description=description)
     known = {action.dest for action in parser._actions}
     training = sorted(
         {

@@ -31,11 +31,12 @@ from pathlib import Path
 
 import datasets
 import torch
-from transformers import HfArgumentParser, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from hfsiamese.bi_encoder.trainer import SiameseTrainer
 from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
 from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.configs import (
     DISTILL_CONFIG,
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         return {}
     split_command = held_out_command(argv, DEFAULT_CONFIG)  # as typed: the summary's `hfsiamese split`
     argv = resolve_config_argument(argv)
-    parser = HfArgumentParser(
+    parser = command_parser(
         (ModelArguments, DataArguments, DistillationArguments, SiameseTrainingArguments),
         prog="hfsiamese distill",
         description=DESCRIPTION,

@@ -26,9 +26,10 @@ from __future__ import annotations
 import json
 import warnings
 
-from transformers import AutoTokenizer, HfArgumentParser
+from transformers import AutoTokenizer
 
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.data import load_pairs
@@ -54,7 +55,7 @@ DESCRIPTION = "Evaluate a trained Siamese model (or a cross-encoder) on a labell
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     """`hfsiamese evaluate --model_name_or_path MODEL --test_file PAIRS [...]`: the metrics, printed as one JSON object."""
-    parser = HfArgumentParser(EvaluationArguments, prog="hfsiamese evaluate", description=DESCRIPTION)
+    parser = command_parser(EvaluationArguments, prog="hfsiamese evaluate", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     configure_quiet_console()
     if args.report_dir:  # fail before scoring anything, not after

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from transformers import AutoModel, AutoTokenizer, HfArgumentParser
+from transformers import AutoModel, AutoTokenizer
 
 from hfsiamese.bi_encoder.onnx_export import ExportArguments, export_onnx
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.cross_encoder.model import CrossEncoder, is_cross_encoder_folder
@@ -39,7 +40,7 @@ RUNTIME_NAMES = {"onnx": "ONNX", "openvino": "OpenVINO"}
 
 def main(argv: list[str] | None = None) -> dict:
     """`hfsiamese export --model_name_or_path MODEL --output_dir FOLDER [--format openvino] [--quantize int8]`."""
-    parser = HfArgumentParser(ExportArguments, prog="hfsiamese export", description=DESCRIPTION)
+    parser = command_parser(ExportArguments, prog="hfsiamese export", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     configure_quiet_console()
     already = exported_format(args.model_name_or_path)

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -159,7 +158,7 @@ def check_arguments(args: GroupsArguments) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese groups --model_name_or_path MODEL (--corpus FILE | --index_dir DIR)`: the groups (summary printed)."""
-    parser = HfArgumentParser(GroupsArguments, prog="hfsiamese groups", description=DESCRIPTION)
+    parser = command_parser(GroupsArguments, prog="hfsiamese groups", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     check_arguments(args)
     configure_quiet_console()

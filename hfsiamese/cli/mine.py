@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.data.negative_filters import NegativeFilters
@@ -139,7 +138,7 @@ def read_pairs(path: str) -> Any:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese mine --pairs PAIRS --model_name_or_path MODEL --output_path OUT`: the counts (printed)."""
-    parser = HfArgumentParser(MineArguments, prog="hfsiamese mine", description=DESCRIPTION)
+    parser = command_parser(MineArguments, prog="hfsiamese mine", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, list(sys.argv[1:] if argv is None else argv))
     filters = args.filters()
     output = check_output_path(args.output_path, overwrite=args.overwrite_output)

@@ -59,10 +59,9 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.search import DuplicateIndex
@@ -335,7 +334,7 @@ def load_cross_encoder(args: SearchArguments) -> Any | None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese search --model_name_or_path MODEL --corpus QUESTIONS --query TEXT [...]`: the matches (printed)."""
-    parser = HfArgumentParser(SearchArguments, prog="hfsiamese search", description=DESCRIPTION)
+    parser = command_parser(SearchArguments, prog="hfsiamese search", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     check_queries(args.query)  # before the corpus is read and embedded, which may take minutes
     check_k(args.k)  # likewise (the index would refuse it only after the embedding)

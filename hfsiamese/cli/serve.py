@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from hfsiamese.backend_choice import BACKENDS as RUNTIMES, RUNTIME_HELP
 from hfsiamese.cli.command_line import UsageError, run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.listening import bind_socket
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -174,7 +173,7 @@ def import_server() -> tuple[Any, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     """`hfsiamese serve --index_dir FOLDER --model_name_or_path MODEL`: serves until stopped."""
-    parser = HfArgumentParser(ServeArguments, prog="hfsiamese serve", description=DESCRIPTION)
+    parser = command_parser(ServeArguments, prog="hfsiamese serve", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, argv)
     settings = settings_of(args)
     uvicorn, create_app = import_server()

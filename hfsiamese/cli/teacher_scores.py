@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformers import HfArgumentParser
-
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
 from hfsiamese.mining.dataset_files import OUTPUT_PATH_HELP, check_output_path, load_dataset_file, save_dataset_file
@@ -58,7 +57,7 @@ class TeacherScoresArguments:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """`hfsiamese teacher-scores --groups MINED --teacher MODEL --output_path OUT`: a summary (printed)."""
-    parser = HfArgumentParser(TeacherScoresArguments, prog="hfsiamese teacher-scores", description=DESCRIPTION)
+    parser = command_parser(TeacherScoresArguments, prog="hfsiamese teacher-scores", description=DESCRIPTION)
     (args,) = parse_config_and_flags(parser, list(sys.argv[1:] if argv is None else argv))
     output = check_output_path(args.output_path, overwrite=args.overwrite_output)
     shards_dir = Path(args.shards_dir) if args.shards_dir is not None else output.with_name(output.name + ".shards")

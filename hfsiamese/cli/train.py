@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import datasets
-from transformers import HfArgumentParser
 
 from hfsiamese.base.checkpoints import resolve_resume_checkpoint
 from hfsiamese.base.training_args import PairTrainingArguments
 from hfsiamese.bi_encoder.sentence_transformers_export import check_export, export_sentence_transformers
 from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import (
     config_file_of,
     default_config_of,
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     family = run_family(architecture_of(argv, default_config))  # its arguments are what the command line parses
     if not family.takes_loss:
         refuse_bi_encoder_losses(argv, default_config)  # by name, before the parser calls them unknown
-    parser = HfArgumentParser(
+    parser = command_parser(
         (ModelArguments, DataArguments, family.arguments_class), prog="hfsiamese train", description=DESCRIPTION
     )
     model_args, data_args, training_args = parse_config_and_flags(parser, argv, default_config=default_config)

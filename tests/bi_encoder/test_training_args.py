@@ -33,8 +33,7 @@ def test_build_loss_takes_the_options_that_apply(tmp_path):
 
 
 def test_the_loss_s_old_name_and_option_still_work_and_say_so(tmp_path):
-    from transformers import HfArgumentParser
-
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.cli.config_and_flags import parse_config_and_flags
 
     with pytest.warns(FutureWarning) as caught:
@@ -50,7 +49,7 @@ def test_the_loss_s_old_name_and_option_still_work_and_say_so(tmp_path):
     config.write_text("loss: contrastive_triplet\ntriplet_weight: 0.05\nranking_loss: multiple_negatives_ranking\n")
     with pytest.warns(FutureWarning):
         (parsed,) = parse_config_and_flags(
-            HfArgumentParser(SiameseTrainingArguments),
+            command_parser(SiameseTrainingArguments, prog="test"),
             [str(config), "--output_dir", str(tmp_path), "--use_cpu", "true"],
         )
     assert (parsed.loss, parsed.ranking_weight, parsed.ranking_loss) == (

@@ -237,12 +237,11 @@ def test_registered_with_its_own_and_the_inner_loss_s_options():
 
 
 def test_options_parse_from_flags_and_from_a_config(tmp_path):
-    from transformers import HfArgumentParser
-
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.cli.config_and_flags import parse_config_and_flags
 
-    parser = HfArgumentParser(SiameseTrainingArguments)
+    parser = command_parser(SiameseTrainingArguments, prog="test")
     flags = [
         "--output_dir", str(tmp_path), "--use_cpu", "true", "--loss", "matryoshka", "--matryoshka_loss", "contrastive_ranking",
         "--matryoshka_dims", "384", "256", "128", "64", "--matryoshka_weights", "1", "1", "0.5", "0.5",

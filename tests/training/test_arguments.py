@@ -1,8 +1,8 @@
 from dataclasses import dataclass, field
 
 import pytest
-from transformers import HfArgumentParser
 
+from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.training.arguments import DataArguments, ModelArguments, model_card_kwargs
 
@@ -18,14 +18,14 @@ class Args:
 def test_yaml_values_with_flags_overriding(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("name: from_yaml\nsteps: 5\nflag: true\n")
-    (args,) = parse_config_and_flags(HfArgumentParser(Args), [str(config), "--steps", "7"])
+    (args,) = parse_config_and_flags(command_parser(Args, prog="test"), [str(config), "--steps", "7"])
     assert (args.name, args.steps, args.rate, args.flag) == ("from_yaml", 7, 0.1, True)
 
 
 def test_json_config_and_default_config(tmp_path):
     config = tmp_path / "c.json"
     config.write_text('{"name": "from_json", "rate": 0.5}')
-    (args,) = parse_config_and_flags(HfArgumentParser(Args), [], default_config=config)
+    (args,) = parse_config_and_flags(command_parser(Args, prog="test"), [], default_config=config)
     assert (args.name, args.rate) == ("from_json", 0.5)
 
 
@@ -37,14 +37,14 @@ def test_bad_configs(tmp_path, text, error, message):
     config = tmp_path / "bad.yaml"
     config.write_text(text)
     with pytest.raises(error, match=message):
-        parse_config_and_flags(HfArgumentParser(Args), [str(config)])
+        parse_config_and_flags(command_parser(Args, prog="test"), [str(config)])
 
 
 def test_missing_config_and_wrong_suffix(tmp_path):
     with pytest.raises(FileNotFoundError):
-        parse_config_and_flags(HfArgumentParser(Args), [str(tmp_path / "none.yaml")])
+        parse_config_and_flags(command_parser(Args, prog="test"), [str(tmp_path / "none.yaml")])
     with pytest.raises(ValueError, match="config file"):
-        parse_config_and_flags(HfArgumentParser(Args), ["config.txt"])
+        parse_config_and_flags(command_parser(Args, prog="test"), ["config.txt"])
 
 
 def test_model_card_kwargs_name_the_data_base_model_and_changed_arguments(tiny_bert_dir):
@@ -76,9 +76,9 @@ def test_flags_are_never_abbreviated_and_mistakes_are_usage_errors():
         max_steps: int = 1
 
     with pytest.raises(UsageError, match="unrecognized arguments: --max_step 5"):
-        parse_config_and_flags(HfArgumentParser(Steps), ["--max_step", "5"])
+        parse_config_and_flags(command_parser(Steps, prog="test"), ["--max_step", "5"])
     with pytest.raises(UsageError, match="invalid int value: 'many'"):
-        parse_config_and_flags(HfArgumentParser(Steps), ["--max_steps", "many"])
+        parse_config_and_flags(command_parser(Steps, prog="test"), ["--max_steps", "many"])
 
 
 def test_value_given_on_the_command_line_or_in_the_config(tmp_path):

@@ -222,16 +222,15 @@ def test_a_prepared_folder_holds_what_the_first_run_derives_from_it(tmp_path, mo
 def _run_start(config: str | None, folder, tmp_path):
     """The model arguments and training pairs a `train` from `folder` starts with (`config`: a shipped one or the
     default), parsed as `hfsiamese train` parses them."""
-    from transformers import HfArgumentParser
-
     from hfsiamese.base.model_arguments import ModelArguments
     from hfsiamese.bi_encoder.training_args import SiameseTrainingArguments
+    from hfsiamese.cli.command_parser import command_parser
     from hfsiamese.cli.config_and_flags import parse_config_and_flags
     from hfsiamese.cli.configs import DEFAULT_CONFIG, resolve_config_argument
     from hfsiamese.training.preparation import load_splits_and_validation_size
 
     argv = [*([config] if config else []), "--train_file", str(folder), "--output_dir", str(tmp_path / "run")]
-    parser = HfArgumentParser((ModelArguments, DataArguments, SiameseTrainingArguments))
+    parser = command_parser((ModelArguments, DataArguments, SiameseTrainingArguments), prog="test")
     model_args, data_args, _ = parse_config_and_flags(
         parser, [*resolve_config_argument(argv), "--max_eval_pairs", "200"], default_config=DEFAULT_CONFIG
     )
