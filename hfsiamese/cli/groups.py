@@ -12,7 +12,8 @@ at most `--cross_encoder_budget` pairs per 1,000 questions); each group's canoni
 or its most central one.
 The groups are kept with the index in `--index_dir` (or in its database), so `DuplicateIndex.add(...,
 assign_groups=True)` keeps them current; `--output_file` also writes one row per question (`id`, `group`,
-`canonical_id`, `score`, `group_size`) as Parquet. Prints the largest groups (or with --json one JSON object).
+`canonical_id`, `score`, `group_size`) as its suffix says: .parquet, .jsonl, or none (a `save_to_disk` folder).
+Prints the largest groups (or with --json one JSON object).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cli.search import SearchArguments
 from hfsiamese.cpu_policy import apply_command_defaults
+from hfsiamese.mining.dataset_files import check_output_path, save_dataset_file
 from hfsiamese.models.siamese.score_calibrator import check_probability_threshold
 from hfsiamese.models.siamese.scoring import check_threshold
 from hfsiamese.search.backends import DATABASE_BACKENDS, STORES, store_and_runtime
@@ -113,7 +115,11 @@ class GroupsArguments:
         metadata={"help": "With --guard cross_encoder: from this group size, every joining question is checked."},
     )
     output_file: str | None = field(
-        default=None, metadata={"help": "Write one row per question (id, group, canonical_id, score) here (Parquet)."}
+        default=None,
+        metadata={
+            "help": "Write one row per question (id, group, canonical_id, score, group_size) here: .parquet, .jsonl, "
+            "or no suffix for a save_to_disk folder."
+        },
     )
     overwrite_output_file: bool = field(default=False, metadata={"help": "Replace an existing --output_file."})
     largest: int = field(default=10, metadata={"help": "Largest groups printed."})
@@ -132,11 +138,11 @@ def check_arguments(args: GroupsArguments) -> None:
         raise UsageError("pass --threshold (a cosine) or --probability_threshold (a P(duplicate)), not both")
     if (args.store in DATABASE_BACKENDS) != (args.database is not None):
         raise UsageError("--database goes with --store lancedb or qdrant, and they need it")
-    if args.output_file is not None and not args.overwrite_output_file:
-        from pathlib import Path
-
-        if Path(args.output_file).exists():
-            raise UsageError(f"--output_file {args.output_file} exists: pass --overwrite_output_file to replace it")
+    if args.output_file is not None:  # a kind its suffix names (a .csv was written as Parquet), not one already there
+        try:
+            check_output_path(args.output_file, overwrite=args.overwrite_output_file, flag="--overwrite_output_file")
+        except (ValueError, FileExistsError) as err:
+            raise UsageError(f"--output_file {err}") from err
     if (args.guard == "cross_encoder") != (args.cross_encoder is not None):
         raise UsageError("--cross_encoder goes with --guard cross_encoder, and it needs one")
     guard_only = {
@@ -188,11 +194,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )  # fmt: skip
     if args.index_dir is not None and index.database_store is None:  # a database keeps them itself
         save_groups_file(groups, args.index_dir)
-    if args.output_file is not None:
-        from pathlib import Path
-
-        Path(args.output_file).unlink(missing_ok=True)  # refused above unless --overwrite_output_file
-        groups.to_parquet(args.output_file)
+    if args.output_file is not None:  # an existing one was refused above unless --overwrite_output_file
+        save_dataset_file(groups.to_dataset(), args.output_file, overwrite=args.overwrite_output_file)
     largest = groups.largest(args.largest)
     texts = index.rows_by_id([canonical for _, canonical, _ in largest])[0]
     output = {

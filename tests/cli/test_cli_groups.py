@@ -1,4 +1,4 @@
-"""`hfsiamese groups`: a corpus's duplicate groups, kept in the index folder and written as Parquet."""
+"""`hfsiamese groups`: a corpus's duplicate groups, kept in the index folder and written as the file's suffix says."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 import torch
+from datasets import load_from_disk
 
 from hfsiamese import SiameseConfig, SiameseModel
 from hfsiamese.cli.command_line import UsageError
@@ -49,6 +50,28 @@ def test_groups_are_written_kept_with_the_index_and_printed(model_dir, tmp_path,
     assert again["settings"]["guard"] == "none" and len(again["largest"]) <= 1
     assert "questions in" in capsys.readouterr().out
     assert DuplicateIndex.load(tmp_path / "index").groups.settings.guard == "none"
+
+
+def test_the_output_file_is_written_as_its_suffix_says(model_dir, tmp_path):
+    """A .jsonl was written as Parquet under that name; now JSON lines, a folder without a suffix, and a suffix that
+    names no kind (.csv) refused before the corpus is embedded, nothing written."""
+    corpus = tmp_path / "questions.txt"
+    corpus.write_text("\n".join(TEXTS), encoding="utf-8")
+    flags = ["--model_name_or_path", str(model_dir), "--corpus", str(corpus)]
+    main([*flags, "--output_file", str(tmp_path / "groups.parquet")])
+    parquet = pd.read_parquet(tmp_path / "groups.parquet")
+    main([*flags, "--output_file", str(tmp_path / "groups.jsonl")])
+    lines = pd.read_json(tmp_path / "groups.jsonl", lines=True)
+    pd.testing.assert_frame_equal(lines, parquet, check_dtype=False)  # the same rows (JSON's floats are 64-bit)
+    assert len(lines) == len(TEXTS)
+    main([*flags, "--output_file", str(tmp_path / "groups"), "--guard", "none"])
+    assert load_from_disk(str(tmp_path / "groups")).to_pandas()["group"].nunique() <= parquet["group"].nunique()
+    main([*flags, "--output_file", str(tmp_path / "groups.jsonl"), "--overwrite_output_file", "--threshold", "1.0"])
+    assert pd.read_json(tmp_path / "groups.jsonl", lines=True)["group_size"].max() == 1  # replaced, as asked
+    before = sorted(path.name for path in tmp_path.iterdir())
+    with pytest.raises(UsageError, match=r"^--output_file \S+groups\.csv: the suffix says how the data set is written"):
+        main([*flags, "--output_file", str(tmp_path / "groups.csv"), "--index_dir", str(tmp_path / "index")])
+    assert sorted(path.name for path in tmp_path.iterdir()) == before  # no index folder, no file
 
 
 @pytest.mark.parametrize(
