@@ -67,7 +67,13 @@ class EvaluationArguments:
             "size); the model's threshold was calibrated at full size: give --threshold for the decision figures."
         },
     )
-    output_file: str | None = field(default=None, metadata={"help": "Also write the JSON object to this file."})
+    output_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Also write the JSON object to this file; refused if it exists, unless --overwrite_output_file."
+        },
+    )
+    overwrite_output_file: bool = field(default=False, metadata={"help": "Replace an existing --output_file."})
     retrieval: bool = field(
         default=False,
         metadata={

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from hfsiamese.cli.command_line import run_recipe
+from hfsiamese.cli.command_line import UsageError, run_recipe
 from hfsiamese.cli.command_parser import command_parser
 from hfsiamese.cli.config_and_flags import parse_config_and_flags
 from hfsiamese.cpu_policy import apply_command_defaults
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     configure_quiet_console()
     if args.report_dir:  # fail before scoring anything, not after
         check_report_dir(args.report_dir, overwrite=args.overwrite_report_dir)
+    if args.output_file:  # a file of earlier figures was replaced without a word
+        check_output_file(args.output_file, overwrite=args.overwrite_output_file)
     # A folder without config.json, or offline a Hub id not in the cache, fails here, saying which.
     require_local_or_cached(args.model_name_or_path, saved_folder=True)
     # A PyTorch checkpoint, an ONNX or OpenVINO export or a cross-encoder; with --backend auto, the fastest it carries.
@@ -135,9 +138,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     text = json.dumps(metrics, sort_keys=True)
     print(text)
     if args.output_file:
-        with open(args.output_file, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+        Path(args.output_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output_file).write_text(text + "\n", encoding="utf-8")
     return metrics
+
+
+def check_output_file(output_file: str, *, overwrite: bool) -> None:
+    """`--output_file`: not a folder, and not a file already there unless `overwrite` (`--overwrite_output_file`)."""
+    path = Path(output_file)
+    if path.is_dir():
+        raise UsageError(f"--output_file {path} is a directory: name a file for the JSON object")
+    if path.exists() and not overwrite:
+        raise UsageError(f"--output_file {path} exists: pass --overwrite_output_file to replace it")
 
 
 if __name__ == "__main__":

@@ -81,6 +81,29 @@ def test_refuses_a_non_empty_report_dir_before_scoring(saved_model_and_pairs, tm
     assert (report / "keep.txt").read_text() == "a user's file" and (report / "report.md").is_file()
 
 
+def test_an_existing_output_file_is_kept_unless_replacing_is_asked(
+    saved_model_and_pairs, tmp_path, capsys, monkeypatch
+):
+    """`--output_file` replaced a file of earlier figures without a word; now refused before the model loads, like
+    every other command's output; a folder is named; a file in a folder not there yet is written."""
+    from hfsiamese.cli.command_line import UsageError
+
+    model_dir, pairs_file, *_ = saved_model_and_pairs
+    recipe = load_recipe(monkeypatch, "evaluate_pairs")
+    args = ["--model_name_or_path", str(model_dir), "--test_file", str(pairs_file), "--output_file"]
+    earlier = tmp_path / "scores.json"
+    earlier.write_text("a user's figures")
+    with pytest.raises(UsageError, match=r"^--output_file \S+scores\.json exists: pass --overwrite_output_file"):
+        recipe.main([*args, str(earlier)])
+    assert earlier.read_text() == "a user's figures" and capsys.readouterr().out == ""
+    with pytest.raises(UsageError, match="is a directory"):
+        recipe.main([*args, str(tmp_path)])
+    returned = recipe.main([*args, str(earlier), "--overwrite_output_file"])
+    assert json.loads(earlier.read_text()) == pytest.approx(returned)
+    nested = tmp_path / "runs" / "today" / "scores.json"
+    assert json.loads((recipe.main([*args, str(nested)]) and nested).read_text()) == pytest.approx(returned)
+
+
 @pytest.mark.slow
 def test_runs_as_a_script(saved_model_and_pairs, tmp_path):
     """As a user runs it: `python recipes/evaluate_pairs.py ...`, printing one JSON object."""
