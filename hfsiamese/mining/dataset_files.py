@@ -1,7 +1,8 @@
 """
-Mined data sets on disk, the kind chosen by the path: `.parquet`, `.jsonl` (JSON lines), or a folder (no suffix:
-`save_to_disk`). A path that exists is refused unless overwriting was asked for; a write stopped halfway leaves no
-half file under the final name (written beside it, then moved into place).
+Data sets a command writes (mined rows, teacher scores, `hfsiamese groups`' rows) and reads back, the kind chosen by
+the path: `.parquet`, `.jsonl` (JSON lines), or a folder (no suffix: `save_to_disk`). A path that exists is refused
+unless overwriting was asked for; a write stopped halfway leaves no half file under the final name (written beside
+it, then moved into place).
 """
 
 from __future__ import annotations
