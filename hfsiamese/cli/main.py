@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "distill": ("distill", "distil a fine-tuned teacher into a fast CPU student (LSTM or static)"),
     "evaluate": ("evaluate", "score a model on labelled pairs (one JSON object; --report_dir for plots)"),
     "calibrate": ("calibrate", "recalibrate a model's decision on a new domain into a new folder"),
-    "export": ("export", "export a model to ONNX for CPU serving (optionally int8)"),
+    "export": ("export", "export a model to ONNX or OpenVINO for CPU serving (optionally int8)"),
     "search": ("search", "search a corpus for duplicates of new questions (builds or loads an index)"),
     "app": ("app", "serve a duplicate-search web app for a corpus (Gradio)"),
     "serve": ("serve", "serve duplicate detection over HTTP: search, check, add, groups (JSON API)"),

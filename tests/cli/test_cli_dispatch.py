@@ -77,6 +77,15 @@ def test_each_command_runs_its_module_with_the_rest_of_the_line(command, monkeyp
     assert seen == [["minilm_qqp", "--max_steps", "3"]]  # --debug is read by run_recipe, not the command
 
 
+def test_the_listing_names_every_format_export_writes():
+    """`hfsiamese --help` summarises export; the summary said ONNX alone after OpenVINO became a format."""
+    from hfsiamese.bi_encoder.onnx_export import EXPORT_FORMATS
+
+    names = {"onnx": "ONNX", "openvino": "OpenVINO"}
+    assert set(EXPORT_FORMATS) == set(names)
+    assert all(names[kind] in cli_main.COMMANDS["export"][1] for kind in EXPORT_FORMATS)
+
+
 def test_an_error_is_one_line_and_an_unknown_command_is_refused(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli_main.main(["evaluate", "--model_name_or_path", "x", "--test_file", "y", "--no_such_flag", "1"])
