@@ -235,10 +235,24 @@ def _batch_runtime(request: Request, count: int, what: str) -> ServiceRuntime:
     return runtime
 
 
-def _check_texts(texts: list[str], what: str, runtime: ServiceRuntime) -> None:
+def _numbered(texts: list[str], what: str) -> list[tuple[str, str]]:
+    """Each text of a request with the name an error gives it: "query", or "query 2" where there are several."""
+    return [(what if len(texts) == 1 else f"{what} {number}", text) for number, text in enumerate(texts, start=1)]
+
+
+def _pair_texts(firsts: list[str], seconds: list[str]) -> list[tuple[str, str]]:
+    """Both texts of each pair, named by their place in it: "the second question of pair 2" (of "the pair" alone)."""
+    named = []
+    for number, pair in enumerate(zip(firsts, seconds, strict=True), start=1):
+        of = "the pair" if len(firsts) == 1 else f"pair {number}"
+        named += [(f"the {side} question of {of}", text) for side, text in zip(("first", "second"), pair, strict=True)]
+    return named
+
+
+def _check_texts(named_texts: list[tuple[str, str]], runtime: ServiceRuntime) -> None:
+    """Refuse the first text (named as `_numbered` or `_pair_texts` name it) that is empty or over the length limit."""
     limit = runtime.settings.limits.max_chars
-    for number, text in enumerate(texts, start=1):
-        which = what if len(texts) == 1 else f"{what} {number}"
+    for which, text in named_texts:
         if not text.strip():
             raise ServiceError(422, f"{which} is empty: give the text of a question")
         if len(text) > limit:
@@ -253,7 +267,7 @@ def _router() -> APIRouter:
         """The k indexed questions nearest to each query, with the verdict and groups."""
         texts = body.texts()
         runtime = _batch_runtime(request, len(texts), "queries")
-        _check_texts(texts, "query", runtime)
+        _check_texts(_numbered(texts, "query"), runtime)
         k = runtime.settings.default_k if body.k is None else body.k
         if not 1 <= k <= runtime.settings.limits.max_k:
             raise ServiceError(422, f"k must be between 1 and {runtime.settings.limits.max_k}, got {k}")
@@ -265,7 +279,7 @@ def _router() -> APIRouter:
         pairs = body.all_pairs()
         runtime = _batch_runtime(request, len(pairs), "pairs")
         firsts, seconds = [p.first for p in pairs], [p.second for p in pairs]
-        _check_texts(firsts + seconds, "question", runtime)
+        _check_texts(_pair_texts(firsts, seconds), runtime)
         return {"results": await runtime.checker.submit(CheckItem(firsts, seconds))}
 
     @router.post("/questions", response_model=schemas.AddResponse, status_code=201, dependencies=[writer])
@@ -273,7 +287,7 @@ def _router() -> APIRouter:
         """Store new questions (searchable at once, durable before the answer) and say each one's group."""
         questions = body.questions
         runtime = _batch_runtime(request, len(questions), "questions")
-        _check_texts([q.text for q in questions], "question", runtime)
+        _check_texts(_numbered([q.text for q in questions], "question"), runtime)
         has_metadata = any(q.metadata is not None for q in questions)
         metadata = [q.metadata or {} for q in questions] if has_metadata else None
         texts, ids = [q.text for q in questions], [q.id for q in questions]

@@ -154,6 +154,31 @@ def test_limits_are_clear_4xx_json_errors(http, body, status, said):
 
 
 @pytest.mark.parametrize(
+    "path, body, said",
+    [
+        ("/v1/check", {"pair": {"first": TEXTS[0], "second": " "}}, "the second question of the pair is empty"),
+        (
+            "/v1/check",
+            {"pairs": [{"first": TEXTS[0], "second": TEXTS[1]}, {"first": TEXTS[2], "second": ""}]},
+            "the second question of pair 2 is empty",  # was "question 4": the texts counted firsts, then seconds
+        ),
+        (
+            "/v1/check",
+            {"pairs": [{"first": "why " * (MAX_CHARS // 4 + 1), "second": TEXTS[1]}] * 2},
+            f"the first question of pair 1 is {4 * (MAX_CHARS // 4 + 1):,} characters long",
+        ),
+        ("/v1/questions", {"questions": [{"id": 601, "text": "fine"}, {"id": 602, "text": ""}]}, "question 2 is empty"),
+        ("/v1/search", {"queries": [TEXTS[0], "  "]}, "query 2 is empty"),
+    ],
+)
+def test_an_empty_or_long_text_is_named_by_its_place_in_the_request(http, path, body, said):
+    assert said in error_of(http.post(path, json=body), 422)
+    if path == "/v1/questions":  # refused whole: the valid question beside the empty one was not stored
+        assert http.post(path, json={"questions": [{"id": 601, "text": "fine"}]}).status_code == 201
+        assert http.post("/v1/questions/delete", json={"ids": [601]}).json()["deleted"] == 1
+
+
+@pytest.mark.parametrize(
     "content",
     [b"{not json", b"", b"\xff\xfe\x00garbage", b"[1, 2, 3]", b'{"query": 3}', b'{"query": ["a"]}', b'{"k": "5"}',
      b'{"query": "a", "k": 1e9}', b'{"query": null}', b"null", b'{"query": "' + b"a" * 10_000 + b'"}'],
