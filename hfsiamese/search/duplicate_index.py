@@ -32,7 +32,14 @@ from hfsiamese.search.groups.duplicate_groups import DuplicateGroups
 from hfsiamese.search.groups.guards import DEFAULT_GUARD
 from hfsiamese.search.groups.index_groups import IndexGroups
 from hfsiamese.search.index_saving import IndexFolder
-from hfsiamese.search.index_searching import call_reranker, candidates, decided, plan_search, search_store
+from hfsiamese.search.index_searching import (
+    call_reranker,
+    candidates,
+    check_search_filter,
+    decided,
+    plan_search,
+    search_store,
+)
 from hfsiamese.search.index_writing import IndexWrites
 from hfsiamese.search.input_checks import check_k, check_sizes, check_texts
 from hfsiamese.search.lexical.bm25_index import import_bm25s
@@ -206,6 +213,15 @@ class DuplicateIndex(IndexWrites, IndexFolder):
         if model is not None and not hasattr(model, "encode"):
             raise TypeError(f"model must be a SiameseModel (or its folder), got {type(model).__name__}")
         return model
+
+    def check_filter(self, filter: dict[str, Any] | None) -> None:
+        """
+        Refuse (TypeError or ValueError, one line) a `search` filter that `search` would refuse, without searching:
+        on an index whose store keeps no metadata, or one its database's rules refuse. A caller that searches the
+        queries of several requests in one call (`hfsiamese serve`) checks each request's filter first, so that one
+        bad filter is its own request's error.
+        """
+        check_search_filter(self, filter)
 
     def search(
         self,

@@ -37,6 +37,17 @@ def call_reranker(index: SearchIndex, cross_encoder: Any | None) -> Any | None:
     return resolve_cross_encoder(cross_encoder) if cross_encoder is not None else index.cross_encoder
 
 
+def check_search_filter(index: SearchIndex, filter: dict[str, Any] | None) -> None:
+    """Refuse a search filter before anything is searched: on an index without a database store (only a database
+    keeps metadata), or one the store's engine refuses (`DatabaseStore.check_search_filter`)."""
+    if filter is None:
+        return
+    database = index.database_store
+    if database is None:
+        raise ValueError('filter= needs a database store ("lancedb" or "qdrant"): the texts there carry metadata')
+    database.check_search_filter(filter)
+
+
 def plan_search(
     index: SearchIndex,
     texts: list[str],
@@ -50,8 +61,7 @@ def plan_search(
     """The options of a `search` checked (and the index not empty, where there are queries)."""
     check_k(k)
     database = index.store.database
-    if filter is not None and not database:
-        raise ValueError('filter= needs a database store ("lancedb" or "qdrant"): the texts there carry metadata')
+    check_search_filter(index, filter)
     reranker = call_reranker(index, cross_encoder)
     refuse_rerank_k_without_cross_encoder(rerank_k, reranker)
     if reranker is None:
@@ -111,4 +121,12 @@ def candidates(
     return numbered.matches(*index.search_embeddings(query_embeddings, k, store=store_name))
 
 
-__all__ = ["SearchPlan", "call_reranker", "candidates", "decided", "plan_search", "search_store"]
+__all__ = [
+    "SearchPlan",
+    "call_reranker",
+    "candidates",
+    "check_search_filter",
+    "decided",
+    "plan_search",
+    "search_store",
+]

@@ -271,7 +271,13 @@ def _router() -> APIRouter:
         k = runtime.settings.default_k if body.k is None else body.k
         if not 1 <= k <= runtime.settings.limits.max_k:
             raise ServiceError(422, f"k must be between 1 and {runtime.settings.limits.max_k}, got {k}")
-        return {"results": await runtime.searcher.submit(SearchItem(texts, k))}
+        filter = body.filter or None
+        if filter is not None:
+            try:
+                runtime.ready().check_filter(filter)
+            except (TypeError, ValueError) as err:  # each message names the filter ("filter field 'x' ...")
+                raise ServiceError(422, str(err)) from err
+        return {"results": await runtime.searcher.submit(SearchItem(texts, k, filter))}
 
     @router.post("/check", response_model=schemas.CheckResponse, dependencies=[reader])
     async def check(body: schemas.CheckRequest, request: Request) -> dict[str, Any]:

@@ -45,11 +45,16 @@ class ServiceClient:
             raise ServiceCallError(response.status_code, code, message)
         return response.json() if response.content else None
 
-    def search(self, queries: str | Sequence[str], k: int | None = None) -> dict[str, Any]:
-        """`{"results": [{"query", "verdict", "matches"}, ...]}`: one result per query."""
+    def search(
+        self, queries: str | Sequence[str], k: int | None = None, *, filter: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{"results": [{"query", "verdict", "matches"}, ...]}`: one result per query; `filter` keeps the questions
+        whose metadata match ({field: value} or {field: [values]}, an index in a database only)."""
         body: dict[str, Any] = {"query": queries} if isinstance(queries, str) else {"queries": list(queries)}
         if k is not None:
             body["k"] = k
+        if filter is not None:
+            body["filter"] = filter
         return self._call("POST", "/v1/search", json=body)
 
     def check(self, pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
 
 # An id is an integer or a string, as in `DuplicateIndex` (never a float or a bool: pydantic's strict types).
 QuestionId = StrictInt | StrictStr
 Verdict = Literal["duplicate", "new", "unknown"]
+# What a search filter matches a metadata field against (as `DuplicateIndex.search(filter=...)` takes it).
+FilterValue = StrictStr | StrictInt | StrictBool
 
 
 class _Request(BaseModel):
@@ -25,6 +27,11 @@ class SearchRequest(_Request):
     query: StrictStr | None = None
     queries: list[StrictStr] | None = None
     k: StrictInt | None = Field(default=None, description="matches per query (default: the service's)")
+    filter: dict[StrictStr, FilterValue | list[FilterValue]] | None = Field(
+        default=None,
+        description="only questions whose metadata match: {field: value}, {field: [values]} (any of them), several "
+        "fields all at once; an index in a database (LanceDB, Qdrant) only",
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> SearchRequest:

@@ -6,6 +6,7 @@ and turns the values into JSON (`schemas`); nothing here knows about HTTP, so it
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import defaultdict
@@ -34,10 +35,12 @@ class IdConflict(ValueError):
 
 @dataclass(frozen=True)
 class SearchItem:
-    """One request's queries and its k: a unit of a search batch."""
+    """One request's queries, its k and its metadata filter (checked by `DuplicateService.check_filter`): a unit of a
+    search batch."""
 
     texts: list[str]
     k: int
+    filter: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -177,31 +180,48 @@ class DuplicateService:
 
     def search(self, items: list[SearchItem]) -> list[list[dict[str, Any]]]:
         """Each item's `{"query", "verdict", "matches"}` per query, each match with its probability and group where
-        the index has them. Every query is searched in one call (one encoding) at the batch's largest k and cut to
-        its own; with a cross-encoder, whose rerank depth follows k, one call per k."""
-        by_k: dict[int, list[int]] = defaultdict(list)
+        the index has them. The queries of one filter (or none) are searched in one call (one encoding) at their
+        largest k and cut to each item's own; with a cross-encoder, whose rerank depth follows k, one call per k."""
+        by_filter: dict[str, list[int]] = defaultdict(list)
         for position, item in enumerate(items):
-            by_k[item.k].append(position)
-        if self.cross_encoder is None and len(by_k) > 1:
-            by_k = {max(by_k): list(range(len(items)))}
+            by_filter[json.dumps(item.filter, sort_keys=True)].append(position)
         answers: list[list[dict[str, Any]]] = [[] for _ in items]
-        for k, positions in by_k.items():
-            texts = [text for p in positions for text in items[p].texts]
-            options: dict[str, Any] = {}
-            if self.cross_encoder is not None:
-                options = {"cross_encoder": self.cross_encoder, "rerank_k": check_rerank_k(self.rerank_k, k)}
-            found = (
-                cast(list[list[dict[str, Any]]], self.index.search(texts, k=k, **options))
-                if len(self.index)
-                else [[] for _ in texts]
-            )
-            results = iter(found)
-            for p in positions:
-                for query in items[p].texts:
-                    matches = self._described(next(results)[: items[p].k])
-                    decisions = [m.get("is_duplicate") for m in matches]
-                    answers[p].append({"query": query, "verdict": verdict(decisions), "matches": matches})
+        for positions in by_filter.values():
+            by_k: dict[int, list[int]] = defaultdict(list)
+            for position in positions:
+                by_k[items[position].k].append(position)
+            if self.cross_encoder is None and len(by_k) > 1:
+                by_k = {max(by_k): positions}
+            for k, same_k in by_k.items():
+                self._search_together(items, same_k, k, answers)
         return answers
+
+    def check_filter(self, filter: dict[str, Any] | None) -> None:
+        """Refuse a request's search filter as the index would (`DuplicateIndex.check_filter`), before it joins a
+        batch whose other requests it must not fail."""
+        self.index.check_filter(filter)
+
+    def _search_together(
+        self, items: list[SearchItem], positions: list[int], k: int, answers: list[list[dict[str, Any]]]
+    ) -> None:
+        """The queries of `items[positions]` (one filter) searched in one call at `k`, each answer cut to its item's."""
+        texts = [text for p in positions for text in items[p].texts]
+        options: dict[str, Any] = {}
+        if self.cross_encoder is not None:
+            options = {"cross_encoder": self.cross_encoder, "rerank_k": check_rerank_k(self.rerank_k, k)}
+        if items[positions[0]].filter is not None:
+            options["filter"] = items[positions[0]].filter
+        found = (
+            cast(list[list[dict[str, Any]]], self.index.search(texts, k=k, **options))
+            if len(self.index)
+            else [[] for _ in texts]
+        )
+        results = iter(found)
+        for p in positions:
+            for query in items[p].texts:
+                matches = self._described(next(results)[: items[p].k])
+                decisions = [m.get("is_duplicate") for m in matches]
+                answers[p].append({"query": query, "verdict": verdict(decisions), "matches": matches})
 
     def _described(self, matches: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The matches with their calibrated probability (cosine calibration, without a cross-encoder) and group."""

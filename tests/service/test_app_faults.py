@@ -90,3 +90,11 @@ def test_a_body_sent_as_another_media_type_is_a_415_that_says_to_send_json(servi
         assert wrong_field.status_code == 422  # a JSON body that is wrong stays a 422
         untyped = client.post("/v1/search", content=b'{"query": "a"}')  # FastAPI parses JSON only when told it is
         assert untyped.status_code == 415 and untyped.json()["error"]["message"].endswith("(it came without one)")
+
+
+def test_a_filter_on_an_index_without_metadata_is_a_422_and_an_empty_one_no_filter(service):
+    with TestClient(create_app(SETTINGS, keys=ApiKeys(), opener=lambda: service)) as client:
+        assert ready(client) == 200
+        refused = client.post("/v1/search", json={"query": TEXTS[0], "filter": {"site": "a"}})
+        assert refused.status_code == 422 and "needs a database store" in refused.json()["error"]["message"]
+        assert client.post("/v1/search", json={"query": TEXTS[0], "k": 1, "filter": {}}).status_code == 200

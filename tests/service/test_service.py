@@ -110,3 +110,36 @@ def test_an_onnx_model_and_cross_encoder_are_served_without_thread_spinning(
     assert not settings_of(parser.parse_args_into_dataclasses(flags)[0]).onnx_thread_spinning
     on = parser.parse_args_into_dataclasses([*flags, "--onnx_thread_spinning"])[0]
     assert settings_of(on).onnx_thread_spinning
+
+
+def test_each_request_of_a_batch_is_searched_with_its_own_filter(tmp_path, model_dir, word_tokenizer):
+    model = SiameseModel.from_pretrained(model_dir)
+    sites = [{"site": "a" if number % 2 == 0 else "b"} for number in range(len(TEXTS))]
+    index = DuplicateIndex.build(
+        TEXTS, model, word_tokenizer, ids=list(range(len(TEXTS))), store="lancedb", database=tmp_path / "db",
+        metadata=sites,
+    )  # fmt: skip
+    service = DuplicateService(index)
+    items = [
+        SearchItem([TEXTS[1]], 3, {"site": "a"}),
+        SearchItem([TEXTS[1]], 3),
+        SearchItem([TEXTS[1], TEXTS[2]], 2, {"site": ["b"]}),
+        SearchItem([TEXTS[1]], 1, {"site": "a"}),
+    ]
+    answers = service.search(items)
+    ids = [[[m["id"] for m in result["matches"]] for result in answer] for answer in answers]
+    assert all(i % 2 == 0 for i in ids[0][0]) and len(ids[0][0]) == 3
+    assert ids[1][0][0] == 1  # unfiltered: the query's own text first
+    assert all(i % 2 == 1 for result in ids[2] for i in result) and [len(r) for r in ids[2]] == [2, 2]
+    assert ids[3][0] == ids[0][0][:1]  # the same filter at a smaller k: cut from the same search
+    with pytest.raises(ValueError, match="not a field name"):
+        service.check_filter({"bad field": "a"})
+    with pytest.raises(TypeError, match="float"):
+        service.check_filter({"site": 1.5})
+    index.close()
+
+
+def test_a_filter_on_an_index_without_metadata_is_refused_before_searching(folder_service):
+    with pytest.raises(ValueError, match="needs a database store"):
+        folder_service.check_filter({"site": "a"})
+    folder_service.check_filter(None)

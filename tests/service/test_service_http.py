@@ -124,6 +124,25 @@ def test_groups_by_id_and_the_largest(http):
     assert "no group" in error_of(http.get("/v1/groups/99999"), 404)
 
 
+def test_a_search_filter_keeps_the_questions_whose_metadata_match(service, http):
+    questions = [
+        {"id": 700 + n, "text": f"{TEXTS[0]} ({site})", "metadata": {"site": site}} for n, site in enumerate("xy")
+    ]
+    assert http.post("/v1/questions", json={"questions": questions}).status_code == 201
+    try:
+        found = http.post("/v1/search", json={"query": TEXTS[0], "k": 5, "filter": {"site": "x"}}).json()
+        assert [m["id"] for m in found["results"][0]["matches"]] == [700]
+        with ServiceClient(service.url, api_key=READ_KEY) as client:
+            both = client.search([TEXTS[0], TEXTS[1]], k=5, filter={"site": ["x", "y"]})["results"]
+        assert [sorted(m["id"] for m in result["matches"]) for result in both] == [[700, 701], [700, 701]]
+        bad = {"query": TEXTS[0], "filter": {"bad field": "x"}}
+        assert error_of(http.post("/v1/search", json=bad), 422).startswith("filter field 'bad field' is not")
+        for value in (1.5, {"nested": "x"}, None):
+            error_of(http.post("/v1/search", json={"query": TEXTS[0], "filter": {"site": value}}), 422)
+    finally:
+        assert http.post("/v1/questions/delete", json={"ids": [700, 701]}).json()["deleted"] == 2
+
+
 def test_keys_are_required_and_a_read_key_cannot_write(service):
     anonymous = httpx.post(f"{service.url}/v1/search", json={"query": TEXTS[0]})
     assert "API key" in error_of(anonymous, 401) and anonymous.headers["www-authenticate"] == "Bearer"

@@ -211,6 +211,12 @@ class DatabaseStore(ABC):
     def _check_key(key: str, position: int) -> None:
         """The engine's rule on metadata keys (ValueError naming the row), beside the shared ones."""
 
+    @staticmethod
+    @abstractmethod
+    def check_search_filter(filter: dict[str, Any] | None) -> None:
+        """Refuse (TypeError or ValueError, one line) a search filter this engine would refuse, without searching:
+        what a caller that searches many requests in one call (`hfsiamese serve`) asks of each request's filter."""
+
     def save(self, directory: str | os.PathLike, config: dict[str, Any], *, overwrite: bool = False) -> None:
         """Write the index folder's config only: the rows are in the database (its place is in `config`)."""
         write_index_folder(Path(directory), None, None, config, overwrite=overwrite)

@@ -54,11 +54,17 @@ def check_filter_field(field: str) -> None:
         )
 
 
-def where_sql(filter: dict[str, Any] | None, schema: pa.Schema) -> Any:
-    """{field: value} / {field: [values]} (all fields at once) as a LanceDB `where` SQL string; None for no filter."""
-    checked = check_filter(
+def check_lancedb_filter(filter: dict[str, Any] | None) -> dict[str, Any]:
+    """A search filter checked by LanceDB's rules here (`store_checks.check_filter` and `check_filter_field`), without
+    the table: what `where_sql` reads, and what a caller can ask before searching (`LanceDBStore.check_search_filter`)."""
+    return check_filter(
         filter, matches="LanceDB filters here match str, int and bool values only", check_field=check_filter_field
     )
+
+
+def where_sql(filter: dict[str, Any] | None, schema: pa.Schema) -> Any:
+    """{field: value} / {field: [values]} (all fields at once) as a LanceDB `where` SQL string; None for no filter."""
+    checked = check_lancedb_filter(filter)
     if not checked:
         return None
     conditions = []
@@ -101,4 +107,4 @@ def where_sql(filter: dict[str, Any] | None, schema: pa.Schema) -> Any:
     return " AND ".join(f"({condition})" for condition in conditions)
 
 
-__all__ = ["MATCHES_NOTHING", "in_list", "where_sql"]
+__all__ = ["MATCHES_NOTHING", "check_lancedb_filter", "in_list", "where_sql"]

@@ -132,7 +132,7 @@ from hfsiamese.search.stores.lancedb_columns import (
     write_table_metadata,
 )  # fmt: skip
 from hfsiamese.search.stores.lancedb_connection import connect, import_lancedb, is_uri
-from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, in_list, where_sql
+from hfsiamese.search.stores.lancedb_filters import MATCHES_NOTHING, check_lancedb_filter, in_list, where_sql
 from hfsiamese.search.stores.lancedb_maintenance import maintain_table
 from hfsiamese.search.stores.lancedb_vector_index import (
     VectorIndexSettings,
@@ -174,6 +174,11 @@ class LanceDBStore(DatabaseStore):
     replace_group_rows = lancedb_groups.replace_group_rows
     merge_group_rows = lancedb_groups.merge_group_rows
     read_group_rows = lancedb_groups.read_group_rows
+
+    @staticmethod
+    def check_search_filter(filter: dict[str, Any] | None) -> None:
+        """Refuse a filter LanceDB's search would refuse (`lancedb_filters.check_lancedb_filter`), without the table."""
+        check_lancedb_filter(filter)
 
     def __init__(self, db: Any, table: Any, collection: str, embedding_dim: int, where: str, remote: bool) -> None:
         """Use `LanceDBStore.open`: it creates or checks the table this wraps."""

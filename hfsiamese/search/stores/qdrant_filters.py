@@ -11,9 +11,15 @@ from hfsiamese.search.stores.store_checks import check_filter
 MATCHES_NOTHING = object()
 
 
+def check_qdrant_filter(filter: dict[str, Any] | None) -> dict[str, Any]:
+    """A search filter checked by Qdrant's rules here, without a client: what `qdrant_filter` reads, and what a caller
+    can ask before searching (`QdrantStore.check_search_filter`)."""
+    return check_filter(filter, matches="Qdrant matches str, int and bool values only")
+
+
 def qdrant_filter(filter: dict[str, Any] | None, models: Any) -> Any:
     """{field: value} / {field: [values]} (all fields at once) as a Qdrant Filter; None for no filter."""
-    checked = check_filter(filter, matches="Qdrant matches str, int and bool values only")
+    checked = check_qdrant_filter(filter)
     if not checked:
         return None
     must = []
@@ -36,4 +42,4 @@ def qdrant_filter(filter: dict[str, Any] | None, models: Any) -> Any:
     return models.Filter(must=must)
 
 
-__all__ = ["MATCHES_NOTHING", "qdrant_filter"]
+__all__ = ["MATCHES_NOTHING", "check_qdrant_filter", "qdrant_filter"]

@@ -74,7 +74,7 @@ from hfsiamese.search.stores.base import (
     local_folder,
 )
 from hfsiamese.search.stores.matches import match
-from hfsiamese.search.stores.qdrant_filters import MATCHES_NOTHING, qdrant_filter
+from hfsiamese.search.stores.qdrant_filters import MATCHES_NOTHING, check_qdrant_filter, qdrant_filter
 from hfsiamese.search.stores.store_checks import (
     Rows,
     check_batch_size,
@@ -144,6 +144,11 @@ class QdrantStore(DatabaseStore):
             raise ValueError(
                 f"metadata[{position}] has key {key!r}: Qdrant filters read '.' and '[]' as paths, rename it"
             )
+
+    @staticmethod
+    def check_search_filter(filter: dict[str, Any] | None) -> None:
+        """Refuse a filter Qdrant's search would refuse (`qdrant_filters.check_qdrant_filter`), without a request."""
+        check_qdrant_filter(filter)
 
     def __init__(self, client: Any, collection: str, embedding_dim: int, where: str) -> None:
         """Use `QdrantStore.open`: it creates or checks the collection this wraps."""
