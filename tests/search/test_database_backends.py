@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -40,6 +42,19 @@ def test_search_finds_what_the_exact_index_finds(backend, tmp_path, tiny_lstm, w
                 torch.tensor([m["score"] for m in got]), torch.tensor([m["score"] for m in want]), atol=1e-5, rtol=0
             )
         assert {m["site"] for m in index.search(TEXTS[0], k=len(TEXTS))} == {"python", "cooking"}
+
+
+def test_check_filter_refuses_what_search_refuses_without_searching(backend, tmp_path, tiny_lstm, word_tokenizer):
+    with build(backend, tmp_path, tiny_lstm, word_tokenizer) as index:
+        index.check_filter({"site": ["cooking", 3, True]})
+        index.check_filter(None)
+        for bad, error in (({"site": 1.5}, TypeError), ({"": "x"}, TypeError), ({"site": [None]}, TypeError)):
+            with pytest.raises(error) as refused:
+                index.check_filter(bad)
+            with pytest.raises(error, match=re.escape(str(refused.value))):  # the same words as the search's
+                index.search(TEXTS[0], k=1, filter=bad)
+    with pytest.raises(ValueError, match="needs a database store"):
+        DuplicateIndex.build(TEXTS[:2], tiny_lstm, word_tokenizer).check_filter({"site": "x"})
 
 
 def test_filters_add_and_delete_without_a_rebuild(backend, tmp_path, tiny_lstm, word_tokenizer, monkeypatch):
