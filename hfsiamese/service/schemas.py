@@ -46,7 +46,11 @@ class SearchRequest(_Request):
 class Match(BaseModel):
     """An earlier question close to the query: its cosine `score` (the cross-encoder's with reranking, the cosine
     then in `retrieval_score`), calibrated P(duplicate) where the model has a calibration, the verdict where a
-    threshold is known, and its duplicate group where the index keeps groups."""
+    threshold is known, and its duplicate group where the index keeps groups. In a database index a match also
+    carries the question's metadata, each field beside these as `DuplicateIndex.search` gives them."""
+
+    # The question's metadata fields (given with its add) pass through as they are stored.
+    model_config = ConfigDict(extra="allow")
 
     id: QuestionId
     text: str

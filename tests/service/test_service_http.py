@@ -131,7 +131,8 @@ def test_a_search_filter_keeps_the_questions_whose_metadata_match(service, http)
     assert http.post("/v1/questions", json={"questions": questions}).status_code == 201
     try:
         found = http.post("/v1/search", json={"query": TEXTS[0], "k": 5, "filter": {"site": "x"}}).json()
-        assert [m["id"] for m in found["results"][0]["matches"]] == [700]
+        (match,) = found["results"][0]["matches"]
+        assert match["id"] == 700 and match["site"] == "x"  # the metadata it was added with
         with ServiceClient(service.url, api_key=READ_KEY) as client:
             both = client.search([TEXTS[0], TEXTS[1]], k=5, filter={"site": ["x", "y"]})["results"]
         assert [sorted(m["id"] for m in result["matches"]) for result in both] == [[700, 701], [700, 701]]
