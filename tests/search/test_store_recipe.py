@@ -54,6 +54,9 @@ def test_the_recipe_store_instantiates_and_is_a_vector_store(recipe_store, tmp_p
     with pytest.raises(ValueError, match="already in the collection"):  # refused before anything is written
         store.add([9, 3], ["c", "d"], np.eye(4, dtype=np.float32)[:2])
     assert len(store) == 2
+    store.check_search_filter({"site": ["x", 1, True]})  # the base class's shared rules: the recipe writes none
+    with pytest.raises(TypeError, match="float"):
+        store.check_search_filter({"site": 1.5})
 
 
 def test_an_index_runs_on_the_recipe_store(recipe_store, tmp_path, tiny_lstm, word_tokenizer):
