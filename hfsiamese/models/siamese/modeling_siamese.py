@@ -26,19 +26,32 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
+# A sibling marked "4.x" is not used here: transformers 4.x copies a local folder's modeling file with only the
+# siblings it imports itself (the Hub path, and transformers 5, follow the imports further), so a sibling that only
+# another sibling imports would be missing there and the folder would not load with trust_remote_code=True.
+# tests/models/siamese/test_remote_code.py keeps the list whole.
+from .adapters import has_adapters  # noqa: F401 (4.x)
 from .calibration import CalibrationMixin
 from .configuration_siamese import WORD_VOCABULARY_ENCODERS, SiameseConfig
 from .encoder_building import build_dense_layers, build_encoder, load_dense_weights, load_pretrained_encoder
+from .encoding_batches import padded_batches  # noqa: F401 (4.x)
+from .encoding_policy import EncodingPolicyMixin  # noqa: F401 (4.x)
 from .head_layers import DenseLayer, PairClassificationHead
 from .hub_sharing import HubSharingMixin
 from .inference import SiameseInferenceMixin
 from .lstm_encoder import LSTMEncoder
 from .model_output import SiameseModelOutput
+from .one_shot_classification import ClassificationMixin  # noqa: F401 (4.x)
 from .padding import is_right_padded
+from .pair_decisions import PairDecisionMixin  # noqa: F401 (4.x)
+from .pipeline_question_duplicates import QuestionDuplicatesPipeline  # noqa: F401 (4.x)
 from .pooling import pool
 from .safe_loading import SafetensorsLoadingMixin, refuse_pickle_loading
+from .score_calibrator import ScoreCalibrator  # noqa: F401 (4.x)
+from .scoring import pair_scores  # noqa: F401 (4.x)
 from .static_encoder import StaticEncoder
 from .sub_batching import AUTO, TokenBudget, check_sub_batching, plan_sub_batches, resolve_token_budget
+from .token_fields import token_fields  # noqa: F401 (4.x)
 from .transformer_encoder import encoder_class, with_dropout
 
 

@@ -24,7 +24,16 @@ import torch
 import torch.nn.functional as F
 from transformers import Pipeline
 
+# A sibling marked "4.x" is not used here: transformers 4.x loads this file (before the model) with only the
+# siblings it imports itself, as modeling_siamese.py says.
+from .configuration_siamese import SiameseConfig  # noqa: F401 (4.x)
+from .encoding_batches import padded_batches  # noqa: F401 (4.x)
+from .encoding_policy import EncodingPolicyMixin  # noqa: F401 (4.x)
 from .inference import check_truncate_dim, check_truncated_scoring
+from .one_shot_classification import ClassificationMixin  # noqa: F401 (4.x)
+from .padding import is_right_padded  # noqa: F401 (4.x)
+from .pair_decisions import PairDecisionMixin  # noqa: F401 (4.x)
+from .score_calibrator import ScoreCalibrator  # noqa: F401 (4.x)
 from .scoring import check_decision_threshold, pair_probability, pair_scores, resolve_decision_threshold
 from .token_fields import token_fields
 

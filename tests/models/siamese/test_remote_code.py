@@ -159,3 +159,22 @@ def test_a_checkpoint_carries_exactly_the_travelling_folder(tiny_lstm, tmp_path)
         "AutoConfig": "configuration_siamese.SiameseConfig",
         "AutoModel": "modeling_siamese.SiameseModel",
     }
+
+
+def test_each_module_a_checkpoint_names_imports_every_sibling_it_needs_itself(tiny_lstm, tmp_path):
+    """transformers 4.x copies a local folder's module named in config.json (`auto_map`, `custom_pipelines`) with only
+    the siblings that module imports itself, then imports it: a sibling reached only through another one is missing
+    from its module cache (FileNotFoundError), and the folder does not load with trust_remote_code=True there. The
+    Hub path and transformers 5 follow the imports further; this holds the folder to the narrower rule."""
+    from transformers.dynamic_module_utils import get_relative_import_files, get_relative_imports
+
+    tiny_lstm.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    named = [*config["auto_map"].values(), *(task["impl"] for task in config["custom_pipelines"].values())]
+    modules = sorted({reference.split(".")[0] for reference in named})
+    assert modules == ["configuration_siamese", "modeling_siamese", "pipeline_question_duplicates"]
+    for module in modules:
+        path = str(tmp_path / f"{module}.py")
+        reached = {Path(file).stem for file in get_relative_import_files(path)} - {module}
+        missing = reached - set(get_relative_imports(path))
+        assert not missing, f"{module}.py reaches {sorted(missing)} only through other siblings"
