@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import datasets
 import numpy as np
 from transformers import EvalPrediction
 from transformers.utils import logging
 
+from hfsiamese.data.collator import LABEL_COLUMNS
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.thresholds import UnreachablePrecisionError, threshold_above
 
@@ -51,6 +53,37 @@ class ThresholdCalibration:
 
     def calibrates(self, metric_key_prefix: str) -> bool:
         return self.args.calibrate_threshold and metric_key_prefix == "eval"
+
+    def check_before_training(self, config: Any | None, eval_dataset: Any) -> None:
+        """
+        Refuse, before any step, a run whose evaluations could only fail or store a threshold that means nothing:
+        calibrating on validation pairs of one class (every pair is on one side of any cut, so the "best" threshold is
+        just below the lowest duplicate's score, with accuracy 1.0), or scoring at the threshold of a model that has
+        none (`calibrate_threshold=False` on a new model: the first evaluation would fail, after the training).
+        """
+        if eval_dataset is None:
+            return  # nothing is evaluated unless the caller passes a set later
+        if not self.args.calibrate_threshold:
+            if config is not None and getattr(config, "threshold", 0.0) is None:
+                raise ValueError(
+                    "calibrate_threshold=False scores the validation pairs at the model's config.threshold, and this "
+                    "model has none (never calibrated): calibrate it on the validation pairs (the default), or start from "
+                    "a calibrated checkpoint"
+                )
+            return
+        sets = eval_dataset.values() if isinstance(eval_dataset, Mapping) else [eval_dataset]
+        labels = [_label_column(part) for part in sets]
+        if any(column is None for column in labels):
+            return  # not a labelled map-style set: the evaluation says what it lacks
+        values = np.unique(np.concatenate([np.asarray(column, dtype=np.int64) for column in labels]))
+        if len(values) == 1:
+            kind = "duplicates" if values[0] == 1 else "non-duplicates"
+            count = sum(len(column) for column in labels)
+            raise ValueError(
+                f"the validation pairs are all {kind} ({count:,} pairs): a threshold calibrated on them separates "
+                "nothing; give validation pairs of both kinds (--validation_file), or calibrate_threshold=False on a "
+                "model whose config.threshold is set"
+            )
 
     def __call__(self, eval_pred: EvalPrediction) -> dict[str, float]:
         if eval_pred.label_ids is None:
@@ -99,6 +132,15 @@ class ThresholdCalibration:
         if threshold is None:
             raise ValueError("calibrate_threshold=False needs a model whose config.threshold is set")
         return threshold
+
+
+def _label_column(dataset: Any) -> Any | None:
+    """The 0/1 labels of a map-style evaluation set (`labels`, else `label`), None when it has none."""
+    names = getattr(dataset, "column_names", None)
+    if not isinstance(dataset, datasets.Dataset) or not names:
+        return None
+    name = next((name for name in LABEL_COLUMNS if name in names), None)
+    return None if name is None else dataset.with_format("arrow")[name].to_numpy()  # after a select too
 
 
 __all__ = ["ThresholdCalibration"]

@@ -89,6 +89,7 @@ class PairTrainer(StagedSavingMixin, Trainer):
         check_process_group(args.world_size)  # processes that did not join one group would race on output_dir
         check_bf16_model(model, args)  # an LSTM this CPU cannot run in bf16: one line, before any step
         self.calibration = ThresholdCalibration(args, lambda: self.accelerator.unwrap_model(self.model).config)
+        self.calibration.check_before_training(getattr(model, "config", None), eval_dataset)
         kwargs.setdefault("compute_metrics", self.calibration)
         super().__init__(
             model=model,

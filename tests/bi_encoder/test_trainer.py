@@ -50,6 +50,36 @@ def test_uncalibrated_evaluation_uses_stored_threshold(tiny_lstm, word_tokenizer
     assert tiny_lstm.config.threshold == 0.99
 
 
+@pytest.mark.parametrize("label,kind", [(1, "duplicates"), (0, "non-duplicates")])
+def test_validation_pairs_of_one_kind_are_refused_before_any_step(label, kind, tiny_lstm, word_tokenizer, tmp_path):
+    """Calibrating on them would store the lowest duplicate's score (accuracy 1.0) as the model's threshold."""
+    one_kind = _eval_pairs().map(lambda row: {"label": label}).select([0, 2, 4, 5])  # a selection of the set, too
+    args = _args(tmp_path)
+    with pytest.raises(ValueError, match=rf"the validation pairs are all {kind} \(4 pairs\).*both kinds"):
+        SiameseTrainer(
+            model=tiny_lstm,
+            args=args,
+            train_dataset=tokenize_pairs(_pairs(), word_tokenizer),
+            eval_dataset={"a": tokenize_pairs(one_kind, word_tokenizer)},
+            processing_class=word_tokenizer,
+        )
+    assert tiny_lstm.config.threshold is None and not (tmp_path / "out").exists()
+    both = {"a": tokenize_pairs(one_kind, word_tokenizer), "b": tokenize_pairs(_eval_pairs(), word_tokenizer)}
+    trainer = SiameseTrainer(model=tiny_lstm, args=args, eval_dataset=both, processing_class=word_tokenizer)
+    assert trainer.evaluate()["eval_num_pairs"] == 12  # one kind in one set, both over the sets: calibrated together
+
+
+def test_scoring_at_a_threshold_the_model_lacks_is_refused_before_any_step(tiny_lstm, word_tokenizer, tmp_path):
+    """calibrate_threshold=False on a new model: the first evaluation, after the training, could only fail."""
+    train, validation = tokenize_pairs(_pairs(), word_tokenizer), tokenize_pairs(_eval_pairs(), word_tokenizer)
+    args = _args(tmp_path, calibrate_threshold=False)
+    with pytest.raises(ValueError, match=r"calibrate_threshold=False .* this model has none \(never calibrated\)"):
+        SiameseTrainer(
+            model=tiny_lstm, args=args, train_dataset=train, eval_dataset=validation, processing_class=word_tokenizer
+        )
+    SiameseTrainer(model=tiny_lstm, args=args, train_dataset=train, processing_class=word_tokenizer)  # nothing to score
+
+
 def test_refuses_non_duplicates_in_training(tiny_lstm, word_tokenizer, tmp_path):
     train = tokenize_pairs(_pairs(label=0), word_tokenizer)
     with pytest.raises(ValueError, match="duplicate pairs only"):
