@@ -23,7 +23,6 @@ pairs: the validation split a recipe held out (`hfsiamese split HELD_OUT_PAIRS.j
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -50,6 +49,7 @@ from hfsiamese.models.siamese.scoring import check_decision_threshold
 from hfsiamese.reporting import check_report_dir, write_evaluation_report
 from hfsiamese.utils.console import configure_quiet_console
 from hfsiamese.utils.hub_access import require_local_or_cached
+from hfsiamese.utils.json_files import strict_json
 
 DESCRIPTION = "Evaluate a trained Siamese model (or a cross-encoder) on a labelled pair file; prints one JSON object."
 
@@ -81,6 +81,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         deduplicate=False,  # pairs scored exactly as published
     )
     pairs = load_pairs(args.test_file, **columns)
+    if args.report_dir and len(pairs.unique("label")) < 2:  # the report's curves need both: said before scoring
+        raise ValueError(
+            f"--report_dir: the report needs duplicates and non-duplicates; {args.test_file} holds one kind"
+        )
     # Said before scoring, and kept with the figures: a model scored on its own training questions looks far better.
     overlap = training_overlap_of(args.model_name_or_path, pairs)
     if overlap is not None and overlap.any:
@@ -135,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             probabilities=probabilities,
             caveats=[overlap.message()] if overlap is not None and overlap.any else [],
         )
-    text = json.dumps(metrics, sort_keys=True)
+    text = strict_json(metrics, sort_keys=True)  # an undefined metric (AP on pairs of one kind) is null, not NaN
     print(text)
     if args.output_file:
         Path(args.output_file).parent.mkdir(parents=True, exist_ok=True)
