@@ -122,10 +122,16 @@ def best_threshold(
       recall that precision allows. Raises `UnreachablePrecisionError` when no cut reaches it.
 
     The returned threshold lies halfway between the chosen cut and the next lower score (same
-    decisions on these pairs, and a margin on both sides for unseen ones).
+    decisions on these pairs, and a margin on both sides for unseen ones). Pairs of one kind are refused: any
+    threshold below (or above) every score would be "best" on them.
     """
     check_calibration_options(calibrate_for, target_precision)
     scores, labels = check_pair_inputs(scores, labels)
+    if labels.min() == labels.max():  # every cut "separates" them: the best would be one below or above every score
+        kind = "duplicates" if labels[0] == 1 else "non-duplicates"
+        raise ValueError(
+            f"a threshold separates duplicates from non-duplicates: these {len(labels):,} pairs are all {kind}"
+        )
     sweep = threshold_sweep(scores, labels)
     if calibrate_for == "precision":
         reaching = np.flatnonzero(sweep.precision >= target_precision)

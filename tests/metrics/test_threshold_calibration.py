@@ -75,8 +75,18 @@ def test_unreachable_precision_is_a_clear_error():
         evaluate.load(metrics.BEST_THRESHOLD).compute(
             predictions=scores, references=labels, calibrate_for="precision", target_precision=1.0
         )
-    with pytest.raises(ValueError, match="no threshold reaches precision 0.5"):
-        best_threshold([0.3, 0.2], [0, 0], "precision", 0.5)  # no duplicates at all
+
+
+@pytest.mark.parametrize("labels,kind", [([0, 0, 0], "non-duplicates"), ([1, 1, 1], "duplicates")])
+@pytest.mark.parametrize("calibrate_for,target", [("accuracy", None), ("f1", None), ("precision", 0.5)])
+def test_pairs_of_one_kind_have_no_threshold(labels, kind, calibrate_for, target):
+    """Any cut below (or above) every score would be "best" on them: refused, not returned as calibrated."""
+    with pytest.raises(ValueError, match=rf"a threshold separates duplicates from non-duplicates: .* all {kind}$"):
+        best_threshold([0.3, 0.2, 0.9], labels, calibrate_for, target)
+    with pytest.raises(ValueError, match=f"all {kind}"):
+        evaluate.load(metrics.BEST_THRESHOLD).compute(
+            predictions=[0.3, 0.2, 0.9], references=labels, calibrate_for=calibrate_for, target_precision=target
+        )
 
 
 @pytest.mark.parametrize(

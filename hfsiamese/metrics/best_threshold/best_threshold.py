@@ -16,7 +16,8 @@ Searches every distinct score for the cut `score >= threshold` that is best on t
 "accuracy" and "f1" maximise that metric; "precision" takes the lowest cut whose precision is at
 least `target_precision`, which is the cut with the most recall at that precision (an error when
 no cut reaches it). Reports the threshold, halfway between the chosen cut and the next lower score,
-and the metric it optimised. Calibrate on validation pairs, then score test pairs at the threshold.
+and the metric it optimised. Calibrate on validation pairs, then score test pairs at the threshold. Pairs of
+one kind (all duplicates, or none) are refused: any cut below or above every score would be "best" on them.
 """
     _kwargs_description = (
         PAIR_ARGS_DOC
