@@ -34,7 +34,7 @@ import sklearn.linear_model
 
 from hfsiamese.metrics import pair_classification_metrics
 from hfsiamese.metrics.reliability import calibration_metrics
-from hfsiamese.metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs
+from hfsiamese.metrics.thresholds import best_threshold, check_calibration_options, check_pair_inputs, one_kind
 from hfsiamese.models.siamese.score_calibrator import (
     CALIBRATION_METHODS,
     PROBABILITY_METHODS,
@@ -186,11 +186,10 @@ def calibrate_model(
     encode = {"batch_size": batch_size, "max_length": max_length}
     scores = model.score_pairs(texts_a, texts_b, tokenizer, **encode).double().numpy()
     scores, labels = check_pair_inputs(scores, labels)
-    duplicates = int(labels.sum())
-    if duplicates in (0, len(labels)):
+    kind = one_kind(labels)
+    if kind is not None:
         raise ValueError(
-            f"calibration needs duplicates and non-duplicates; the {len(labels)} pairs given are all "
-            f"{'duplicates' if duplicates else 'non-duplicates'}"
+            f"calibration needs duplicates and non-duplicates; the {len(labels)} pairs given are all {kind}"
         )
 
     threshold, calibrator = fit_threshold(scores, labels, method, target, target_precision)
@@ -232,7 +231,7 @@ def calibrate_model(
         target=target,
         target_precision=target_precision,
         num_pairs=len(labels),
-        num_duplicates=duplicates,
+        num_duplicates=int(labels.sum()),
         threshold=float(threshold),
         threshold_interval=interval,
         interval_confidence=INTERVAL_CONFIDENCE,

@@ -13,7 +13,7 @@ from transformers.utils import logging
 
 from hfsiamese.data.collator import LABEL_COLUMNS
 from hfsiamese.metrics import pair_classification_metrics
-from hfsiamese.metrics.thresholds import UnreachablePrecisionError, threshold_above
+from hfsiamese.metrics.thresholds import UnreachablePrecisionError, one_kind, threshold_above
 
 logger = logging.get_logger(__name__)
 
@@ -64,7 +64,7 @@ class ThresholdCalibration:
         if eval_dataset is None:
             return  # nothing is evaluated unless the caller passes a set later
         if not self.args.calibrate_threshold:
-            if config is not None and getattr(config, "threshold", 0.0) is None:
+            if config is not None and hasattr(config, "threshold") and config.threshold is None:
                 raise ValueError(
                     "calibrate_threshold=False scores the validation pairs at the model's config.threshold, and this "
                     "model has none (never calibrated): calibrate it on the validation pairs (the default), or start from "
@@ -75,10 +75,10 @@ class ThresholdCalibration:
         labels = [_label_column(part) for part in sets]
         if any(column is None for column in labels):
             return  # not a labelled map-style set: the evaluation says what it lacks
-        values = np.unique(np.concatenate([np.asarray(column, dtype=np.int64) for column in labels]))
-        if len(values) == 1:
-            kind = "duplicates" if values[0] == 1 else "non-duplicates"
-            count = sum(len(column) for column in labels)
+        together = np.concatenate(labels)
+        kind = one_kind(together)
+        if kind is not None:
+            count = len(together)
             raise ValueError(
                 f"the validation pairs are all {kind} ({count:,} pairs): a threshold calibrated on them separates "
                 "nothing; give validation pairs of both kinds (--validation_file), or calibrate_threshold=False on a "

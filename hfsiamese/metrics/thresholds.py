@@ -25,6 +25,7 @@ __all__ = [
     "check_calibration_options",
     "check_pair_inputs",
     "decisions_at",
+    "one_kind",
     "threshold_above",
     "threshold_sweep",
 ]
@@ -127,8 +128,8 @@ def best_threshold(
     """
     check_calibration_options(calibrate_for, target_precision)
     scores, labels = check_pair_inputs(scores, labels)
-    if labels.min() == labels.max():  # every cut "separates" them: the best would be one below or above every score
-        kind = "duplicates" if labels[0] == 1 else "non-duplicates"
+    kind = one_kind(labels)
+    if kind is not None:  # every cut "separates" them: the best would be one below or above every score
         raise ValueError(
             f"a threshold separates duplicates from non-duplicates: these {len(labels):,} pairs are all {kind}"
         )
@@ -151,6 +152,12 @@ def best_threshold(
     cut = sweep.thresholds[best]
     lower = scores[scores < cut]
     return float((cut + lower.max()) / 2.0) if lower.size else float(cut)
+
+
+def one_kind(labels: Any) -> str | None:
+    """`"duplicates"` or `"non-duplicates"` when 0/1 `labels` hold only that kind (nothing to separate), else None."""
+    values = np.unique(np.asarray(labels))
+    return None if len(values) != 1 else ("duplicates" if values[0] == 1 else "non-duplicates")
 
 
 def threshold_above(scores: np.ndarray) -> float:
