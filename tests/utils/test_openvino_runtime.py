@@ -10,7 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from hfsiamese.utils.openvino_runtime import OpenVinoSession, shared_core
+from hfsiamese.utils.cpu_features import CpuFeatures, detected_features
+from hfsiamese.utils.openvino_runtime import (
+    AMX_ATTENTION_OV_CONFIG,
+    DEFAULT_OV_CONFIG,
+    OpenVinoSession,
+    session_defaults,
+    shared_core,
+)
 
 openvino = pytest.importorskip("openvino", reason="the openvino extra")
 
@@ -65,3 +72,36 @@ def test_sessions_freed_in_creation_order_leave_the_signal_stack_mapped():
 
 def test_one_core_for_the_process():
     assert shared_core() is shared_core()
+
+
+def attention_graph():
+    """One ScaledDotProductAttention over a (batch, heads, length, dim) input: what a transformer export holds."""
+    from openvino import opset13 as ops
+
+    states = ops.parameter([-1, 2, -1, 4], np.float32, name="states")
+    return openvino.Model([ops.scaled_dot_product_attention(states, states, states)], [states], "attention")
+
+
+def features(*, amx: bool) -> CpuFeatures:
+    return CpuFeatures(avx2=True, avx512=True, avx512_bf16=amx, amx=amx, vnni=True, source="test")
+
+
+def test_snippets_off_for_attention_on_amx_only():
+    assert session_defaults(attention_graph(), features(amx=True)) == {
+        **DEFAULT_OV_CONFIG,
+        **AMX_ATTENTION_OV_CONFIG,
+    }
+    assert session_defaults(attention_graph(), features(amx=False)) == DEFAULT_OV_CONFIG
+    assert session_defaults(relu_graph(), features(amx=True)) == DEFAULT_OV_CONFIG
+
+
+def test_a_session_compiles_with_its_defaults_and_the_callers_config_wins():
+    graph = attention_graph()
+    assert OpenVinoSession(graph).ov_config == session_defaults(graph)
+    assert OpenVinoSession(graph).ov_config.get("SNIPPETS_MODE") == ("DISABLE" if detected_features().amx else None)
+    caller = {"SNIPPETS_MODE": "ENABLE", "INFERENCE_PRECISION_HINT": "bf16"}
+    assert OpenVinoSession(graph, ov_config=caller).ov_config == caller
+    states = np.random.default_rng(0).standard_normal((2, 2, 3, 4)).astype(np.float32)
+    (plain,) = OpenVinoSession(graph).run(None, {"states": states})
+    (snippets,) = OpenVinoSession(graph, ov_config={"SNIPPETS_MODE": "ENABLE"}).run(None, {"states": states})
+    np.testing.assert_allclose(plain, snippets, atol=1e-5)
