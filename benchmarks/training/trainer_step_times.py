@@ -1,0 +1,238 @@
+#!/usr/bin/env python
+"""Where a `hfsiamese train` run's time goes, step by step: its steps, what lies between them, and new batch shapes.
+
+    python benchmarks/training/trainer_step_times.py --device cuda --batch_sizes 256 1024 --steps 200
+    python benchmarks/training/trainer_step_times.py --device cpu --batch_sizes 16 --steps 30 --precisions fp32
+
+Options it does not know go to `hfsiamese train` (`--max_length 32`, `--train_file PAIRS`).
+
+`training_throughput.py` divides pairs by the Trainer's `train_runtime`; this runs the same command
+(`hfsiamese train` with `recipes/configs/minilm_qqp.yaml`, `--loss hard_negative_triplet`, batches grouped by length,
+SDPA attention on a GPU; run as a script it applies the command's CPU defaults) with a callback that times every optimiser step (the device synchronised at its start and
+end) and the gap before it (fetching the batch, logging), and a forward hook that notes each step's padded widths.
+It reports, per batch size and precision: pairs/s over the whole run and over the steady half (the second half of
+the steps), the median step whose widths the run had already seen against one whose widths were new (a new shape
+costs a GPU library its first-call set-up: kernel choice, lazy module loading), and from `torch.profiler` over 5
+steps of the steady half: kernel launches and kernel time per step, host-device waits, and the host's busiest
+operations. Set beside `step_profile.py` (a plain loop at one shape) it says what of a slow precision is the
+Trainer's, the data's shapes', or the arithmetic's. Use the device alone.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
+# isort: split
+import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch loads, as in the command
+
+# isort: split
+import torch
+from transformers import TrainerCallback
+
+from benchmarks.common.harness import REPO, argument_parser, emit, machine
+
+PROFILED_STEPS = 5
+WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpyAsync")
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")
+
+
+class StepTimer(TrainerCallback):
+    """Times each optimiser step and the gap before it; profiles `PROFILED_STEPS` steps from `profile_from`."""
+
+    def __init__(self, device: str, profile_from: int | None) -> None:
+        self.device, self.profile_from = device, profile_from
+        self.step_s: list[float] = []
+        self.gap_s: list[float] = []
+        self.widths: list[tuple[int, ...]] = []
+        self.forward_widths: tuple[int, ...] = ()
+        self.profiler: Any = None
+        self.profile: dict[str, Any] = {}
+        self._begun = self._ended = 0.0
+        self._skip_gap = False  # the gap after the profiled steps holds the profile's summary
+
+    def synchronize(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def forward_hook(self, module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+        """A forward pre-hook: the padded width of each side this step encodes."""
+        self.forward_widths = tuple(
+            int(kwargs[name].shape[-1]) for name in ("input_ids_a", "input_ids_b") if name in kwargs
+        )
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.synchronize()
+        self._begun = time.perf_counter()
+        if self._ended and not self._skip_gap:
+            self.gap_s.append(self._begun - self._ended)
+        self._skip_gap = False
+        if self.profile_from is not None and not self.profile and len(self.step_s) == self.profile_from:
+            from torch.profiler import ProfilerActivity, profile
+
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device == "cuda" else [])
+            self.profiler = profile(activities=activities)
+            self.profiler.__enter__()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.synchronize()
+        self._ended = time.perf_counter()
+        self.step_s.append(self._ended - self._begun)
+        self.widths.append(self.forward_widths)
+        if self.profiler is not None and len(self.step_s) == self.profile_from + PROFILED_STEPS:
+            self.profiler.__exit__(None, None, None)
+            self.profile = summarise_profile(self.profiler, self.device)  # not empty: profiled once
+            self.profiler = None
+            # The profiled steps ran slower (the profiler's own cost): kept out of the step figures.
+            del self.step_s[-PROFILED_STEPS:]
+            del self.widths[-PROFILED_STEPS:]
+            del self.gap_s[-(PROFILED_STEPS - 1) :]
+            self._skip_gap = True
+
+
+def summarise_profile(profiler: Any, device: str) -> dict[str, Any]:
+    """Per step: kernel launches, kernel time, host-device waits, and the host's 12 busiest operations (self time)."""
+    events = profiler.key_averages()
+    per_step: dict[str, Any] = {}
+    if device == "cuda":
+        per_step["kernel_launches"] = round(sum(e.count for e in events if e.key in LAUNCHES) / PROFILED_STEPS)
+        kernel_us = sum(e.device_time_total for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        per_step["kernel_ms"] = round(kernel_us / PROFILED_STEPS / 1e3, 2)
+        per_step["waits"] = {
+            e.key: {
+                "count": round(e.count / PROFILED_STEPS, 1),
+                "ms": round(e.self_cpu_time_total / PROFILED_STEPS / 1e3, 2),
+            }
+            for e in events
+            if e.key in WAITS
+        }
+    host = sorted(
+        (e for e in events if e.device_type == torch.autograd.DeviceType.CPU),
+        key=lambda e: e.self_cpu_time_total,
+        reverse=True,
+    )
+    per_step["host_self_ms"] = {e.key: round(e.self_cpu_time_total / PROFILED_STEPS / 1e3, 2) for e in host[:12]}
+    return per_step
+
+
+def run(
+    batch_size: int,
+    precision: str,
+    steps: int,
+    device: str,
+    output_dir: str,
+    model: str | None = None,
+    extra: list[str] | None = None,
+) -> dict[str, Any]:
+    """One `hfsiamese train` run with the timer attached (`extra`: more of its options); its figures."""
+    from hfsiamese.cli import train as train_command
+
+    profile_from = steps // 2 + 5 if steps >= 2 * PROFILED_STEPS + 10 else None
+    timer = StepTimer(device, profile_from)
+    original = train_command.train_evaluate_save
+
+    def timed(trainer: Any, **kwargs: Any) -> Any:
+        trainer.add_callback(timer)
+        hook = trainer.model.register_forward_pre_hook(timer.forward_hook, with_kwargs=True)
+        try:
+            return original(trainer, **kwargs)
+        finally:
+            hook.remove()
+
+    argv = [
+        str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
+        "--output_dir",
+        output_dir,
+        "--per_device_train_batch_size",
+        str(batch_size),
+        "--max_steps",
+        str(steps),
+        "--loss",
+        "hard_negative_triplet",
+        "--train_sampling_strategy",
+        "group_by_length",
+        "--disable_tqdm",
+        "true",
+        "--logging_steps",
+        str(steps),
+        "--bf16",
+        "true" if precision == "bf16" else "false",
+    ]
+    argv += ["--use_cpu", "true"] if device == "cpu" else ["--attn_implementation", "sdpa"]
+    if model is not None:
+        argv += ["--model_name_or_path", model]
+    argv += extra or []
+    train_command.train_evaluate_save = timed
+    try:
+        metrics = train_command.main(argv)
+    finally:
+        train_command.train_evaluate_save = original
+    return figures(timer, metrics, batch_size, steps)
+
+
+def figures(timer: StepTimer, metrics: dict[str, Any], batch_size: int, steps: int) -> dict[str, Any]:
+    seen: set[tuple[int, ...]] = set()
+    new, repeated = [], []
+    for widths, step_s in zip(timer.widths, timer.step_s):
+        (repeated if widths in seen else new).append(step_s)
+        seen.add(widths)
+    steady = timer.step_s[len(timer.step_s) // 2 :]
+    steady_gaps = timer.gap_s[len(timer.gap_s) // 2 :]
+    ms = lambda values: round(statistics.median(values) * 1e3, 2) if values else None  # noqa: E731
+    return {
+        "train_runtime_s": round(metrics["train_runtime"], 2),
+        "pairs_per_s_whole_run": round(steps * batch_size / metrics["train_runtime"], 1),
+        "pairs_per_s_steady": round(batch_size / (statistics.median(steady) + statistics.median(steady_gaps)), 1),
+        "step_ms_steady": ms(steady),
+        "gap_ms_steady": ms(steady_gaps),
+        "steps_timed": len(timer.step_s),  # the profiled ones left out
+        "steps_sum_s": round(sum(timer.step_s), 2),
+        "gaps_sum_s": round(sum(timer.gap_s), 2),
+        "distinct_widths": len(seen),
+        "step_ms_new_widths": ms(new),
+        "step_ms_seen_widths": ms(repeated),
+        "steps_new_widths": len(new),
+        "first_step_ms": round(timer.step_s[0] * 1e3, 1) if timer.step_s else None,
+        # The gap before step i + 1 (its batch fetched, the last step logged), the five longest: an epoch's start shows here.
+        "longest_gaps_ms": {
+            i + 1: round(gap * 1e3, 1) for i, gap in sorted(enumerate(timer.gap_s), key=lambda item: -item[1])[:5]
+        },
+        "profile": timer.profile,
+        "eval_average_precision": round(metrics.get("eval_average_precision", float("nan")), 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--batch_sizes", type=int, nargs="+", default=[256, 1024])
+    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--model", default=None, help="A BERT folder (default: the recipe's all-MiniLM-L6-v2).")
+    args, extra = parser.parse_known_args(argv)  # the rest goes to `hfsiamese train`
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA GPU here")
+    rows = []
+    for batch_size in args.batch_sizes:
+        for precision in args.precisions:
+            with tempfile.TemporaryDirectory() as tmp:
+                row = {
+                    "batch_size": batch_size,
+                    "precision": precision,
+                    **run(batch_size, precision, args.steps, args.device, str(Path(tmp) / "run"), args.model, extra),
+                }
+            rows.append(row)
+            emit({"machine": machine(), "steps": args.steps, **row})
+    return rows
+
+
+if __name__ == "__main__":
+    from hfsiamese.cpu_policy import apply_command_defaults
+
+    apply_command_defaults()  # the command's CPU defaults, as `hfsiamese train` applies them (not in a test's process)
+    main()
