@@ -31,11 +31,12 @@ def train_sentence_transformers(
     device: str = "cpu",
     model_path: str | None = None,
     train_pairs: Any | None = None,
+    callbacks: list[Any] | None = None,
 ) -> tuple[Any, dict[str, float]]:
     """
     Train one sentence-transformers baseline from `model_path` (default: the bundled all-MiniLM-L6-v2); returns
     the model and {train_s (the Trainer's train_runtime), steps, pairs}. `train_pairs`: the labelled training
-    pairs (default: the MiniLM recipe's split).
+    pairs (default: the MiniLM recipe's split); `callbacks`: the Trainer's callbacks (a step timer).
     """
     from sentence_transformers import (
         SentenceTransformer,
@@ -80,7 +81,9 @@ def train_sentence_transformers(
         logging_steps=50,
         seed=seed,
     )
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss)
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=train_dataset, loss=loss, callbacks=callbacks
+    )
     output = trainer.train()
     return model, {"train_s": output.metrics["train_runtime"], "steps": output.global_step, "pairs": len(train_dataset)}
 

@@ -24,6 +24,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,36 @@ class StepTimer(TrainerCallback):
             del self.gap_s[-(PROFILED_STEPS - 1) :]
             self._skip_gap = True
 
+    def steady_pairs_per_s(self, batch_size: int) -> float | None:
+        """Pairs/s of the second half of the timed steps: the median step plus the median gap before one."""
+        steady, gaps = self.step_s[len(self.step_s) // 2 :], self.gap_s[len(self.gap_s) // 2 :]
+        if not steady:
+            return None
+        return round(batch_size / (statistics.median(steady) + (statistics.median(gaps) if gaps else 0.0)), 1)
+
+
+@contextmanager
+def timing_hfsiamese_train(timer: StepTimer) -> Iterator[None]:
+    """While open, a `hfsiamese train` run in this process (`hfsiamese.cli.train.main`, or `recipes/train.py` run in
+    it) trains with `timer` as a callback and its forward pre-hook on the model."""
+    from hfsiamese.cli import train as train_command
+
+    original = train_command.train_evaluate_save
+
+    def timed(trainer: Any, **kwargs: Any) -> Any:
+        trainer.add_callback(timer)
+        hook = trainer.model.register_forward_pre_hook(timer.forward_hook, with_kwargs=True)
+        try:
+            return original(trainer, **kwargs)
+        finally:
+            hook.remove()
+
+    train_command.train_evaluate_save = timed
+    try:
+        yield
+    finally:
+        train_command.train_evaluate_save = original
+
 
 def summarise_profile(profiler: Any, device: str) -> dict[str, Any]:
     """Per step: kernel launches, kernel time, host-device waits, and the host's 12 busiest operations (self time)."""
@@ -134,16 +166,6 @@ def run(
 
     profile_from = steps // 2 + 5 if steps >= 2 * PROFILED_STEPS + 10 else None
     timer = StepTimer(device, profile_from)
-    original = train_command.train_evaluate_save
-
-    def timed(trainer: Any, **kwargs: Any) -> Any:
-        trainer.add_callback(timer)
-        hook = trainer.model.register_forward_pre_hook(timer.forward_hook, with_kwargs=True)
-        try:
-            return original(trainer, **kwargs)
-        finally:
-            hook.remove()
-
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir",
@@ -167,11 +189,8 @@ def run(
     if model is not None:
         argv += ["--model_name_or_path", model]
     argv += extra or []
-    train_command.train_evaluate_save = timed
-    try:
+    with timing_hfsiamese_train(timer):
         metrics = train_command.main(argv)
-    finally:
-        train_command.train_evaluate_save = original
     return figures(timer, metrics, batch_size, steps)
 
 
@@ -182,14 +201,13 @@ def figures(timer: StepTimer, metrics: dict[str, Any], batch_size: int, steps: i
         (repeated if widths in seen else new).append(step_s)
         seen.add(widths)
     steady = timer.step_s[len(timer.step_s) // 2 :]
-    steady_gaps = timer.gap_s[len(timer.gap_s) // 2 :]
     ms = lambda values: round(statistics.median(values) * 1e3, 2) if values else None  # noqa: E731
     return {
         "train_runtime_s": round(metrics["train_runtime"], 2),
         "pairs_per_s_whole_run": round(steps * batch_size / metrics["train_runtime"], 1),
-        "pairs_per_s_steady": round(batch_size / (statistics.median(steady) + statistics.median(steady_gaps)), 1),
+        "pairs_per_s_steady": timer.steady_pairs_per_s(batch_size),
         "step_ms_steady": ms(steady),
-        "gap_ms_steady": ms(steady_gaps),
+        "gap_ms_steady": ms(timer.gap_s[len(timer.gap_s) // 2 :]),
         "steps_timed": len(timer.step_s),  # the profiled ones left out
         "steps_sum_s": round(sum(timer.step_s), 2),
         "gaps_sum_s": round(sum(timer.gap_s), 2),

@@ -24,7 +24,11 @@ sentence-transformers' trainer at its defaults on the same pairs and batch.
 `bf16` sets the Trainer's `bf16=True` on both sides (autocast to bfloat16 on CPU, AMX where the CPU
 has it). Each run is its own process (so peak RSS is its own), and the configurations alternate
 within each repeat so that a noisy neighbour slows all of them alike; the table keeps each
-configuration's best repeat. The ceiling: pairs/s at the measured matmul peak when a pair costs
+configuration's best repeat. Beside pairs/s over the Trainer's `train_runtime`, each run in the worker's own
+process (not `--as_user`) has every step timed (`trainer_step_times.StepTimer`, on both sides):
+`steady_pairs_per_s` over the second half of the steps leaves out what a run pays once (on a GPU the first bf16
+step took 4.3 s), which a run of 60-100 steps cannot amortise; the timer synchronises a GPU at each step's start
+and end, where the steps already wait for it about 12 times. The ceiling: pairs/s at the measured matmul peak when a pair costs
 2 sides × (mean real tokens per question) × 3 × 21.2 MFLOPs — padding and attention not counted.
 """
 
@@ -37,7 +41,9 @@ import resource
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: `benchmarks.*` imports
 from benchmarks.common.harness import (
@@ -59,7 +65,9 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
+def run_hfsiamese(
+    steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
+) -> dict[str, float]:
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir",
@@ -83,12 +91,18 @@ def run_hfsiamese(steps: int, precision: str, output_dir: str, batch_size: int, 
         argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
     else:
         argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)
-    run_train_script(argv)
+    from benchmarks.training.trainer_step_times import timing_hfsiamese_train
+
+    with timing_hfsiamese_train(timer) if timer is not None else nullcontext():
+        run_train_script(argv)
     return run_figures(Path(output_dir))
 
 
-def run_recipe_as_user(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> dict[str, float]:
-    """The README's command: `accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml ...`, in a child process."""
+def run_recipe_as_user(
+    steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
+) -> dict[str, float]:
+    """The README's command: `accelerate launch recipes/train.py recipes/configs/minilm_qqp.yaml ...`, in a child process
+    (so no step timer: `timer` is not used)."""
     command = [
         sys.executable,
         "-m",
@@ -133,14 +147,20 @@ def run_train_script(argv: list[str]) -> None:
 
 
 def run_sentence_transformers(
-    steps: int, precision: str, output_dir: str, batch_size: int, device: str
+    steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
 ) -> dict[str, float]:
     from benchmarks.common.qqp_slices import qqp_train_and_validation
     from benchmarks.training.st_baselines import sentence_transformer_scores, train_sentence_transformers
     from hfsiamese.metrics import pair_classification_metrics
 
     model, timing = train_sentence_transformers(
-        "mnrl", output_dir, batch_size=batch_size, max_steps=steps, precision=precision, device=device
+        "mnrl",
+        output_dir,
+        batch_size=batch_size,
+        max_steps=steps,
+        precision=precision,
+        device=device,
+        callbacks=[timer] if timer is not None else None,
     )
     _, validation = qqp_train_and_validation()
     scores = sentence_transformer_scores(model, list(validation["question1"]), list(validation["question2"]))
@@ -151,14 +171,19 @@ def run_sentence_transformers(
 
 
 def worker(library: str, steps: int, precision: str, batch_size: int, device: str, as_user: bool = False) -> None:
-    """One run in this process (`as_user`: in a launched child); prints its JSON line."""
+    """One run in this process (`as_user`: in a launched child); prints its JSON line. In this process each step is
+    timed too (`trainer_step_times.StepTimer`): `steady_pairs_per_s` leaves out what a run pays once (its first
+    steps, a GPU library's set-up for each new batch shape), which `train_runtime` counts."""
+    from benchmarks.training.trainer_step_times import StepTimer
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    timer = None if as_user else StepTimer(device, profile_from=None)
     with tempfile.TemporaryDirectory() as tmp:
         run = (
             (run_recipe_as_user if as_user else run_hfsiamese) if library == "hfsiamese" else run_sentence_transformers
         )
-        figures = run(steps, precision, str(Path(tmp) / "run"), batch_size, device)
+        figures = run(steps, precision, str(Path(tmp) / "run"), batch_size, device, timer)
     emit(
         {
             "library": library,
@@ -168,6 +193,7 @@ def worker(library: str, steps: int, precision: str, batch_size: int, device: st
             "device": device,
             "train_s": round(figures["train_s"], 2),
             "pairs_per_s": round(steps * batch_size / figures["train_s"], 2),
+            "steady_pairs_per_s": timer.steady_pairs_per_s(batch_size) if timer is not None else None,
             "peak_rss_mib": round(max(_peak_rss_mib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)),
             "eval_average_precision": round(figures["eval_average_precision"], 4),
         }
@@ -247,6 +273,10 @@ def main() -> None:
     for precision in args.precisions:
         ours, theirs = best[("hfsiamese", precision)], best[("sentence_transformers", precision)]
         ratios[f"hfsiamese_{precision}_vs_st_{precision}"] = round(ours["pairs_per_s"] / theirs["pairs_per_s"], 2)
+        if ours.get("steady_pairs_per_s") and theirs.get("steady_pairs_per_s"):
+            ratios[f"hfsiamese_{precision}_vs_st_{precision}_steady"] = round(
+                ours["steady_pairs_per_s"] / theirs["steady_pairs_per_s"], 2
+            )
         if st_fp32 is not None:
             ratios[f"hfsiamese_{precision}_vs_st_fp32"] = round(ours["pairs_per_s"] / st_fp32["pairs_per_s"], 2)
     summary = {
