@@ -37,7 +37,8 @@ import hfsiamese  # noqa: F401  first: picks OpenMP's wait policy before torch l
 import torch
 from transformers import TrainerCallback
 
-from benchmarks.common.harness import REPO, argument_parser, emit, machine
+from benchmarks.common.harness import argument_parser, emit, machine
+from benchmarks.training.training_throughput import hfsiamese_argv
 
 PROFILED_STEPS = 5
 WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpyAsync")
@@ -166,26 +167,7 @@ def run(
 
     profile_from = steps // 2 + 5 if steps >= 2 * PROFILED_STEPS + 10 else None
     timer = StepTimer(device, profile_from)
-    argv = [
-        str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
-        "--output_dir",
-        output_dir,
-        "--per_device_train_batch_size",
-        str(batch_size),
-        "--max_steps",
-        str(steps),
-        "--loss",
-        "hard_negative_triplet",
-        "--train_sampling_strategy",
-        "group_by_length",
-        "--disable_tqdm",
-        "true",
-        "--logging_steps",
-        str(steps),
-        "--bf16",
-        "true" if precision == "bf16" else "false",
-    ]
-    argv += ["--use_cpu", "true"] if device == "cpu" else ["--attn_implementation", "sdpa"]
+    argv = hfsiamese_argv(steps, precision, output_dir, batch_size, device)  # as training_throughput.py runs it
     if model is not None:
         argv += ["--model_name_or_path", model]
     argv += extra or []

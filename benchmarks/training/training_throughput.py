@@ -65,9 +65,8 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_hfsiamese(
-    steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
-) -> dict[str, float]:
+def hfsiamese_argv(steps: int, precision: str, output_dir: str, batch_size: int, device: str) -> list[str]:
+    """`recipes/train.py`'s arguments for the hfsiamese side: the MiniLM recipe with the in-batch triplet loss."""
     argv = [
         str(REPO / "recipes" / "configs" / "minilm_qqp.yaml"),
         "--output_dir",
@@ -91,6 +90,13 @@ def run_hfsiamese(
         argv += ["--use_cpu", "true"]  # the Trainer refuses bf16 without a GPU unless told it is on CPU
     else:
         argv += ["--attn_implementation", "sdpa"]  # eager only pays on CPUs (see the recipe's YAML)
+    return argv
+
+
+def run_hfsiamese(
+    steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
+) -> dict[str, float]:
+    argv = hfsiamese_argv(steps, precision, output_dir, batch_size, device)
     from benchmarks.training.trainer_step_times import timing_hfsiamese_train
 
     with timing_hfsiamese_train(timer) if timer is not None else nullcontext():
