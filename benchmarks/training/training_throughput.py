@@ -25,7 +25,7 @@ sentence-transformers' trainer at its defaults on the same pairs and batch.
 has it). Each run is its own process (so peak RSS is its own), and the configurations alternate
 within each repeat so that a noisy neighbour slows all of them alike; the table keeps each
 configuration's best repeat. Beside pairs/s over the Trainer's `train_runtime`, each run in the worker's own
-process (not `--as_user`) has every step timed (`trainer_step_times.StepTimer`, on both sides):
+process (not `--as_user`) has every step timed (`step_timer.StepTimer`, on both sides):
 `steady_pairs_per_s` over the second half of the steps leaves out what a run pays once (on a GPU the first bf16
 step took 4.3 s), which a run of 60-100 steps cannot amortise; the timer synchronises a GPU at each step's start
 and end, where the steps already wait for it about 12 times. The ceiling: pairs/s at the measured matmul peak when a pair costs
@@ -97,7 +97,7 @@ def run_hfsiamese(
     steps: int, precision: str, output_dir: str, batch_size: int, device: str, timer: Any = None
 ) -> dict[str, float]:
     argv = hfsiamese_argv(steps, precision, output_dir, batch_size, device)
-    from benchmarks.training.trainer_step_times import timing_hfsiamese_train
+    from benchmarks.training.step_timer import timing_hfsiamese_train
 
     with timing_hfsiamese_train(timer) if timer is not None else nullcontext():
         run_train_script(argv)
@@ -178,9 +178,9 @@ def run_sentence_transformers(
 
 def worker(library: str, steps: int, precision: str, batch_size: int, device: str, as_user: bool = False) -> None:
     """One run in this process (`as_user`: in a launched child); prints its JSON line. In this process each step is
-    timed too (`trainer_step_times.StepTimer`): `steady_pairs_per_s` leaves out what a run pays once (its first
+    timed too (`step_timer.StepTimer`): `steady_pairs_per_s` leaves out what a run pays once (its first
     steps, a GPU library's set-up for each new batch shape), which `train_runtime` counts."""
-    from benchmarks.training.trainer_step_times import StepTimer
+    from benchmarks.training.step_timer import StepTimer
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
