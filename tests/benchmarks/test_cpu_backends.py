@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.serving.cpu_backends import main
+from benchmarks.serving.cpu_backends import main, tokenizing_alone
 from hfsiamese.bi_encoder.word_tokenizer import train_word_tokenizer
 from tests.bi_encoder.test_onnx_export import tiny_model
 from tests.conftest import TEXTS
@@ -29,6 +29,8 @@ def test_a_tiny_model_in_three_backends(tmp_path, capsys):
         # fp32 in every runtime: the same scores, so the same AP.
         assert result[name]["average_precision"] == pytest.approx(result["pytorch_fp32"]["average_precision"])
     assert result["pytorch_fp32"]["encode_vs_pytorch_fp32"] == 1.0
+    # The pipeline every backend shares, timed without a model: a texts/s and its ratio, no AP (it scores nothing).
+    assert set(result["tokenizing_alone"]) == {"texts_per_s", "encode_vs_pytorch_fp32"}
     assert (tmp_path / "out.json").is_file() and '"openvino_fp32"' in capsys.readouterr().out
 
 
@@ -52,6 +54,14 @@ def test_the_peer_runs_in_the_interpreter_given_on_a_faithful_export(tmp_path, t
     assert result["st_torch_fp32"]["average_precision"] == pytest.approx(result["pytorch_fp32"]["average_precision"])
     assert result["st_torch_fp32"]["texts_per_s"] > 0 and "encode_vs_pytorch_fp32" in result["st_torch_fp32"]
     assert "st_onnx_int8" in result["skipped"]
+
+
+def test_tokenizing_alone_batches_every_text_as_encode_does():
+    """The ceiling row runs `encode`'s tokenising and padding over every text, at `encode`'s batch size."""
+    tokenizer = train_word_tokenizer(TEXTS, vocab_size=100, model_max_length=16)
+    model = tiny_model("static", len(tokenizer)).eval()
+    texts = TEXTS * 40  # more than one padded batch of encode's default 64
+    assert tokenizing_alone(model, tokenizer)(texts) == len(texts)
 
 
 def test_help_names_every_variant(capsys):
