@@ -93,6 +93,44 @@ def test_gradients_reach_token_vectors_weights_and_projection_but_not_padding(wo
     assert encoder.embeddings.weight.grad[word_tokenizer.pad_token_id].abs().sum() == 0
 
 
+@pytest.mark.parametrize("pooling", ["mean", "weighted_mean"])
+def test_inference_sums_in_one_kernel_to_the_training_product(word_tokenizer, pooling):
+    """Eval mode pools with `embedding_bag` (lookup and weighted sum fused), training with the product over the
+    token vectors (dropout acts on them): the same vectors, gradients included, padding and empty texts alike."""
+    model = static_model(word_tokenizer, pooling)
+    with torch.no_grad():
+        if model.encoder.token_weights is not None:
+            model.encoder.token_weights.weight.normal_(0, 2)
+    batch = word_tokenizer(["", TEXT, LONGER], padding=True, return_tensors="pt")
+    encoder = model.encoder
+    encoder.dropout.p = 0.0  # the product without dropout: what inference must equal
+    results = {}
+    for training in (True, False):
+        encoder.train(training)
+        encoder.zero_grad()
+        pooled = encoder(batch["input_ids"], batch["attention_mask"])
+        pooled.pow(2).sum().backward()
+        grads = [p.grad.clone() for p in encoder.parameters()]
+        results[training] = (pooled.detach(), grads)
+    (train_out, train_grads), (eval_out, eval_grads) = results[True], results[False]
+    assert torch.allclose(eval_out, train_out, atol=1e-6) and eval_out[0].abs().sum() == 0
+    for train_grad, eval_grad in zip(train_grads, eval_grads, strict=True):
+        assert torch.allclose(eval_grad, train_grad, atol=1e-6)
+    no_tokens = torch.zeros(2, 0, dtype=torch.long)  # a batch of empty texts from a tokenizer adding no tokens
+    assert encoder.eval()(no_tokens, no_tokens).shape == (2, 8) and encoder(no_tokens, no_tokens).abs().sum() == 0
+
+
+def test_a_traced_graph_keeps_the_product_not_the_fused_kernel(word_tokenizer):
+    """An export traces the eval forward: its graph must hold plain ops (ONNX has no fused EmbeddingBag: a loop)."""
+    model = static_model(word_tokenizer, "weighted_mean").eval()
+    batch = word_tokenizer([TEXT, LONGER], padding=True, return_tensors="pt")
+    traced = torch.jit.trace(model.encoder, (batch["input_ids"], batch["attention_mask"]))
+    kinds = {node.kind() for node in traced.inlined_graph.nodes()}
+    assert "aten::einsum" in kinds and "aten::embedding_bag" not in kinds
+    with torch.no_grad():
+        assert torch.allclose(traced(batch["input_ids"], batch["attention_mask"]), model.encoder(**batch), atol=1e-6)
+
+
 def test_no_sub_batching_and_forward_matches_embed(word_tokenizer):
     model = static_model(word_tokenizer).eval()
     model.set_sub_batching(max_tokens=4)  # a transformer's runtime choice: no effect on a static encoder
