@@ -22,7 +22,7 @@ as a ratio to pytorch_fp32 within the run. Use the cores alone: another job on t
 Beside the variants, `tokenizing_alone` times what every one of them does before its model runs: the texts tokenised
 in chunks on `encode`'s background thread and cut into padded batches (`encoding_batches`), with no model. Its texts/s
 is the most any backend can encode through the library's pipeline, so its ratio to pytorch_fp32 bounds every
-variant's (for a static student, whose model is a table lookup, the bound is close to 1).
+variant's (for a static student, whose model is a table lookup, the bound is under 2×).
 """
 
 from __future__ import annotations

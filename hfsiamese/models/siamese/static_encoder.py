@@ -58,7 +58,7 @@ class StaticEncoder(nn.Module):
             # no tokens at all (`embedding_bag` takes no bags of width 0; the product gives their zero vectors).
             return F.embedding_bag(input_ids, self.embeddings.weight, per_sample_weights=weights, mode="sum")
         vectors = self.dropout(self.embeddings(input_ids))
-        return torch.einsum("bl,bld->bd", weights.to(vectors.dtype), vectors)
+        return torch.einsum("bl,bld->bd", weights, vectors)
 
 
 def _capturing_a_graph() -> bool:
