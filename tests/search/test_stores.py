@@ -37,6 +37,23 @@ def test_in_memory_store_iterates_its_rows_in_order():
     assert store.contains([1, 7]) == [True, False] and store.delete([1, 7]) == 1 and len(store) == 2
 
 
+@pytest.mark.parametrize("ids", [[3, 1, 2], ["q3", "q1", "q2"]])
+def test_the_rows_dataset_is_made_without_hashing_every_text(ids, monkeypatch):
+    """`datasets` fingerprints a table made by `from_dict` by pickling all of it (10M texts: 20 s and a second copy
+    in memory); the store's rows never go through a cached transform, so they get a random fingerprint instead."""
+    import datasets.arrow_dataset
+
+    def hashed(*args, **kwargs):
+        raise AssertionError("the rows were hashed")
+
+    monkeypatch.setattr(datasets.arrow_dataset, "generate_fingerprint", hashed)
+    store = InMemoryStore(2)
+    store.add(ids, ["a", "b", "c"], np.eye(3, 2, dtype=np.float32) + 0.5)
+    corpus = store.corpus
+    assert corpus["id"] == ids and corpus["text"] == ["a", "b", "c"]
+    assert corpus.features["id"].dtype == ("int64" if isinstance(ids[0], int) else "string")
+
+
 def _opened(kind: str, tmp_path):
     if kind == "exact":
         return InMemoryStore(3)

@@ -21,6 +21,8 @@ import datasets
 import numpy as np
 import pyarrow as pa
 import torch
+from datasets.fingerprint import generate_random_fingerprint
+from datasets.table import InMemoryTable
 
 from hfsiamese.search.input_checks import id_type
 from hfsiamese.search.stores.index_files import write_index_folder
@@ -289,7 +291,7 @@ class DatabaseStore(ABC):
 
     def dataset(self) -> datasets.Dataset | None:
         ids, texts, _ = self.read_all(with_vectors=False)
-        return datasets.Dataset.from_dict({"id": ids, "text": texts}) if ids else None
+        return rows_dataset(ids, texts) if ids else None
 
     def all_ids(self) -> list[int | str]:
         return self.read_all(with_vectors=False)[0]
@@ -365,6 +367,21 @@ def check_stored_dim(collection: str, where: str, dim: int, embedding_dim: int |
         )
 
 
+def rows_dataset(ids: list[Any], texts: list[str]) -> datasets.Dataset:
+    """The columns `id` (int64 or string, as `id_type` finds them) and `text` as an in-memory `datasets.Dataset`."""
+    kind = id_type(ids)
+    features = datasets.Features(
+        {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
+    )
+    # Not `Dataset.from_dict`: it fingerprints the table by pickling all of it (10M texts: 20 s and a second copy in
+    # memory). These rows never go through a cached transform, so a random fingerprint, as `datasets` gives a table
+    # it cannot hash, is all they need.
+    table = InMemoryTable.from_pydict({"id": ids, "text": texts}, schema=features.arrow_schema)
+    return datasets.Dataset(
+        table, info=datasets.DatasetInfo(features=features), fingerprint=generate_random_fingerprint()
+    )
+
+
 __all__ = [
     "GROUPS_SUFFIX",
     "GROUP_SETTINGS_KEY",
@@ -376,4 +393,5 @@ __all__ = [
     "gathered_rows",
     "import_engine",
     "local_folder",
+    "rows_dataset",
 ]

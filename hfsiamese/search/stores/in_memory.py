@@ -16,8 +16,8 @@ import datasets
 import numpy as np
 import torch
 
-from hfsiamese.search.input_checks import check_metadata, id_type
-from hfsiamese.search.stores.base import RowBatch
+from hfsiamese.search.input_checks import check_metadata
+from hfsiamese.search.stores.base import RowBatch, rows_dataset
 from hfsiamese.search.stores.embedding_table import EmbeddingTable
 from hfsiamese.search.stores.index_files import write_index_folder
 from hfsiamese.search.stores.matches import match
@@ -65,7 +65,7 @@ class InMemoryStore:
     def corpus(self) -> datasets.Dataset | None:
         """Every id and text (`id`, `text`), in row order."""
         if self._pending_ids:
-            rows = _rows_dataset(self._pending_ids, self._pending_texts, id_type(self._pending_ids))
+            rows = rows_dataset(self._pending_ids, self._pending_texts)
             self._corpus = rows if self._corpus is None else datasets.concatenate_datasets([self._corpus, rows])
             self._pending_ids, self._pending_texts = [], []
         return self._corpus
@@ -106,7 +106,7 @@ class InMemoryStore:
 
     def adopt(self, ids: list[Any], texts: list[str], table: EmbeddingTable) -> None:
         """Take a (memory-mapped) table of every row's embedding, with its ids and texts, as all this store holds."""
-        self.corpus = _rows_dataset(ids, texts, id_type(ids))
+        self.corpus = rows_dataset(ids, texts)
         self.table = table
         self._row_of = None
 
@@ -296,13 +296,6 @@ class InMemoryStore:
 
     def close(self) -> None:
         """Nothing to release: the rows live in this process (a memory map closes with the table)."""
-
-
-def _rows_dataset(ids: list[Any], texts: list[str], kind: str) -> datasets.Dataset:
-    features = datasets.Features(
-        {"id": datasets.Value("int64" if kind == "int" else "string"), "text": datasets.Value("string")}
-    )
-    return datasets.Dataset.from_dict({"id": ids, "text": texts}, features=features)
 
 
 __all__ = ["InMemoryStore", "NeighbourSearch"]
