@@ -39,8 +39,9 @@ def test_in_memory_store_iterates_its_rows_in_order():
 
 @pytest.mark.parametrize("ids", [[3, 1, 2], ["q3", "q1", "q2"]])
 def test_the_rows_dataset_is_made_without_hashing_every_text(ids, monkeypatch):
-    """`datasets` fingerprints a table made by `from_dict` by pickling all of it (10M texts: 20 s and a second copy
-    in memory); the store's rows never go through a cached transform, so they get a random fingerprint instead."""
+    """`datasets` fingerprints a table made by `from_dict` by pickling all of it (2M texts: 4 s against 0.4 s, and a
+    pickled copy in memory); the store's rows never go through a cached transform, so they get a random fingerprint
+    instead."""
     import datasets.arrow_dataset
 
     def hashed(*args, **kwargs):
