@@ -22,6 +22,7 @@ from hfsiamese.search.stores.recall_tuning import (
     describe,
     fits,
     latencies_ms,
+    tie_tolerance,
 )
 
 pytest.importorskip("faiss")
@@ -377,6 +378,27 @@ def test_recall_counts_ties_and_leaves_each_query_own_row_out():
     assert twin.recall(np.array([[0, 1]])) == 1.0 and twin.recall(np.array([[0, 2]])) == 0.0
     two = RecallProbe(np.array([2]), table[[2]], np.array([[0, 1]]), gather)
     assert two.recall(np.array([[2, 0, 3]])) == 0.5 and two.recall(np.array([[1, 0, 2]])) == 1.0
+
+
+def test_rows_within_float32_rounding_of_the_kth_score_tie():
+    # Near-copies whose embeddings differ in the last bits (the same words summed in another order): a search in
+    # float32 may return any of them, and each must count as found, as an exact tie does.
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=64)
+    base /= np.linalg.norm(base)
+    copies = base + rng.normal(scale=1e-8, size=(20, 64))  # 20 near-copies, scores a few 1e-8 apart
+    far = base + rng.normal(scale=0.2, size=(1, 64))  # clearly below the 10th
+    table = np.vstack([base, copies, far / np.linalg.norm(far)]).astype(np.float32)
+
+    def gather(rows):
+        return table[rows]
+
+    scores = table[1:21].astype(np.float64) @ table[0].astype(np.float64)
+    ranked = 1 + np.argsort(-scores)
+    probe = RecallProbe(np.array([0]), table[[0]], ranked[None, :10], gather)
+    assert probe.recall(np.concatenate([[0], ranked[10:]])[None, :]) == 1.0  # the other ten near-copies
+    assert probe.recall(np.concatenate([[0, 21], ranked[11:]])[None, :]) == 0.9  # one clearly lower row: a miss
+    assert tie_tolerance(384) < 3e-5
 
 
 def test_recall_target_is_checked(models):
