@@ -23,10 +23,8 @@ nothing else tells the user. So a `DuplicateIndex(store="faiss")` measures the i
   reaches a target only when that bound does (`recall_sample`: the sample's own figure);
 * **recall@k**: the share of the exact top k that the approximate top k finds, where a row scoring as high as
   the exact k-th row counts as found (a corpus with repeated texts has tied rows that either search may
-  return); both sides' scores are computed by one routine, and a row within float32 rounding of the k-th score
-  (`tie_tolerance`) counts too: each search picked its rows by float32 products, which order rows closer than
-  that by rounding (the static student's near-copies, 1.2M questions: 228 of 300 corpus rows had such rows
-  around their 10th, and the rounding alone put the measured recall at 0.966 for every int8 setting);
+  return); a row within float32 rounding of the k-th score counts too (`tie_tolerance`: the searches order such
+  rows by rounding; it put a static student's 1.2M near-copies at 0.966 for every int8 setting);
 * **latency**: the approximate search of each sample query on its own (rescoring included, not encoding):
   median and p99, in ms (timed on the machine that built the index, while it built it; a slow setting is
   timed on as many queries as `LATENCY_BUDGET_S` allows).
